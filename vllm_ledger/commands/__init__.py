@@ -1,0 +1,1 @@
+"""One module per CLI command: ``NAME``, ``HELP``, ``configure(parser)``, ``run(args)``."""

@@ -1,0 +1,35 @@
+"""vllm-ledger verify: the current run's ledger against vLLM's live /metrics counters."""
+
+from __future__ import annotations
+
+import argparse
+
+from vllm_ledger.commands._common import add_roots, roots_of
+from vllm_ledger.verify import verify
+
+NAME = "verify"
+HELP = "compare the current run's ledger with vLLM's /metrics counters (after every upgrade)"
+EPILOG = """example:
+  vllm-ledger verify --metrics-url http://127.0.0.1:8000/metrics --root /srv/artifacts/usage
+exit status: 0 match, 1 differences, 2 could not check
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metrics-url", required=True, metavar="URL", help="vLLM's /metrics URL")
+    add_roots(p)
+    p.add_argument("--wait", type=float, default=10.0, metavar="S",
+                   help="keep re-checking for up to S seconds while the ledger catches up (default 10)")
+    p.add_argument("--run", metavar="RUN_ID", help="compare this run instead of the newest")
+
+
+def run(args: argparse.Namespace) -> int:
+    result = verify(roots_of(args), args.metrics_url, wait_s=args.wait, run_id=args.run)
+    if result.match:
+        figures = ", ".join(f"{k} {v:,}" for k, v in result.ledger.items())
+        print(f"match: run {result.run_id}: {figures}")
+        return 0
+    print(f"MISMATCH: run {result.run_id}")
+    for d in result.differences:
+        print(f"  {d.figure}: ledger {d.ledger:,} vs {d.metric} {d.vllm:,} (diff {d.ledger - d.vllm:+,})")
+    return 1

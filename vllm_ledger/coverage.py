@@ -1,0 +1,191 @@
+"""Which wall-clock time every expected writer can vouch for, and why the rest cannot. Pure.
+
+A writer vouches for the spans its heartbeats recorded. A writer that has not closed
+cleanly and whose last heartbeat is within ``STALE_AFTER_S`` of the report's clock is alive
+and vouches up to the cutoff; older than that it is stale from its last heartbeat on.
+
+A run is covered where *every* expected writer of it vouches (a writer that never came up
+leaves its run uncovered). An instance is covered where any of its runs is covered; the
+report is covered where every instance is. Seconds in which events were dropped, rejected
+or lost are cut out of the covered time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from vllm_ledger import intervals as iv
+from vllm_ledger.reader import LedgerSnapshot
+from vllm_ledger.windows import Window
+
+STALE_AFTER_S = 30.0
+
+PROBLEM_CODES: tuple[str, ...] = (
+    "writer_missing",
+    "heartbeat_stale",
+    "unclean_exit",
+    "queue_overflow",
+    "rejected_input",
+    "write_failed",
+    "ledger_unreadable",
+    "ledger_busy",
+    "imprecise_edge",
+)
+
+
+@dataclass
+class WriterCoverage:
+    run_id: str
+    writer_rank: int
+    expected_writers: int
+    instance_key: str
+    state: str  # alive | closed | stale | crashed | missing
+    vouched: list[iv.Interval] = field(default_factory=list)
+    first_ts: float | None = None
+    last_ts: float | None = None
+    files: int = 0
+
+
+@dataclass
+class CoverageModel:
+    writers: list[WriterCoverage]
+    covered: list[iv.Interval]
+    problem_seconds: list[tuple[int, int, int, int]]
+    unreadable: int
+    busy: int
+    first_record_ts: int | None
+
+    def uncovered_seconds(self, w: Window) -> int:
+        covered = iv.measure(iv.clip(self.covered, w.start_ts, w.cutoff_ts))
+        return max(0, math.ceil(w.seconds - covered - 1e-6))
+
+    def problems(self, w: Window, imprecise: bool = False) -> dict[str, int]:
+        counts: dict[str, int] = defaultdict(int)
+        for wr in self.writers:
+            if wr.state in ("alive", "closed"):
+                continue
+            lo = wr.first_ts if wr.first_ts is not None else -math.inf
+            hi = w.cutoff_ts if wr.state in ("stale", "missing") else (wr.last_ts or lo)
+            if wr.state in ("stale", "crashed"):
+                hi = w.cutoff_ts if wr.state == "stale" else _crash_effect_end(self, wr, w)
+            if hi >= w.start_ts and lo < w.cutoff_ts:
+                code = {
+                    "missing": "writer_missing",
+                    "stale": "heartbeat_stale",
+                    "crashed": "unclean_exit",
+                }[wr.state]
+                counts[code] += 1
+        for ts, dropped, rejected, lost in self.problem_seconds:
+            if w.start_ts <= ts < w.cutoff_ts:
+                if dropped:
+                    counts["queue_overflow"] += dropped
+                if rejected:
+                    counts["rejected_input"] += rejected
+                if lost:
+                    counts["write_failed"] += lost
+        if self.unreadable:
+            counts["ledger_unreadable"] += self.unreadable
+        if self.busy:
+            counts["ledger_busy"] += self.busy
+        if imprecise:
+            counts["imprecise_edge"] += 1
+        return dict(sorted(counts.items()))
+
+
+def _crash_effect_end(model: CoverageModel, wr: WriterCoverage, w: Window) -> float:
+    # A crashed writer's lost tail runs from its last heartbeat to the next covered instant.
+    last = wr.last_ts or 0.0
+    for s, _e in model.covered:
+        if s >= last:
+            return s
+    return w.cutoff_ts
+
+
+def build(snapshots: Sequence[LedgerSnapshot], at_ts: float) -> CoverageModel:
+    """Coverage from the ledgers' spans, as seen at ``at_ts`` (the report's clock)."""
+    ok = [s for s in snapshots if s.ok]
+    by_writer: dict[tuple[str, int], list[LedgerSnapshot]] = defaultdict(list)
+    for s in ok:
+        by_writer[s.writer_key].append(s)
+    runs: dict[str, dict[int, list[LedgerSnapshot]]] = defaultdict(dict)
+    for (run_id, rank), snaps in by_writer.items():
+        runs[run_id][rank] = snaps
+    cutoff = math.floor(at_ts)
+    # The latest run per instance: a non-closed writer of it is "stale", of older runs "crashed".
+    run_start: dict[str, float] = {}
+    run_instance: dict[str, str] = {}
+    for run_id, ranks in runs.items():
+        firsts = [sp[0][0] for snaps in ranks.values() for s in snaps for sp in [s.spans] if sp]
+        run_start[run_id] = min(firsts) if firsts else math.inf
+        any_snap = next(iter(ranks.values()))[0]
+        run_instance[run_id] = any_snap.instance.key
+    latest_for_instance: dict[str, str] = {}
+    for run_id, inst in run_instance.items():
+        cur = latest_for_instance.get(inst)
+        if cur is None or run_start[run_id] > run_start[cur]:
+            latest_for_instance[inst] = run_id
+
+    writers: list[WriterCoverage] = []
+    instance_cover: dict[str, list[iv.Interval]] = defaultdict(list)
+    for run_id, ranks in sorted(runs.items()):
+        expected = max(s.expected_writers for snaps in ranks.values() for s in snaps)
+        inst = run_instance[run_id]
+        run_sets: list[list[iv.Interval]] = []
+        for rank in range(expected):
+            snaps = ranks.get(rank)
+            if not snaps:
+                writers.append(
+                    WriterCoverage(run_id, rank, expected, inst, "missing",
+                                   first_ts=run_start[run_id] if run_start[run_id] < math.inf else None)
+                )
+                run_sets.append([])
+                continue
+            wc = _writer(snaps, run_id, rank, expected, inst, at_ts, cutoff,
+                         latest=latest_for_instance[inst] == run_id)
+            writers.append(wc)
+            run_sets.append(wc.vouched)
+        # Writers beyond the expected count still matter for the figures, not for coverage.
+        for rank, snaps in ranks.items():
+            if rank >= expected:
+                writers.append(_writer(snaps, run_id, rank, expected, inst, at_ts, cutoff,
+                                       latest=latest_for_instance[inst] == run_id))
+        instance_cover[inst].extend(iv.intersect_all(run_sets))
+    per_instance = [iv.normalize(v) for v in instance_cover.values()]
+    covered = iv.intersect_all(per_instance) if per_instance else []
+    problem_seconds = sorted(ps for s in ok for ps in s.problem_seconds)
+    bad = iv.normalize((ts, ts + 1) for ts, *_ in problem_seconds)
+    covered = iv.subtract(covered, bad)
+    firsts = [s.first_bucket_ts for s in ok if s.first_bucket_ts is not None]
+    span_firsts = [math.ceil(s.spans[0][0]) for s in ok if s.spans]
+    first_record = min(firsts + span_firsts) if (firsts or span_firsts) else None
+    return CoverageModel(
+        writers=writers,
+        covered=covered,
+        problem_seconds=problem_seconds,
+        unreadable=sum(1 for s in snapshots if s.status in ("unreadable", "empty", "denied")),
+        busy=sum(1 for s in snapshots if s.status == "busy"),
+        first_record_ts=first_record,
+    )
+
+
+def _writer(snaps: list[LedgerSnapshot], run_id: str, rank: int, expected: int, inst: str,
+            at_ts: float, cutoff: int, latest: bool) -> WriterCoverage:
+    spans = iv.normalize(sp for s in snaps for sp in s.spans)
+    newest = max(snaps, key=lambda s: (s.generation, s.last_seq))
+    closed = newest.clean_close_ts is not None
+    last = max((e for _, e in spans), default=None)
+    first = min((s for s, _ in spans), default=None)
+    if closed:
+        state = "closed"
+    elif last is not None and at_ts - last <= STALE_AFTER_S:
+        state = "alive"
+        spans = iv.normalize([*spans, (last, float(cutoff))])
+    else:
+        state = "stale" if latest else "crashed"
+    # Vouch only for whole seconds: a partial second at either end is not vouched for.
+    whole = [(float(math.ceil(s)), float(math.floor(e))) for s, e in spans]
+    return WriterCoverage(run_id, rank, expected, inst, state, iv.normalize(whole), first, last,
+                          files=len(snaps))

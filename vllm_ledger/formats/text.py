@@ -1,0 +1,108 @@
+"""The terminal form of a Report: an aligned plain-text table, then coverage details.
+
+Standard library only, so the report works wherever the plugin does.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from vllm_ledger.report import Report, WindowReport
+
+
+def _int(n: int) -> str:
+    return f"{n:,}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.1f}%"
+
+
+def _rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.2f}"
+
+
+def _when(ts: float, tz: ZoneInfo) -> str:
+    return datetime.fromtimestamp(ts, tz).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def duration(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min {seconds % 60} s"
+    if seconds < 172800:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+
+
+def coverage_cell(w: WindowReport) -> str:
+    if w.complete:
+        return "complete"
+    return f"INCOMPLETE ({duration(w.uncovered_seconds)} uncovered)"
+
+
+def _table(rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+HEADER = ["window", "input", "output", "cached", "hit rate", "avg tok/s", "gen tok/s",
+          "requests", "coverage"]
+
+
+def window_rows(windows: tuple[WindowReport, ...], label: str = "") -> list[list[str]]:
+    return [
+        [
+            f"{label}{w.name}",
+            _int(w.input_tokens),
+            _int(w.output_tokens),
+            _int(w.cached_tokens),
+            _pct(w.hit_rate),
+            _rate(w.avg_speed),
+            _rate(w.gen_speed),
+            _int(w.requests),
+            coverage_cell(w),
+        ]
+        for w in windows
+    ]
+
+
+def render(report: Report) -> str:
+    tz = ZoneInfo(report.tz)
+    writers = len(report.writers)
+    lines = [
+        f"vLLM token ledger as of {_when(report.cutoff_ts, tz)} ({report.tz}); "
+        f"{report.runs} run(s), {writers} writer(s)",
+        "",
+    ]
+    rows = [HEADER, *window_rows(report.windows)]
+    lines += _table(rows, right=set(range(1, 8)))
+    if report.breakdown_by is not None:
+        lines += ["", f"by {report.breakdown_by}:"]
+        brows = [["key", *HEADER]]
+        for row in report.breakdown:
+            for r in window_rows(row.windows):
+                brows.append([row.key, *r])
+        lines += _table(brows, right=set(range(2, 9)))
+    lines += ["", "window  start -> cutoff                          uncovered  problems"]
+    for w in report.windows:
+        problems = ", ".join(f"{k} {v}" for k, v in w.problems.items()) or "none"
+        lines.append(
+            f"{w.name:<7} {_when(w.start_ts, tz)} -> {_when(w.cutoff_ts, tz)}  "
+            f"{duration(w.uncovered_seconds):>9}  {problems}"
+        )
+    bad = [wr for wr in report.writers if wr.state not in ("alive", "closed")]
+    if bad:
+        lines += ["", "writers that cannot vouch for their time:"]
+        for wr in bad:
+            lines.append(f"  {wr.run_id} writer {wr.writer_rank} of {wr.expected_writers}: {wr.state}")
+    for f in report.files:
+        lines.append(f"  ledger {f.path}: {f.status} ({f.detail})")
+    lines += ["", "Unknown is never shown as zero: an incomplete window's figures are a lower bound."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,123 @@
+"""Who is writing: the run, the writer's rank in it, and the instance it belongs to.
+
+A *run* is one launch of ``vllm serve``. Every API process of that launch must arrive at the
+same run id without talking to the others, so the id is derived from the launching process
+(the API process itself with one API server, its parent with several): host name, pid and
+the process's start time, which together never repeat. ``VLLM_LEDGER_RUN_ID`` overrides it
+(launch scripts may set it explicitly).
+
+Standard library only: this runs inside vLLM.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from vllm_ledger import __version__
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class InstanceInfo:
+    """Facts about the vLLM instance a run belongs to. Nothing about requests."""
+
+    served_model_names: tuple[str, ...] = ()
+    port: int | None = None
+    host_name: str = ""
+    vllm_version: str = ""
+    ledger_version: str = __version__
+
+    @property
+    def key(self) -> str:
+        """The instance a run belongs to: host and port (or model when no port is known)."""
+        if self.port is not None:
+            return f"{self.host_name}:{self.port}"
+        return f"{self.host_name}:{','.join(self.served_model_names) or '?'}"
+
+    def to_meta(self) -> dict[str, str]:
+        d = asdict(self)
+        return {
+            "served_model_names": ",".join(d["served_model_names"]),
+            "port": "" if self.port is None else str(self.port),
+            "host_name": self.host_name,
+            "vllm_version": self.vllm_version,
+            "ledger_version": self.ledger_version,
+        }
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, str]) -> InstanceInfo:
+        port = meta.get("port", "")
+        names = meta.get("served_model_names", "")
+        return cls(
+            served_model_names=tuple(n for n in names.split(",") if n),
+            port=int(port) if port.isdigit() else None,
+            host_name=meta.get("host_name", ""),
+            vllm_version=meta.get("vllm_version", ""),
+            ledger_version=meta.get("ledger_version", ""),
+        )
+
+
+@dataclass(frozen=True)
+class WriterIdentity:
+    """One writer: an API process of one run."""
+
+    run_id: str
+    writer_rank: int
+    expected_writers: int
+    engine_indexes: tuple[int, ...] = (0,)
+    pid: int = 0
+    instance: InstanceInfo = field(default_factory=InstanceInfo)
+
+    @property
+    def name(self) -> str:
+        return f"{self.run_id}/w{self.writer_rank}"
+
+
+def process_start_ts(pid: int, proc: Path = Path("/proc")) -> float | None:
+    """Wall-clock start time of a process from /proc, or None where it cannot be read."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        start_ticks = int(fields[19])
+        btime = next(
+            int(line.split()[1])
+            for line in (proc / "stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+        return btime + start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def derive_run_id(launcher_pid: int, host_name: str, start_ts: float | None) -> str:
+    """A run id shared by every API process of one launch, sortable by start time."""
+    if start_ts is None:
+        start_ts = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(start_ts))
+    host = _SAFE.sub("-", host_name)[:40] or "host"
+    return f"{stamp}-{host}-{launcher_pid}"
+
+
+def sanitize_run_id(value: str) -> str | None:
+    value = value.strip()
+    return value if RUN_ID_RE.match(value) else None
+
+
+def default_root(env: Mapping[str, str]) -> Path:
+    """``VLLM_LEDGER_DIR``, else ``$XDG_DATA_HOME/vllm-ledger``, else ``~/.local/share/...``."""
+    if env.get("VLLM_LEDGER_DIR"):
+        return Path(env["VLLM_LEDGER_DIR"]).expanduser()
+    data_home = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "vllm-ledger"
+
+
+def host_name() -> str:
+    return socket.gethostname()

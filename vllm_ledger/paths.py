@@ -1,0 +1,62 @@
+"""Where ledger files live under a root, and how readers find them.
+
+``ROOT/<run_id>/w<rank>.g<generation>.ledger.sqlite``: one directory per run, one file per
+writer and generation (a new generation starts when a file is found damaged).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from vllm_ledger.store import LEDGER_SUFFIX
+
+_NAME = re.compile(r"^w(\d{1,4})\.g(\d{1,6})" + re.escape(LEDGER_SUFFIX) + r"$")
+
+
+def run_dir(root: Path, run_id: str) -> Path:
+    return root / run_id
+
+
+def ledger_name(writer_rank: int, generation: int) -> str:
+    return f"w{writer_rank}.g{generation}{LEDGER_SUFFIX}"
+
+
+def parse_ledger_name(name: str) -> tuple[int, int] | None:
+    """(writer rank, generation) from a ledger file name, or None for any other file."""
+    m = _NAME.match(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def claim_new_ledger(directory: Path, writer_rank: int) -> tuple[int, Path]:
+    """Create the next unused generation's file with O_EXCL, so no two writers share one."""
+    generation = 0
+    while True:
+        path = directory / ledger_name(writer_rank, generation)
+        try:
+            fd = os.open(str(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            generation += 1
+            continue
+        os.close(fd)
+        return generation, path
+
+
+def iter_ledger_files(root: Path) -> Iterator[Path]:
+    """Every ledger file under ``root`` (two levels: run directory, file), symlinks followed."""
+    try:
+        runs = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in runs:
+        try:
+            if not entry.is_dir():
+                continue
+            files = sorted(os.scandir(entry.path), key=lambda e: e.name)
+        except OSError:
+            continue
+        for f in files:
+            if parse_ledger_name(f.name) is not None:
+                yield Path(f.path)

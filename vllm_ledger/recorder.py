@@ -1,0 +1,436 @@
+"""The writer thread: per-second buckets, one transaction per flush, heartbeats, drain on exit.
+
+``Recorder.submit()`` is the only call made on vLLM's output loop: a ``put_nowait`` on a
+bounded queue. Everything else happens on the recorder's own daemon thread:
+
+* events are summed into buckets keyed by (event wall second, DP rank);
+* about every second the buckets are committed in one transaction that *adds* to the
+  stored rows (``ON CONFLICT DO UPDATE SET x = x + excluded.x``), never overwrites them;
+* the writer's vouched span is extended on every commit and at least every 5 s
+  (the heartbeat), so readers can tell a live writer from a stale or crashed one;
+* a commit that fails is retried with the same batch; after ``max_retries`` the batch is
+  counted as ``lost_events`` per second and the span is broken, so that stretch reads as
+  uncovered;
+* a ledger file SQLite calls damaged is left byte-for-byte as it is, and a new file of the
+  next generation is opened for the same writer;
+* on ``close()`` the queue is drained within a time limit and a clean-close marker written.
+
+Standard library only: this runs inside vLLM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vllm_ledger import paths, store
+from vllm_ledger.identity import WriterIdentity
+
+logger = logging.getLogger("vllm.ledger.recorder")
+
+QUEUE_SIZE = 4096
+FLUSH_INTERVAL_S = 1.0
+HEARTBEAT_INTERVAL_S = 5.0
+DRAIN_TIMEOUT_S = 5.0
+MAX_RETRIES = 3
+MAX_PENDING_FAULT_SECONDS = 86_400
+SPAN_BREAK_S = 30.0  # a gap between commits longer than this starts a new span
+
+# Indexes into a bucket's list of counts (the order of ``store.COUNT_COLUMNS``).
+PROMPT, GENERATION, CACHED, REQUESTS, DECODE_TOKENS, DECODE_US, DROPPED, REJECTED, LOST = range(
+    9
+)
+N_COUNTS = len(store.COUNT_COLUMNS)
+
+# An iteration event, as the plugin builds it:
+#   (event_ts, engine, prompt_tokens, generation_tokens, cached_tokens, finished)
+# where ``finished`` is a tuple of (generation_tokens, decode_seconds) per finished request.
+IterationEvent = tuple[float, int, int, int, int, tuple[tuple[int, float], ...]]
+
+_FAULT_KINDS = {"dropped": DROPPED, "rejected": REJECTED, "lost": LOST}
+_DAMAGE_MARKERS = ("malformed", "not a database", "file is encrypted", "disk image")
+
+
+class _Faults:
+    """Fault counts per wall second, owned by the thread that calls ``submit()``."""
+
+    __slots__ = ("by_second", "uncounted")
+
+    def __init__(self) -> None:
+        self.by_second: dict[tuple[int, int], int] = {}
+        self.uncounted = 0
+
+    def add(self, second: int, kind: int, n: int = 1) -> None:
+        key = (second, kind)
+        if key in self.by_second:
+            self.by_second[key] += n
+        elif len(self.by_second) < MAX_PENDING_FAULT_SECONDS:
+            self.by_second[key] = n
+        else:
+            self.uncounted += n
+
+
+class Recorder:
+    """Owns one writer's ledger files and the thread that writes them."""
+
+    def __init__(
+        self,
+        root: Path,
+        identity: WriterIdentity,
+        *,
+        queue_size: int = QUEUE_SIZE,
+        flush_interval_s: float = FLUSH_INTERVAL_S,
+        heartbeat_interval_s: float = HEARTBEAT_INTERVAL_S,
+        max_retries: int = MAX_RETRIES,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.root = Path(root)
+        self.identity = identity
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
+        self.flush_interval_s = flush_interval_s
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.max_retries = max_retries
+        self.clock = clock
+        self.monotonic = monotonic
+
+        # Touched only by the submitting thread (vLLM's output loop).
+        self._faults = _Faults()
+        # Counters for humans and tests; plain ints, written by one thread each.
+        self.submitted_total = 0
+        self.dropped_total = 0
+        self.rejected_total = 0
+        self.committed_events_total = 0
+        self.commit_failures_total = 0
+        self.lost_events_total = 0
+        self.files_rotated_total = 0
+        self.last_error: str | None = None
+
+        self._buckets: dict[tuple[int, int], list[int]] = {}
+        self._pending_events = 0
+        self._events_per_second: dict[int, int] = {}
+        self._conn: sqlite3.Connection | None = None
+        self._need_new_file = True
+        self._need_meta = True
+        self.path: Path | None = None
+        self._generation = -1
+        self._seq = 0
+        self._span_id: int | None = None
+        self._span_end_ts = 0.0
+        self._failed_attempts = 0
+        self._stop = threading.Event()
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._logged: set[str] = set()
+
+    # ---- the hot path (vLLM's output loop) -------------------------------------------
+
+    def submit(self, event: IterationEvent) -> bool:
+        """Queue one event without blocking. A full queue counts the event as dropped."""
+        faults = self._faults
+        if faults.by_second:
+            self._hand_over_faults()
+        try:
+            self.queue.put_nowait(event)
+        except queue.Full:
+            self.dropped_total += 1
+            faults.add(int(event[0]), DROPPED)
+            return False
+        self.submitted_total += 1
+        return True
+
+    def reject(self, event_ts: float) -> None:
+        """Count input the plugin could not read, in the second it arrived."""
+        self.rejected_total += 1
+        self._faults.add(int(event_ts), REJECTED)
+
+    def _hand_over_faults(self) -> None:
+        faults = self._faults
+        try:
+            self.queue.put_nowait(("faults", faults.by_second))
+        except queue.Full:
+            return
+        faults.by_second = {}
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name="vllm-ledger-recorder", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def close(self, timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
+        """Drain the queue and mark a clean close, giving up after ``timeout_s``.
+
+        Returns True when the clean close was written in time. Never raises.
+        """
+        with contextlib.suppress(Exception):
+            if self._faults.by_second:
+                self._hand_over_faults()
+        self._drain_deadline = self.monotonic() + timeout_s
+        self._stop.set()
+        if self._thread is None:
+            return False
+        self._closed.wait(timeout_s)
+        return self._closed.is_set() and self._clean
+
+    # ---- the writer thread -------------------------------------------------------------
+
+    _drain_deadline = float("inf")
+    _clean = False
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # the thread must not die silently
+            self.last_error = f"recorder thread died: {exc!r}"
+            logger.error("vllm-ledger: %s", self.last_error)
+            raise
+        finally:
+            self._closed.set()
+
+    def _loop(self) -> None:
+        get = self.queue.get
+        get_nowait = self.queue.get_nowait
+        accumulate = self._accumulate
+        mono = self.monotonic
+        next_flush = mono() + self.flush_interval_s
+        next_heartbeat = mono()  # the first heartbeat opens the span at once
+        while not self._stop.is_set():
+            wait = max(0.0, min(next_flush, next_heartbeat) - mono())
+            try:
+                accumulate(get(timeout=wait))
+                for _ in range(8192):
+                    accumulate(get_nowait())
+            except queue.Empty:
+                pass
+            now = mono()
+            if (now >= next_flush and self._pending_events) or now >= next_heartbeat:
+                self._flush()
+                next_flush = now + self.flush_interval_s
+                next_heartbeat = now + self.heartbeat_interval_s
+        # Drain what is queued, within the deadline, then close cleanly.
+        while mono() < self._drain_deadline:
+            try:
+                accumulate(get_nowait())
+            except queue.Empty:
+                break
+        if mono() < self._drain_deadline and self._flush(final=True):
+            self._clean = True
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+
+    def _accumulate(self, event: Any) -> None:
+        if isinstance(event[0], str):
+            for (second, kind), n in event[1].items():
+                self._bucket(second, -1)[kind] += n
+            return
+        ts, engine, prompt, generation, cached, finished = event
+        second = int(ts)
+        b = self._bucket(second, engine)
+        eps = self._events_per_second
+        eps[second] = eps.get(second, 0) + 1
+        b[PROMPT] += prompt
+        b[GENERATION] += generation
+        b[CACHED] += cached
+        for gen_tokens, decode_s in finished:
+            b[REQUESTS] += 1
+            if gen_tokens > 1:
+                b[DECODE_TOKENS] += gen_tokens - 1
+            b[DECODE_US] += round(decode_s * 1e6)
+        self._pending_events += 1
+
+    def _bucket(self, second: int, engine: int) -> list[int]:
+        key = (second, engine)
+        b = self._buckets.get(key)
+        if b is None:
+            b = self._buckets[key] = [0] * N_COUNTS
+        return b
+
+    # ---- committing ----------------------------------------------------------------------
+
+    def _flush(self, final: bool = False) -> bool:
+        """Commit the pending buckets and extend the span in one transaction."""
+        now_ts = self.clock()
+        try:
+            conn = self._connection(now_ts)
+            self._commit(conn, now_ts, final)
+        except (sqlite3.Error, OSError) as exc:
+            self._on_commit_failure(exc)
+            return False
+        self._failed_attempts = 0
+        self.committed_events_total += self._pending_events
+        self._pending_events = 0
+        self._events_per_second = {}
+        self._buckets = {}
+        return True
+
+    def _commit(self, conn: sqlite3.Connection, now_ts: float, final: bool) -> None:
+        rows = []
+        problem_rows = []
+        hours: dict[tuple[int, int], list[int]] = {}
+        for (second, engine), b in self._buckets.items():
+            if engine >= 0 and any(b[:DROPPED]):
+                rows.append((second, engine, *b))
+                h = hours.get((second - second % 3600, engine))
+                if h is None:
+                    hours[(second - second % 3600, engine)] = list(b)
+                else:
+                    for i in range(N_COUNTS):
+                        h[i] += b[i]
+            if b[DROPPED] or b[REJECTED] or b[LOST]:
+                problem_rows.append((second, b[DROPPED], b[REJECTED], b[LOST]))
+        seq = self._seq + 1
+        # A new span starts after a failure, a clock step back, or a long silence.
+        new_span = (
+            self._span_id is None
+            or now_ts < self._span_end_ts - 1.0
+            or now_ts - self._span_end_ts > SPAN_BREAK_S
+        )
+        with conn:
+            if rows:
+                conn.executemany(_UPSERT_BUCKET, rows)
+                conn.executemany(_UPSERT_HOURLY, [(t, e, *c) for (t, e), c in hours.items()])
+            if problem_rows:
+                conn.executemany(_UPSERT_PROBLEM, problem_rows)
+            if new_span:
+                cur = conn.execute(
+                    "INSERT INTO spans (start_ts, end_ts, last_seq) VALUES (?, ?, ?)",
+                    (now_ts, now_ts, seq),
+                )
+                span_id = cur.lastrowid
+            else:
+                span_id = self._span_id
+                conn.execute(
+                    "UPDATE spans SET end_ts = ?, last_seq = ? WHERE id = ?",
+                    (now_ts, seq, span_id),
+                )
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(seq),))
+            if final:
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('clean_close_ts', ?)", (repr(now_ts),)
+                )
+        self._seq = seq
+        self._span_id = span_id
+        self._span_end_ts = now_ts
+
+    def _on_commit_failure(self, exc: BaseException) -> None:
+        self.commit_failures_total += 1
+        self._failed_attempts += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        self._log_once(f"fail:{self.last_error}", "vllm-ledger: write failed: %s", self.last_error)
+        self._span_id = None  # whatever happens next, this stretch is not vouched for
+        if self._is_damage(exc) and self._conn is not None:
+            self._rotate()
+            return
+        if self._failed_attempts >= self.max_retries:
+            # Give the batch up: count its events as lost in the seconds they fell in.
+            lost: dict[tuple[int, int], list[int]] = {}
+            for (second, _engine), b in self._buckets.items():
+                carry = lost.setdefault((second, -1), [0] * N_COUNTS)
+                carry[DROPPED] += b[DROPPED]
+                carry[REJECTED] += b[REJECTED]
+                carry[LOST] += b[LOST]
+            for second, n in self._events_per_second.items():
+                lost.setdefault((second, -1), [0] * N_COUNTS)[LOST] += n
+            self.lost_events_total += self._pending_events
+            self._pending_events = 0
+            self._events_per_second = {}
+            self._buckets = lost
+            self._failed_attempts = 0
+            self._close_connection()
+
+    @staticmethod
+    def _is_damage(exc: BaseException) -> bool:
+        text = str(exc).lower()
+        return isinstance(exc, sqlite3.DatabaseError) and any(m in text for m in _DAMAGE_MARKERS)
+
+    def _rotate(self) -> None:
+        """Leave a damaged file as it is and continue in a new one."""
+        self.files_rotated_total += 1
+        logger.warning("vllm-ledger: ledger %s is damaged; left untouched, opening a new one", self.path)
+        self._close_connection()
+        self._need_new_file = True
+        self._need_meta = True
+        self._seq = 0
+
+    def _close_connection(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+        self._conn = None
+
+    def _connection(self, now_ts: float) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        ident = self.identity
+        run_dir = paths.run_dir(self.root, ident.run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if self._need_new_file or self.path is None:
+            # A fresh file: never append to a file another process (or a damaged one) has.
+            self._generation, self.path = paths.claim_new_ledger(run_dir, ident.writer_rank)
+            self._need_new_file = False
+        conn = store.open_for_write(self.path, now_ts)
+        if self._need_meta:
+            meta = {
+                "run_id": ident.run_id,
+                "writer_rank": str(ident.writer_rank),
+                "expected_writers": str(ident.expected_writers),
+                "engine_indexes": ",".join(map(str, ident.engine_indexes)),
+                "pid": str(ident.pid or os.getpid()),
+                "generation": str(self._generation),
+                "created_ts": repr(now_ts),
+                **ident.instance.to_meta(),
+            }
+            try:
+                with conn:
+                    conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
+            except BaseException:
+                conn.close()
+                raise
+            self._need_meta = False
+            store.fsync_dir(run_dir)
+            logger.info(
+                "vllm-ledger: writing %s (run %s, writer %d of %d)",
+                self.path,
+                ident.run_id,
+                ident.writer_rank,
+                ident.expected_writers,
+            )
+        self._conn = conn
+        return conn
+
+    def _log_once(self, key: str, msg: str, *args: object) -> None:
+        if key not in self._logged and len(self._logged) < 100:
+            self._logged.add(key)
+            logger.warning(msg, *args)
+
+
+_COLS = ", ".join(store.COUNT_COLUMNS)
+_UPSERT_BUCKET = (
+    f"INSERT INTO buckets (ts, engine, {_COLS}) VALUES (?, ?, {', '.join('?' * N_COUNTS)}) "
+    "ON CONFLICT (ts, engine) DO UPDATE SET "
+    + ", ".join(f"{c} = {c} + excluded.{c}" for c in store.COUNT_COLUMNS)
+)
+_UPSERT_HOURLY = _UPSERT_BUCKET.replace("INSERT INTO buckets", "INSERT INTO hourly")
+_UPSERT_PROBLEM = (
+    "INSERT INTO problem_seconds (ts, dropped_events, rejected_events, lost_events) "
+    "VALUES (?, ?, ?, ?) ON CONFLICT (ts) DO UPDATE SET "
+    "dropped_events = dropped_events + excluded.dropped_events, "
+    "rejected_events = rejected_events + excluded.rejected_events, "
+    "lost_events = lost_events + excluded.lost_events"
+)
