@@ -1,0 +1,293 @@
+"""The timeline: steps that tile a window exactly, and uncovered spans with their causes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.ledgers import FakeClock, ev, write_ledger
+from vllm_ledger.errors import BadArgument
+from vllm_ledger.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.recorder import Recorder
+from vllm_ledger.report import build_report
+from vllm_ledger.timeline import build_timeline, parse_duration, step_edges
+
+SH = ZoneInfo("Asia/Shanghai")
+AT = int(datetime(2026, 11, 29, 10, 0, 0, tzinfo=SH).timestamp())  # on the hour
+H = 3600
+FIGURES = ("input", "output", "cached", "requests", "decode_tokens", "uncovered_seconds")
+
+
+def _with_reject(
+    root: Path, run_id: str, start_ts: float, end_ts: float, reject_ts: float, events: list = ()
+) -> None:  # type: ignore[assignment]
+    """A clean writer that could not read one input at ``reject_ts``."""
+    clock = FakeClock(start_ts)
+    rec = Recorder(
+        root,
+        WriterIdentity(
+            run_id, 0, 1, pid=4242, instance=InstanceInfo(("tiny",), 8000, "testhost", "0.32.0")
+        ),
+        clock=clock,
+    )
+    rec.pump()
+    pending = sorted([*events, ev(reject_ts, prompt=3)], key=lambda e: e[0])
+    t = start_ts
+    while t < end_ts:
+        t = min(end_ts, t + 29)
+        while pending and pending[0][0] < t:
+            e = pending.pop(0)
+            if e[0] == reject_ts:
+                rec.reject(reject_ts)
+            rec.submit(e)  # a submit hands the fault over to the writer
+        clock.t = t
+        rec.pump()
+    rec.pump(final=True)
+
+
+def _mixed_history(root: Path) -> None:
+    """A day with every cause of an uncovered span, and traffic in most hours."""
+    busy = [
+        ev(
+            AT - 24 * H + 50 + k * 1800,
+            prompt=100 + k,
+            gen=7 + k % 5,
+            cached=32 * (k % 3),
+            finished=[(7 + k % 5, 0.25)],
+        )
+        for k in range(48)
+    ]
+
+    def between(a: float, b: float) -> list:
+        return [e for e in busy if a <= e[0] < b]
+
+    write_ledger(
+        root,
+        "a1",
+        start_ts=AT - 26 * H,
+        end_ts=AT - 20 * H,
+        events=between(AT - 26 * H, AT - 20 * H),
+        heartbeat_every_s=29,
+    )
+    # AT-20h .. AT-19h: nothing recording.
+    write_ledger(
+        root,
+        "a2",
+        start_ts=AT - 19 * H,
+        end_ts=AT - 15 * H,
+        clean=False,
+        events=between(AT - 19 * H, AT - 15 * H),
+        heartbeat_every_s=29,
+    )
+    # AT-15h .. AT-14h: the tail of a2, which never closed.
+    _with_reject(
+        root,
+        "a3",
+        AT - 14 * H,
+        AT - 10 * H,
+        AT - 12 * H + 30,
+        events=between(AT - 14 * H, AT - 10 * H),
+    )
+    write_ledger(
+        root,
+        "a4",
+        start_ts=AT - 9 * H,
+        end_ts=AT - 8 * H,
+        expected=2,
+        events=between(AT - 9 * H, AT - 8 * H),
+        heartbeat_every_s=29,
+    )
+    # AT-10h .. AT-9h and AT-8h .. AT-6h: nothing recording.
+    write_ledger(
+        root,
+        "a5",
+        start_ts=AT - 6 * H,
+        end_ts=AT - 2 * H,
+        clean=False,
+        events=between(AT - 6 * H, AT - 2 * H),
+        heartbeat_every_s=29,
+    )
+    # From AT-2h on a5's heartbeat is stale (it is the instance's latest run).
+
+
+def test_causes_of_uncovered_spans(tmp_path: Path) -> None:
+    _mixed_history(tmp_path)
+    tl = build_timeline(
+        [tmp_path],
+        window="24h",
+        step="1h",
+        at_ts=AT + 0.5,
+        tz="Asia/Shanghai",
+        clock=lambda: AT + 0.5,
+    )
+    spans = [(u.start_ts - AT, u.end_ts - AT, u.cause) for u in tl.uncovered]
+    assert spans == [
+        (-20 * H, -19 * H, "not_recording"),
+        (-15 * H, -14 * H, "unclean_exit"),
+        (-12 * H + 30, -12 * H + 31, "rejected_input"),
+        (-10 * H, -9 * H, "not_recording"),
+        (-9 * H, -8 * H, "writer_missing"),
+        (-8 * H, -6 * H, "not_recording"),
+        (-2 * H, 0, "heartbeat_stale"),
+    ]
+    assert sum(u.seconds for u in tl.uncovered) == tl.window.uncovered_seconds == 8 * H + 1
+    assert tl.window.problems == {
+        "heartbeat_stale": 1,
+        "rejected_input": 1,
+        "unclean_exit": 1,
+        "writer_missing": 1,
+    }
+
+
+def _json(root: Path, *args: str) -> dict:
+    code, out, err = run_cli(*args, "--root", str(root), "--json", "--tz", "Asia/Shanghai")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("at_offset", [0.5, 1234.75])
+def test_steps_sum_exactly_to_the_window(tmp_path: Path, at_offset: float) -> None:
+    _mixed_history(tmp_path)
+    at = str(AT + at_offset)
+    tl = _json(tmp_path, "timeline", "--at", at)
+    rep = _json(tmp_path, "report", "--at", at)
+    window, steps = tl["window"], tl["steps"]
+    assert window["name"] == "7d"
+    for key in FIGURES:
+        assert sum(s[key] for s in steps) == window[key] == rep["windows"]["7d"][key], key
+    assert window["input"] > 0 and window["uncovered_seconds"] > 0
+    assert sum(u["seconds"] for u in tl["uncovered_spans"]) == window["uncovered_seconds"]
+    assert sum(s["decode_seconds"] for s in steps) == pytest.approx(window["decode_seconds"])
+    # The steps tile the window: contiguous, on the hour inside, partial at the ends.
+    cutoff = int(AT + at_offset)
+    assert steps[0]["start"] == window["start"] == cutoff - 7 * 86400
+    assert steps[-1]["cutoff"] == window["cutoff"] == cutoff
+    assert all(a["cutoff"] == b["start"] for a, b in itertools.pairwise(steps))
+    assert all(s["start"] % H == 0 for s in steps[1:])
+    if at_offset < 1:
+        assert len(steps) == 168 and all(s["wall_seconds"] == H for s in steps)
+    else:
+        assert len(steps) == 169
+        assert (steps[0]["wall_seconds"], steps[-1]["wall_seconds"]) == (H - 1234, 1234)
+    # A step's hit rate and speed are its own figures, not the window's.
+    s = next(s for s in steps if s["input"])
+    assert s["hit_rate"] == round(s["cached"] / s["input"], 6)
+    assert s["avg_speed"] == round(s["output"] / s["wall_seconds"], 6)
+
+
+def test_the_timeline_matches_every_window_of_the_report(tmp_path: Path) -> None:
+    _mixed_history(tmp_path)
+    rep = build_report([tmp_path], at_ts=AT + 0.5, clock=lambda: AT + 0.5)
+    for name in ("today", "24h", "3d", "total"):
+        tl = build_timeline(
+            [tmp_path], window=name, step="1h", at_ts=AT + 0.5, clock=lambda: AT + 0.5
+        )
+        w = rep.window(name)
+        assert (tl.window.start_ts, tl.window.cutoff_ts) == (w.start_ts, w.cutoff_ts)
+        assert sum(s.input_tokens for s in tl.steps) == w.input_tokens
+        assert sum(s.output_tokens for s in tl.steps) == w.output_tokens
+        assert sum(s.cached_tokens for s in tl.steps) == w.cached_tokens
+        assert sum(s.uncovered_seconds for s in tl.steps) == w.uncovered_seconds
+
+
+def test_step_edges_follow_the_local_clock() -> None:
+    # 1 h steps on the hour; in India (+05:30) that is half past in UTC.
+    assert step_edges(100, 7300, 3600, 0) == [100, 3600, 7200, 7300]
+    assert step_edges(0, 7200, 3600, 0) == [0, 3600, 7200]
+    assert step_edges(0, 7200, 3600, 19800) == [0, 1800, 5400, 7200]
+    # 1 d steps at local midnight in Shanghai (16:00 UTC).
+    start = AT - 2 * 86400
+    edges = step_edges(start, AT, 86400, 8 * H)
+    assert [datetime.fromtimestamp(e, SH).strftime("%d %H:%M") for e in edges] == [
+        "27 10:00",
+        "28 00:00",
+        "29 00:00",
+        "29 10:00",
+    ]
+    assert step_edges(5, 5, 60, 0) == [5, 5]
+
+
+def test_durations() -> None:
+    assert [parse_duration(s, "--step") for s in ("90m", "1h", "7d", "2w", "15s")] == [
+        5400,
+        3600,
+        604800,
+        1209600,
+        15,
+    ]
+    for bad in ("0h", "h", "1y", "-1h", ""):
+        with pytest.raises(BadArgument, match="is not a duration"):
+            parse_duration(bad, "--step")
+
+
+def test_csv_has_every_step(tmp_path: Path) -> None:
+    _mixed_history(tmp_path)
+    code, out, err = run_cli(
+        "timeline",
+        "--root",
+        str(tmp_path),
+        "--csv",
+        "--at",
+        str(AT),
+        "--window",
+        "24h",
+        "--step",
+        "3h",
+    )
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 9  # 10:00-12:00, then every 3 h on the local clock, then 09:00-10:00
+    assert [r["start_local"][11:16] for r in rows[:3]] == ["10:00", "12:00", "15:00"]
+    rep = build_report([tmp_path], at_ts=AT, clock=lambda: AT)
+    w = rep.window("24h")
+    assert sum(int(r["input"]) for r in rows) == w.input_tokens
+    assert sum(int(r["uncovered_seconds"]) for r in rows) == w.uncovered_seconds
+    # 10:00-12:00 holds events k = 0..3: prompts 100..103, cached 0+32+64+0, 4 requests
+    # of 7..10 tokens decoded in 0.25 s each.
+    assert rows[0]["input"] == "406" and rows[0]["cached"] == "96"
+    assert rows[0]["hit_rate"] == str(round(96 / 406, 6)) and rows[0]["gen_speed"] == "30.0"
+    # The last hour had no traffic: ratios are blank (unknown), never 0.
+    assert (rows[-1]["input"], rows[-1]["hit_rate"], rows[-1]["gen_speed"]) == ("0", "", "")
+
+
+def test_terminal_chart_fits_80_columns(tmp_path: Path) -> None:
+    _mixed_history(tmp_path)
+    code, out, err = run_cli("timeline", "--root", str(tmp_path), "--at", str(AT))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert (
+        lines[0]
+        == "vLLM token timeline: 7d in 1 h steps, as of 2026-11-29 10:00:00 (Asia/Shanghai)"
+    )
+    chart = {line[:8].strip(): line[9:] for line in lines[3:7]}
+    assert set(chart) == {"input", "output", "cached", "uncov."}
+    # Seven days of hours in 3 h columns: 56 columns, traffic only in the last 8 of them.
+    assert len(chart["input"].split("  max")[0]) == 56
+    assert chart["input"][:48].strip() == ""
+    assert chart["uncov."][:47] == "█" * 47  # before the first run nothing vouches
+    assert "heartbeat_stale" in out and "INCOMPLETE" in out
+    code, out, _ = run_cli("timeline", "--root", str(tmp_path), "--at", str(AT), "--window", "6h")
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    assert "step start" in out  # short timelines list every step
+
+
+def test_bad_flags_are_one_line_errors(tmp_path: Path) -> None:
+    code, _, err = run_cli("timeline", "--root", str(tmp_path), "--step", "1y")
+    assert (code, err) == (
+        2,
+        "vllm-ledger: error: --step '1y' is not a duration: give a number "
+        "and a unit, e.g. 1h or 7d\n",
+    )
+    code, _, err = run_cli(
+        "timeline", "--root", str(tmp_path), "--window", "30d", "--step", "1m", "--at", str(AT)
+    )
+    assert code == 2 and "makes 43200 steps: use a larger --step" in err

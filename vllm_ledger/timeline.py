@@ -1,0 +1,241 @@
+"""A window cut into steps (hours by default), and the uncovered spans in it with their causes.
+
+Every step is a window of its own, read through ``report.window_reports``, so a step has the
+same figures and coverage as a report window: input, output, cached, hit rate, average speed
+and uncovered seconds. The steps tile the window exactly (the first and last may be partial):
+their sums equal the window's sums and their uncovered seconds add up to the window's.
+
+Step edges fall where the local clock (the zone's UTC offset at the cutoff) reads a whole
+multiple of the step, so 1 h steps start on the hour and 1 d steps at midnight.
+
+The uncovered spans say *why* a stretch is not vouched for, in this order of precedence:
+a second with dropped, rejected or lost events; a writer that did not close cleanly; a writer
+whose heartbeat stopped; a writer that never came up; otherwise nothing was recording (vLLM or
+the plugin was off, or an instance had stopped).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from vllm_ledger import coverage as cov
+from vllm_ledger import intervals as iv
+from vllm_ledger.errors import BadArgument
+from vllm_ledger.report import WindowReport, resolve_tz, window_reports
+from vllm_ledger.windows import DEFAULT_TZ, Window, cutoff_for, local_midnight_ts
+
+MAX_STEPS = 5000
+DEFAULT_WINDOW = "7d"
+DEFAULT_STEP = "1h"
+
+# Causes of an uncovered span, in order of precedence (the first that applies wins).
+CAUSES: tuple[str, ...] = (
+    "write_failed",
+    "queue_overflow",
+    "rejected_input",
+    "unclean_exit",
+    "heartbeat_stale",
+    "writer_missing",
+    "not_recording",
+)
+CAUSE_TEXT = {
+    "write_failed": "events lost in a failed write",
+    "queue_overflow": "events dropped by a full queue",
+    "rejected_input": "input the plugin could not read",
+    "unclean_exit": "a writer exited without closing",
+    "heartbeat_stale": "a writer's heartbeat stopped",
+    "writer_missing": "an expected writer never came up",
+    "not_recording": "nothing recording (vLLM or the plugin off)",
+}
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+
+
+@dataclass(frozen=True)
+class UncoveredSpan:
+    start_ts: int
+    end_ts: int
+    cause: str
+
+    @property
+    def seconds(self) -> int:
+        return self.end_ts - self.start_ts
+
+
+@dataclass(frozen=True)
+class Timeline:
+    at_ts: float
+    cutoff_ts: int
+    tz: str
+    step_seconds: int
+    window: WindowReport
+    steps: tuple[WindowReport, ...]
+    uncovered: tuple[UncoveredSpan, ...]
+    writers: tuple[cov.WriterCoverage, ...] = ()
+
+
+def parse_duration(text: str, flag: str) -> int:
+    """``90m``, ``1h``, ``7d``, ``2w`` -> seconds; a one-line error otherwise."""
+    m = _DURATION.match(text)
+    seconds = int(m.group(1)) * _UNITS[m.group(2)] if m else 0
+    if seconds <= 0:
+        raise BadArgument(
+            f"{flag} {text!r} is not a duration: give a number and a unit, e.g. 1h or 7d"
+        )
+    return seconds
+
+
+def step_edges(
+    start_ts: int, cutoff_ts: int, step_seconds: int, utc_offset_seconds: int
+) -> list[int]:
+    """``start, e1, ..., cutoff``: interior edges where local time is a multiple of the step."""
+    if cutoff_ts <= start_ts:
+        return [start_ts, start_ts]
+    first = (start_ts + utc_offset_seconds) // step_seconds * step_seconds - utc_offset_seconds
+    if first <= start_ts:
+        first += step_seconds
+    edges = [start_ts, *range(first, cutoff_ts, step_seconds), cutoff_ts]
+    return edges
+
+
+def step_windows(edges: Sequence[int]) -> list[Window]:
+    return [Window(f"step@{a}", a, b) for a, b in itertools.pairwise(edges)]
+
+
+def window_bounds(spec: str, at_ts: float, tz: str, first_record_ts: int | None) -> tuple[int, int]:
+    """``[start, cutoff)`` of ``today``, ``total`` or a duration ending at the cutoff."""
+    cutoff = cutoff_for(at_ts)
+    if spec == "today":
+        return local_midnight_ts(cutoff, resolve_tz(tz)), cutoff
+    if spec == "total":
+        return (cutoff if first_record_ts is None else min(first_record_ts, cutoff)), cutoff
+    return cutoff - parse_duration(spec, "--window"), cutoff
+
+
+def build_timeline(
+    roots: Sequence[Path],
+    *,
+    window: str = DEFAULT_WINDOW,
+    step: str = DEFAULT_STEP,
+    at_ts: float | None = None,
+    tz: str = DEFAULT_TZ,
+    clock: Callable[[], float] = time.time,
+) -> Timeline:
+    """The window ``window`` ending at the report cutoff, cut into ``step`` steps."""
+    zone = resolve_tz(tz)
+    step_seconds = parse_duration(step, "--step")
+    now = clock()
+    at = now if at_ts is None else at_ts
+    first_record: int | None = None
+    if window == "total":
+        _, model = window_reports(roots, [], at_ts=at, clock=lambda: now)
+        first_record = model.first_record_ts
+    start, cutoff = window_bounds(window, at, tz, first_record)
+    offset = datetime.fromtimestamp(cutoff, zone).utcoffset()
+    offset_s = int(offset.total_seconds()) if offset is not None else 0
+    edges = step_edges(start, cutoff, step_seconds, offset_s)
+    if len(edges) - 1 > MAX_STEPS:
+        raise BadArgument(
+            f"--window {window} at --step {step} makes {len(edges) - 1} steps: "
+            f"use a larger --step (at most {MAX_STEPS} steps)"
+        )
+    whole = Window(window, start, cutoff)
+    steps = step_windows(edges)
+    reports, model = window_reports(roots, [whole, *steps], at_ts=at, clock=lambda: now)
+    return Timeline(
+        at_ts=at,
+        cutoff_ts=cutoff,
+        tz=tz,
+        step_seconds=step_seconds,
+        window=reports[0],
+        steps=tuple(reports[1:]),
+        uncovered=tuple(uncovered_spans(model, start, cutoff)),
+        writers=tuple(model.writers),
+    )
+
+
+# ---- uncovered spans and their causes (pure) ------------------------------------------------
+
+
+def _cause_intervals(model: cov.CoverageModel, cutoff_ts: int) -> dict[str, list[iv.Interval]]:
+    out: dict[str, list[iv.Interval]] = {c: [] for c in CAUSES}
+    for ts, dropped, rejected, lost in model.problem_seconds:
+        cause = "write_failed" if lost else "queue_overflow" if dropped else "rejected_input"
+        if lost or dropped or rejected:
+            out[cause].append((float(ts), float(ts + 1)))
+    runs: dict[str, list[cov.WriterCoverage]] = {}
+    for wr in model.writers:
+        runs.setdefault(wr.run_id, []).append(wr)
+    for wr in model.writers:
+        if wr.state == "crashed" and wr.last_ts is not None:
+            nxt = next((s for s, _ in model.covered if s >= wr.last_ts), float(cutoff_ts))
+            out["unclean_exit"].append((wr.last_ts, nxt))
+        elif wr.state == "stale" and wr.last_ts is not None:
+            out["heartbeat_stale"].append((wr.last_ts, float(cutoff_ts)))
+        elif wr.state == "missing" and wr.first_ts is not None:
+            siblings = [w for w in runs[wr.run_id] if w.state != "missing"]
+            running = any(w.state in ("alive", "stale") for w in siblings)
+            lasts = [w.last_ts for w in siblings if w.last_ts is not None]
+            end = float(cutoff_ts) if running or not lasts else max(lasts)
+            out["writer_missing"].append((wr.first_ts, end))
+    return {c: iv.normalize(v) for c, v in out.items()}
+
+
+def _contains(intervals: Sequence[iv.Interval], starts: Sequence[float], x: float) -> bool:
+    i = bisect.bisect_right(starts, x) - 1
+    return i >= 0 and intervals[i][0] <= x < intervals[i][1]
+
+
+def uncovered_spans(model: cov.CoverageModel, start_ts: int, cutoff_ts: int) -> list[UncoveredSpan]:
+    """The stretches of ``[start_ts, cutoff_ts)`` no writer vouches for, each with its cause.
+
+    The spans' seconds add up to the window's uncovered seconds (whole seconds throughout).
+    """
+    if cutoff_ts <= start_ts:
+        return []
+    gaps = iv.subtract([(float(start_ts), float(cutoff_ts))], iv.normalize(model.covered))
+    causes = _cause_intervals(model, cutoff_ts)
+    starts = {c: [s for s, _ in v] for c, v in causes.items()}
+    out: list[UncoveredSpan] = []
+    for g0, g1 in gaps:
+        cuts = {g0, g1}
+        for v in causes.values():
+            for s, e in iv.clip(v, g0, g1):
+                cuts.update((s, e))
+        points = sorted(cuts)
+        for a, b in itertools.pairwise(points):
+            mid = (a + b) / 2
+            cause = next(
+                (c for c in CAUSES[:-1] if _contains(causes[c], starts[c], mid)), "not_recording"
+            )
+            lo, hi = math.floor(a), math.ceil(b)
+            if out and out[-1].cause == cause and out[-1].end_ts >= lo:
+                out[-1] = UncoveredSpan(out[-1].start_ts, max(out[-1].end_ts, hi), cause)
+            elif out and out[-1].end_ts > lo:
+                # A cause edge inside a second: the second goes to the earlier span.
+                if hi > out[-1].end_ts:
+                    out.append(UncoveredSpan(out[-1].end_ts, hi, cause))
+            else:
+                out.append(UncoveredSpan(lo, hi, cause))
+    return out
+
+
+__all__ = [
+    "CAUSES",
+    "CAUSE_TEXT",
+    "Timeline",
+    "UncoveredSpan",
+    "build_timeline",
+    "parse_duration",
+    "step_edges",
+    "uncovered_spans",
+]
