@@ -1,0 +1,130 @@
+"""What the cost model needs, measured: tokens, busy seconds and average power over a window.
+
+Tokens come from the Report (``build_report``), never from the ledger files. Busy seconds
+are the wall seconds of the window in which the ledger recorded at least one output token
+(any instance, any engine, under the roots: the roots are taken to be one machine). They are
+found by narrowing: whole hours first, then the minutes of busy hours, then the seconds of
+busy minutes; when a window has more busy minutes than ``max_second_windows / 60`` the last
+step is skipped and busy minutes count whole (an upper bound, said in ``busy_resolution_s``).
+
+Average power is a given wattage or ``avg_over_time`` of DCGM's ``DCGM_FI_DEV_POWER_USAGE``
+(falling back to the ledger exporter's ``vllm_ledger_gpu_power_watts``) over the window,
+summed over GPUs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllm_ledger.errors import BadArgument, RemoteError
+from vllm_ledger.plan import prom
+from vllm_ledger.plan.cost import Usage
+from vllm_ledger.report import WindowReport, build_report, window_reports
+from vllm_ledger.windows import DEFAULT_TZ, Window
+
+POWER_METRICS: tuple[str, ...] = ("DCGM_FI_DEV_POWER_USAGE", "vllm_ledger_gpu_power_watts")
+MAX_SECOND_WINDOWS = 20_000
+
+
+@dataclass(frozen=True)
+class Measured:
+    usage: Usage
+    window: WindowReport
+    power_source: str  # "given" or the PromQL expression that answered
+    busy_resolution_s: int  # 1 when busy seconds are exact to the second
+
+
+def _pieces(spans: Sequence[tuple[int, int]], size: int) -> list[Window]:
+    """Split spans into pieces aligned to ``size`` seconds (edges clipped)."""
+    out: list[Window] = []
+    for start, end in spans:
+        a = start
+        while a < end:
+            b = min(end, (a // size + 1) * size)
+            out.append(Window(f"b{a}-{b}", a, b))
+            a = b
+    return out
+
+
+def busy_seconds(
+    roots: Sequence[Path],
+    start_ts: int,
+    cutoff_ts: int,
+    *,
+    at_ts: float,
+    max_second_windows: int = MAX_SECOND_WINDOWS,
+) -> tuple[int, int]:
+    """(seconds in [start, cutoff) with output > 0, resolution in seconds)."""
+    spans = [(start_ts, cutoff_ts)] if cutoff_ts > start_ts else []
+    resolution = 3600
+    for size in (3600, 60, 1):
+        pieces = _pieces(spans, size)
+        if size == 1 and len(pieces) > max_second_windows:
+            break
+        if not pieces:
+            return 0, size
+        reports, _model = window_reports(roots, pieces, at_ts=at_ts, clock=lambda: at_ts)
+        spans = [(w.start_ts, w.cutoff_ts) for w in reports if w.output_tokens > 0]
+        resolution = size
+    return sum(b - a for a, b in spans), resolution
+
+
+def prometheus_power(
+    url: str, start_ts: int, cutoff_ts: int, fetch: prom.Fetch = prom.http_get
+) -> tuple[float, str]:
+    """Average power in watts over [start, cutoff), summed over GPUs, and the query used."""
+    rng = prom.duration(cutoff_ts - start_ts)
+    exprs = [f"sum(avg_over_time({m}[{rng}]))" for m in POWER_METRICS]
+    got = prom.first_value(url, exprs, at_ts=cutoff_ts, fetch=fetch)
+    if got is None:
+        raise RemoteError(
+            f"Prometheus at {url} has no {' or '.join(POWER_METRICS)} samples in the window: "
+            "scrape the DCGM exporter or `vllm-ledger exporter`, or pass --power-watts",
+            url,
+        )
+    return got
+
+
+def measure(
+    roots: Sequence[Path],
+    window: str,
+    *,
+    power_watts: float | None = None,
+    prometheus_url: str | None = None,
+    at_ts: float | None = None,
+    tz: str = DEFAULT_TZ,
+    clock: Callable[[], float] = time.time,
+    fetch: prom.Fetch = prom.http_get,
+) -> Measured:
+    """Tokens, busy seconds and average power for one of the report's windows."""
+    now = clock()
+    at = now if at_ts is None else at_ts
+    report = build_report(roots, at_ts=at, tz=tz, clock=lambda: now)
+    try:
+        w = report.window(window)
+    except KeyError as exc:
+        names = ", ".join(x.name for x in report.windows)
+        raise BadArgument(f"unknown window {window!r}: use one of {names}") from exc
+    if power_watts is not None:
+        watts, source = power_watts, "given"
+    elif prometheus_url is not None:
+        watts, source = prometheus_power(prometheus_url, w.start_ts, w.cutoff_ts, fetch)
+    else:
+        raise BadArgument("give the machine's power: --power-watts W or --prometheus URL")
+    busy, resolution = busy_seconds(roots, w.start_ts, w.cutoff_ts, at_ts=at)
+    usage = Usage(
+        wall_seconds=w.wall_seconds,
+        busy_seconds=busy,
+        input_tokens=w.input_tokens,
+        output_tokens=w.output_tokens,
+        cached_tokens=w.cached_tokens,
+        power_watts=watts,
+        uncovered_seconds=w.uncovered_seconds,
+    )
+    return Measured(usage, w, source, resolution)
+
+
+__all__ = ["POWER_METRICS", "Measured", "busy_seconds", "measure", "prometheus_power"]
