@@ -26,8 +26,14 @@ EXAMPLE = Prices(electricity_per_kwh=1.0, hardware_price=20000, lifetime_years=3
 
 def _week(tokens_per_hour: float, busy_fraction: float = 1.0) -> Usage:
     out = round(tokens_per_hour * 24 * 7)
-    return Usage(wall_seconds=WEEK_S, busy_seconds=WEEK_S * busy_fraction, input_tokens=0,
-                 output_tokens=out, cached_tokens=0, power_watts=475)
+    return Usage(
+        wall_seconds=WEEK_S,
+        busy_seconds=WEEK_S * busy_fraction,
+        input_tokens=0,
+        output_tokens=out,
+        cached_tokens=0,
+        power_watts=475,
+    )
 
 
 def test_worked_example_is_0_64_per_million() -> None:
@@ -75,8 +81,14 @@ def test_ten_percent_utilisation_costs_over_2_per_million() -> None:
 
 
 def test_cloud_price_uses_the_services_own_mix() -> None:
-    u = Usage(wall_seconds=86400, busy_seconds=3600, input_tokens=3_000_000,
-              output_tokens=1_000_000, cached_tokens=1_000_000, power_watts=400)
+    u = Usage(
+        wall_seconds=86400,
+        busy_seconds=3600,
+        input_tokens=3_000_000,
+        output_tokens=1_000_000,
+        cached_tokens=1_000_000,
+        power_watts=400,
+    )
     cloud = CloudPrices(input_per_million=2.0, output_per_million=8.0, cached_per_million=0.5)
     c = compute(u, EXAMPLE, cloud)
     be = c.break_even
@@ -93,8 +105,14 @@ def test_cloud_price_uses_the_services_own_mix() -> None:
 
 
 def test_no_tokens_and_no_break_even_are_none_not_zero() -> None:
-    u = Usage(wall_seconds=3600, busy_seconds=0, input_tokens=0, output_tokens=0,
-              cached_tokens=0, power_watts=100)
+    u = Usage(
+        wall_seconds=3600,
+        busy_seconds=0,
+        input_tokens=0,
+        output_tokens=0,
+        cached_tokens=0,
+        power_watts=100,
+    )
     c = compute(u, EXAMPLE, CloudPrices(1, 1, 1))
     assert c.allocation_per_million_output is None and c.usage_per_million_total is None
     assert c.allocation_cost == pytest.approx(0.1 + 20000 / (3 * 8760) + 0.1)
@@ -104,15 +122,22 @@ def test_no_tokens_and_no_break_even_are_none_not_zero() -> None:
 
 def test_busy_seconds_counts_seconds_with_output(tmp_path: Path) -> None:
     t0 = 1_800_000_000  # an hour boundary
-    events = [ev(t0 + 5.1, prompt=10, gen=3), ev(t0 + 5.7, gen=2), ev(t0 + 61.2, gen=1),
-              ev(t0 + 62.5, prompt=40), ev(t0 + 3700.5, gen=4, engine=1)]
+    events = [
+        ev(t0 + 5.1, prompt=10, gen=3),
+        ev(t0 + 5.7, gen=2),
+        ev(t0 + 61.2, gen=1),
+        ev(t0 + 62.5, prompt=40),
+        ev(t0 + 3700.5, gen=4, engine=1),
+    ]
     write_ledger(tmp_path, "run-a", start_ts=t0, end_ts=t0 + 3720, events=events)
     # seconds t0+5, t0+61, t0+3700 had output; t0+62 only prompt
     assert busy_seconds([tmp_path], t0, t0 + 3720, at_ts=t0 + 3720) == (3, 1)
     assert busy_seconds([tmp_path], t0 + 6, t0 + 3720, at_ts=t0 + 3720) == (2, 1)
     # Too many busy minutes for the second pass: whole busy minutes count (resolution 60).
-    assert busy_seconds([tmp_path], t0, t0 + 3720, at_ts=t0 + 3720,
-                        max_second_windows=100) == (180, 60)
+    assert busy_seconds([tmp_path], t0, t0 + 3720, at_ts=t0 + 3720, max_second_windows=100) == (
+        180,
+        60,
+    )
 
 
 def test_prometheus_power_query_and_fallback() -> None:
@@ -122,8 +147,10 @@ def test_prometheus_power_query_and_fallback() -> None:
         asked.append(url)
         if "DCGM" in url:
             return b'{"status":"success","data":{"resultType":"vector","result":[]}}'
-        return (b'{"status":"success","data":{"resultType":"vector","result":'
-                b'[{"metric":{},"value":[1800000000,"312.5"]}]}}')
+        return (
+            b'{"status":"success","data":{"resultType":"vector","result":'
+            b'[{"metric":{},"value":[1800000000,"312.5"]}]}}'
+        )
 
     watts, expr = prometheus_power("http://prom:9090", 1_799_996_400, 1_800_000_000, fetch)
     assert watts == 312.5
@@ -133,21 +160,43 @@ def test_prometheus_power_query_and_fallback() -> None:
 
 
 def _ledger(root: Path, t0: int) -> None:
-    events = [ev(t0 + 10.5, prompt=1000, cached=400, gen=300),
-              ev(t0 + 11.5, gen=200), ev(t0 + 100.5, prompt=500, gen=500)]
+    events = [
+        ev(t0 + 10.5, prompt=1000, cached=400, gen=300),
+        ev(t0 + 11.5, gen=200),
+        ev(t0 + 100.5, prompt=500, gen=500),
+    ]
     write_ledger(root, "run-a", start_ts=t0, end_ts=t0 + 3600, events=events)
 
 
-PRICES = ("--electricity-price", "1", "--hardware-price", "20000", "--lifetime-years", "3",
-          "--ops-per-hour", "0.1")
+PRICES = (
+    "--electricity-price",
+    "1",
+    "--hardware-price",
+    "20000",
+    "--lifetime-years",
+    "3",
+    "--ops-per-hour",
+    "0.1",
+)
 
 
 def test_cost_cli_text_and_json(tmp_path: Path) -> None:
     t0 = 1_800_000_000
     _ledger(tmp_path, t0)
     at = str(t0 + 3600)
-    code, out, err = run_cli("cost", "--root", str(tmp_path), "--at", at, "--window", "24h",
-                             "--power-watts", "475", *PRICES, "--json")
+    code, out, err = run_cli(
+        "cost",
+        "--root",
+        str(tmp_path),
+        "--at",
+        at,
+        "--window",
+        "24h",
+        "--power-watts",
+        "475",
+        *PRICES,
+        "--json",
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["tokens"] == {"input": 1500, "output": 1000, "cached": 400, "total": 2500}
@@ -159,9 +208,24 @@ def test_cost_cli_text_and_json(tmp_path: Path) -> None:
     assert doc["usage"]["per_million_total"] == round(0.475 * 3 / 3600 / 0.0025, 6)
     assert doc["break_even"] is None
 
-    code, out, err = run_cli("cost", "--root", str(tmp_path), "--at", at, "--window", "24h",
-                             "--power-watts", "475", *PRICES, "--currency", "EUR",
-                             "--cloud-input-price", "1", "--cloud-output-price", "1.5")
+    code, out, err = run_cli(
+        "cost",
+        "--root",
+        str(tmp_path),
+        "--at",
+        at,
+        "--window",
+        "24h",
+        "--power-watts",
+        "475",
+        *PRICES,
+        "--currency",
+        "EUR",
+        "--cloud-input-price",
+        "1",
+        "--cloud-output-price",
+        "1.5",
+    )
     assert code == 0, err
     assert "amounts in EUR" in out
     assert "LOWER BOUND of usage" in out
@@ -169,15 +233,20 @@ def test_cost_cli_text_and_json(tmp_path: Path) -> None:
     assert f"{'usage':<12}{'0.000396':>14}{'0.40':>16}{'0.16':>16}" in out
     # 1,100 uncached input at 1 + 400 cached at 1 (the input price) + 1,000 output at 1.5
     assert "cloud: this traffic would cost 0.003: 3.00 per M output (1.20 per M total)" in out
-    assert "= 7.94 M output tokens/day (19.84 M total tokens/day); this window averaged 1,000" in out
+    assert (
+        "= 7.94 M output tokens/day (19.84 M total tokens/day); "
+        "this window averaged 1,000 output tokens/day"
+    ) in out
 
 
 def test_cost_cli_config_file_and_errors(tmp_path: Path) -> None:
     t0 = 1_800_000_000
     _ledger(tmp_path / "l", t0)
     cfg = tmp_path / "cost.yaml"
-    cfg.write_text("electricity_price: 1\nhardware_price: 20000\nlifetime_years: 3\n"
-                   "ops_per_hour: 0.1\npower_watts: 475\n")
+    cfg.write_text(
+        "electricity_price: 1\nhardware_price: 20000\nlifetime_years: 3\n"
+        "ops_per_hour: 0.1\npower_watts: 475\n"
+    )
     base = ("cost", "--root", str(tmp_path / "l"), "--at", str(t0 + 3600), "--window", "today")
     code, out, err = run_cli(*base, "--config", str(cfg), "--json")
     assert code == 0, err
@@ -187,11 +256,14 @@ def test_cost_cli_config_file_and_errors(tmp_path: Path) -> None:
 
     code, _out, err = run_cli(*base, "--power-watts", "300")
     assert code == 2
-    assert err == ("vllm-ledger: error: missing --electricity-price, --hardware-price, "
-                   "--lifetime-years, --ops-per-hour: give them as flags or in --config FILE\n")
+    assert err == (
+        "vllm-ledger: error: missing --electricity-price, --hardware-price, "
+        "--lifetime-years, --ops-per-hour: give them as flags or in --config FILE\n"
+    )
     code, _out, err = run_cli(*base, *PRICES)
-    assert err == ("vllm-ledger: error: give the machine's power: --power-watts W or "
-                   "--prometheus URL\n")
+    assert err == (
+        "vllm-ledger: error: give the machine's power: --power-watts W or --prometheus URL\n"
+    )
     cfg.write_text("electricity: 1\n")
     code, _out, err = run_cli(*base, "--config", str(cfg))
     assert code == 2 and "unknown setting 'electricity'" in err
