@@ -46,7 +46,10 @@ def make_tiny_model(dest: Path, seed: int = 0) -> Path:
     )
     tok.train_from_iterator(_corpus(4000, seed), trainer=trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
         pad_token="<pad>",
     )
     fast.chat_template = CHAT_TEMPLATE

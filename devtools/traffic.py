@@ -34,30 +34,83 @@ def plan(model: str, secret: str = "") -> list[tuple[str, str, dict]]:
     tag = f" {secret}" if secret else ""
     reqs: list[tuple[str, str, dict]] = []
     for i in range(3):
-        reqs.append(("completion", "/v1/completions",
-                     {"model": model, "prompt": f"count the tokens {i}{tag}", "max_tokens": 12}))
+        reqs.append(
+            (
+                "completion",
+                "/v1/completions",
+                {"model": model, "prompt": f"count the tokens {i}{tag}", "max_tokens": 12},
+            )
+        )
     for i in range(2):
-        reqs.append(("chat", "/v1/chat/completions",
-                     {"model": model, "max_tokens": 10,
-                      "messages": [{"role": "user", "content": f"how many tokens {i}{tag}"}]}))
-    reqs.append(("n2", "/v1/completions",
-                 {"model": model, "prompt": f"two answers please{tag}", "max_tokens": 8, "n": 2}))
+        reqs.append(
+            (
+                "chat",
+                "/v1/chat/completions",
+                {
+                    "model": model,
+                    "max_tokens": 10,
+                    "messages": [{"role": "user", "content": f"how many tokens {i}{tag}"}],
+                },
+            )
+        )
+    reqs.append(
+        (
+            "n2",
+            "/v1/completions",
+            {"model": model, "prompt": f"two answers please{tag}", "max_tokens": 8, "n": 2},
+        )
+    )
     for _ in range(3):
-        reqs.append(("prefix", "/v1/completions",
-                     {"model": model, "prompt": LONG_PROMPT + tag, "max_tokens": 6}))
-    reqs.append(("stream", "/v1/completions",
-                 {"model": model, "prompt": f"stream this{tag}", "max_tokens": 16, "stream": True}))
-    reqs.append(("stream_chat", "/v1/chat/completions",
-                 {"model": model, "max_tokens": 12, "stream": True,
-                  "messages": [{"role": "user", "content": f"stream chat{tag}"}]}))
-    reqs.append(("disconnect", "/v1/completions",
-                 {"model": model, "prompt": f"hang up on me{tag}", "max_tokens": 400,
-                  "stream": True, "ignore_eos": True}))
+        reqs.append(
+            (
+                "prefix",
+                "/v1/completions",
+                {"model": model, "prompt": LONG_PROMPT + tag, "max_tokens": 6},
+            )
+        )
+    reqs.append(
+        (
+            "stream",
+            "/v1/completions",
+            {"model": model, "prompt": f"stream this{tag}", "max_tokens": 16, "stream": True},
+        )
+    )
+    reqs.append(
+        (
+            "stream_chat",
+            "/v1/chat/completions",
+            {
+                "model": model,
+                "max_tokens": 12,
+                "stream": True,
+                "messages": [{"role": "user", "content": f"stream chat{tag}"}],
+            },
+        )
+    )
+    reqs.append(
+        (
+            "disconnect",
+            "/v1/completions",
+            {
+                "model": model,
+                "prompt": f"hang up on me{tag}",
+                "max_tokens": 400,
+                "stream": True,
+                "ignore_eos": True,
+            },
+        )
+    )
     return reqs
 
 
-def send_mix(base_url: str, model: str, *, secret: str = "", rounds: int = 1,
-             progress: Callable[[str], None] | None = None) -> TrafficResult:
+def send_mix(
+    base_url: str,
+    model: str,
+    *,
+    secret: str = "",
+    rounds: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> TrafficResult:
     result = TrafficResult()
     headers = {"X-Request-Id": f"req-{secret}"} if secret else {}
     with httpx.Client(base_url=base_url, timeout=120.0, headers=headers) as client:

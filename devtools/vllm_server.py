@@ -56,15 +56,22 @@ class VllmServer:
             *vllm_executable(),
             "serve",
             str(self.model),
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--served-model-name", self.served_name,
-            "--dtype", "float32",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--served-model-name",
+            self.served_name,
+            "--dtype",
+            "float32",
             "--enforce-eager",
-            "--max-model-len", "1024",
-            "--block-size", "32",
+            "--max-model-len",
+            "1024",
+            "--block-size",
+            "32",
             "--enable-prefix-caching",
-            "--shutdown-timeout", "10",
+            "--shutdown-timeout",
+            "10",
             *self.extra_args,
         ]
 
@@ -88,13 +95,19 @@ class VllmServer:
         env["PYTHONPATH"] = os.pathsep.join(pp)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
-            self.command(), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            self.command(),
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             cwd=str(self.model.parent),
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"vllm serve exited with {self.proc.returncode}; log: {self.log_path}")
+                raise RuntimeError(
+                    f"vllm serve exited with {self.proc.returncode}; log: {self.log_path}"
+                )
             with contextlib.suppress(OSError):
                 with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
                     if r.status == 200:

@@ -41,9 +41,15 @@ def vllm_server(tiny_model: Path, plugin_bundle: Path, tmp_path: Path) -> Iterat
     """
     started: list[VllmServer] = []
 
-    def start(ledger_dir: Path | None = None, *, extra_args: tuple[str, ...] = (),
-              ledger: bool = True, served_name: str = "tiny", env: dict[str, str] | None = None,
-              port: int | None = None) -> VllmServer:
+    def start(
+        ledger_dir: Path | None = None,
+        *,
+        extra_args: tuple[str, ...] = (),
+        ledger: bool = True,
+        served_name: str = "tiny",
+        env: dict[str, str] | None = None,
+        port: int | None = None,
+    ) -> VllmServer:
         e = dict(env or {})
         if ledger_dir is not None:
             e["VLLM_LEDGER_DIR"] = str(ledger_dir)
@@ -74,6 +80,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, st
     full_env["PYTHONPATH"] = str(REPO)
     if env:
         full_env.update(env)
-    p = subprocess.run([sys.executable, "-m", "vllm_ledger", *args], capture_output=True,
-                       text=True, env=full_env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "vllm_ledger", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+    )
     return p.returncode, p.stdout, p.stderr

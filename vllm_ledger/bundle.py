@@ -36,10 +36,18 @@ def bundle(dest: Path) -> list[Path]:
     dest = Path(dest)
     if dest.exists() and not dest.is_dir():
         raise BadArgument(f"{dest} exists and is not a directory: choose another path")
-    if dest.exists() and any(dest.iterdir()) and not (dest / _marker()).exists() and not any(
-        p.name.endswith(".dist-info") and p.name.startswith("vllm_ledger-") for p in dest.iterdir()
+    if (
+        dest.exists()
+        and any(dest.iterdir())
+        and not (dest / _marker()).exists()
+        and not any(
+            p.name.endswith(".dist-info") and p.name.startswith("vllm_ledger-")
+            for p in dest.iterdir()
+        )
     ):
-        raise BadArgument(f"{dest} is not empty and not a vllm-ledger bundle: choose an empty folder")
+        raise BadArgument(
+            f"{dest} is not empty and not a vllm-ledger bundle: choose an empty folder"
+        )
     dest.parent.mkdir(parents=True, exist_ok=True)
     src = Path(__file__).resolve().parent
     tmp = Path(tempfile.mkdtemp(prefix=".bundle-", dir=dest.parent))

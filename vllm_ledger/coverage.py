@@ -135,32 +135,62 @@ def build(snapshots: Sequence[LedgerSnapshot], at_ts: float) -> CoverageModel:
         inst = run_instance[run_id]
         run_sets: list[list[iv.Interval]] = []
         for rank in range(expected):
-            snaps = ranks.get(rank)
-            if not snaps:
+            present = ranks.get(rank)
+            if not present:
                 writers.append(
-                    WriterCoverage(run_id, rank, expected, inst, "missing",
-                                   first_ts=run_start[run_id] if run_start[run_id] < math.inf else None)
+                    WriterCoverage(
+                        run_id,
+                        rank,
+                        expected,
+                        inst,
+                        "missing",
+                        first_ts=run_start[run_id] if run_start[run_id] < math.inf else None,
+                    )
                 )
                 run_sets.append([])
                 continue
-            wc = _writer(snaps, run_id, rank, expected, inst, at_ts, cutoff,
-                         latest=latest_for_instance[inst] == run_id)
+            wc = _writer(
+                present,
+                run_id,
+                rank,
+                expected,
+                inst,
+                at_ts,
+                cutoff,
+                latest=latest_for_instance[inst] == run_id,
+            )
             writers.append(wc)
-            run_sets.append(wc.vouched)
+            # An API process serves nothing before its logger exists, so a writer that did
+            # come up also vouches for the moments between its run's start and its own.
+            vouched = wc.vouched
+            if vouched and run_start[run_id] < vouched[0][0]:
+                vouched = [(float(math.ceil(run_start[run_id])), vouched[0][1]), *vouched[1:]]
+            run_sets.append(vouched)
         # Writers beyond the expected count still matter for the figures, not for coverage.
         for rank, snaps in ranks.items():
             if rank >= expected:
-                writers.append(_writer(snaps, run_id, rank, expected, inst, at_ts, cutoff,
-                                       latest=latest_for_instance[inst] == run_id))
+                writers.append(
+                    _writer(
+                        snaps,
+                        run_id,
+                        rank,
+                        expected,
+                        inst,
+                        at_ts,
+                        cutoff,
+                        latest=latest_for_instance[inst] == run_id,
+                    )
+                )
         instance_cover[inst].extend(iv.intersect_all(run_sets))
     per_instance = [iv.normalize(v) for v in instance_cover.values()]
     covered = iv.intersect_all(per_instance) if per_instance else []
     problem_seconds = sorted(ps for s in ok for ps in s.problem_seconds)
     bad = iv.normalize((ts, ts + 1) for ts, *_ in problem_seconds)
     covered = iv.subtract(covered, bad)
-    firsts = [s.first_bucket_ts for s in ok if s.first_bucket_ts is not None]
-    span_firsts = [math.ceil(s.spans[0][0]) for s in ok if s.spans]
-    first_record = min(firsts + span_firsts) if (firsts or span_firsts) else None
+    firsts: list[int] = [s.first_bucket_ts for s in ok if s.first_bucket_ts is not None]
+    firsts += [problem_seconds[0][0]] if problem_seconds else []
+    firsts += [math.ceil(s.spans[0][0]) for s in ok if s.spans]
+    first_record = min(firsts) if firsts else None
     return CoverageModel(
         writers=writers,
         covered=covered,
@@ -171,8 +201,16 @@ def build(snapshots: Sequence[LedgerSnapshot], at_ts: float) -> CoverageModel:
     )
 
 
-def _writer(snaps: list[LedgerSnapshot], run_id: str, rank: int, expected: int, inst: str,
-            at_ts: float, cutoff: int, latest: bool) -> WriterCoverage:
+def _writer(
+    snaps: list[LedgerSnapshot],
+    run_id: str,
+    rank: int,
+    expected: int,
+    inst: str,
+    at_ts: float,
+    cutoff: int,
+    latest: bool,
+) -> WriterCoverage:
     spans = iv.normalize(sp for s in snaps for sp in s.spans)
     newest = max(snaps, key=lambda s: (s.generation, s.last_seq))
     closed = newest.clean_close_ts is not None
@@ -187,5 +225,6 @@ def _writer(snaps: list[LedgerSnapshot], run_id: str, rank: int, expected: int, 
         state = "stale" if latest else "crashed"
     # Vouch only for whole seconds: a partial second at either end is not vouched for.
     whole = [(float(math.ceil(s)), float(math.floor(e))) for s, e in spans]
-    return WriterCoverage(run_id, rank, expected, inst, state, iv.normalize(whole), first, last,
-                          files=len(snaps))
+    return WriterCoverage(
+        run_id, rank, expected, inst, state, iv.normalize(whole), first, last, files=len(snaps)
+    )

@@ -33,9 +33,7 @@ class MissingExtra(LedgerError):
     """An optional dependency is not installed."""
 
     def __init__(self, module: str, extra: str) -> None:
-        super().__init__(
-            f"this command needs {module}: pip install 'vllm-ledger[{extra}]'"
-        )
+        super().__init__(f"this command needs {module}: pip install 'vllm-ledger[{extra}]'")
         self.extra = extra
 
 

@@ -153,8 +153,7 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             cached = pts.cached_tokens
             generation = iteration_stats.num_generation_tokens
             finished = tuple(
-                (f.num_generation_tokens, f.decode_time)
-                for f in iteration_stats.finished_requests
+                (f.num_generation_tokens, f.decode_time) for f in iteration_stats.finished_requests
             )
             if not (
                 type(ts) is float

@@ -54,7 +54,11 @@ def sum_metric(samples: list[Sample], name: str, **match: str) -> float:
     """Sum of every sample of ``name`` whose labels include ``match``; NaN samples skipped."""
     total = 0.0
     for n, labels, v in samples:
-        if n == name and all(labels.get(k) == want for k, want in match.items()) and not math.isnan(v):
+        if (
+            n == name
+            and all(labels.get(k) == want for k, want in match.items())
+            and not math.isnan(v)
+        ):
             total += v
     return total
 

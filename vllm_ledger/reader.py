@@ -119,8 +119,9 @@ def _classify(exc: BaseException) -> str:
     return "unreadable"
 
 
-def read_ledger(path: Path, windows: Sequence[Window], busy_timeout_s: float = 2.0,
-                now_ts: float | None = None) -> LedgerSnapshot:
+def read_ledger(
+    path: Path, windows: Sequence[Window], busy_timeout_s: float = 2.0, now_ts: float | None = None
+) -> LedgerSnapshot:
     """Read one ledger file's facts and its sums for each window. Never raises."""
     snap = LedgerSnapshot(path=path, status="ok")
     try:
@@ -198,8 +199,12 @@ def _read_into(conn: sqlite3.Connection, snap: LedgerSnapshot, windows: Sequence
             snap.imprecise_windows.add(w.name)
 
 
-def read_all(roots: Iterable[Path], windows: Sequence[Window], busy_timeout_s: float = 2.0,
-             now_ts: float | None = None) -> list[LedgerSnapshot]:
+def read_all(
+    roots: Iterable[Path],
+    windows: Sequence[Window],
+    busy_timeout_s: float = 2.0,
+    now_ts: float | None = None,
+) -> list[LedgerSnapshot]:
     """Read every ledger under the roots, de-duplicated by run, writer and generation."""
     by_key: dict[tuple[str, int, int], LedgerSnapshot] = {}
     others: list[LedgerSnapshot] = []

@@ -45,9 +45,7 @@ MAX_PENDING_FAULT_SECONDS = 86_400
 SPAN_BREAK_S = 30.0  # a gap between commits longer than this starts a new span
 
 # Indexes into a bucket's list of counts (the order of ``store.COUNT_COLUMNS``).
-PROMPT, GENERATION, CACHED, REQUESTS, DECODE_TOKENS, DECODE_US, DROPPED, REJECTED, LOST = range(
-    9
-)
+PROMPT, GENERATION, CACHED, REQUESTS, DECODE_TOKENS, DECODE_US, DROPPED, REJECTED, LOST = range(9)
 N_COUNTS = len(store.COUNT_COLUMNS)
 
 # An iteration event, as the plugin builds it:
@@ -163,9 +161,7 @@ class Recorder:
     # ---- lifecycle -------------------------------------------------------------------
 
     def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._run, name="vllm-ledger-recorder", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name="vllm-ledger-recorder", daemon=True)
         self._thread.start()
 
     @property
@@ -186,6 +182,26 @@ class Recorder:
             return False
         self._closed.wait(timeout_s)
         return self._closed.is_set() and self._clean
+
+    def pump(self, final: bool = False) -> bool:
+        """Drain the queue and commit on the caller's thread; ``final`` closes cleanly.
+
+        The same code the writer thread runs, for generators and tests that drive time
+        themselves. Not to be mixed with ``start()``.
+        """
+        while True:
+            try:
+                self._accumulate(self.queue.get_nowait())
+            except queue.Empty:
+                break
+        ok = self._flush(final=final)
+        if final:
+            self._close_connection()
+        return ok
+
+    def abandon(self) -> None:
+        """Drop the connection without a clean close, as a killed process would."""
+        self._close_connection()
 
     # ---- the writer thread -------------------------------------------------------------
 
@@ -362,7 +378,9 @@ class Recorder:
     def _rotate(self) -> None:
         """Leave a damaged file as it is and continue in a new one."""
         self.files_rotated_total += 1
-        logger.warning("vllm-ledger: ledger %s is damaged; left untouched, opening a new one", self.path)
+        logger.warning(
+            "vllm-ledger: ledger %s is damaged; left untouched, opening a new one", self.path
+        )
         self._close_connection()
         self._need_new_file = True
         self._need_meta = True

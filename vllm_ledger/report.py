@@ -107,10 +107,14 @@ def resolve_tz(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise BadArgument(f"unknown time zone {name!r}: use an IANA name such as Asia/Shanghai") from exc
+        raise BadArgument(
+            f"unknown time zone {name!r}: use an IANA name such as Asia/Shanghai"
+        ) from exc
 
 
-def _window_report(w: Window, sums: Sums, model: cov.CoverageModel, imprecise: bool) -> WindowReport:
+def _window_report(
+    w: Window, sums: Sums, model: cov.CoverageModel, imprecise: bool
+) -> WindowReport:
     uncovered = model.uncovered_seconds(w)
     problems = model.problems(w, imprecise)
     return WindowReport(
@@ -129,23 +133,45 @@ def _window_report(w: Window, sums: Sums, model: cov.CoverageModel, imprecise: b
     )
 
 
-def _windows_for(snaps: Sequence[LedgerSnapshot], at_ts: float, tz: ZoneInfo,
-                 engine: int | None = None) -> tuple[WindowReport, ...]:
-    model = cov.build(snaps, at_ts)
+def _windows_for(
+    snaps: Sequence[LedgerSnapshot],
+    windows: Sequence[Window],
+    model: cov.CoverageModel,
+    engine: int | None = None,
+) -> tuple[WindowReport, ...]:
     out = []
-    for w in windows_at(at_ts, tz, model.first_record_ts):
+    for w in windows:
         total = Sums()
         imprecise = False
         for s in snaps:
             if not s.ok:
                 continue
-            name = w.name
-            for eng, sums in s.sums.get(name, {}).items():
+            for eng, sums in s.sums.get(w.name, {}).items():
                 if engine is None or eng == engine:
                     total.add(sums)
-            imprecise = imprecise or name in s.imprecise_windows
+            imprecise = imprecise or w.name in s.imprecise_windows
         out.append(_window_report(w, total, model, imprecise))
     return tuple(out)
+
+
+def _five(at: float, zone: ZoneInfo, model: cov.CoverageModel) -> list[Window]:
+    return windows_at(at, zone, model.first_record_ts)
+
+
+def window_reports(
+    roots: Sequence[Path],
+    windows: Sequence[Window],
+    *,
+    at_ts: float | None = None,
+    clock: Callable[[], float] = time.time,
+    busy_timeout_s: float = 2.0,
+) -> tuple[tuple[WindowReport, ...], cov.CoverageModel]:
+    """Figures and coverage for arbitrary windows (distinct names), e.g. a timeline's steps."""
+    now = clock()
+    at = now if at_ts is None else at_ts
+    snaps = read_all(roots, windows, busy_timeout_s, now_ts=now)
+    model = cov.build(snaps, at)
+    return _windows_for(snaps, windows, model), model
 
 
 def _key_of(by: str, s: LedgerSnapshot) -> str:
@@ -177,27 +203,35 @@ def build_report(
         raise BadArgument(f"unknown breakdown {by!r}: use one of {', '.join(BREAKDOWN_KEYS)}")
     # The edges of every window but `total` are known now; `total` reads everything
     # before the cutoff, and its start is set from the first record once read.
-    edges = [w if w.name != "total" else Window("total", 0, w.cutoff_ts)
-             for w in windows_at(at, zone, None)]
+    edges = [
+        w if w.name != "total" else Window("total", 0, w.cutoff_ts)
+        for w in windows_at(at, zone, None)
+    ]
     snaps = read_all(roots, edges, busy_timeout_s, now_ts=now)
     if instance is not None:
         snaps = [s for s in snaps if not s.ok or s.instance.port == instance]
     if model is not None:
         snaps = [s for s in snaps if not s.ok or model in s.instance.served_model_names]
-    windows = _windows_for(snaps, at, zone)
     model_ = cov.build(snaps, at)
+    five = _five(at, zone, model_)
+    windows = _windows_for(snaps, five, model_)
     breakdown: list[BreakdownRow] = []
     if by == "engine":
         engines = sorted({e for s in snaps if s.ok for per in s.sums.values() for e in per})
         for e in engines:
-            breakdown.append(BreakdownRow(str(e), _windows_for(snaps, at, zone, engine=e)))
+            breakdown.append(BreakdownRow(str(e), _windows_for(snaps, five, model_, engine=e)))
     elif by is not None:
         groups: dict[str, list[LedgerSnapshot]] = {}
         for s in snaps:
             if s.ok:
                 groups.setdefault(_key_of(by, s), []).append(s)
         for key in sorted(groups):
-            breakdown.append(BreakdownRow(key, _windows_for(groups[key], at, zone)))
+            group_model = cov.build(groups[key], at)
+            breakdown.append(
+                BreakdownRow(
+                    key, _windows_for(groups[key], _five(at, zone, group_model), group_model)
+                )
+            )
     return Report(
         schema=SCHEMA_VERSION,
         generated_ts=now,
@@ -207,8 +241,15 @@ def build_report(
         roots=tuple(str(r) for r in roots),
         windows=windows,
         writers=tuple(
-            WriterStatus(w.run_id, w.writer_rank, w.expected_writers, w.instance_key, w.state,
-                         w.first_ts, w.last_ts)
+            WriterStatus(
+                w.run_id,
+                w.writer_rank,
+                w.expected_writers,
+                w.instance_key,
+                w.state,
+                w.first_ts,
+                w.last_ts,
+            )
             for w in model_.writers
         ),
         files=tuple(FileStatus(str(s.path), s.status, s.detail) for s in snaps if not s.ok),
@@ -218,5 +259,13 @@ def build_report(
     )
 
 
-__all__ = ["WINDOW_NAMES", "BreakdownRow", "FileStatus", "Report", "WindowReport", "WriterStatus",
-           "build_report"]
+__all__ = [
+    "WINDOW_NAMES",
+    "BreakdownRow",
+    "FileStatus",
+    "Report",
+    "WindowReport",
+    "WriterStatus",
+    "build_report",
+    "window_reports",
+]

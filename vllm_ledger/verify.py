@@ -51,7 +51,9 @@ class VerifyResult:
 
 def fetch_metrics(url: str, timeout_s: float = 10.0) -> str:
     if not url.startswith(("http://", "https://")):
-        raise BadArgument(f"--metrics-url {url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/metrics")
+        raise BadArgument(
+            f"--metrics-url {url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/metrics"
+        )
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as r:
             return r.read(32 * 1024 * 1024).decode("utf-8", "replace")
@@ -64,11 +66,12 @@ def vllm_counters(metrics_text: str) -> dict[str, int]:
     missing = [m for _k, m in COUNTERS if not has_metric(samples, m)]
     if missing:
         raise RemoteError(f"/metrics has no {', '.join(missing)}: is this a vLLM 0.32+ server?")
-    return {key: int(round(sum_metric(samples, metric))) for key, metric in COUNTERS}
+    return {key: round(sum_metric(samples, metric)) for key, metric in COUNTERS}
 
 
-def ledger_run_totals(roots: Sequence[Path], clock: Callable[[], float] = time.time,
-                      run_id: str | None = None) -> tuple[str, dict[str, int]]:
+def ledger_run_totals(
+    roots: Sequence[Path], clock: Callable[[], float] = time.time, run_id: str | None = None
+) -> tuple[str, dict[str, int]]:
     """Totals of the newest run (or ``run_id``), every second up to now included."""
     # Report one second ahead so the second just committed is inside the cutoff.
     report = build_report(roots, at_ts=clock() + 1.0, by="run", clock=clock)
@@ -93,9 +96,15 @@ def ledger_run_totals(roots: Sequence[Path], clock: Callable[[], float] = time.t
     }
 
 
-def verify(roots: Sequence[Path], metrics_url: str, *, wait_s: float = 10.0,
-           clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-           run_id: str | None = None) -> VerifyResult:
+def verify(
+    roots: Sequence[Path],
+    metrics_url: str,
+    *,
+    wait_s: float = 10.0,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    run_id: str | None = None,
+) -> VerifyResult:
     """Compare, re-checking until they agree or ``wait_s`` has passed (queue drain, commit)."""
     start = clock()
     while True:

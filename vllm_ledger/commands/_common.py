@@ -26,15 +26,22 @@ def roots_of(args: argparse.Namespace) -> list[Path]:
     roots = args.root or [default_root(os.environ)]
     for r in roots:
         if not r.is_dir():
-            raise BadArgument(f"ledger root {r} is not a directory: pass --root DIR where the ledgers are")
+            raise BadArgument(
+                f"ledger root {r} is not a directory: pass --root DIR where the ledgers are"
+            )
     return roots
 
 
 def add_time(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tz", default=DEFAULT_TZ, metavar="ZONE",
-                   help=f"time zone for 'today' (default {DEFAULT_TZ})")
-    p.add_argument("--at", metavar="TIME",
-                   help="report as of TIME: Unix seconds or ISO 8601 (default: now)")
+    p.add_argument(
+        "--tz",
+        default=DEFAULT_TZ,
+        metavar="ZONE",
+        help=f"time zone for 'today' (default {DEFAULT_TZ})",
+    )
+    p.add_argument(
+        "--at", metavar="TIME", help="report as of TIME: Unix seconds or ISO 8601 (default: now)"
+    )
 
 
 def parse_at(value: str | None) -> float | None:
@@ -48,7 +55,8 @@ def parse_at(value: str | None) -> float | None:
         dt = datetime.fromisoformat(value)
     except ValueError as exc:
         raise BadArgument(
-            f"--at {value!r} is not a time: give Unix seconds or ISO 8601 like 2026-11-29T08:00:00+08:00"
+            f"--at {value!r} is not a time: "
+            "give Unix seconds or ISO 8601 like 2026-11-29T08:00:00+08:00"
         ) from exc
     if dt.tzinfo is None:
         raise BadArgument(f"--at {value!r} has no UTC offset: add one, e.g. +08:00")

@@ -18,8 +18,13 @@ exit status: 0 match, 1 differences, 2 could not check
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics-url", required=True, metavar="URL", help="vLLM's /metrics URL")
     add_roots(p)
-    p.add_argument("--wait", type=float, default=10.0, metavar="S",
-                   help="keep re-checking for up to S seconds while the ledger catches up (default 10)")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="re-check for up to S seconds while the ledger catches up (default 10)",
+    )
     p.add_argument("--run", metavar="RUN_ID", help="compare this run instead of the newest")
 
 
@@ -31,5 +36,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"MISMATCH: run {result.run_id}")
     for d in result.differences:
-        print(f"  {d.figure}: ledger {d.ledger:,} vs {d.metric} {d.vllm:,} (diff {d.ledger - d.vllm:+,})")
+        diff = d.ledger - d.vllm
+        print(f"  {d.figure}: ledger {d.ledger:,} vs {d.metric} {d.vllm:,} (diff {diff:+,})")
     return 1

@@ -52,8 +52,17 @@ def _table(rows: list[list[str]], right: set[int]) -> list[str]:
     return out
 
 
-HEADER = ["window", "input", "output", "cached", "hit rate", "avg tok/s", "gen tok/s",
-          "requests", "coverage"]
+HEADER = [
+    "window",
+    "input",
+    "output",
+    "cached",
+    "hit rate",
+    "avg tok/s",
+    "gen tok/s",
+    "requests",
+    "coverage",
+]
 
 
 def window_rows(windows: tuple[WindowReport, ...], label: str = "") -> list[list[str]]:
@@ -101,8 +110,13 @@ def render(report: Report) -> str:
     if bad:
         lines += ["", "writers that cannot vouch for their time:"]
         for wr in bad:
-            lines.append(f"  {wr.run_id} writer {wr.writer_rank} of {wr.expected_writers}: {wr.state}")
+            lines.append(
+                f"  {wr.run_id} writer {wr.writer_rank} of {wr.expected_writers}: {wr.state}"
+            )
     for f in report.files:
         lines.append(f"  ledger {f.path}: {f.status} ({f.detail})")
-    lines += ["", "Unknown is never shown as zero: an incomplete window's figures are a lower bound."]
+    lines += [
+        "",
+        "Unknown is never shown as zero: an incomplete window's figures are a lower bound.",
+    ]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,79 @@
+"""Hand-built ledgers for tests, written through the project's own Recorder with a fake clock."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllm_ledger.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.recorder import IterationEvent, Recorder
+
+
+@dataclass
+class FakeClock:
+    t: float
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def ev(
+    ts: float,
+    prompt: int = 0,
+    gen: int = 0,
+    cached: int = 0,
+    engine: int = 0,
+    finished: Sequence[tuple[int, float]] = (),
+) -> IterationEvent:
+    return (float(ts), engine, prompt, gen, cached, tuple(finished))
+
+
+def write_ledger(
+    root: Path,
+    run_id: str,
+    *,
+    start_ts: float,
+    end_ts: float,
+    events: Sequence[IterationEvent] = (),
+    rank: int = 0,
+    expected: int = 1,
+    clean: bool = True,
+    port: int = 8000,
+    model: str = "tiny",
+    heartbeat_every_s: float | None = 5.0,
+) -> Recorder:
+    """A writer that ran from start_ts to end_ts, committing heartbeats on the way."""
+    clock = FakeClock(start_ts)
+    rec = Recorder(
+        root,
+        WriterIdentity(
+            run_id,
+            rank,
+            expected,
+            pid=1000 + rank,
+            instance=InstanceInfo((model,), port, "testhost", "0.32.0"),
+        ),
+        clock=clock,
+    )
+    rec.pump()
+    pending = sorted(events, key=lambda e: e[0])
+    t = start_ts
+    step = heartbeat_every_s or (end_ts - start_ts)
+    i = 0
+    while t < end_ts:
+        t = min(end_ts, t + step)
+        while i < len(pending) and pending[i][0] < t:
+            rec.submit(pending[i])
+            i += 1
+        clock.t = t
+        rec.pump()
+    for e in pending[i:]:
+        rec.submit(e)
+    clock.t = end_ts
+    if clean:
+        rec.pump(final=True)
+    else:
+        rec.pump()
+        rec.abandon()
+    return rec
