@@ -1,0 +1,562 @@
+"""The host file: one JSON object describing one vLLM instance on one machine.
+
+``SCHEMA`` (a JSON Schema, draft 2020-12) is the single source of truth: ``validate`` checks a
+host file against it (a small interpreter for the keywords the schema uses) and ``Host`` takes
+its defaults from it, so the documented schema (``vllm-ledger render --print-schema``) and the
+checks cannot drift apart. Every refusal is one line naming the key, e.g.
+``port: 70000 is above the maximum 65535``.
+
+The host file never holds the API key itself: ``api_key`` names an environment variable or a
+file that holds it, read by the script when it runs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vllm_ledger.errors import ConfigError
+from vllm_ledger.recorder import DRAIN_TIMEOUT_S
+
+MODES = ("docker", "bare")
+ENV_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*$"
+ABSOLUTE_PATH_PATTERN = "^/"
+
+_POSITIVE_INT: dict[str, Any] = {"type": "integer", "minimum": 1}
+
+SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://vllm-ledger.invalid/schemas/host-1.json",
+    "title": "vllm-ledger host file",
+    "description": (
+        "One vLLM instance on one machine, rendered into a launch script by "
+        "`vllm-ledger render --host HOST.json --output run.sh [--usage] [--mode docker|bare]`. "
+        "Keys left out take the default shown, or are not passed to vLLM at all."
+    ),
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["model"],
+    "properties": {
+        "$schema": {"type": "string", "description": "ignored; lets editors find this schema"},
+        "mode": {
+            "enum": list(MODES),
+            "default": "docker",
+            "description": "docker: `docker run` of the vLLM OpenAI image; bare: `vllm serve` "
+            "on a host or in a container that already has vLLM. `--mode` overrides it.",
+        },
+        "model": {
+            "type": "string",
+            "minLength": 1,
+            "pattern": "^[^-]",
+            "description": "model path or name, the positional argument of `vllm serve`",
+        },
+        "served_model_name": {
+            "type": "string",
+            "minLength": 1,
+            "description": "--served-model-name: the name clients send",
+        },
+        "host": {
+            "type": "string",
+            "minLength": 1,
+            "default": "0.0.0.0",
+            "description": "address to listen on (bare: --host; docker: the address the port "
+            "is published on, vLLM listens on 0.0.0.0 inside the container)",
+        },
+        "port": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 65535,
+            "default": 8000,
+            "description": "--port (docker: published as the same port on the host)",
+        },
+        "image": {
+            "type": "string",
+            "minLength": 1,
+            "description": "docker mode, required: the vLLM OpenAI image, pinned, "
+            "e.g. vllm/vllm-openai:v0.32.0",
+        },
+        "container_name": {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+            "description": "docker --name (default: vllm-PORT)",
+        },
+        "restart": {
+            "type": "string",
+            "pattern": "^(no|always|unless-stopped|on-failure(:[0-9]+)?)$",
+            "default": "unless-stopped",
+            "description": "docker --restart policy",
+        },
+        "gpus": {
+            "oneOf": [
+                {"const": "all"},
+                {"type": "array", "items": {"type": "integer", "minimum": 0}},
+            ],
+            "default": "all",
+            "description": '"all", or a list of GPU indexes; [] for none (docker: --gpus; '
+            "bare: CUDA_VISIBLE_DEVICES for a list)",
+        },
+        "shm_size": {
+            "type": "string",
+            "pattern": "^[0-9]+[bkmgBKMG]?$",
+            "default": "16g",
+            "description": "docker --shm-size (vLLM's workers share memory through /dev/shm)",
+        },
+        "volumes": {
+            "type": "array",
+            "default": [],
+            "description": "docker bind mounts, e.g. the model folder",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["host", "container"],
+                "properties": {
+                    "host": {
+                        "type": "string",
+                        "pattern": ABSOLUTE_PATH_PATTERN,
+                        "description": "absolute path on the host",
+                    },
+                    "container": {
+                        "type": "string",
+                        "pattern": ABSOLUTE_PATH_PATTERN,
+                        "description": "absolute path in the container",
+                    },
+                    "read_only": {
+                        "type": "boolean",
+                        "default": True,
+                        "description": "mount read-only",
+                    },
+                },
+            },
+        },
+        "tensor_parallel_size": {**_POSITIVE_INT, "description": "--tensor-parallel-size"},
+        "data_parallel_size": {**_POSITIVE_INT, "description": "--data-parallel-size"},
+        "api_server_count": {
+            **_POSITIVE_INT,
+            "default": 1,
+            "description": "--api-server-count, always passed; with --usage the ledger's "
+            "expected writer count (VLLM_LEDGER_WRITERS) is derived from it",
+        },
+        "max_model_len": {**_POSITIVE_INT, "description": "--max-model-len"},
+        "gpu_memory_utilization": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 1,
+            "description": "--gpu-memory-utilization, a fraction",
+        },
+        "max_num_seqs": {**_POSITIVE_INT, "description": "--max-num-seqs"},
+        "max_num_batched_tokens": {**_POSITIVE_INT, "description": "--max-num-batched-tokens"},
+        "dtype": {
+            "enum": ["auto", "half", "float16", "bfloat16", "float", "float32"],
+            "description": "--dtype",
+        },
+        "quantization": {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9_-]+$",
+            "description": "--quantization method, e.g. awq, gptq, fp8",
+        },
+        "shutdown_timeout_seconds": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "--shutdown-timeout; with --usage it defaults to "
+            f"{int(DRAIN_TIMEOUT_S) * 2} and must be above the ledger's "
+            f"{int(DRAIN_TIMEOUT_S)} s drain limit",
+        },
+        "api_key": {
+            "type": "object",
+            "additionalProperties": False,
+            "minProperties": 1,
+            "maxProperties": 1,
+            "description": "where the script reads the API key when it runs, never the key "
+            'itself: {"env": "NAME"} or {"file": "/abs/path"}; passed to vLLM as VLLM_API_KEY',
+            "properties": {
+                "env": {
+                    "type": "string",
+                    "pattern": ENV_NAME_PATTERN,
+                    "description": "environment variable holding the key",
+                },
+                "file": {
+                    "type": "string",
+                    "pattern": ABSOLUTE_PATH_PATTERN,
+                    "description": "file holding the key (trailing newlines dropped)",
+                },
+            },
+        },
+        "artifacts_dir": {
+            "type": "string",
+            "pattern": ABSOLUTE_PATH_PATTERN,
+            "description": "host folder for artifacts; required with --usage: the ledger is "
+            "written to ARTIFACTS/usage and the plugin bundled into ARTIFACTS/ledger-plugin",
+        },
+        "ledger_code_dir": {
+            "type": "string",
+            "pattern": ABSOLUTE_PATH_PATTERN,
+            "description": "with --usage: folder holding the vllm_ledger package; the script "
+            "bundles the plugin from it at start. Left out: the script uses the bundle already "
+            "in ARTIFACTS/ledger-plugin",
+        },
+        "ledger_python": {
+            "type": "string",
+            "minLength": 1,
+            "default": "python3",
+            "description": "with --usage and ledger_code_dir: the Python that runs the bundle "
+            "step on the host (standard library only)",
+        },
+        "extra_args": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [],
+            "description": "more `vllm serve` arguments, passed verbatim after the others",
+        },
+        "extra_env": {
+            "type": "object",
+            "propertyNames": {"pattern": ENV_NAME_PATTERN},
+            "additionalProperties": {"type": "string"},
+            "default": {},
+            "description": "more environment variables for vLLM",
+        },
+    },
+}
+
+# extra_args flags that have their own key (or must not be set at all).
+_OWNED_FLAGS = {
+    "--host": "host",
+    "--port": "port",
+    "--served-model-name": "served_model_name",
+    "--tensor-parallel-size": "tensor_parallel_size",
+    "-tp": "tensor_parallel_size",
+    "--data-parallel-size": "data_parallel_size",
+    "-dp": "data_parallel_size",
+    "--api-server-count": "api_server_count",
+    "-asc": "api_server_count",
+    "--max-model-len": "max_model_len",
+    "--gpu-memory-utilization": "gpu_memory_utilization",
+    "--max-num-seqs": "max_num_seqs",
+    "--max-num-batched-tokens": "max_num_batched_tokens",
+    "--dtype": "dtype",
+    "--quantization": "quantization",
+    "-q": "quantization",
+    "--shutdown-timeout": "shutdown_timeout_seconds",
+    "--api-key": "api_key",
+}
+_FORBIDDEN_FLAGS = {
+    "--headless": "it starts no API server, so no ledger writer",
+}
+_FORBIDDEN_ENV_PREFIX = "VLLM_LEDGER_"
+
+
+@dataclass(frozen=True)
+class Volume:
+    host: str
+    container: str
+    read_only: bool = True
+
+
+@dataclass(frozen=True)
+class Host:
+    """A validated host file, defaults applied."""
+
+    model: str
+    mode: str = "docker"
+    served_model_name: str | None = None
+    host: str = "0.0.0.0"
+    port: int = 8000
+    image: str | None = None
+    container_name: str | None = None
+    restart: str = "unless-stopped"
+    gpus: str | tuple[int, ...] = "all"
+    shm_size: str = "16g"
+    volumes: tuple[Volume, ...] = ()
+    tensor_parallel_size: int | None = None
+    data_parallel_size: int | None = None
+    api_server_count: int = 1
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    dtype: str | None = None
+    quantization: str | None = None
+    shutdown_timeout_seconds: int | None = None
+    api_key_env: str | None = None
+    api_key_file: str | None = None
+    artifacts_dir: str | None = None
+    ledger_code_dir: str | None = None
+    ledger_python: str = "python3"
+    extra_args: tuple[str, ...] = ()
+    extra_env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.container_name or f"vllm-{self.port}"
+
+
+def schema_json() -> str:
+    """The schema as the JSON text `render --print-schema` prints."""
+    return json.dumps(SCHEMA, indent=2, ensure_ascii=False) + "\n"
+
+
+def load_host(path: Path) -> Host:
+    """Read and validate a host file; any problem is one ConfigError line naming the key."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"host file {path} not found: pass --host HOST.json") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"host file {path} could not be read: {exc}") from exc
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"host file {path} is not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from exc
+    except _DuplicateKey as exc:
+        raise ConfigError(f"host file {path}: {exc.key}: key given twice", key=exc.key) from exc
+    try:
+        return parse_host(data)
+    except ConfigError as exc:
+        raise ConfigError(f"host file {path}: {exc}", key=exc.key) from exc
+
+
+def parse_host(data: Any) -> Host:
+    """Validate a decoded host file and build the Host."""
+    validate(data, SCHEMA, "")
+    _check_extras(data)
+    props = SCHEMA["properties"]
+
+    def get(key: str) -> Any:
+        return data.get(key, props[key].get("default"))
+
+    api_key = data.get("api_key", {})
+    gpus = get("gpus")
+    return Host(
+        model=data["model"],
+        mode=get("mode"),
+        served_model_name=get("served_model_name"),
+        host=get("host"),
+        port=get("port"),
+        image=get("image"),
+        container_name=get("container_name"),
+        restart=get("restart"),
+        gpus=gpus if isinstance(gpus, str) else tuple(gpus),
+        shm_size=get("shm_size"),
+        volumes=tuple(
+            Volume(v["host"], v["container"], v.get("read_only", True)) for v in get("volumes")
+        ),
+        tensor_parallel_size=get("tensor_parallel_size"),
+        data_parallel_size=get("data_parallel_size"),
+        api_server_count=get("api_server_count"),
+        max_model_len=get("max_model_len"),
+        gpu_memory_utilization=get("gpu_memory_utilization"),
+        max_num_seqs=get("max_num_seqs"),
+        max_num_batched_tokens=get("max_num_batched_tokens"),
+        dtype=get("dtype"),
+        quantization=get("quantization"),
+        shutdown_timeout_seconds=get("shutdown_timeout_seconds"),
+        api_key_env=api_key.get("env"),
+        api_key_file=api_key.get("file"),
+        artifacts_dir=get("artifacts_dir"),
+        ledger_code_dir=get("ledger_code_dir"),
+        ledger_python=get("ledger_python"),
+        extra_args=tuple(get("extra_args")),
+        extra_env=tuple(sorted(get("extra_env").items())),
+    )
+
+
+def check_for(host: Host, mode: str, usage: bool) -> None:
+    """The checks that depend on how the host file is rendered."""
+    if mode not in MODES:
+        raise ConfigError(f"mode: {mode!r} is not one of docker, bare", key="mode")
+    if mode == "docker":
+        if host.image is None:
+            raise ConfigError(
+                "image: required in docker mode (a pinned vLLM OpenAI image, e.g. "
+                "vllm/vllm-openai:v0.32.0)",
+                key="image",
+            )
+        for i, v in enumerate(host.volumes):
+            for side in ("host", "container"):
+                if ":" in getattr(v, side):
+                    raise ConfigError(
+                        f"volumes[{i}].{side}: a docker volume path cannot contain ':'",
+                        key=f"volumes[{i}].{side}",
+                    )
+        if usage and host.artifacts_dir and ":" in host.artifacts_dir:
+            raise ConfigError(
+                "artifacts_dir: a docker volume path cannot contain ':'", key="artifacts_dir"
+            )
+    if usage:
+        if host.artifacts_dir is None:
+            raise ConfigError(
+                "artifacts_dir: required with --usage (the ledger goes to ARTIFACTS/usage)",
+                key="artifacts_dir",
+            )
+        t = host.shutdown_timeout_seconds
+        if t is not None and t <= DRAIN_TIMEOUT_S:
+            raise ConfigError(
+                f"shutdown_timeout_seconds: {t} is not above the ledger's "
+                f"{int(DRAIN_TIMEOUT_S)} s drain limit; with --usage give at least "
+                f"{int(DRAIN_TIMEOUT_S) + 1} or leave it out",
+                key="shutdown_timeout_seconds",
+            )
+
+
+def _check_extras(data: dict[str, Any]) -> None:
+    for i, arg in enumerate(data.get("extra_args", [])):
+        flag = arg.split("=", 1)[0]
+        if flag.startswith("--"):
+            flag = "--" + flag[2:].replace("_", "-")
+        if flag in _FORBIDDEN_FLAGS:
+            raise ConfigError(
+                f"extra_args[{i}]: {flag} is not allowed: {_FORBIDDEN_FLAGS[flag]}",
+                key="extra_args",
+            )
+        if flag in _OWNED_FLAGS:
+            key = _OWNED_FLAGS[flag]
+            why = " (never the key itself)" if key == "api_key" else ""
+            raise ConfigError(
+                f"extra_args[{i}]: {flag} has its own key: set {key}{why} instead",
+                key="extra_args",
+            )
+    for name in data.get("extra_env", {}):
+        if name.startswith(_FORBIDDEN_ENV_PREFIX):
+            raise ConfigError(
+                f"extra_env.{name}: ledger settings come from --usage, not from extra_env",
+                key="extra_env",
+            )
+        if name == "VLLM_API_KEY":
+            raise ConfigError(
+                "extra_env.VLLM_API_KEY: the key must not be in the host file: set api_key "
+                '{"env": NAME} or {"file": PATH} instead',
+                key="extra_env",
+            )
+
+
+# ---- a small JSON Schema interpreter for the keywords SCHEMA uses ----------------------------
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+_TYPE_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "an object",
+}
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if isinstance(value, bool) and name != "boolean":
+        return False
+    return isinstance(value, _TYPES[name])
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def validate(value: Any, schema: dict[str, Any], where: str) -> None:
+    """Raise ConfigError naming ``where`` (the key path) if ``value`` breaks ``schema``."""
+    label = where or "host file"
+
+    def fail(message: str) -> None:
+        raise ConfigError(f"{label}: {message}", key=where)
+
+    if "oneOf" in schema:
+        matches = 0
+        for branch in schema["oneOf"]:
+            try:
+                validate(value, branch, where)
+            except ConfigError:
+                continue
+            matches += 1
+        if matches != 1:
+            fail(f"{_show(value)} is not valid: {schema.get('description', '')}".rstrip(": "))
+        return
+    if "const" in schema and value != schema["const"]:
+        fail(f"must be {_show(schema['const'])}")
+    if "enum" in schema and (isinstance(value, bool) or value not in schema["enum"]):
+        fail(f"{_show(value)} is not one of {', '.join(map(str, schema['enum']))}")
+    t = schema.get("type")
+    if t is not None and not _is_type(value, t):
+        fail(f"must be {_TYPE_WORDS[t]}, not {_show(value)}")
+    if isinstance(value, str):
+        if "\x00" in value:
+            fail("contains a NUL character")
+        if len(value) < schema.get("minLength", 0):
+            fail("must not be empty")
+        pattern = schema.get("pattern")
+        if pattern is not None and not re.search(pattern, value):
+            fail(f"{_show(value)} {_pattern_words(pattern)}")
+    if _is_type(value, "number"):
+        if "minimum" in schema and value < schema["minimum"]:
+            fail(f"{_show(value)} is below the minimum {schema['minimum']}")
+        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+            fail(f"{_show(value)} must be above {schema['exclusiveMinimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            fail(f"{_show(value)} is above the maximum {schema['maximum']}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            validate(item, schema["items"], f"{where}[{i}]")
+    if isinstance(value, dict):
+        _validate_object(value, schema, where, fail)
+
+
+def _validate_object(value: dict[str, Any], schema: dict[str, Any], where: str, fail: Any) -> None:
+    props: dict[str, Any] = schema.get("properties", {})
+    prefix = f"{where}." if where else ""
+    extra = schema.get("additionalProperties", True)
+    names = schema.get("propertyNames")
+    for key, item in value.items():
+        if names is not None:
+            validate(key, {"type": "string", **names}, f"{prefix}{key}")
+        if key in props:
+            validate(item, props[key], f"{prefix}{key}")
+        elif extra is False:
+            allowed = sorted(k for k in props if not k.startswith("$"))
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"allowed: {', '.join(allowed)}"
+            raise ConfigError(f"{prefix}{key}: unknown key ({hint})", key=f"{prefix}{key}")
+        elif isinstance(extra, dict):
+            validate(item, extra, f"{prefix}{key}")
+    for key in schema.get("required", []):
+        if key not in value:
+            raise ConfigError(f"{prefix}{key}: required", key=f"{prefix}{key}")
+    if len(value) < schema.get("minProperties", 0):
+        fail(f"needs one of {', '.join(props)}")
+    if len(value) > schema.get("maxProperties", len(value)):
+        fail(f"give only one of {', '.join(props)}")
+
+
+def _pattern_words(pattern: str) -> str:
+    return {
+        ABSOLUTE_PATH_PATTERN: "must be an absolute path",
+        ENV_NAME_PATTERN: "is not an environment variable name",
+        "^[^-]": "must not start with '-'",
+    }.get(pattern, f"does not match {pattern}")
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out

@@ -1,0 +1,282 @@
+"""Render a host file into a launch script: pure, deterministic, every value quoted.
+
+``render_script(host, mode=, usage=)`` returns the text of a ``set -euo pipefail`` bash script;
+the same inputs always give the same bytes, so a diff of two renders shows what changed. Every
+value from the host file goes through ``shlex.quote``, whatever it contains; the only unquoted
+shell in the script is fixed text written here.
+
+* docker mode: ``docker run --detach`` of the vLLM OpenAI image, ``--entrypoint vllm`` and
+  ``serve MODEL ...`` after the image, so the argv after ``vllm`` is the same in both modes.
+* bare mode: ``exec vllm serve MODEL ...`` (``exec``, so the script's pid is vLLM's and a
+  SIGTERM to it reaches vLLM).
+* the API key is read when the script runs, from the named environment variable or file, and
+  handed to vLLM as ``VLLM_API_KEY``: it never appears in the script or in any argv.
+* ``usage=True`` switches the ledger on: the plugin is bundled into ``ARTIFACTS/ledger-plugin``
+  (from ``ledger_code_dir``, or an existing bundle is required), put on ``PYTHONPATH``
+  (docker: mounted read-only), the ledger goes to ``ARTIFACTS/usage`` (docker: mounted
+  read-write), ``VLLM_LEDGER_WRITERS`` is the API server count, and ``--shutdown-timeout`` is
+  set above the ledger's drain limit. With ``usage=False`` no ledger setting appears at all.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from dataclasses import dataclass
+
+from vllm_ledger import __version__
+from vllm_ledger.deploy.host import Host, check_for
+from vllm_ledger.recorder import DRAIN_TIMEOUT_S
+
+PLUGIN_SUBDIR = "ledger-plugin"
+LEDGER_SUBDIR = "usage"
+CONTAINER_PLUGIN_DIR = "/vllm-ledger/plugin"
+CONTAINER_LEDGER_DIR = "/vllm-ledger/usage"
+BUNDLE_MARKER = "VLLM_LEDGER_BUNDLE"
+USAGE_SHUTDOWN_TIMEOUT_S = int(DRAIN_TIMEOUT_S) * 2
+DOCKER_STOP_MARGIN_S = 10  # docker stop waits this much past vLLM's own shutdown timeout
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A word written into the script as is (fixed shell text, never a host-file value)."""
+
+    text: str
+
+
+Word = str | Raw
+
+
+def q(word: Word) -> str:
+    return word.text if isinstance(word, Raw) else shlex.quote(word)
+
+
+def plugin_dir(host: Host) -> str:
+    assert host.artifacts_dir is not None
+    return posixpath.join(host.artifacts_dir, PLUGIN_SUBDIR)
+
+
+def ledger_dir(host: Host) -> str:
+    assert host.artifacts_dir is not None
+    return posixpath.join(host.artifacts_dir, LEDGER_SUBDIR)
+
+
+def shutdown_timeout_s(host: Host, usage: bool) -> int | None:
+    if host.shutdown_timeout_seconds is not None:
+        return host.shutdown_timeout_seconds
+    return USAGE_SHUTDOWN_TIMEOUT_S if usage else None
+
+
+def serve_args(host: Host, *, mode: str, usage: bool) -> list[str]:
+    """The argv after ``vllm``: ``serve MODEL --flag value ...``, in a fixed order."""
+    args = ["serve", host.model]
+    args += ["--host", "0.0.0.0" if mode == "docker" else host.host, "--port", str(host.port)]
+    optional: list[tuple[str, object]] = [
+        ("--served-model-name", host.served_model_name),
+        ("--tensor-parallel-size", host.tensor_parallel_size),
+        ("--data-parallel-size", host.data_parallel_size),
+        ("--api-server-count", host.api_server_count),
+        ("--max-model-len", host.max_model_len),
+        ("--gpu-memory-utilization", host.gpu_memory_utilization),
+        ("--max-num-seqs", host.max_num_seqs),
+        ("--max-num-batched-tokens", host.max_num_batched_tokens),
+        ("--dtype", host.dtype),
+        ("--quantization", host.quantization),
+        ("--shutdown-timeout", shutdown_timeout_s(host, usage)),
+    ]
+    for flag, value in optional:
+        if value is not None:
+            args += [flag, _number(value) if not isinstance(value, str) else value]
+    return args + list(host.extra_args)
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def ledger_cli(host: Host) -> str:
+    """How to run the ledger's CLI on the host, as shell words."""
+    if host.ledger_code_dir:
+        return f"PYTHONPATH={q(host.ledger_code_dir)} {q(host.ledger_python)} -m vllm_ledger"
+    return "vllm-ledger"
+
+
+def report_command(host: Host) -> str:
+    """The report command for this host's ledger, as a shell line."""
+    return f"{ledger_cli(host)} report --root {q(ledger_dir(host))}"
+
+
+def verify_command(host: Host) -> str:
+    """The check of the ledger against vLLM's /metrics, as a shell line."""
+    address = "127.0.0.1" if host.host in ("0.0.0.0", "::") else host.host
+    url = f"http://{_publish_address(address)}:{host.port}/metrics"
+    return f"{ledger_cli(host)} verify --metrics-url {q(url)} --root {q(ledger_dir(host))}"
+
+
+def render_script(host: Host, *, mode: str | None = None, usage: bool = False) -> str:
+    """The launch script's text. Raises ConfigError if the host file does not fit the mode."""
+    mode = mode or host.mode
+    check_for(host, mode, usage)
+    out = [
+        "#!/usr/bin/env bash",
+        f"# vLLM launch script ({mode} mode, ledger {'on' if usage else 'off'}), rendered by "
+        f"vllm-ledger {__version__}.",
+        "# Do not edit: change the host file, render again and review the diff.",
+        "set -euo pipefail",
+        "",
+    ]
+    if mode == "bare":
+        out += _bare_env(host)
+    out += _api_key(host)
+    if usage:
+        out += _usage_setup(host, mode)
+    if mode == "docker":
+        out += _docker_run(host, usage)
+    else:
+        out += _bare_exec(host, usage)
+    return "\n".join(out) + "\n"
+
+
+def _bare_env(host: Host) -> list[str]:
+    lines = []
+    if isinstance(host.gpus, tuple) and host.gpus:
+        devices = ",".join(str(g) for g in host.gpus)
+        lines.append(f"export CUDA_VISIBLE_DEVICES={q(devices)}")
+    elif isinstance(host.gpus, tuple):
+        lines.append("export CUDA_VISIBLE_DEVICES=''")
+    lines += [f"export {name}={q(value)}" for name, value in host.extra_env]
+    return [*lines, ""] if lines else []
+
+
+def _api_key(host: Host) -> list[str]:
+    if host.api_key_env:
+        name = host.api_key_env
+        return [
+            f"# API key: read from ${name} now, given to vLLM as VLLM_API_KEY (never in argv).",
+            f'VLLM_API_KEY="${{{name}:?the API key variable {name} is not set}}"',
+            "export VLLM_API_KEY",
+            "",
+        ]
+    if host.api_key_file:
+        path = q(host.api_key_file)
+        message = q(f"API key file {host.api_key_file} is not readable")
+        return [
+            "# API key: read from a file now, given to vLLM as VLLM_API_KEY (never in argv).",
+            f"if [[ ! -r {path} ]]; then echo {message} >&2; exit 1; fi",
+            f'VLLM_API_KEY="$(< {path})"',
+            "export VLLM_API_KEY",
+            "",
+        ]
+    return []
+
+
+def _usage_setup(host: Host, mode: str) -> list[str]:
+    plugin, ledger = plugin_dir(host), ledger_dir(host)
+    lines = [
+        "# Usage ledger (--usage): plugin from a PYTHONPATH folder (no network, no pip),",
+        "# ledger files on the host so they outlive the container.",
+        f"mkdir -p -- {q(ledger)}",
+    ]
+    if host.ledger_code_dir:
+        lines.append(
+            f"PYTHONPATH={q(host.ledger_code_dir)} {q(host.ledger_python)} -m vllm_ledger "
+            f"bundle {q(plugin)}"
+        )
+    else:
+        marker = q(posixpath.join(plugin, BUNDLE_MARKER))
+        message = q(
+            f"no ledger plugin bundle in {plugin}: run 'vllm-ledger bundle {plugin}' "
+            "or set ledger_code_dir in the host file"
+        )
+        lines.append(f"if [[ ! -f {marker} ]]; then echo {message} >&2; exit 1; fi")
+    if mode == "bare":
+        lines += [
+            f'export PYTHONPATH={q(plugin)}"${{PYTHONPATH:+:${{PYTHONPATH}}}}"',
+            f"export VLLM_LEDGER_DIR={q(ledger)}",
+            f"export VLLM_LEDGER_WRITERS={host.api_server_count}",
+            f"export VLLM_LEDGER_PORT={host.port}",
+        ]
+    lines += [
+        f"printf '%s\\n' {q('ledger report: ' + report_command(host))}",
+        f"printf '%s\\n' {q('ledger check:  ' + verify_command(host))}",
+        "",
+    ]
+    return lines
+
+
+def docker_run_words(host: Host, usage: bool) -> list[list[Word]]:
+    """The ``docker run`` command as groups of words (one group per script line)."""
+    groups: list[list[Word]] = [["docker", "run", "--detach"], ["--name", host.name]]
+    if usage:
+        groups.append(["--hostname", Raw('"${HOSTNAME}"')])
+    groups.append(["--restart", host.restart])
+    if host.gpus == "all":
+        groups.append(["--gpus", "all"])
+    elif host.gpus:
+        groups.append(["--gpus", '"device=' + ",".join(str(g) for g in host.gpus) + '"'])
+    groups.append(["--shm-size", host.shm_size])
+    timeout = shutdown_timeout_s(host, usage)
+    if timeout is not None:
+        groups.append(["--stop-timeout", str(timeout + DOCKER_STOP_MARGIN_S)])
+    groups.append(["--publish", f"{_publish_address(host.host)}:{host.port}:{host.port}"])
+    for v in host.volumes:
+        groups.append(["--volume", f"{v.host}:{v.container}:{'ro' if v.read_only else 'rw'}"])
+    if usage:
+        groups.append(["--volume", f"{plugin_dir(host)}:{CONTAINER_PLUGIN_DIR}:ro"])
+        groups.append(["--volume", f"{ledger_dir(host)}:{CONTAINER_LEDGER_DIR}:rw"])
+    if host.api_key_env or host.api_key_file:
+        groups.append(["--env", "VLLM_API_KEY"])  # value from the script's environment
+    env = dict(host.extra_env)
+    if usage:
+        extra_path = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = CONTAINER_PLUGIN_DIR + (f":{extra_path}" if extra_path else "")
+        env["VLLM_LEDGER_DIR"] = CONTAINER_LEDGER_DIR
+        env["VLLM_LEDGER_WRITERS"] = str(host.api_server_count)
+        env["VLLM_LEDGER_PORT"] = str(host.port)
+    for name in sorted(env):
+        groups.append(["--env", f"{name}={env[name]}"])
+    groups.append(["--entrypoint", "vllm"])
+    assert host.image is not None
+    groups.append([host.image])
+    args = serve_args(host, mode="docker", usage=usage)
+    groups.append([*args[:2]])
+    groups += _flag_groups(args[2:])
+    return groups
+
+
+def _publish_address(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+def _flag_groups(args: list[str]) -> list[list[Word]]:
+    """``--flag value`` pairs on one line each; a lone flag or value on its own."""
+    groups: list[list[Word]] = []
+    i = 0
+    while i < len(args):
+        if args[i].startswith("-") and i + 1 < len(args) and not args[i + 1].startswith("-"):
+            groups.append([args[i], args[i + 1]])
+            i += 2
+        else:
+            groups.append([args[i]])
+            i += 1
+    return groups
+
+
+def _command(groups: list[list[Word]]) -> list[str]:
+    lines = [" ".join(q(w) for w in g) for g in groups]
+    return [
+        (line if i == 0 else "  " + line) + (" \\" if i < len(lines) - 1 else "")
+        for i, line in enumerate(lines)
+    ]
+
+
+def _docker_run(host: Host, usage: bool) -> list[str]:
+    return _command(docker_run_words(host, usage))
+
+
+def _bare_exec(host: Host, usage: bool) -> list[str]:
+    args = serve_args(host, mode="bare", usage=usage)
+    groups: list[list[Word]] = [["exec", "vllm", *args[:2]], *_flag_groups(args[2:])]
+    return _command(groups)
