@@ -1,0 +1,25 @@
+"""Observability around the ledger: the Prometheus + Grafana stack, alerts, the exporter, NVML.
+
+- ``stack``: the files of the stack (prometheus.yml, alerts.yml, dashboard, compose.yaml)
+- ``alerts``: the alert rules and their thresholds
+- ``dashboard``: the Grafana dashboard model
+- ``exporter``: the ledger's Prometheus exporter (its own process)
+- ``gpu``: per-GPU readings through NVML
+
+Nothing here is imported by the plugin; prometheus_client, PyYAML and nvidia-ml-py are extras
+imported only where used.
+"""
+
+from vllm_ledger.observe.alerts import AlertRule, Thresholds, alert_rules
+from vllm_ledger.observe.dashboard import dashboard
+from vllm_ledger.observe.stack import StackSpec, documents, write_stack
+
+__all__ = [
+    "AlertRule",
+    "StackSpec",
+    "Thresholds",
+    "alert_rules",
+    "dashboard",
+    "documents",
+    "write_stack",
+]

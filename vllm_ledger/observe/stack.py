@@ -1,0 +1,212 @@
+"""The monitoring stack as files: Prometheus scrape config and alerts, Grafana provisioning and
+dashboard, and a compose file running Prometheus, Grafana (on 3300) and the DCGM exporter.
+
+``documents(spec)`` builds every file's content as data (pure); ``write_stack`` renders and
+writes them (YAML through PyYAML, the ``observability`` extra). The ledger exporter is not in the
+compose file: it runs on the host that holds the ledgers (``vllm-ledger exporter``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vllm_ledger.errors import BadArgument, MissingExtra
+from vllm_ledger.observe.alerts import Thresholds, rules_document
+from vllm_ledger.observe.dashboard import DASHBOARD_UID, dashboard
+
+DATASOURCE_UID = "vllm-prometheus"
+HOST_GATEWAY = "host.docker.internal"
+DCGM_SERVICE_TARGET = "dcgm-exporter:9400"
+DEFAULT_VLLM_TARGET = f"{HOST_GATEWAY}:8000"
+DEFAULT_EXPORTER_TARGET = f"{HOST_GATEWAY}:9464"
+GRAFANA_PORT = 3300
+
+PROMETHEUS_IMAGE = "prom/prometheus:v2.53.0"
+GRAFANA_IMAGE = "grafana/grafana:11.1.0"
+DCGM_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.1-ubuntu22.04"
+
+PROMETHEUS_YML = "prometheus.yml"
+ALERTS_YML = "alerts.yml"
+COMPOSE_YAML = "compose.yaml"
+DATASOURCE_YML = "grafana/provisioning/datasources/prometheus.yml"
+DASHBOARDS_YML = "grafana/provisioning/dashboards/vllm-ledger.yml"
+DASHBOARD_JSON = f"grafana/dashboards/{DASHBOARD_UID}.json"
+
+HOME_DASHBOARD = f"/etc/grafana/dashboards/{DASHBOARD_UID}.json"
+HEADER = "# Written by `vllm-ledger observability`: regenerate it rather than edit it.\n"
+
+_TARGET = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})$")
+_LOOPBACK = re.compile(r"^(127\.[0-9.]+|localhost|\[::1\])$")
+
+
+def check_target(value: str) -> str:
+    """HOST:PORT as Prometheus wants a static target; raises BadArgument otherwise."""
+    m = _TARGET.match(value)
+    if not m or not 0 < int(m.group(2)) < 65536:
+        raise BadArgument(f"target {value!r} is not HOST:PORT: e.g. 192.168.1.10:8000")
+    return value
+
+
+def is_loopback(target: str) -> bool:
+    return bool(_LOOPBACK.match(target.rsplit(":", 1)[0]))
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    vllm_targets: tuple[str, ...] = (DEFAULT_VLLM_TARGET,)
+    exporter_target: str = DEFAULT_EXPORTER_TARGET
+    dcgm_target: str | None = DCGM_SERVICE_TARGET  # None: no DCGM job and no DCGM service
+    dcgm_service: bool = True  # run dcgm-exporter in the compose file
+    scrape_interval: str = "15s"
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+
+def prometheus_config(spec: StackSpec) -> dict[str, Any]:
+    jobs: list[tuple[str, list[str]]] = [("vllm", list(spec.vllm_targets))]
+    if spec.dcgm_target is not None:
+        jobs.append(("dcgm", [spec.dcgm_target]))
+    jobs.append(("vllm-ledger", [spec.exporter_target]))
+    return {
+        "global": {
+            "scrape_interval": spec.scrape_interval,
+            "evaluation_interval": spec.scrape_interval,
+        },
+        "rule_files": [ALERTS_YML],
+        "scrape_configs": [
+            {"job_name": name, "static_configs": [{"targets": targets}]} for name, targets in jobs
+        ],
+    }
+
+
+def datasource_provisioning() -> dict[str, Any]:
+    return {
+        "apiVersion": 1,
+        "datasources": [
+            {
+                "name": "Prometheus",
+                "uid": DATASOURCE_UID,
+                "type": "prometheus",
+                "access": "proxy",
+                "url": "http://prometheus:9090",
+                "isDefault": True,
+                "editable": False,
+                "jsonData": {"timeInterval": "15s"},
+            }
+        ],
+    }
+
+
+def dashboard_provisioning() -> dict[str, Any]:
+    return {
+        "apiVersion": 1,
+        "providers": [
+            {
+                "name": "vllm-ledger",
+                "folder": "vLLM",
+                "type": "file",
+                "disableDeletion": False,
+                "allowUiUpdates": True,
+                "options": {"path": "/etc/grafana/dashboards", "foldersFromFilesStructure": False},
+            }
+        ],
+    }
+
+
+def compose(spec: StackSpec) -> dict[str, Any]:
+    services: dict[str, Any] = {
+        "prometheus": {
+            "image": PROMETHEUS_IMAGE,
+            "command": [
+                "--config.file=/etc/prometheus/prometheus.yml",
+                "--storage.tsdb.path=/prometheus",
+                "--storage.tsdb.retention.time=15d",
+            ],
+            "volumes": [
+                f"./{PROMETHEUS_YML}:/etc/prometheus/{PROMETHEUS_YML}:ro",
+                f"./{ALERTS_YML}:/etc/prometheus/{ALERTS_YML}:ro",
+                "prometheus-data:/prometheus",
+            ],
+            "ports": ["9090:9090"],
+            # Lets the container reach vLLM and the exporter on the Docker host.
+            "extra_hosts": [f"{HOST_GATEWAY}:host-gateway"],
+            "restart": "unless-stopped",
+        },
+        "grafana": {
+            "image": GRAFANA_IMAGE,
+            "depends_on": ["prometheus"],
+            "ports": [f"{GRAFANA_PORT}:3000"],
+            "volumes": [
+                "./grafana/provisioning:/etc/grafana/provisioning:ro",
+                "./grafana/dashboards:/etc/grafana/dashboards:ro",
+                "grafana-data:/var/lib/grafana",
+            ],
+            "environment": {"GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH": HOME_DASHBOARD},
+            "restart": "unless-stopped",
+        },
+    }
+    if spec.dcgm_target is not None and spec.dcgm_service:
+        services["dcgm-exporter"] = {
+            "image": DCGM_IMAGE,
+            "cap_add": ["SYS_ADMIN"],
+            "ports": ["9400:9400"],
+            # The compose form of `docker run --gpus all`: without it the container sees no GPU
+            # and /metrics has not a single GPU line.
+            "deploy": {
+                "resources": {
+                    "reservations": {
+                        "devices": [
+                            {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]},
+                        ]
+                    }
+                }
+            },
+            "restart": "unless-stopped",
+        }
+    return {"services": services, "volumes": {"prometheus-data": {}, "grafana-data": {}}}
+
+
+def documents(spec: StackSpec) -> dict[str, Any]:
+    """Every file of the stack, by path relative to the output folder, as data."""
+    return {
+        PROMETHEUS_YML: prometheus_config(spec),
+        ALERTS_YML: rules_document(spec.thresholds),
+        COMPOSE_YAML: compose(spec),
+        DATASOURCE_YML: datasource_provisioning(),
+        DASHBOARDS_YML: dashboard_provisioning(),
+        DASHBOARD_JSON: dashboard(DATASOURCE_UID),
+    }
+
+
+def _yaml(doc: Any) -> str:
+    try:
+        import yaml
+    except ImportError as exc:
+        raise MissingExtra("PyYAML", "observability") from exc
+    return HEADER + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1000)
+
+
+def render(path: str, doc: Any) -> str:
+    if path.endswith(".json"):
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return _yaml(doc)
+
+
+def write_stack(out_dir: Path, spec: StackSpec) -> list[Path]:
+    """Write the stack under ``out_dir`` (created if needed); returns the files written."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BadArgument(f"{out_dir} exists and is not a directory: pass a folder for the stack")
+    written = []
+    for rel, doc in documents(spec).items():
+        text = render(rel, doc)
+        path = out_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+__all__ = ["DATASOURCE_UID", "StackSpec", "check_target", "documents", "is_loopback", "write_stack"]
