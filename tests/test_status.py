@@ -1,0 +1,228 @@
+"""The bounded status document: same numbers as `report --json`, small, strict to parse."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.e2e.sshd import write_instance_ledger
+from vllm_ledger.coverage import PROBLEM_CODES
+from vllm_ledger.formats import json as json_format
+from vllm_ledger.formats import status as status_format
+from vllm_ledger.formats.status import MAX_STATUS_BYTES, StatusParseError, parse, render
+from vllm_ledger.report import Report, WindowReport, WriterStatus, build_report
+from vllm_ledger.windows import WINDOW_NAMES
+
+NOW = time.time()
+EVENTS = [
+    (NOW - 2 * 86400, 0, 1000, 10, 400, ((10, 0.5),)),
+    (NOW - 3600, 0, 2000, 30, 1500, ((20, 1.0), (11, 0.25))),
+    (NOW - 60, 1, 500, 7, 0, ()),
+]
+FIGURES = (
+    "input",
+    "output",
+    "cached",
+    "requests",
+    "hit_rate",
+    "avg_speed",
+    "gen_speed",
+    "uncovered_seconds",
+    "complete",
+    "problems",
+    "start",
+    "cutoff",
+)
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ledger")
+    write_instance_ledger(root, 19001, EVENTS)
+    return root
+
+
+def test_status_has_the_report_numbers(ledger: Path) -> None:
+    at = time.time()
+    report = build_report([ledger], at_ts=at, clock=lambda: at)
+    status = json.loads(render(report))
+    full = json_format.report_dict(report)
+    assert list(status["windows"]) == list(WINDOW_NAMES)
+    for name in WINDOW_NAMES:
+        for key in FIGURES:
+            assert status["windows"][name][key] == full["windows"][name][key], (name, key)
+    assert status["windows"]["total"]["input"] == 3500
+    assert status["windows"]["24h"]["input"] == 2500
+    assert status["windows"]["total"]["output"] == 47
+    assert status["windows"]["total"]["cached"] == 1900
+    assert status["windows"]["total"]["requests"] == 3
+    assert status["windows"]["total"]["gen_speed"] == round((9 + 19 + 10) / 1.75, 6)
+    assert status["clock"] == round(at, 3)
+    assert status["cutoff"] == math.floor(at)
+    assert status["tz_offset"] == 8 * 3600
+    assert status["writers"] == {"alive": 0, "closed": 1, "stale": 0, "crashed": 0, "missing": 0}
+    assert status["schema"] == 1
+
+
+def test_status_round_trips_through_the_strict_parser(ledger: Path) -> None:
+    at = time.time()
+    report = build_report([ledger], at_ts=at, clock=lambda: at)
+    doc = parse(render(report).encode())
+    assert status_format.doc_dict(doc) == json.loads(render(report))
+
+
+def test_status_cli_matches_report_json_at_the_same_instant(ledger: Path) -> None:
+    rc, out, err = run_cli("status", "--root", str(ledger))
+    assert rc == 0, err
+    assert out.endswith("\n") and out.count("\n") == 1
+    status = json.loads(out)
+    rc, full_out, err = run_cli(
+        "report", "--json", "--root", str(ledger), "--at", str(status["clock"])
+    )
+    assert rc == 0, err
+    full = json.loads(full_out)
+    for name in WINDOW_NAMES:
+        for key in FIGURES:
+            assert status["windows"][name][key] == full["windows"][name][key], (name, key)
+
+
+def test_status_cli_refuses_a_missing_root(tmp_path: Path) -> None:
+    rc, out, err = run_cli("status", "--root", str(tmp_path / "nope"))
+    assert rc == 2 and out == ""
+    assert err.startswith("vllm-ledger: error: ledger root ")
+
+
+def _window(name: str, big: int) -> WindowReport:
+    return WindowReport(
+        name=name,
+        start_ts=0,
+        cutoff_ts=9_999_999_999,
+        input_tokens=big,
+        output_tokens=big,
+        cached_tokens=big,
+        requests=big,
+        decode_tokens=big,
+        decode_seconds=123_456_789.123456,
+        uncovered_seconds=9_999_999_999,
+        complete=False,
+        problems={c: big for c in PROBLEM_CODES},
+    )
+
+
+def test_worst_case_status_is_well_under_4_kib() -> None:
+    big = 10**15
+    report = Report(
+        schema=1,
+        generated_ts=9_999_999_999.123456,
+        at_ts=9_999_999_999.5,
+        cutoff_ts=9_999_999_999,
+        tz="Asia/Shanghai",
+        roots=("/" + "x" * 4000,),  # never copied into the status
+        windows=tuple(_window(n, big) for n in WINDOW_NAMES),
+        writers=tuple(
+            WriterStatus("r" * 100, i, 8, "h:1", "missing", None, None) for i in range(1000)
+        ),
+        files=(),
+        runs=big,
+    )
+    text = render(report)
+    assert len(text.encode()) < MAX_STATUS_BYTES * 0.8
+    assert text.isascii() and "x" * 10 not in text and "rrrr" not in text
+    doc = parse(text.encode())
+    assert doc.window("7d").input_tokens == big
+    assert dict(doc.writers)["missing"] == 1000
+
+
+GOOD = {
+    "schema": 1,
+    "clock": 1795943918.5,
+    "cutoff": 1795943918,
+    "tz_offset": 28800,
+    "runs": 1,
+    "files_bad": 0,
+    "writers": {"alive": 1, "closed": 0, "stale": 0, "crashed": 0, "missing": 0},
+    "windows": {
+        n: {
+            "start": 1795857518,
+            "cutoff": 1795943918,
+            "input": 10,
+            "output": 5,
+            "cached": 4,
+            "requests": 1,
+            "hit_rate": 0.4,
+            "avg_speed": 0.1,
+            "gen_speed": None,
+            "uncovered_seconds": 0,
+            "complete": True,
+            "problems": {},
+        }
+        for n in WINDOW_NAMES
+    },
+}
+
+
+def _with(path: str, value: object) -> bytes:
+    doc = json.loads(json.dumps(GOOD))
+    *parents, last = path.split(".")
+    node = doc
+    for p in parents:
+        node = node[p]
+    node[last] = value
+    return json.dumps(doc).encode()
+
+
+def test_a_good_document_parses() -> None:
+    doc = parse(json.dumps(GOOD).encode())
+    assert doc.window("today").hit_rate == 0.4
+    assert doc.window("today").gen_speed is None
+
+
+def test_extra_keys_are_ignored_but_never_kept() -> None:
+    data = _with("evil", "\x1b]0;pwned\x07")
+    doc = parse(data.replace(b'"schema"', b'"zz": [1, 2], "schema"', 1))
+    assert "evil" not in repr(doc) and "pwned" not in repr(doc) and "zz" not in repr(doc)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00\x00",
+        b"[]",
+        b"not json",
+        json.dumps(GOOD).encode() + b"\x00",
+        json.dumps(GOOD).replace('"runs": 1', '"runs": 1e309').encode(),
+        json.dumps(GOOD).replace('"runs": 1', '"runs": NaN').encode(),
+        json.dumps(GOOD).replace('"clock": 1795943918.5', '"clock": Infinity').encode(),
+        json.dumps(GOOD).replace('"clock": 1795943918.5', '"clock": 1e309').encode(),
+        _with("windows.today.input", -5),
+        _with("windows.today.input", 2**80),
+        _with("windows.today.input", 10**400),
+        _with("windows.today.input", "10"),
+        _with("windows.today.input", True),
+        _with("windows.today.input", 1.5),
+        _with("windows.today.cached", 11),  # more cached than input
+        _with("windows.today.hit_rate", 1.5),
+        _with("windows.today.avg_speed", -0.1),
+        _with("windows.today.complete", 1),
+        _with("windows.today.problems", {"rm -rf": 1}),
+        _with("windows.today.problems", {"writer_missing": -1}),
+        _with("writers", {"alive": 1}),
+        _with("schema", 2),
+        _with("clock", 5),
+        _with("windows.3d", None),
+        json.dumps(GOOD).replace('"runs": 1', '"runs": 1, "runs": 2').encode(),
+        '{"schema": 1, "x": "\u00e9"}'.encode(),
+        b'{"schema": 1, "x": "\xff\xfe"}',
+        b"[" * 100000,
+        b"1" * 70000,
+    ],
+)
+def test_hostile_documents_are_refused(data: bytes) -> None:
+    with pytest.raises(StatusParseError):
+        parse(data)

@@ -1,0 +1,201 @@
+"""Validate the notification config's ``usage`` object before anything runs. Pure.
+
+Each entry is keyed by the instance's node port::
+
+    {"usage": {"19001": {"target": "example-primary",
+                         "code_dir": "/srv/LLMDeploy", "data_dir": "/srv/artifacts/usage"}}}
+
+Optional fields: ``host`` (IPv4/IPv6 address or host name for the HTTP ``/health`` probe
+and the label; only an IP's last part is ever shown) and ``python`` (``python3``, a
+``python3.N`` name or an absolute path; default ``python3``).
+
+A target is an SSH alias or host name, optionally ``user@``; paths are absolute, normalised
+and made of ``A-Z a-z 0-9 . _ - + / @ ,`` only, so the remote command built from them needs
+no quoting and cannot carry a shell metacharacter. A bad entry is refused with one line
+naming its key and field; the other entries still run.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vllm_ledger.errors import ConfigError
+
+MAX_TARGET_CHARS = 253
+MAX_PATH_CHARS = 1024
+MAX_CONFIG_BYTES = 1024 * 1024
+FIELDS_REQUIRED = ("target", "code_dir", "data_dir")
+FIELDS_OPTIONAL = ("host", "python")
+
+_PORT_KEY = re.compile(r"^[1-9][0-9]{0,4}$")
+_HOST = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?$")
+_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
+_PATH = re.compile(r"^/[A-Za-z0-9._+/@,-]*$")
+_PYTHON_NAME = re.compile(r"^python3(?:\.[0-9]{1,2})?$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One validated usage entry: every field is safe to put in an argv or remote command."""
+
+    port: int
+    target: str
+    code_dir: str
+    data_dir: str
+    python: str = "python3"
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    key: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return (
+            f"usage[{self.key}].{self.field}: {self.message}"
+            if self.field
+            else (f"usage[{self.key}]: {self.message}")
+        )
+
+
+class FieldError(ValueError):
+    """One field of one entry is refused; ``.field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def _shown(value: object) -> str:
+    """A config value as it may appear in a one-line error: escaped and bounded."""
+    text = ascii(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_port_key(key: object) -> int:
+    if not isinstance(key, str) or not _PORT_KEY.fullmatch(key) or not 1 <= int(key) <= 65535:
+        raise FieldError("", f"key {_shown(key)} is not a port 1..65535")
+    return int(key)
+
+
+def check_target(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise FieldError("target", "missing: give the SSH alias or host name")
+    if len(value) > MAX_TARGET_CHARS:
+        raise FieldError("target", f"longer than {MAX_TARGET_CHARS} characters")
+    user, sep, host = value.rpartition("@")
+    if (sep and not _USER.fullmatch(user)) or not _HOST.fullmatch(host):
+        raise FieldError(
+            "target",
+            f"{_shown(value)} is not an SSH alias or host name "
+            "(letters, digits, . _ - and an optional user@; no leading -)",
+        )
+    return value
+
+
+def check_path(field: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise FieldError(field, "missing: give an absolute path")
+    if len(value) > MAX_PATH_CHARS:
+        raise FieldError(field, f"longer than {MAX_PATH_CHARS} characters")
+    if not _PATH.fullmatch(value):
+        raise FieldError(
+            field,
+            f"{_shown(value)} is not an absolute path of letters, digits and . _ - + / @ , only",
+        )
+    if posixpath.normpath(value) != value:
+        raise FieldError(
+            field,
+            f"{_shown(value)} is not normalised: write it as {_shown(posixpath.normpath(value))}",
+        )
+    return value
+
+
+def check_python(value: object) -> str:
+    if isinstance(value, str) and _PYTHON_NAME.fullmatch(value):
+        return value
+    if isinstance(value, str) and value.startswith("/"):
+        return check_path("python", value)
+    raise FieldError("python", f"{_shown(value)} is not python3, python3.N or an absolute path")
+
+
+def check_host(value: object) -> str:
+    if isinstance(value, str) and "%" not in value:  # no IPv6 scope: it may hold anything
+        try:
+            return str(ipaddress.ip_address(value))
+        except ValueError:
+            if len(value) <= MAX_TARGET_CHARS and _HOST.fullmatch(value):
+                return value
+    raise FieldError("host", f"{_shown(value)} is not an IP address or host name")
+
+
+def check_entry(key: object, entry: object) -> Target:
+    port = check_port_key(key)
+    if not isinstance(entry, Mapping):
+        raise FieldError("", "not an object with target, code_dir and data_dir")
+    unknown = sorted(str(k) for k in entry if k not in FIELDS_REQUIRED + FIELDS_OPTIONAL)
+    if unknown:
+        raise FieldError(
+            _shown(unknown[0]).strip("'"),
+            f"unknown field (known: {', '.join(FIELDS_REQUIRED + FIELDS_OPTIONAL)})",
+        )
+    return Target(
+        port=port,
+        target=check_target(entry.get("target")),
+        code_dir=check_path("code_dir", entry.get("code_dir")),
+        data_dir=check_path("data_dir", entry.get("data_dir")),
+        python=check_python(entry.get("python", "python3")),
+        host=None if entry.get("host") is None else check_host(entry.get("host")),
+    )
+
+
+def validate_usage(usage: object) -> tuple[list[Target], list[Refusal]]:
+    """The entries that passed, sorted by port, and one refusal per entry that did not."""
+    if not isinstance(usage, Mapping):
+        raise ConfigError(
+            "the usage object must map node ports to {target, code_dir, data_dir}", key="usage"
+        )
+    targets: list[Target] = []
+    refusals: list[Refusal] = []
+    for key, entry in usage.items():
+        try:
+            targets.append(check_entry(key, entry))
+        except FieldError as bad:
+            refusals.append(Refusal(_shown(key).strip("'"), bad.field, bad.message))
+    return sorted(targets, key=lambda t: t.port), refusals
+
+
+def load_usage(path: Path) -> tuple[list[Target], list[Refusal]]:
+    """Read a notification config file (JSON with a ``usage`` object) and validate it."""
+    try:
+        raw = Path(path).read_bytes()[: MAX_CONFIG_BYTES + 1]
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror}: pass --config FILE", key=""
+        ) from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path} is larger than 1 MiB: is it the notification config?")
+    try:
+        doc: Any = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(doc, Mapping) or "usage" not in doc:
+        raise ConfigError(
+            f'{path} has no "usage" object: add '
+            '{"usage": {"PORT": {"target": ..., "code_dir": ..., "data_dir": ...}}}',
+            key="usage",
+        )
+    return validate_usage(doc["usage"])
+
+
+__all__ = ["FieldError", "Refusal", "Target", "check_entry", "load_usage", "validate_usage"]
