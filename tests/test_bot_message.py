@@ -1,0 +1,303 @@
+"""The reply to "status": exact text, hostile remote output never reaching it, staleness, clock."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+
+import pytest
+
+from tests.test_status import GOOD
+from vllm_ledger.bot.health import Health, probe
+from vllm_ledger.bot.message import (
+    InstanceView,
+    display_width,
+    human_count,
+    human_rate,
+    human_seconds,
+    human_speed,
+    ip_last_part,
+    render_message,
+)
+from vllm_ledger.bot.poll import CacheEntry, CappedRun, Poller, PollResult, classify
+from vllm_ledger.bot.validate import Target
+
+
+def _doc(**total: object) -> bytes:
+    doc = json.loads(json.dumps(GOOD))
+    doc["windows"]["total"].update(total)
+    return json.dumps(doc).encode()
+
+
+BIG_TOTAL = {
+    "input": 123456789,
+    "output": 2345678,
+    "cached": 100000000,
+    "hit_rate": 0.81,
+    "avg_speed": 12.34,
+    "gen_speed": 45.6,
+    "complete": False,
+    "uncovered_seconds": 7200,
+    "problems": {"unclean_exit": 1},
+}
+
+
+def _result(
+    port: int,
+    data: bytes,
+    *,
+    offset_s: float = 0.0,
+    received_mono: float = 100.0,
+    rtt_s: float = 0.4,
+    ended: str = "exit",
+    code: int | None = 0,
+) -> PollResult:
+    state, doc = classify(CappedRun(ended, code, data))
+    remote_clock = 1795943918.5
+    sent = remote_clock - offset_s - rtt_s / 2
+    return PollResult(port, state, doc, sent, sent + rtt_s, received_mono, rtt_s)
+
+
+def _view(
+    port: int, result: PollResult | None, health: str = "healthy", host: str | None = "10.0.0.12"
+) -> InstanceView:
+    entry = None
+    if result is not None:
+        entry = CacheEntry(result, result if result.state == "ok" else None)
+    code = 200 if health == "healthy" else (503 if health == "unhealthy" else None)
+    return InstanceView(port, host, Health(port, health, code), entry)
+
+
+EXPECTED_ZH = """\
+小鲁班 · 状态
+部署 2 个:健康 1,无响应 1
+── .12:19001 ──
+vLLM 健康 · 统计 正常
+12秒前 · 截至部署机时间 11-29 17:18:38 UTC+8
+窗口    输入  输出  缓存  命中率  均速/s  生成/s  覆盖
+今天      10     5     4   40.0%     0.1       -  ✓
+24小时    10     5     4   40.0%     0.1       -  ✓
+3天       10     5     4   40.0%     0.1       -  ✓
+7天       10     5     4   40.0%     0.1       -  ✓
+累计    123M  2.3M  100M   81.0%    12.3    45.6  缺2时
+记录器:运行 1
+问题(累计):异常退出 1
+── .13:19002 ──
+vLLM 无响应 · 统计 查询超时
+无可用数据 · 五个窗口:未知(不是 0)
+覆盖:✓ 完整;缺N 未覆盖时长;! 有问题
+注:统计故障不等同于 vLLM 故障。
+"""
+
+
+def test_the_zh_reply_exactly() -> None:
+    ok = _result(19001, _doc(**BIG_TOTAL))
+    timeout = _result(19002, b"", ended="timeout", code=None)
+    views = [_view(19002, timeout, "down", "10.0.0.13"), _view(19001, ok)]
+    assert render_message(views, now_monotonic=112.0) == EXPECTED_ZH
+
+
+def test_the_en_reply_and_a_ledger_fault_is_not_a_vllm_fault() -> None:
+    ok = _result(19001, _doc(**BIG_TOTAL))
+    timeout = _result(19002, b"", ended="timeout", code=None)
+    text = render_message(
+        [_view(19001, ok), _view(19002, timeout, host="10.0.0.13")], now_monotonic=112.0, lang="en"
+    )
+    lines = text.splitlines()
+    assert lines[:4] == [
+        "Status",
+        "2 deployments: healthy 2",
+        "── .12:19001 ──",
+        "vLLM healthy · ledger ok",
+    ]
+    assert "total    123M    2.3M    100M  81.0%   12.3   45.6  gap 2h" in lines
+    assert "vLLM healthy · ledger query timed out (a ledger fault, not a vLLM fault)" in lines
+    assert lines[-1] == "note: a ledger fault is not a vLLM fault."
+
+
+def test_vllm_down_with_a_sound_ledger_is_no_ledger_fault() -> None:
+    doc = json.loads(_doc())
+    doc["writers"] = {"alive": 0, "closed": 1, "stale": 0, "crashed": 0, "missing": 0}
+    r = _result(19001, json.dumps(doc).encode())
+    text = render_message([_view(19001, r, "down")], now_monotonic=101.0, lang="en")
+    assert "vLLM not responding · ledger: no live writer\n" in text
+    assert "not a vLLM fault" not in text
+    doc["writers"]["stale"] = 1
+    r = _result(19001, json.dumps(doc).encode())
+    text = render_message([_view(19001, r, "unhealthy")], now_monotonic=101.0, lang="en")
+    assert "vLLM unhealthy (HTTP 503) · ledger has problems\n" in text
+
+
+HOSTILE = {
+    "nul": _doc().replace(b'"runs": 1', b'"runs": 1, "x": "\x00\x00"'),
+    "osc": b"\x1b]0;PWNED\x07" + _doc(),
+    "osc_in_key": _doc().replace(b'"runs"', b'"\x1b]8;;http://evil\x07runs"'),
+    "inf": _doc().replace(b'"input": 10', b'"input": 1e309', 1),
+    "nan": _doc().replace(b'"hit_rate": 0.4', b'"hit_rate": NaN', 1),
+    "negative": _doc(input=-5),
+    "huge": _doc(input=2**80, cached=0),
+    "utf8": _doc().replace(b'"runs": 1', b'"runs": 1, "x": "\xff\xfe\xc3("'),
+    "extra_problem": _doc(problems={"EVIL_CODE": 1}),
+    "float_count": _doc(input=1.5e3),
+    "text": b'Traceback (most recent call last):\n  File "/srv/secret.py"\nPWNED\n',
+    "1GB_head": b"y\n" * 32768,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_remote_output_never_reaches_the_message(name: str) -> None:
+    r = _result(19001, HOSTILE[name])
+    assert r.state == "unparseable" and r.status is None
+    for lang in ("zh", "en"):
+        text = render_message([_view(19001, r)], now_monotonic=101.0, lang=lang)
+        assert all(c == "\n" or unicodedata.category(c)[0] != "C" for c in text)
+        for bad in (
+            "PWNED",
+            "EVIL",
+            "evil",
+            "secret",
+            "Traceback",
+            "1e309",
+            "NaN",
+            "-5",
+            str(2**80),
+            "1500",
+            "\ufffd",
+        ):
+            assert bad not in text, (name, bad)
+        assert ("统计 结果无法解析" if lang == "zh" else "ledger answer unparseable") in text
+        assert ("未知(不是 0)" if lang == "zh" else "unknown (not 0)") in text
+
+
+def test_extra_top_level_keys_are_dropped_not_shown() -> None:
+    data = _doc().replace(
+        b'"runs": 1', b'"runs": 1, "note": "PWNED \x1b[31m"'.replace(b"\x1b", b"\\u001b")
+    )
+    r = _result(19001, data)
+    assert r.state == "ok"
+    text = render_message([_view(19001, r)], now_monotonic=101.0)
+    assert "PWNED" not in text and "\x1b" not in text
+
+
+def test_stale_after_90_seconds_of_local_time() -> None:
+    r = _result(19001, _doc(), received_mono=100.0)
+    fresh = render_message([_view(19001, r)], now_monotonic=190.0, lang="en")
+    stale = render_message([_view(19001, r)], now_monotonic=190.5, lang="en")
+    assert "1m ago · as of host time" in fresh and "STALE" not in fresh
+    assert "STALE, 1m ago · as of host time" in stale
+
+
+def test_old_figures_stay_with_their_age_when_the_latest_poll_failed() -> None:
+    ok = _result(19001, _doc(), received_mono=100.0)
+    failed = _result(19001, b"", ended="exit", code=255)
+    assert failed.state == "unreachable"
+    view = InstanceView(19001, None, Health(19001, "healthy", 200), CacheEntry(failed, ok))
+    text = render_message([view], now_monotonic=400.0)
+    assert "── :19001 ──" in text
+    assert "统计 查询失败:SSH 不可达(统计故障,不是 vLLM 故障)" in text
+    assert "数据已过期,5分前" in text and "今天      10" in text
+
+
+def test_clock_offset_hint_only_beyond_5_seconds() -> None:
+    for offset, hinted in ((30.0, True), (-30.0, True), (4.0, False), (5.3, False)):
+        r = _result(19001, _doc(), offset_s=offset, rtt_s=1.0)
+        assert r.clock_offset_s == pytest.approx(offset)
+        assert r.clock_hint is hinted
+        text = render_message([_view(19001, r)], now_monotonic=100.0)
+        assert ("提示:部署机时钟" in text) is hinted
+    r = _result(19001, _doc(), offset_s=-30.0)
+    text = render_message([_view(19001, r)], now_monotonic=100.0, lang="en")
+    assert "hint: host clock is about 30 s behind this machine" in text
+    # freshness is the local receive time, whatever the remote clock says
+    assert "0s ago" in text and "STALE" not in text
+
+
+def test_poller_cache_keeps_the_last_good_figures() -> None:
+    t = Target(19001, "h", "/c", "/d")
+    results = iter(
+        [
+            _result(19001, _doc(), received_mono=1.0),
+            _result(19001, b"", ended="timeout", code=None, received_mono=2.0),
+        ]
+    )
+    poller = Poller([t], lambda _t: next(results))
+    poller.poll_once()
+    poller.poll_once()
+    entry = poller.cache()[19001]
+    assert entry.latest.state == "timeout"
+    assert entry.last_ok is not None and entry.last_ok.received_monotonic == 1.0
+    assert entry.age_s(31.0) == 30.0 and not entry.stale(91.0) and entry.stale(91.5)
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (0, "0"),
+        (999, "999"),
+        (1000, "1.0K"),
+        (1234, "1.2K"),
+        (99_949, "99.9K"),
+        (99_950, "100K"),
+        (123_456, "123K"),
+        (999_499, "999K"),
+        (999_500, "1.0M"),
+        (1_234_567, "1.2M"),
+        (12_345_678_901, "12.3B"),
+        (10**15, "1000T"),
+    ],
+)
+def test_human_count(n: int, text: str) -> None:
+    assert human_count(n) == text
+
+
+def test_human_other_numbers() -> None:
+    assert human_rate(None) == "-" and human_rate(0.6667) == "66.7%" and human_rate(1.0) == "100.0%"
+    assert human_speed(None) == "-" and human_speed(0.0) == "0.0" and human_speed(0.012) == "0.01"
+    assert human_speed(25.14) == "25.1" and human_speed(1234.5) == "1.2K"
+    assert human_seconds(59, "smhd") == "59s" and human_seconds(7200, "smhd") == "2h"
+    assert human_seconds(3 * 86400, ("秒", "分", "时", "天")) == "3天"
+    assert display_width("24小时") == 6
+
+
+def test_only_the_last_part_of_an_ip_is_shown() -> None:
+    assert ip_last_part("10.0.0.12") == ".12"
+    assert ip_last_part("2001:db8::1") == ":1"
+    assert ip_last_part("example-primary") is None
+    assert ip_last_part(None) is None
+    text = render_message([_view(19001, None, host="192.168.31.207")], now_monotonic=0.0)
+    assert "── .207:19001 ──" in text and "192.168" not in text and "31" not in text
+    assert "统计 尚未查询" in text
+
+
+def test_health_probe_of_a_closed_port_is_down() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert probe("127.0.0.1", port, timeout_s=2.0) == Health(port, "down")
+
+
+def test_health_probe_reads_only_the_status_code() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class H(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+            self.wfile.write(b"\x1b]0;PWNED\x07" * 1000)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), H)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        assert probe("127.0.0.1", port) == Health(port, "healthy", 200)
+        assert probe("127.0.0.1", port, path="/nope") == Health(port, "unhealthy", 404)
+    finally:
+        server.shutdown()
+        server.server_close()

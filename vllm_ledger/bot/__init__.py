@@ -1,0 +1,41 @@
+"""The notification bot's status: validate the config, poll hosts over SSH, render the reply.
+
+    validate.py   the ``usage`` config -> ``Target`` (or a one-line refusal)
+    poll.py       ssh argv, deadlines, output cap, strict parsing, cache, background thread
+    health.py     a simple HTTP ``/health`` probe per node port
+    message.py    the reply to "status" (Chinese by default, English on request)
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from vllm_ledger.bot.health import Health, probe, probe_all
+from vllm_ledger.bot.message import InstanceView, render_message
+from vllm_ledger.bot.poll import (
+    CacheEntry,
+    Fetcher,
+    Poller,
+    PollResult,
+    remote_command,
+    ssh_argv,
+)
+from vllm_ledger.bot.validate import Refusal, Target, load_usage, validate_usage
+
+__all__ = [
+    "CacheEntry",
+    "Fetcher",
+    "Health",
+    "InstanceView",
+    "PollResult",
+    "Poller",
+    "Refusal",
+    "Target",
+    "load_usage",
+    "probe",
+    "probe_all",
+    "remote_command",
+    "render_message",
+    "ssh_argv",
+    "validate_usage",
+]

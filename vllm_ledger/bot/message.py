@@ -1,0 +1,391 @@
+"""The reply to "status": deployment health, then each instance's five windows. Pure.
+
+Built only from this module's own words, validated numbers (``StatusDoc``), health codes
+and validated config (port, the last part of an IP). No remote text can reach it; a final
+filter drops any control character all the same. Chinese by default, English with
+``lang="en"``. Numbers are human-sized (``1.2M``) and right-aligned; CJK labels are padded
+by display width so the columns line up in a monospaced chat block.
+
+A ledger fault (the status could not be fetched; a writer is stale or missing; a ledger
+file is bad; problems today; no live writer) is never reported as a vLLM fault, nor the
+other way round: each instance has one word for each. Coverage is shown per window.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_ledger.bot.health import Health
+from vllm_ledger.bot.poll import STALE_AFTER_S, CacheEntry
+from vllm_ledger.formats.status import StatusDoc, StatusWindow
+
+LANGS = ("zh", "en")
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    port: int
+    host: str | None
+    health: Health | None
+    entry: CacheEntry | None
+
+
+_ZH: dict[str, Any] = {
+    "title": "小鲁班 · 状态",
+    "deploy": "部署 {n} 个",
+    "healthy": "健康",
+    "unhealthy": "异常",
+    "down": "无响应",
+    "unknown": "未检查",
+    "vllm.healthy": "vLLM 健康",
+    "vllm.unhealthy": "vLLM 异常(HTTP {code})",
+    "vllm.unhealthy_nocode": "vLLM 异常",
+    "vllm.down": "vLLM 无响应",
+    "vllm.unknown": "vLLM 未检查",
+    "ledger.ok": "统计 正常",
+    "ledger.degraded": "统计 有问题",
+    "ledger.idle": "统计 无运行中的记录器",
+    "ledger.unreachable": "统计 查询失败:SSH 不可达",
+    "ledger.timeout": "统计 查询超时",
+    "ledger.unparseable": "统计 结果无法解析",
+    "ledger.remote_failed": "统计 远端命令失败",
+    "ledger.pending": "统计 尚未查询",
+    "not_vllm": "(统计故障,不是 vLLM 故障)",
+    "age": "{age}前",
+    "stale": "数据已过期,{age}前",
+    "never": "无可用数据",
+    "asof": "截至部署机时间 {t}",
+    "clock": "提示:部署机时钟比本机{dir}约 {s} 秒;窗口按部署机时间,未修改任何时钟",
+    "fast": "快",
+    "slow": "慢",
+    "unknown_figures": "五个窗口:未知(不是 0)",
+    "cols": ("窗口", "输入", "输出", "缓存", "命中率", "均速/s", "生成/s", "覆盖"),
+    "windows": {"today": "今天", "24h": "24小时", "3d": "3天", "7d": "7天", "total": "累计"},
+    "writers": "记录器",
+    "w.alive": "运行",
+    "w.closed": "已关闭",
+    "w.stale": "心跳过期",
+    "w.crashed": "异常退出",
+    "w.missing": "缺失",
+    "files_bad": "坏文件 {n}",
+    "problems": "问题(累计)",
+    "gap": "缺{d}",
+    "legend": "覆盖:✓ 完整;缺N 未覆盖时长;! 有问题",
+    "footer": "注:统计故障不等同于 vLLM 故障。",
+    "units": ("秒", "分", "时", "天"),
+    "sep": ",",
+    "list": "、",
+    "colon": ":",
+    "p": {
+        "writer_missing": "记录器缺失",
+        "heartbeat_stale": "心跳过期",
+        "unclean_exit": "异常退出",
+        "queue_overflow": "队列满丢弃",
+        "rejected_input": "输入被拒",
+        "write_failed": "写入失败",
+        "ledger_unreadable": "账本不可读",
+        "ledger_busy": "账本忙",
+        "imprecise_edge": "边界不精确",
+    },
+}
+
+_EN: dict[str, Any] = {
+    "title": "Status",
+    "deploy": "{n} deployments",
+    "healthy": "healthy",
+    "unhealthy": "unhealthy",
+    "down": "down",
+    "unknown": "unchecked",
+    "vllm.healthy": "vLLM healthy",
+    "vllm.unhealthy": "vLLM unhealthy (HTTP {code})",
+    "vllm.unhealthy_nocode": "vLLM unhealthy",
+    "vllm.down": "vLLM not responding",
+    "vllm.unknown": "vLLM not checked",
+    "ledger.ok": "ledger ok",
+    "ledger.degraded": "ledger has problems",
+    "ledger.idle": "ledger: no live writer",
+    "ledger.unreachable": "ledger query failed: SSH unreachable",
+    "ledger.timeout": "ledger query timed out",
+    "ledger.unparseable": "ledger answer unparseable",
+    "ledger.remote_failed": "ledger command failed on host",
+    "ledger.pending": "ledger not queried yet",
+    "not_vllm": " (a ledger fault, not a vLLM fault)",
+    "age": "{age} ago",
+    "stale": "STALE, {age} ago",
+    "never": "no figures",
+    "asof": "as of host time {t}",
+    "clock": "hint: host clock is about {s} s {dir} this machine; windows use host time; "
+    "no clock was changed",
+    "fast": "ahead of",
+    "slow": "behind",
+    "unknown_figures": "five windows: unknown (not 0)",
+    "cols": ("window", "input", "output", "cached", "hit", "avg/s", "gen/s", "cover"),
+    "windows": {"today": "today", "24h": "24h", "3d": "3d", "7d": "7d", "total": "total"},
+    "writers": "writers",
+    "w.alive": "alive",
+    "w.closed": "closed",
+    "w.stale": "stale",
+    "w.crashed": "crashed",
+    "w.missing": "missing",
+    "files_bad": "bad files {n}",
+    "problems": "problems (total)",
+    "gap": "gap {d}",
+    "legend": "cover: ✓ complete; gap N: uncovered time; !: problems",
+    "footer": "note: a ledger fault is not a vLLM fault.",
+    "units": ("s", "m", "h", "d"),
+    "sep": ", ",
+    "list": ", ",
+    "colon": ": ",
+    "p": {
+        "writer_missing": "writer missing",
+        "heartbeat_stale": "heartbeat stale",
+        "unclean_exit": "unclean exit",
+        "queue_overflow": "queue overflow",
+        "rejected_input": "rejected input",
+        "write_failed": "write failed",
+        "ledger_unreadable": "ledger unreadable",
+        "ledger_busy": "ledger busy",
+        "imprecise_edge": "imprecise edge",
+    },
+}
+
+_WORDS = {"zh": _ZH, "en": _EN}
+
+
+# ---- numbers ---------------------------------------------------------------------------
+
+
+def human_count(n: int) -> str:
+    """1234 -> 1.2K, 123456 -> 123K, 1234567 -> 1.2M."""
+    if n < 1000:
+        return str(n)
+    for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
+        if n >= size * 0.9995 or unit == "K":
+            x = n / size
+            if x >= 999.5 and unit != "T":
+                continue
+            return f"{x:.1f}{unit}" if x < 99.95 else f"{x:.0f}{unit}"
+    return str(n)  # pragma: no cover
+
+
+def human_rate(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.1f}%"
+
+
+def human_speed(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x < 99.95:
+        return f"{x:.1f}" if x >= 0.05 or x == 0 else f"{x:.2f}"
+    return human_count(round(x))
+
+
+def human_seconds(s: float, units: Sequence[str]) -> str:
+    s = max(0, round(s))
+    if s < 60:
+        return f"{s}{units[0]}"
+    if s < 3600:
+        return f"{s // 60}{units[1]}"
+    if s < 86400:
+        return f"{s // 3600}{units[2]}"
+    return f"{s // 86400}{units[3]}"
+
+
+def ip_last_part(host: str | None) -> str | None:
+    """``10.0.0.12`` -> ``.12``; an IPv6 address -> its last group; a host name -> None."""
+    if host is None:
+        return None
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if addr.version == 4:
+        return "." + str(addr).rsplit(".", 1)[1]
+    return ":" + addr.exploded.rsplit(":", 1)[1].lstrip("0")
+
+
+# ---- layout ----------------------------------------------------------------------------
+
+
+def display_width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    fill = " " * max(0, width - display_width(text))
+    return fill + text if right else text + fill
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(display_width(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [_pad(c, widths[i], right=0 < i < len(r) - 1) for i, c in enumerate(r)]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def _clean(text: str) -> str:
+    """Drop control characters except newlines (defence in depth; none should be there)."""
+    return "".join(c for c in text if c == "\n" or unicodedata.category(c)[0] != "C")
+
+
+# ---- the message -----------------------------------------------------------------------
+
+
+def _label(v: InstanceView) -> str:
+    last = ip_last_part(v.host)
+    return f"{last}:{v.port}" if last else f":{v.port}"
+
+
+def _health_line(h: Health | None, w: dict) -> str:
+    if h is None or h.state == "unknown":
+        return str(w["vllm.unknown"])
+    if h.state == "unhealthy":
+        return (
+            str(w["vllm.unhealthy"]).format(code=h.http_status)
+            if h.http_status
+            else str(w["vllm.unhealthy_nocode"])
+        )
+    return str(w.get(f"vllm.{h.state}", w["vllm.unknown"]))
+
+
+def _mark(win: StatusWindow, w: dict) -> str:
+    if win.complete:
+        return "✓"
+    if win.uncovered_seconds > 0:
+        return str(w["gap"]).format(d=human_seconds(win.uncovered_seconds, w["units"]))
+    return "!"
+
+
+def _host_time(doc: StatusDoc) -> str:
+    t = time.gmtime(doc.cutoff_ts + doc.tz_offset_seconds)
+    off_h, off_rem = divmod(abs(doc.tz_offset_seconds), 3600)
+    sign = "+" if doc.tz_offset_seconds >= 0 else "-"
+    zone = f"UTC{sign}{off_h}" + (f":{off_rem // 60:02d}" if off_rem else "")
+    return f"{time.strftime('%m-%d %H:%M:%S', t)} {zone}"
+
+
+def _figures(doc: StatusDoc, w: dict) -> list[str]:
+    rows: list[list[str]] = [list(w["cols"])]
+    for win in doc.windows:
+        rows.append(
+            [
+                w["windows"][win.name],
+                human_count(win.input_tokens),
+                human_count(win.output_tokens),
+                human_count(win.cached_tokens),
+                human_rate(win.hit_rate),
+                human_speed(win.avg_speed),
+                human_speed(win.gen_speed),
+                _mark(win, w),
+            ]
+        )
+    lines = _table(rows)
+    writers = dict(doc.writers)
+    parts = [f"{w['w.' + s]} {n}" for s, n in writers.items() if n]
+    if doc.files_bad:
+        parts.append(str(w["files_bad"]).format(n=doc.files_bad))
+    if parts:
+        lines.append(f"{w['writers']}{w['colon']}" + str(w["sep"]).join(parts))
+    total = doc.window("total")
+    if total.problems:
+        probs = str(w["list"]).join(f"{w['p'][c]} {n}" for c, n in total.problems)
+        lines.append(f"{w['problems']}{w['colon']}{probs}")
+    return lines
+
+
+def _ledger_word(entry: CacheEntry | None) -> tuple[str, bool]:
+    """(key of the ledger line, whether it is a ledger fault) from the latest poll."""
+    if entry is None:
+        return "ledger.pending", False
+    if entry.latest.state != "ok" or entry.latest.status is None:
+        return f"ledger.{entry.latest.state}", True
+    doc = entry.latest.status
+    writers = dict(doc.writers)
+    if writers["stale"] or writers["missing"] or doc.files_bad or doc.window("today").problems:
+        return "ledger.degraded", True
+    if not writers["alive"]:
+        return "ledger.idle", True
+    return "ledger.ok", False
+
+
+def _instance(
+    v: InstanceView, now_monotonic: float, w: dict, stale_after_s: float
+) -> tuple[list[str], bool]:
+    key, fault = _ledger_word(v.entry)
+    vllm_healthy = v.health is not None and v.health.state == "healthy"
+    if key == "ledger.idle" and not vllm_healthy:
+        fault = False  # no live writer follows from vLLM being down: not a ledger fault
+    ledger = str(w.get(key, w["ledger.unparseable"]))
+    if fault and v.health is not None and v.health.state == "healthy":
+        ledger += str(w["not_vllm"])
+    head = f"── {_label(v)} ──"
+    lines = [head, f"{_health_line(v.health, w)} · {ledger}"]
+    entry = v.entry
+    ok = entry.last_ok if entry is not None else None
+    if entry is None or ok is None or ok.status is None:
+        lines.append(str(w["never"]) + " · " + str(w["unknown_figures"]))
+        return lines, fault
+    age_s = entry.age_s(now_monotonic) or 0.0
+    age = human_seconds(age_s, w["units"])
+    when = w["stale"] if entry.stale(now_monotonic, stale_after_s) else w["age"]
+    lines.append(f"{str(when).format(age=age)} · {str(w['asof']).format(t=_host_time(ok.status))}")
+    if ok.clock_hint and ok.clock_offset_s is not None:
+        off = ok.clock_offset_s
+        lines.append(
+            str(w["clock"]).format(dir=w["fast"] if off > 0 else w["slow"], s=round(abs(off)))
+        )
+    lines.extend(_figures(ok.status, w))
+    return lines, fault
+
+
+def render_message(
+    instances: Sequence[InstanceView],
+    *,
+    now_monotonic: float,
+    lang: str = "zh",
+    stale_after_s: float = STALE_AFTER_S,
+) -> str:
+    """The whole reply, as plain text with aligned columns."""
+    w = _WORDS.get(lang)
+    if w is None:
+        raise ValueError(f"unknown language {lang!r}: use one of {', '.join(LANGS)}")
+    counts: dict[str, int] = {}
+    for v in instances:
+        state = v.health.state if v.health is not None else "unknown"
+        counts[state] = counts.get(state, 0) + 1
+    summary = str(w["sep"]).join(
+        f"{w[s]} {counts[s]}" for s in ("healthy", "unhealthy", "down", "unknown") if counts.get(s)
+    )
+    lines = [
+        str(w["title"]),
+        str(w["deploy"]).format(n=len(instances)) + (f"{w['colon']}{summary}" if summary else ""),
+    ]
+    any_fault = False
+    for v in sorted(instances, key=lambda v: v.port):
+        block, fault = _instance(v, now_monotonic, w, stale_after_s)
+        any_fault = any_fault or fault
+        lines.extend(block)
+    lines.append(str(w["legend"]))
+    if any_fault:
+        lines.append(str(w["footer"]))
+    return _clean("\n".join(lines) + "\n")
+
+
+__all__ = [
+    "LANGS",
+    "InstanceView",
+    "display_width",
+    "human_count",
+    "human_rate",
+    "human_seconds",
+    "human_speed",
+    "ip_last_part",
+    "render_message",
+]

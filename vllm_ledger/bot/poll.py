@@ -1,0 +1,356 @@
+"""Fetch each instance's status over SSH: argv only, hard deadlines, capped output. Stdlib.
+
+For a validated ``Target`` the poller runs::
+
+    ssh -o BatchMode=yes -o ConnectTimeout=5 ... -T -x -- TARGET \\
+        'cd CODE_DIR && PYTHONPATH=CODE_DIR exec python3 -m vllm_ledger status --root DATA_DIR'
+
+as an argv list (never through a local shell), in its own process group, with stdin from
+/dev/null and stderr discarded. Stdout is read up to ``MAX_OUTPUT_BYTES``; past that, or past
+the target's deadline, the whole process group is killed. The bytes are parsed by
+``formats.status.parse``; only range-checked numbers come out.
+
+Outcomes per instance: ``ok``, ``unreachable`` (ssh exit 255: refused, unknown host key,
+bad key, no route), ``timeout`` (deadline passed), ``unparseable`` (too much output or not a
+valid status document), ``remote_failed`` (the status command itself exited non-zero: a
+ledger-side fault, e.g. a missing data_dir).
+
+``Poller`` polls every target concurrently, once or every ``interval_s`` in a background
+thread, and keeps a cache stamped with the *local* receive time (monotonic, for staleness)
+and the estimated clock offset of the remote host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from vllm_ledger.bot.validate import Target
+from vllm_ledger.formats import status as status_format
+
+MAX_OUTPUT_BYTES = 64 * 1024
+DEFAULT_DEADLINE_S = 20.0
+DEFAULT_CONNECT_TIMEOUT_S = 5
+DEFAULT_INTERVAL_S = 30.0
+STALE_AFTER_S = 90.0
+CLOCK_HINT_S = 5.0
+SSH = "ssh"
+
+STATES: tuple[str, ...] = ("ok", "unreachable", "timeout", "unparseable", "remote_failed")
+
+
+def status_command(code_dir: str, data_dir: str, python: str = "python3") -> str:
+    """The one command run on the deployment host (and pinned by ``ssh-key-line``).
+
+    Works when ``code_dir`` holds the ``vllm_ledger`` package (a checkout) or is a bundle
+    folder written by ``vllm-ledger bundle``: both put ``vllm_ledger/`` at its top. The
+    arguments must be validated (``bot.validate``); quoting is then a no-op, kept as a belt.
+    """
+    code = shlex.quote(code_dir)
+    return (
+        f"cd {code} && PYTHONPATH={code} exec {shlex.quote(python)} "
+        f"-m vllm_ledger status --root {shlex.quote(data_dir)}"
+    )
+
+
+def remote_command(target: Target) -> str:
+    return status_command(target.code_dir, target.data_dir, target.python)
+
+
+def ssh_argv(
+    target: Target,
+    *,
+    ssh_options: Sequence[str] = (),
+    connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
+) -> list[str]:
+    """The ssh argv. Our options come first: for ssh the first value given wins."""
+    return [
+        SSH,
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        f"ConnectTimeout={int(connect_timeout_s)}",
+        "-o",
+        "ServerAliveInterval=5",
+        "-o",
+        "ServerAliveCountMax=2",
+        "-o",
+        "RequestTTY=no",
+        "-o",
+        "ForwardAgent=no",
+        "-o",
+        "ForwardX11=no",
+        "-o",
+        "ClearAllForwardings=yes",
+        "-o",
+        "PermitLocalCommand=no",
+        *ssh_options,
+        "--",
+        target.target,
+        remote_command(target),
+    ]
+
+
+@dataclass(frozen=True)
+class CappedRun:
+    """What a capped child run gave: ``ended`` is exit | timeout | overflow."""
+
+    ended: str
+    exit_code: int | None
+    stdout: bytes
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_capped(
+    argv: Sequence[str],
+    *,
+    deadline_s: float,
+    max_bytes: int = MAX_OUTPUT_BYTES,
+    monotonic: Callable[[], float] = time.monotonic,
+    env: dict[str, str] | None = None,
+) -> CappedRun:
+    """Run ``argv`` (no shell) in a new process group; kill the group at the deadline or cap."""
+    deadline = monotonic() + deadline_s
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    chunks: list[bytes] = []
+    size = 0
+    ended = "exit"
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while True:
+                left = deadline - monotonic()
+                if left <= 0:
+                    ended = "timeout"
+                    break
+                if not sel.select(timeout=left):
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > max_bytes:
+                    ended = "overflow"
+                    break
+        if ended == "exit":
+            try:
+                proc.wait(timeout=max(0.0, deadline - monotonic()))
+            except subprocess.TimeoutExpired:
+                ended = "timeout"
+    finally:
+        # The whole group: ssh and anything it started (a ProxyCommand, a control master).
+        _kill_group(proc)
+        proc.stdout.close()
+        proc.wait()
+    code = proc.returncode if ended == "exit" else None
+    return CappedRun(ended, code, b"".join(chunks)[: max_bytes + 1])
+
+
+@dataclass(frozen=True)
+class PollResult:
+    """One poll of one instance. Only ``status`` carries remote data: validated numbers."""
+
+    port: int
+    state: str
+    status: status_format.StatusDoc | None
+    sent_ts: float
+    received_ts: float
+    received_monotonic: float
+    round_trip_s: float
+
+    @property
+    def clock_offset_s(self) -> float | None:
+        """Remote clock minus local clock, estimated at the round trip's midpoint."""
+        if self.status is None:
+            return None
+        return self.status.clock_ts - (self.sent_ts + self.round_trip_s / 2)
+
+    @property
+    def clock_hint(self) -> bool:
+        """True when the offset exceeds ``CLOCK_HINT_S`` even at the edge of its error bar."""
+        off = self.clock_offset_s
+        return off is not None and abs(off) - self.round_trip_s / 2 > CLOCK_HINT_S
+
+
+def classify(run: CappedRun) -> tuple[str, status_format.StatusDoc | None]:
+    if run.ended == "timeout":
+        return "timeout", None
+    if run.ended == "overflow":
+        return "unparseable", None
+    if run.exit_code == 255:
+        return "unreachable", None
+    if run.exit_code != 0:
+        return "remote_failed", None
+    try:
+        return "ok", status_format.parse(run.stdout, max_bytes=MAX_OUTPUT_BYTES)
+    except status_format.StatusParseError:
+        return "unparseable", None
+
+
+Runner = Callable[[Target], CappedRun]
+
+
+@dataclass
+class Fetcher:
+    """Fetch one target's status; its options come from code and the command line only."""
+
+    ssh_options: Sequence[str] = ()
+    deadline_s: float = DEFAULT_DEADLINE_S
+    connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S
+    max_bytes: int = MAX_OUTPUT_BYTES
+    clock: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+
+    def run(self, target: Target) -> CappedRun:
+        argv = ssh_argv(
+            target, ssh_options=self.ssh_options, connect_timeout_s=self.connect_timeout_s
+        )
+        return run_capped(
+            argv, deadline_s=self.deadline_s, max_bytes=self.max_bytes, monotonic=self.monotonic
+        )
+
+    def __call__(self, target: Target) -> PollResult:
+        sent_ts = self.clock()
+        sent_mono = self.monotonic()
+        run = self.run(target)
+        received_mono = self.monotonic()
+        received_ts = self.clock()
+        state, doc = classify(run)
+        return PollResult(
+            target.port,
+            state,
+            doc,
+            sent_ts,
+            received_ts,
+            received_mono,
+            max(0.0, received_mono - sent_mono),
+        )
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """The latest poll of an instance, and the latest one that succeeded."""
+
+    latest: PollResult
+    last_ok: PollResult | None
+
+    def age_s(self, now_monotonic: float) -> float | None:
+        """Seconds since the last good figures arrived, by the local monotonic clock."""
+        if self.last_ok is None:
+            return None
+        return max(0.0, now_monotonic - self.last_ok.received_monotonic)
+
+    def stale(self, now_monotonic: float, stale_after_s: float = STALE_AFTER_S) -> bool:
+        age = self.age_s(now_monotonic)
+        return age is None or age > stale_after_s
+
+
+class Poller:
+    """Poll targets concurrently; keep a cache; optionally every ``interval_s`` in a thread."""
+
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        fetch: Callable[[Target], PollResult],
+        *,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.targets = list(targets)
+        self.fetch = fetch
+        self.interval_s = interval_s
+        self.monotonic = monotonic
+        self._cache: dict[int, CacheEntry] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.rounds_total = 0
+
+    def _store(self, result: PollResult) -> None:
+        with self._lock:
+            prev = self._cache.get(result.port)
+            last_ok = result if result.state == "ok" else (prev.last_ok if prev else None)
+            self._cache[result.port] = CacheEntry(result, last_ok)
+
+    def _one(self, target: Target) -> PollResult:
+        result = self.fetch(target)
+        self._store(result)  # each target lands as soon as it is done
+        return result
+
+    def poll_once(self) -> dict[int, PollResult]:
+        """Poll every target at once; returns when the slowest has ended (by its deadline)."""
+        if not self.targets:
+            return {}
+        with ThreadPoolExecutor(
+            max_workers=len(self.targets), thread_name_prefix="vllm-ledger-poll"
+        ) as pool:
+            results = list(pool.map(self._one, self.targets))
+        self.rounds_total += 1
+        return {r.port: r for r in results}
+
+    def cache(self) -> dict[int, CacheEntry]:
+        with self._lock:
+            return dict(self._cache)
+
+    def start(self) -> None:
+        """Poll in a daemon thread until ``stop()``; the caller is never blocked."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="vllm-ledger-poller", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            began = self.monotonic()
+            with contextlib.suppress(Exception):  # a poll fault must not end the thread
+                self.poll_once()
+            self._stop.wait(max(0.0, self.interval_s - (self.monotonic() - began)))
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
+
+
+__all__ = [
+    "CLOCK_HINT_S",
+    "MAX_OUTPUT_BYTES",
+    "STALE_AFTER_S",
+    "STATES",
+    "CacheEntry",
+    "CappedRun",
+    "Fetcher",
+    "PollResult",
+    "Poller",
+    "classify",
+    "remote_command",
+    "run_capped",
+    "ssh_argv",
+    "status_command",
+]

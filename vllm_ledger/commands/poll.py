@@ -1,0 +1,187 @@
+"""vllm-ledger poll: fetch every instance's status over SSH and print the bot's reply."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from vllm_ledger.bot.health import Health, probe_all
+from vllm_ledger.bot.message import LANGS, InstanceView, render_message
+from vllm_ledger.bot.poll import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_DEADLINE_S,
+    DEFAULT_INTERVAL_S,
+    STALE_AFTER_S,
+    CacheEntry,
+    Fetcher,
+    Poller,
+)
+from vllm_ledger.bot.validate import Refusal, Target, load_usage
+from vllm_ledger.errors import BadArgument, ConfigError
+from vllm_ledger.formats.status import doc_dict
+
+NAME = "poll"
+HELP = "ask every configured host for its status over SSH and print the bot's reply"
+EPILOG = """example:
+  vllm-ledger poll --config /etc/notify/private.json --once
+  vllm-ledger poll --config /etc/notify/private.json --once --json --lang en
+
+The config's "usage" object maps node ports to {"target", "code_dir", "data_dir"};
+see docs/bot-status.md. Exit status: 0, or 1 when an entry was refused.
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help='the notification config (JSON with a "usage" object)',
+    )
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="poll once and exit (default: poll every --interval-s until Ctrl-C)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of the message")
+    p.add_argument("--lang", choices=LANGS, default="zh", help="message language (default zh)")
+    p.add_argument(
+        "--interval-s",
+        type=float,
+        default=DEFAULT_INTERVAL_S,
+        metavar="S",
+        help=f"seconds between polls (default {DEFAULT_INTERVAL_S:g})",
+    )
+    p.add_argument(
+        "--deadline-s",
+        type=float,
+        default=DEFAULT_DEADLINE_S,
+        metavar="S",
+        help=f"hard limit per host and poll (default {DEFAULT_DEADLINE_S:g})",
+    )
+    p.add_argument(
+        "--connect-timeout-s",
+        type=int,
+        default=DEFAULT_CONNECT_TIMEOUT_S,
+        metavar="S",
+        help=f"ssh ConnectTimeout (default {DEFAULT_CONNECT_TIMEOUT_S})",
+    )
+    p.add_argument(
+        "--ssh-config",
+        type=Path,
+        metavar="FILE",
+        help="an ssh client config for the targets (ssh -F FILE)",
+    )
+    p.add_argument(
+        "--no-health",
+        action="store_true",
+        help="skip the HTTP /health probe of entries that name a host",
+    )
+
+
+def _result_dict(
+    t: Target, health: Health, entry: CacheEntry | None, now_monotonic: float
+) -> dict[str, Any]:
+    latest = entry.latest if entry else None
+    ok = entry.last_ok if entry else None
+    age = entry.age_s(now_monotonic) if entry else None
+    return {
+        "port": t.port,
+        "health": health.state,
+        "http_status": health.http_status,
+        "state": latest.state if latest else "pending",
+        "age_seconds": None if age is None else round(age, 3),
+        "stale": entry.stale(now_monotonic) if entry else True,
+        "round_trip_seconds": round(ok.round_trip_s, 3) if ok else None,
+        "clock_offset_seconds": (
+            round(ok.clock_offset_s, 3) if ok and ok.clock_offset_s is not None else None
+        ),
+        "clock_hint": bool(ok and ok.clock_hint),
+        "status": doc_dict(ok.status) if ok and ok.status else None,
+    }
+
+
+def render_once(
+    targets: Sequence[Target],
+    refusals: Sequence[Refusal],
+    poller: Poller,
+    health: dict[int, Health],
+    *,
+    as_json: bool,
+    lang: str,
+    now_monotonic: float,
+) -> str:
+    cache = poller.cache()
+    if as_json:
+        doc = {
+            "stale_after_seconds": STALE_AFTER_S,
+            "instances": [
+                _result_dict(t, health[t.port], cache.get(t.port), now_monotonic) for t in targets
+            ],
+            "refused": [{"key": r.key, "field": r.field, "message": r.message} for r in refusals],
+        }
+        return json.dumps(doc, ensure_ascii=False, allow_nan=False) + "\n"
+    views = [InstanceView(t.port, t.host, health[t.port], cache.get(t.port)) for t in targets]
+    return render_message(views, now_monotonic=now_monotonic, lang=lang)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 < args.deadline_s <= 3600 or not 1 <= args.connect_timeout_s <= 600:
+        raise BadArgument("--deadline-s must be in (0, 3600] and --connect-timeout-s in 1..600")
+    if args.interval_s < 1:
+        raise BadArgument("--interval-s must be at least 1")
+    targets, refusals = load_usage(args.config)
+    for r in refusals:
+        print(f"vllm-ledger: refused: {r}", file=sys.stderr)
+    if not targets:
+        raise ConfigError(
+            f"no usable usage entry in {args.config}: fix the entries above", key="usage"
+        )
+    options: list[str] = []
+    if args.ssh_config is not None:
+        if not args.ssh_config.is_file():
+            raise BadArgument(f"--ssh-config {args.ssh_config} is not a file")
+        options = ["-F", str(args.ssh_config.resolve())]
+    fetch = Fetcher(
+        ssh_options=options, deadline_s=args.deadline_s, connect_timeout_s=args.connect_timeout_s
+    )
+    poller = Poller(targets, fetch, interval_s=args.interval_s)
+
+    def health_now() -> dict[int, Health]:
+        if args.no_health:
+            return {t.port: Health(t.port, "unknown") for t in targets}
+        return probe_all(targets)
+
+    def emit() -> None:
+        out = render_once(
+            targets,
+            refusals,
+            poller,
+            health_now(),
+            as_json=args.json,
+            lang=args.lang,
+            now_monotonic=time.monotonic(),
+        )
+        sys.stdout.write(out)
+        sys.stdout.flush()
+
+    if args.once:
+        poller.poll_once()
+        emit()
+        return 1 if refusals else 0
+    poller.start()
+    try:
+        while True:
+            rounds = poller.rounds_total
+            # Print after each completed round; the poller thread never waits for us.
+            while poller.rounds_total == rounds:
+                time.sleep(0.2)
+            emit()
+    finally:
+        poller.stop(timeout_s=1.0)
