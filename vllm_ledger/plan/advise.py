@@ -1,0 +1,371 @@
+"""The write-up's capacity decision table (section 7), walked over measured readings.
+
+Four rules, from readings to a diagnosis and an action:
+
+====================  ==========================================  ===============================
+rule                  readings                                    action
+====================  ==========================================  ===============================
+kv-capacity           KV-cache usage > 90 % and waiting > 0       lower --max-model-len; quantise
+compute-bound         GPU utilisation > 95 %, throughput flat     add GPUs or a stronger GPU
+scheduling-prefill    TTFT P99 high (> 3 s), GPU utilisation      raise --max-num-batched-tokens;
+                      < 60 %                                      try another engine (SGLang)
+power-efficiency      power at full load, throughput flat         speculative decoding or more
+                                                                  aggressive quantisation
+====================  ==========================================  ===============================
+
+"Throughput flat" is judged inside the sample: generation tokens/s in its second half is
+less than 10 % above the first half (not rising). Gauges (KV usage, waiting, GPU
+utilisation, power) are means over the sample; TTFT P99 comes from the histogram's increase
+over the sample. A rule whose readings are missing (no GPU metrics, no request started in the
+sample) is "not judgeable", never "missed".
+
+``readings_from_snapshots`` (pure) turns timed ``/metrics`` texts into ``Readings``;
+``sample_metrics`` takes those snapshots from live URLs; ``prometheus_readings`` asks a
+Prometheus for the same readings over a range.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from vllm_ledger.plan import prom
+from vllm_ledger.promtext import Sample, has_metric, parse_samples, sum_metric
+
+KV_METRICS = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # 0.32 name first
+WAITING = "vllm:num_requests_waiting"
+RUNNING = "vllm:num_requests_running"
+GENERATION = "vllm:generation_tokens_total"
+TTFT = "vllm:time_to_first_token_seconds"
+GPU_UTIL_METRICS = ("DCGM_FI_DEV_GPU_UTIL", "vllm_ledger_gpu_utilization_percent")
+POWER_METRICS = ("DCGM_FI_DEV_POWER_USAGE", "vllm_ledger_gpu_power_watts")
+POWER_LIMIT_METRICS = (
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT",
+    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+    "vllm_ledger_gpu_power_limit_watts",
+)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    kv_usage: float = 0.90
+    gpu_high_percent: float = 95.0
+    gpu_low_percent: float = 60.0
+    ttft_p99_seconds: float = 3.0  # the write-up's TTFT alert
+    full_power_fraction: float = 0.90  # "full load": power at or above this share of the limit
+    flat_rise: float = 0.10  # throughput rising less than this between halves is flat
+
+
+@dataclass(frozen=True)
+class Readings:
+    """What the table is walked over. None: not measured (no such metric, or no data)."""
+
+    seconds: float
+    kv_cache_usage: float | None  # 0..1, mean over engines and the sample
+    num_waiting: float | None  # summed over engines, mean over the sample
+    num_running: float | None
+    gpu_util_percent: float | None  # mean over GPUs and the sample
+    ttft_p99_seconds: float | None
+    num_ttft: int  # requests whose first token fell in the sample
+    power_watts: float | None  # summed over GPUs, mean over the sample
+    power_limit_watts: float | None
+    gen_tokens_per_s: float | None  # over the whole sample
+    gen_tokens_per_s_halves: tuple[float, float] | None  # first half, second half
+    source: str = ""
+
+
+def throughput_flat(r: Readings, rise: float = Thresholds.flat_rise) -> bool | None:
+    """Not rising: the second half's tokens/s is under (1 + rise) x the first half's.
+
+    None when it cannot be told (no halves, or no generation at all in the sample).
+    """
+    if r.gen_tokens_per_s_halves is None:
+        return None
+    first, second = r.gen_tokens_per_s_halves
+    if first <= 0:
+        return None if second <= 0 else False
+    return second < first * (1 + rise)
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    when: str
+    diagnosis: str
+    action: str
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "kv-capacity",
+        "KV-cache usage > 90 % and requests waiting > 0",
+        "KV-cache capacity bottleneck",
+        "lower --max-model-len; quantise the weights or the KV cache (--kv-cache-dtype fp8)",
+    ),
+    Rule(
+        "compute-bound",
+        "GPU utilisation > 95 % and throughput no longer rising",
+        "compute bottleneck",
+        "add GPUs or move to a stronger GPU",
+    ),
+    Rule(
+        "scheduling-prefill",
+        "TTFT P99 high (> 3 s) with GPU utilisation < 60 %",
+        "inefficient scheduling or prefill",
+        "raise --max-num-batched-tokens; try another engine (e.g. SGLang)",
+    ),
+    Rule(
+        "power-efficiency",
+        "power at full load (>= 90 % of the limit) with throughput flat",
+        "poor energy efficiency",
+        "speculative decoding or more aggressive quantisation",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rule: Rule
+    state: str  # met | missed | not judgeable
+    why: str
+
+
+@dataclass(frozen=True)
+class Advice:
+    readings: Readings
+    verdicts: tuple[Verdict, ...] = field(default_factory=tuple)
+
+    @property
+    def met(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.state == "met")
+
+    @property
+    def not_judgeable(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.state == "not judgeable")
+
+
+def _fmt(x: float | None, unit: str = "", digits: int = 2) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}{unit}"
+
+
+def _judge(rule: Rule, needs: dict[str, object], met: bool, why: str) -> Verdict:
+    missing = [k for k, v in needs.items() if v is None]
+    if missing:
+        return Verdict(rule, "not judgeable", "no reading of " + ", ".join(missing))
+    return Verdict(rule, "met" if met else "missed", why)
+
+
+def advise(r: Readings, t: Thresholds | None = None) -> Advice:
+    """Walk the four rules over the readings. Pure."""
+    t = t or Thresholds()
+    flat = throughput_flat(r, t.flat_rise)
+    halves = r.gen_tokens_per_s_halves
+    flat_text = "n/a" if halves is None else f"{halves[0]:.1f} -> {halves[1]:.1f} tokens/s"
+    kv, wait, gpu, ttft = r.kv_cache_usage, r.num_waiting, r.gpu_util_percent, r.ttft_p99_seconds
+    verdicts = [
+        _judge(
+            RULES[0],
+            {"KV-cache usage": kv, "waiting requests": wait},
+            kv is not None and wait is not None and kv > t.kv_usage and wait > 0,
+            f"KV {_fmt(None if kv is None else kv * 100, ' %', 1)}, waiting {_fmt(wait)}",
+        ),
+        _judge(
+            RULES[1],
+            {"GPU utilisation": gpu, "throughput trend": flat},
+            gpu is not None and bool(flat) and gpu > t.gpu_high_percent,
+            f"GPU {_fmt(gpu, ' %', 1)}, throughput {flat_text}",
+        ),
+        _judge(
+            RULES[2],
+            {"TTFT P99": ttft, "GPU utilisation": gpu},
+            ttft is not None
+            and gpu is not None
+            and ttft > t.ttft_p99_seconds
+            and gpu < t.gpu_low_percent,
+            f"TTFT P99 {_fmt(ttft, ' s', 3)}, GPU {_fmt(gpu, ' %', 1)}",
+        ),
+    ]
+    full = None
+    if r.power_watts is not None and r.power_limit_watts:
+        full = r.power_watts >= t.full_power_fraction * r.power_limit_watts
+    verdicts.append(
+        _judge(
+            RULES[3],
+            {
+                "power": r.power_watts,
+                "power limit": r.power_limit_watts or None,
+                "throughput trend": flat,
+            },
+            bool(full) and bool(flat),
+            f"power {_fmt(r.power_watts, ' W', 0)} of {_fmt(r.power_limit_watts, ' W', 0)}, "
+            f"throughput {flat_text}",
+        )
+    )
+    return Advice(r, tuple(verdicts))
+
+
+# ---- readings from /metrics snapshots (pure) ------------------------------------------------
+
+
+def _first_present(samples: list[Sample], names: Sequence[str]) -> str | None:
+    return next((n for n in names if has_metric(samples, n)), None)
+
+
+def _mean_of(samples: list[Sample], names: Sequence[str]) -> float | None:
+    name = _first_present(samples, names)
+    if name is None:
+        return None
+    vals = [v for n, _l, v in samples if n == name and not math.isnan(v)]
+    return statistics.fmean(vals) if vals else None
+
+
+def _sum_of(samples: list[Sample], names: Sequence[str]) -> float | None:
+    name = _first_present(samples, names)
+    return None if name is None else sum_metric(samples, name)
+
+
+def _buckets(samples: list[Sample], name: str) -> dict[float, float]:
+    out: dict[float, float] = {}
+    for n, labels, v in samples:
+        if n == name + "_bucket" and "le" in labels and not math.isnan(v):
+            le = float(labels["le"])
+            out[le] = out.get(le, 0.0) + v
+    return out
+
+
+def histogram_quantile(q: float, buckets: dict[float, float]) -> float | None:
+    """Prometheus' histogram_quantile over cumulative bucket counts keyed by ``le``."""
+    les = sorted(buckets)
+    if not les or not math.isinf(les[-1]):
+        return None
+    total = buckets[les[-1]]
+    if total <= 0:
+        return None
+    rank = q * total
+    prev_le, prev_count = 0.0, 0.0
+    for le in les:
+        count = buckets[le]
+        if count >= rank:
+            if math.isinf(le):
+                return prev_le
+            if count == prev_count:
+                return le
+            return prev_le + (le - prev_le) * (rank - prev_count) / (count - prev_count)
+        prev_le, prev_count = le, count
+    return None  # pragma: no cover - the +Inf bucket always holds the total
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return statistics.fmean(got) if got else None
+
+
+def readings_from_snapshots(snaps: Sequence[tuple[float, str]], source: str = "") -> Readings:
+    """Readings from /metrics texts taken at the given (monotonic) seconds, oldest first."""
+    if len(snaps) < 2:
+        raise ValueError("need at least two snapshots")
+    parsed = [(t, parse_samples(text)) for t, text in snaps]
+    (t0, first), (t1, last) = parsed[0], parsed[-1]
+    seconds = t1 - t0
+    gen = [(t, sum_metric(s, GENERATION) if has_metric(s, GENERATION) else None) for t, s in parsed]
+    rate = halves = None
+    if gen[0][1] is not None and gen[-1][1] is not None and seconds > 0:
+        rate = (gen[-1][1] - gen[0][1]) / seconds
+        if len(gen) >= 3:
+            mid = min(range(1, len(gen) - 1), key=lambda i: abs(gen[i][0] - (t0 + seconds / 2)))
+            (ta, a), (tm, m), (tb, b) = gen[0], gen[mid], gen[-1]
+            if a is not None and m is not None and b is not None and tm > ta and tb > tm:
+                halves = ((m - a) / (tm - ta), (b - m) / (tb - tm))
+    b0, b1 = _buckets(first, TTFT), _buckets(last, TTFT)
+    delta = {le: b1[le] - b0.get(le, 0.0) for le in b1}
+    num_ttft = int(max(delta.values())) if delta else 0
+    limits = [_sum_of(s, POWER_LIMIT_METRICS) for _t, s in parsed]
+    return Readings(
+        seconds=seconds,
+        kv_cache_usage=_mean([_mean_of(s, KV_METRICS) for _t, s in parsed]),
+        num_waiting=_mean([_sum_of(s, (WAITING,)) for _t, s in parsed]),
+        num_running=_mean([_sum_of(s, (RUNNING,)) for _t, s in parsed]),
+        gpu_util_percent=_mean([_mean_of(s, GPU_UTIL_METRICS) for _t, s in parsed]),
+        ttft_p99_seconds=histogram_quantile(0.99, delta) if num_ttft > 0 else None,
+        num_ttft=num_ttft,
+        power_watts=_mean([_sum_of(s, POWER_METRICS) for _t, s in parsed]),
+        power_limit_watts=_mean(limits),
+        gen_tokens_per_s=rate,
+        gen_tokens_per_s_halves=halves,
+        source=source,
+    )
+
+
+# ---- the edges: live /metrics and Prometheus -------------------------------------------------
+
+
+def sample_metrics(
+    urls: Sequence[str],
+    seconds: float,
+    interval_s: float = 1.0,
+    fetch: prom.Fetch = prom.http_get,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[tuple[float, str]]:
+    """Snapshots of the URLs' /metrics (texts joined) every ``interval_s`` for ``seconds``."""
+    out: list[tuple[float, str]] = []
+    start = clock()
+    n = max(2, math.ceil(seconds / interval_s) + 1)
+    for i in range(n):
+        wait = start + i * interval_s - clock()
+        if wait > 0:
+            sleep(wait)
+        t = clock()
+        out.append((t, "\n".join(fetch(u).decode("utf-8", "replace") for u in urls)))
+    return out
+
+
+def prometheus_readings(
+    url: str, range_s: float, at_ts: float | None = None, fetch: prom.Fetch = prom.http_get
+) -> Readings:
+    """The same readings from a Prometheus over [at - range, at]."""
+    rng = prom.duration(range_s)
+    half = prom.duration(range_s / 2)
+
+    def one(*exprs: str) -> float | None:
+        got = prom.first_value(url, list(exprs), at_ts, fetch)
+        return None if got is None else got[0]
+
+    kv = one(*(f"avg(avg_over_time({m}[{rng}]))" for m in KV_METRICS))
+    first = one(f"sum(rate({GENERATION}[{half}] offset {half}))")
+    second = one(f"sum(rate({GENERATION}[{half}]))")
+    ttft_count = one(f"sum(increase({TTFT}_count[{rng}]))")
+    return Readings(
+        seconds=float(max(1, round(range_s))),
+        kv_cache_usage=kv,
+        num_waiting=one(f"sum(avg_over_time({WAITING}[{rng}]))"),
+        num_running=one(f"sum(avg_over_time({RUNNING}[{rng}]))"),
+        gpu_util_percent=one(*(f"avg(avg_over_time({m}[{rng}]))" for m in GPU_UTIL_METRICS)),
+        ttft_p99_seconds=one(
+            f"histogram_quantile(0.99, sum by (le) (increase({TTFT}_bucket[{rng}])))"
+        ),
+        num_ttft=round(ttft_count or 0),
+        power_watts=one(*(f"sum(avg_over_time({m}[{rng}]))" for m in POWER_METRICS)),
+        power_limit_watts=one(*(f"sum(avg_over_time({m}[{rng}]))" for m in POWER_LIMIT_METRICS)),
+        gen_tokens_per_s=one(f"sum(rate({GENERATION}[{rng}]))"),
+        gen_tokens_per_s_halves=None if first is None or second is None else (first, second),
+        source=f"Prometheus {url}, last {rng}",
+    )
+
+
+__all__ = [
+    "RULES",
+    "Advice",
+    "Readings",
+    "Rule",
+    "Thresholds",
+    "Verdict",
+    "advise",
+    "histogram_quantile",
+    "prometheus_readings",
+    "readings_from_snapshots",
+    "sample_metrics",
+]
