@@ -1,0 +1,149 @@
+"""A real Prometheus (Debian's /usr/bin/prometheus) for tests, plus promtool and PromQL helpers.
+
+The server listens on 127.0.0.1 on a free port, keeps its TSDB under the test's tmp folder and
+is stopped by pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from devtools.vllm_server import free_port
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+_KEYWORDS = {
+    "by", "without", "on", "ignoring", "group_left", "group_right", "or", "and", "unless",
+    "bool", "offset", "inf", "nan",
+}  # fmt: skip
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression selects (functions, keywords and labels left out)."""
+    s = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals
+    s = re.sub(r"\{[^}]*\}", " ", s)  # label matchers
+    s = re.sub(r"\[[^\]]*\]", " ", s)  # ranges
+    s = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", s)
+    names = set()
+    for m in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", s):
+        rest = s[m.end() :].lstrip()
+        if rest.startswith("("):
+            continue  # a function or aggregation
+        if m.group(0).lower() in _KEYWORDS:
+            continue
+        names.add(m.group(0))
+    return names
+
+
+def is_gpu_metric(name: str) -> bool:
+    return name.startswith("DCGM_") or name.startswith("vllm_ledger_gpu_")
+
+
+def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+@dataclass
+class Prometheus:
+    config: Path
+    data_dir: Path
+    log_path: Path
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> Prometheus:
+        self.port = self.port or free_port()
+        log = open(self.log_path, "ab")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [
+                PROMETHEUS,
+                f"--config.file={self.config}",
+                f"--storage.tsdb.path={self.data_dir}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--web.enable-lifecycle",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"prometheus exited with {self.proc.returncode}; log: {self.log_path}"
+                )
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            time.sleep(0.3)
+        self.stop()
+        raise TimeoutError(f"prometheus not ready after {timeout_s} s; log: {self.log_path}")
+
+    def stop(self) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        self.proc = None
+
+    def api(self, path: str, **params: str) -> dict[str, Any]:
+        url = f"{self.url}/api/v1/{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                doc: dict[str, Any] = json.loads(r.read())
+        except urllib.error.HTTPError as exc:  # 400 on a bad expression: keep the error text
+            doc = json.loads(exc.read())
+        return doc
+
+    def query(self, expr: str) -> dict[str, Any]:
+        """The /api/v1/query answer: {"status": ..., "data": {"resultType", "result"}}."""
+        return self.api("query", query=expr)
+
+    def vector(self, expr: str) -> list[dict[str, Any]]:
+        doc = self.query(expr)
+        assert doc["status"] == "success", (expr, doc)
+        result: list[dict[str, Any]] = doc["data"]["result"]
+        return result
+
+    def scalar(self, expr: str) -> float | None:
+        """The value of a one-element vector, or None when the result is empty."""
+        result = self.vector(expr)
+        if not result:
+            return None
+        assert len(result) == 1, (expr, result)
+        return float(result[0]["value"][1])
+
+    def targets_up(self) -> dict[str, str]:
+        doc = self.api("targets")
+        return {
+            t["labels"]["job"] + "/" + t["labels"]["instance"]: t["health"]
+            for t in doc["data"]["activeTargets"]
+        }
