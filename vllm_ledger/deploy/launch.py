@@ -121,9 +121,11 @@ def render_script(host: Host, *, mode: str | None = None, usage: bool = False) -
     check_for(host, mode, usage)
     out = [
         "#!/usr/bin/env bash",
-        f"# vLLM launch script ({mode} mode, ledger {'on' if usage else 'off'}), rendered by "
+        f"# vLLM launch script ({mode} mode{', usage ledger on' if usage else ''}), rendered by "
         f"vllm-ledger {__version__}.",
         "# Do not edit: change the host file, render again and review the diff.",
+        "# Host-file values are single-quoted: '$' and backticks in them are literal on purpose.",
+        "# shellcheck disable=SC2016",
         "set -euo pipefail",
         "",
     ]
