@@ -1,0 +1,428 @@
+"""The Report as one self-contained HTML page: tables, an hourly chart and a coverage strip.
+
+Nothing is fetched when the page is viewed: no scripts, fonts, images or style sheets from
+anywhere; the charts are inline SVG and the styles inline CSS. Standard library only.
+
+The page holds the five-window table, a stacked hourly chart of the last 7 days (cached input,
+uncached input and output, so a bar's height is input + output), a coverage strip under it on
+the same time axis (green where every expected writer vouched, coloured by cause where not),
+and the per-instance breakdown. Every figure in a table carries its exact value in
+``data-window``/``data-field``/``data-value`` attributes, the same values as ``report --json``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from vllm_ledger.errors import BadArgument
+from vllm_ledger.formats.json import window_dict
+from vllm_ledger.formats.text import duration
+from vllm_ledger.report import BreakdownRow, Report, WindowReport, build_report
+from vllm_ledger.timeline import CAUSE_TEXT, CAUSES, Timeline, build_timeline
+
+# Series and causes keep these exact colours (the browser test looks for them).
+SERIES_COLORS = {"cached": "#4e79a7", "uncached": "#a0cbe8", "output": "#f28e2b"}
+SERIES_TEXT = {"cached": "input, cached", "uncached": "input, not cached", "output": "output"}
+COVERED_COLOR = "#59a14f"
+CAUSE_COLORS = {
+    "write_failed": "#76b7b2",
+    "queue_overflow": "#ff9da7",
+    "rejected_input": "#9c755f",
+    "unclean_exit": "#b07aa1",
+    "heartbeat_stale": "#edc948",
+    "writer_missing": "#e15759",
+    "not_recording": "#9d9d9d",
+}
+
+# SVG geometry, in viewBox units.
+VIEW_W = 1000
+PLOT_X0, PLOT_X1 = 64, 990
+CHART_Y0, CHART_Y1 = 12, 232
+STRIP_Y0, STRIP_Y1 = 262, 288
+VIEW_H = 300
+MIN_BAR_H = 1.5  # a step with any tokens stays visible
+MIN_SPAN_W = 2.0  # so does a one-second uncovered span
+
+FIELDS = (
+    ("input", "input"),
+    ("output", "output"),
+    ("cached", "cached"),
+    ("hit_rate", "hit rate"),
+    ("avg_speed", "avg tok/s"),
+    ("gen_speed", "gen tok/s"),
+    ("requests", "requests"),
+    ("uncovered_seconds", "uncovered"),
+)
+
+CSS = """
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { font: 15px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222;
+  background: #fff; margin: 0 auto; padding: 12px; max-width: 1100px; }
+h1 { font-size: 1.25em; margin: 0 0 4px; }
+h2 { font-size: 1.05em; margin: 18px 0 6px; }
+p { margin: 4px 0; }
+.muted { color: #666; font-size: .9em; }
+.scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
+table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
+th, td { padding: 3px 8px; border-bottom: 1px solid #e4e4e4; white-space: nowrap; }
+th { text-align: left; font-weight: 600; background: #f6f6f6; }
+td.n { text-align: right; }
+tr.bad td.cov { color: #b00020; font-weight: 600; }
+tr.first td, tr.first th { border-top: 2px solid #bbb; }
+figure { margin: 8px 0; }
+svg { display: block; width: 100%; height: auto; }
+svg text { font: 11px system-ui, sans-serif; fill: #444; }
+.legend { list-style: none; padding: 0; margin: 6px 0; display: flex; flex-wrap: wrap;
+  gap: 4px 16px; font-size: .9em; }
+.sw { display: inline-block; width: 11px; height: 11px; margin-right: 5px; vertical-align: -1px; }
+@media (max-width: 640px) {
+  body { font-size: 13px; padding: 8px; }
+  th, td { padding: 2px 5px; }
+  svg text { font-size: 22px; }
+  svg .wide { display: none; }
+}
+@page { size: A4 landscape; margin: 8mm; }
+@media print {
+  body { font-size: 8.5pt; max-width: none; padding: 0; }
+  h2 { margin: 8px 0 3px; }
+  th, td { padding: 1px 5px; }
+  .scroll { overflow: visible; }
+  figure { margin: 4px 0; }
+  svg { max-height: 62mm; }
+  section, figure, table { break-inside: avoid; }
+  .noprint { display: none; }
+}
+"""
+
+
+def write(report: Report, path: str | os.PathLike[str], roots: Sequence[Path]) -> None:
+    """Write the page for ``report`` to ``path`` (atomically: a reader never sees half)."""
+    timeline = build_timeline(
+        roots,
+        window="7d",
+        step="1h",
+        at_ts=report.at_ts,
+        tz=report.tz,
+        clock=lambda: report.generated_ts,
+    )
+    if report.breakdown_by == "instance":
+        instances = report.breakdown
+    else:
+        instances = build_report(
+            roots,
+            at_ts=report.at_ts,
+            tz=report.tz,
+            by="instance",
+            clock=lambda: report.generated_ts,
+        ).breakdown
+    _write_atomic(Path(path), render(report, timeline, instances))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise BadArgument(f"--html {path}: folder {folder} does not exist; create it first")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---- rendering (pure) ------------------------------------------------------------------------
+
+
+def _e(x: object) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _when(ts: float, tz: ZoneInfo, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    return datetime.fromtimestamp(ts, tz).strftime(fmt)
+
+
+def _shown(field: str, value: Any) -> str:
+    if value is None:
+        return "–"
+    if field == "hit_rate":
+        return f"{value * 100:.1f}%"
+    if field in ("avg_speed", "gen_speed"):
+        return f"{value:,.2f}"
+    if field == "uncovered_seconds":
+        return duration(int(value))
+    return f"{value:,}"
+
+
+def _cells(w: WindowReport) -> str:
+    d = window_dict(w)
+    cells = []
+    for field, _label in FIELDS:
+        cells.append(
+            f'<td class="n" data-window="{_e(w.name)}" data-field="{field}" '
+            f"data-value='{_e(json.dumps(d[field]))}'>{_e(_shown(field, d[field]))}</td>"
+        )
+    problems = ", ".join(f"{k} {v}" for k, v in w.problems.items()) or "no problems"
+    cells.append(
+        f'<td class="cov" data-window="{_e(w.name)}" data-field="complete" '
+        f"data-value='{json.dumps(w.complete)}' title=\"{_e(problems)}\">"
+        f"{'complete' if w.complete else 'INCOMPLETE'}</td>"
+    )
+    return "".join(cells)
+
+
+def _header(first: Iterable[str]) -> str:
+    cols = [*first, *(label for _f, label in FIELDS), "coverage"]
+    return "<tr>" + "".join(f"<th>{_e(c)}</th>" for c in cols) + "</tr>"
+
+
+def windows_table(windows: Sequence[WindowReport]) -> str:
+    rows = [_header(["window"])]
+    for w in windows:
+        bad = "" if w.complete else ' class="bad"'
+        rows.append(f"<tr{bad}><th>{_e(w.name)}</th>{_cells(w)}</tr>")
+    return f'<div class="scroll"><table id="windows">{"".join(rows)}</table></div>'
+
+
+def breakdown_table(rows: Sequence[BreakdownRow], table_id: str, key_label: str) -> str:
+    if not rows:
+        return '<p class="muted">no ledger rows</p>'
+    out = [_header([key_label, "window"])]
+    for row in rows:
+        for i, w in enumerate(row.windows):
+            classes = " ".join(
+                c for c in ("first" if i == 0 else "", "" if w.complete else "bad") if c
+            )
+            cls = f' class="{classes}"' if classes else ""
+            key = f"<th>{_e(row.key)}</th>" if i == 0 else "<td></td>"
+            out.append(
+                f'<tr{cls} data-key="{_e(row.key)}">{key}<td>{_e(w.name)}</td>{_cells(w)}</tr>'
+            )
+    return f'<div class="scroll"><table id="{table_id}">{"".join(out)}</table></div>'
+
+
+def _nice_top(value: float) -> float:
+    if value <= 0:
+        return 1.0
+    mag = 10 ** math.floor(math.log10(value))
+    for m in (1, 2, 2.5, 5, 10):
+        if value <= m * mag:
+            return m * mag
+    return 10 * mag  # pragma: no cover
+
+
+def _fmt_axis(n: float) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f}{unit}" if v.is_integer() else f"{v:.1f}{unit}"
+    return f"{n:.0f}"
+
+
+def chart_svg(tl: Timeline) -> str:
+    """The stacked hourly bars and, on the same time axis, the coverage strip."""
+    tz = ZoneInfo(tl.tz)
+    start, cutoff = tl.window.start_ts, tl.window.cutoff_ts
+    span = max(1, cutoff - start)
+    pw = PLOT_X1 - PLOT_X0
+    ch = CHART_Y1 - CHART_Y0
+
+    def x(ts: float) -> float:
+        return PLOT_X0 + (ts - start) / span * pw
+
+    top = _nice_top(max((s.input_tokens + s.output_tokens for s in tl.steps), default=0))
+    parts = [
+        f'<svg id="chart" viewBox="0 0 {VIEW_W} {VIEW_H}" role="img" '
+        f'aria-label="tokens per hour and coverage over the last 7 days">'
+    ]
+    # Grid: three horizontal lines with token labels, a vertical line at each local midnight.
+    for frac in (0.0, 0.5, 1.0):
+        y = CHART_Y1 - frac * ch
+        parts.append(
+            f'<line x1="{PLOT_X0}" x2="{PLOT_X1}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'stroke="#dddddd" stroke-width="1"/>'
+        )
+        parts.append(
+            f'<text x="{PLOT_X0 - 6}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{_e(_fmt_axis(top * frac))}</text>"
+        )
+    day = datetime.fromtimestamp(start, tz).replace(hour=0, minute=0, second=0, microsecond=0)
+    while True:
+        day = (day + timedelta(days=1, hours=2)).replace(hour=0)
+        ts = day.timestamp()
+        if ts >= cutoff:
+            break
+        parts.append(
+            f'<line x1="{x(ts):.2f}" x2="{x(ts):.2f}" y1="{CHART_Y0}" y2="{STRIP_Y1}" '
+            f'stroke="#dddddd" stroke-width="1"/>'
+        )
+        if cutoff - ts > span / 12:  # leave room for the cutoff's label
+            parts.append(
+                f'<text x="{x(ts) + 3:.2f}" y="{CHART_Y1 + 16}">'
+                f"{_e(day.strftime('%a %m-%d'))}</text>"
+            )
+    parts.append(
+        f'<text class="wide" x="{PLOT_X1}" y="{CHART_Y1 + 16}" text-anchor="end">'
+        f"{_e(_when(cutoff, tz, '%m-%d %H:%M'))}</text>"
+    )
+    # Bars: cached input at the bottom, then uncached input, then output.
+    parts.append('<g shape-rendering="crispEdges">')
+    for s in tl.steps:
+        x0, x1 = x(s.start_ts), x(s.cutoff_ts)
+        stack = (
+            ("cached", s.cached_tokens),
+            ("uncached", s.input_tokens - s.cached_tokens),
+            ("output", s.output_tokens),
+        )
+        if not any(v for _k, v in stack):
+            continue
+        label = (
+            f"{_when(s.start_ts, tz, '%m-%d %H:%M')}–{_when(s.cutoff_ts, tz, '%H:%M')}: "
+            f"input {s.input_tokens:,} (cached {s.cached_tokens:,}), output {s.output_tokens:,}, "
+            f"uncovered {duration(s.uncovered_seconds)}"
+        )
+        y = float(CHART_Y1)
+        parts.append(f"<g><title>{_e(label)}</title>")
+        for key, v in stack:
+            if v <= 0:
+                continue
+            h = max(MIN_BAR_H, v / top * ch)
+            y -= h
+            parts.append(
+                f'<rect x="{x0:.2f}" y="{y:.2f}" width="{max(0.5, x1 - x0):.2f}" '
+                f'height="{h:.2f}" fill="{SERIES_COLORS[key]}"/>'
+            )
+        parts.append("</g>")
+    # The coverage strip: green, with the uncovered spans drawn over it in their cause colour.
+    parts.append(
+        f'<rect id="strip" x="{PLOT_X0}" y="{STRIP_Y0}" width="{pw}" '
+        f'height="{STRIP_Y1 - STRIP_Y0}" fill="{COVERED_COLOR}"/>'
+    )
+    for u in tl.uncovered:
+        x0 = x(u.start_ts)
+        w = max(MIN_SPAN_W, x(u.end_ts) - x0)
+        x0 = min(x0, PLOT_X1 - w)
+        a, b = _when(u.start_ts, tz, "%m-%d %H:%M:%S"), _when(u.end_ts, tz, "%m-%d %H:%M:%S")
+        label = f"{a} – {b}: uncovered {duration(u.seconds)}, {CAUSE_TEXT[u.cause]}"
+        parts.append(
+            f'<rect x="{x0:.2f}" y="{STRIP_Y0}" width="{w:.2f}" '
+            f'height="{STRIP_Y1 - STRIP_Y0}" fill="{CAUSE_COLORS[u.cause]}">'
+            f"<title>{_e(label)}</title></rect>"
+        )
+    parts.append("</g>")
+    parts.append(
+        f'<text class="wide" x="{PLOT_X0 - 6}" y="{(STRIP_Y0 + STRIP_Y1) / 2 + 4:.1f}" '
+        f'text-anchor="end">coverage</text>'
+    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def legend(tl: Timeline) -> str:
+    items = [
+        f'<li><span class="sw" style="background:{SERIES_COLORS[k]}"></span>'
+        f"{_e(SERIES_TEXT[k])}</li>"
+        for k in ("cached", "uncached", "output")
+    ]
+    items.append(f'<li><span class="sw" style="background:{COVERED_COLOR}"></span>covered</li>')
+    seconds: dict[str, int] = {}
+    for u in tl.uncovered:
+        seconds[u.cause] = seconds.get(u.cause, 0) + u.seconds
+    for cause in CAUSES:
+        if cause in seconds:
+            items.append(
+                f'<li data-cause="{cause}" data-seconds="{seconds[cause]}">'
+                f'<span class="sw" style="background:{CAUSE_COLORS[cause]}"></span>'
+                f"{_e(CAUSE_TEXT[cause])}: {_e(duration(seconds[cause]))}</li>"
+            )
+    return f'<ul class="legend">{"".join(items)}</ul>'
+
+
+def _problem_notes(report: Report, tz: ZoneInfo) -> str:
+    notes = []
+    for wr in report.writers:
+        if wr.state not in ("alive", "closed"):
+            last = "never" if wr.last_ts is None else _when(wr.last_ts, tz)
+            notes.append(
+                f"run {wr.run_id} writer {wr.writer_rank} of {wr.expected_writers} "
+                f"({wr.instance}): {wr.state}, last heartbeat {last}"
+            )
+    for f in report.files:
+        notes.append(f"ledger {f.path}: {f.status} ({f.detail})")
+    if not notes:
+        return ""
+    items = "".join(f"<li>{_e(n)}</li>" for n in notes)
+    return (
+        "<section><h2>Writers and files that cannot vouch</h2>"
+        f'<ul class="muted">{items}</ul></section>'
+    )
+
+
+def render(report: Report, tl: Timeline, instances: Sequence[BreakdownRow]) -> str:
+    tz = ZoneInfo(report.tz)
+    w7 = tl.window
+    title = f"vLLM token ledger, {_when(report.cutoff_ts, tz)} ({report.tz})"
+    extra = ""
+    if report.breakdown_by not in (None, "instance"):
+        extra = (
+            f"<section><h2>By {_e(report.breakdown_by)}</h2>"
+            f"{breakdown_table(report.breakdown, 'breakdown', str(report.breakdown_by))}"
+            "</section>"
+        )
+    chart_note = (
+        f"Last 7 days in hours, {_when(w7.start_ts, tz, '%m-%d %H:%M')} to "
+        f"{_when(w7.cutoff_ts, tz, '%m-%d %H:%M')}: input {w7.input_tokens:,}, "
+        f"output {w7.output_tokens:,}, cached {w7.cached_tokens:,}, "
+        f"uncovered {duration(w7.uncovered_seconds)}. The chart and strip cover every ledger "
+        "under the roots."
+    )
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<header>
+<h1>{_e(title)}</h1>
+<p class="muted">{report.runs} run(s), {len(report.writers)} writer(s); roots:
+{_e(", ".join(report.roots))}</p>
+</header>
+<section>
+<h2>Windows</h2>
+{windows_table(report.windows)}
+</section>
+<section>
+<h2>Tokens per hour and coverage, last 7 days</h2>
+<figure>
+{chart_svg(tl)}
+<figcaption class="muted">{_e(chart_note)}</figcaption>
+</figure>
+{legend(tl)}
+</section>
+<section>
+<h2>By instance</h2>
+{breakdown_table(instances, "instances", "instance")}
+</section>
+{extra}
+{_problem_notes(report, tz)}
+<p class="muted">Unknown is never shown as zero: an incomplete window's figures are a lower bound.
+Hit rate = cached / input; avg tok/s = output / wall seconds of the window; gen tok/s is the
+decode-time-weighted speed of finished requests.</p>
+</body>
+</html>
+"""
