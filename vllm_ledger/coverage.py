@@ -13,6 +13,7 @@ or lost are cut out of the covered time.
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ PROBLEM_CODES: tuple[str, ...] = (
     "rejected_input",
     "write_failed",
     "ledger_unreadable",
+    "sequence_gap",
     "ledger_busy",
     "imprecise_edge",
 )
@@ -54,9 +56,11 @@ class CoverageModel:
     writers: list[WriterCoverage]
     covered: list[iv.Interval]
     problem_seconds: list[tuple[int, int, int, int]]
-    unreadable: int
+    unreadable_since: list[float]  # a lower bound of each unreadable file's time
     busy: int
     first_record_ts: int | None
+    # (from, to, commits): commits a writer made that its file no longer holds
+    gaps: list[tuple[float, float, int]] = field(default_factory=list)
 
     def uncovered_seconds(self, w: Window) -> int:
         covered = iv.measure(iv.clip(self.covered, w.start_ts, w.cutoff_ts))
@@ -86,8 +90,12 @@ class CoverageModel:
                     counts["rejected_input"] += rejected
                 if lost:
                     counts["write_failed"] += lost
-        if self.unreadable:
-            counts["ledger_unreadable"] += self.unreadable
+        for since in self.unreadable_since:
+            if since < w.cutoff_ts:
+                counts["ledger_unreadable"] += 1
+        for lo, hi, n in self.gaps:
+            if lo < w.cutoff_ts and hi >= w.start_ts:
+                counts["sequence_gap"] += n
         if self.busy:
             counts["ledger_busy"] += self.busy
         if imprecise:
@@ -187,15 +195,28 @@ def build(snapshots: Sequence[LedgerSnapshot], at_ts: float) -> CoverageModel:
     problem_seconds = sorted(ps for s in ok for ps in s.problem_seconds)
     bad = iv.normalize((ts, ts + 1) for ts, *_ in problem_seconds)
     covered = iv.subtract(covered, bad)
-    firsts: list[int] = [s.first_bucket_ts for s in ok if s.first_bucket_ts is not None]
-    firsts += [problem_seconds[0][0]] if problem_seconds else []
-    firsts += [math.ceil(s.spans[0][0]) for s in ok if s.spans]
-    first_record = min(firsts) if firsts else None
+    first_seconds: list[int] = [s.first_bucket_ts for s in ok if s.first_bucket_ts is not None]
+    first_seconds += [problem_seconds[0][0]] if problem_seconds else []
+    first_seconds += [math.ceil(s.spans[0][0]) for s in ok if s.spans]
+    first_record = min(first_seconds) if first_seconds else None
     return CoverageModel(
         writers=writers,
         covered=covered,
         problem_seconds=problem_seconds,
-        unreadable=sum(1 for s in snapshots if s.status in ("unreadable", "empty", "denied")),
+        unreadable_since=[
+            _run_start_estimate(s.run_id, run_start)
+            for s in snapshots
+            if s.status in ("unreadable", "empty", "denied")
+        ],
+        gaps=[
+            (
+                max((e for _, e in s.spans), default=-math.inf),
+                s.marker_ts or math.inf,
+                s.missing_commits,
+            )
+            for s in ok
+            if s.missing_commits
+        ],
         busy=sum(1 for s in snapshots if s.status == "busy"),
         first_record_ts=first_record,
     )
@@ -228,3 +249,15 @@ def _writer(
     return WriterCoverage(
         run_id, rank, expected, inst, state, iv.normalize(whole), first, last, files=len(snaps)
     )
+
+
+def _run_start_estimate(run_id: str, run_start: dict[str, float]) -> float:
+    """When a run whose file cannot be read began: from its other files or its id."""
+    known = run_start.get(run_id, math.inf)
+    if known < math.inf:
+        return known
+    try:
+        stamp = datetime.strptime(run_id[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return -math.inf
+    return stamp.timestamp()

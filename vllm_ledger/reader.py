@@ -74,6 +74,9 @@ class LedgerSnapshot:
     # window name -> engine -> sums
     sums: dict[str, dict[int, Sums]] = field(default_factory=dict)
     imprecise_windows: set[str] = field(default_factory=set)
+    # From the sequence marker beside the file: commits the writer made that the file lacks.
+    missing_commits: int = 0
+    marker_ts: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -124,6 +127,10 @@ def read_ledger(
 ) -> LedgerSnapshot:
     """Read one ledger file's facts and its sums for each window. Never raises."""
     snap = LedgerSnapshot(path=path, status="ok")
+    named = paths.parse_ledger_name(path.name)
+    if named is not None:  # known even when the file cannot be read
+        snap.run_id = path.parent.name
+        snap.writer_rank, snap.generation = named
     try:
         with store.open_read_only(path, busy_timeout_s) as conn:
             _read_into(conn, snap, windows)
@@ -133,6 +140,10 @@ def read_ledger(
     except OSError as exc:
         snap.status = "denied"
         snap.detail = str(exc)
+    marker = store.read_sequence_marker(path)
+    if snap.ok and marker is not None and marker[0] > snap.last_seq:
+        snap.missing_commits = marker[0] - snap.last_seq
+        snap.marker_ts = marker[1]
     if snap.status == "empty" and now_ts is not None:
         try:
             if now_ts - path.stat().st_mtime < EMPTY_GRACE_S:
@@ -169,7 +180,7 @@ def _read_into(conn: sqlite3.Connection, snap: LedgerSnapshot, windows: Sequence
     ]
     if "problem_seconds" in tables:
         snap.problem_seconds = [
-            tuple(r)  # type: ignore[misc]
+            tuple(r)
             for r in conn.execute(
                 "SELECT ts, dropped_events, rejected_events, lost_events FROM problem_seconds"
             )

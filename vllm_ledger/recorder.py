@@ -43,6 +43,7 @@ DRAIN_TIMEOUT_S = 5.0
 MAX_RETRIES = 3
 MAX_PENDING_FAULT_SECONDS = 86_400
 SPAN_BREAK_S = 30.0  # a gap between commits longer than this starts a new span
+INTEGRITY_CHECK_INTERVAL_S = 60.0  # PRAGMA quick_check on a fresh read-only connection
 
 # Indexes into a bucket's list of counts (the order of ``store.COUNT_COLUMNS``).
 PROMPT, GENERATION, CACHED, REQUESTS, DECODE_TOKENS, DECODE_US, DROPPED, REJECTED, LOST = range(9)
@@ -90,6 +91,7 @@ class Recorder:
         max_retries: int = MAX_RETRIES,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        integrity_check_interval_s: float = INTEGRITY_CHECK_INTERVAL_S,
     ) -> None:
         self.root = Path(root)
         self.identity = identity
@@ -99,6 +101,8 @@ class Recorder:
         self.max_retries = max_retries
         self.clock = clock
         self.monotonic = monotonic
+        self.integrity_check_interval_s = integrity_check_interval_s
+        self._next_integrity_check = monotonic() + integrity_check_interval_s
 
         # Touched only by the submitting thread (vLLM's output loop).
         self._faults = _Faults()
@@ -234,6 +238,8 @@ class Recorder:
             except queue.Empty:
                 pass
             now = mono()
+            if now >= next_heartbeat:
+                self._check_file(now)
             if (now >= next_flush and self._pending_events) or now >= next_heartbeat:
                 self._flush()
                 next_flush = now + self.flush_interval_s
@@ -277,6 +283,22 @@ class Recorder:
             b = self._buckets[key] = [0] * N_COUNTS
         return b
 
+    # ---- watching the file --------------------------------------------------------------
+
+    def _check_file(self, now_mono: float) -> None:
+        """Look for damage done to the file from outside; on damage, move to a new file."""
+        if self._conn is None or self.path is None:
+            return
+        problem = store.file_damage(self.path, expect_wal=True)
+        if problem is None and now_mono >= self._next_integrity_check:
+            self._next_integrity_check = now_mono + self.integrity_check_interval_s
+            result = store.quick_check(self.path)
+            if result != "ok" and "locked" not in result:
+                problem = f"quick_check: {result}"
+        if problem is not None:
+            self.last_error = f"ledger damaged: {problem}"
+            self._rotate()
+
     # ---- committing ----------------------------------------------------------------------
 
     def _flush(self, final: bool = False) -> bool:
@@ -317,7 +339,7 @@ class Recorder:
             or now_ts < self._span_end_ts - 1.0
             or now_ts - self._span_end_ts > SPAN_BREAK_S
         )
-        with conn:
+        with store.transaction(conn):
             if rows:
                 conn.executemany(_UPSERT_BUCKET, rows)
                 conn.executemany(_UPSERT_HOURLY, [(t, e, *c) for (t, e), c in hours.items()])
@@ -343,6 +365,9 @@ class Recorder:
         self._seq = seq
         self._span_id = span_id
         self._span_end_ts = now_ts
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                store.write_sequence_marker(self.path, seq, now_ts)
 
     def _on_commit_failure(self, exc: BaseException) -> None:
         self.commit_failures_total += 1
@@ -379,9 +404,14 @@ class Recorder:
         """Leave a damaged file as it is and continue in a new one."""
         self.files_rotated_total += 1
         logger.warning(
-            "vllm-ledger: ledger %s is damaged; left untouched, opening a new one", self.path
+            "vllm-ledger: ledger %s is damaged (%s); left untouched, opening a new one",
+            self.path,
+            self.last_error,
         )
-        self._close_connection()
+        if self._conn is not None:
+            store.close_without_checkpoint(self._conn)
+            self._conn = None
+        self._span_id = None
         self._need_new_file = True
         self._need_meta = True
         self._seq = 0
@@ -415,7 +445,7 @@ class Recorder:
                 **ident.instance.to_meta(),
             }
             try:
-                with conn:
+                with store.transaction(conn):
                     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
             except BaseException:
                 conn.close()

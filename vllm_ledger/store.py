@@ -87,7 +87,7 @@ def apply_migrations(conn: sqlite3.Connection, now_ts: float) -> list[str]:
     for name, ddl in MIGRATIONS:
         if name in done:
             continue
-        with conn:
+        with transaction(conn):
             for statement in ddl.split(";"):
                 if statement.strip():
                     conn.execute(statement)
@@ -96,13 +96,26 @@ def apply_migrations(conn: sqlite3.Connection, now_ts: float) -> list[str]:
     return applied
 
 
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One explicit write transaction on an autocommit connection; rolled back on error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
+
+
 def open_for_write(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> sqlite3.Connection:
     """Create or open a ledger file for this process alone, in WAL with synchronous=NORMAL."""
     conn = sqlite3.connect(
         str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
     )
     try:
-        conn.isolation_level = ""  # deferred transactions driven by ``with conn``
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise sqlite3.OperationalError(f"journal_mode is {mode}, not wal")
@@ -142,3 +155,89 @@ def fsync_dir(path: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE = 1006
+
+
+def close_without_checkpoint(conn: sqlite3.Connection) -> None:
+    """Close a connection to a damaged ledger without SQLite's checkpoint-on-close.
+
+    A checkpoint would copy WAL frames into the damaged file; the file must stay byte for byte
+    as it was found. Python 3.12+ exposes the switch; on 3.10/3.11 it is set through the
+    connection's ``sqlite3*`` handle (the first field of CPython's connection object). If
+    neither works the connection is left open (and so unclosed) rather than risk a write.
+    """
+    try:
+        setconfig = getattr(conn, "setconfig", None)
+        if setconfig is not None:
+            setconfig(_SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, True)
+        else:
+            import ctypes
+
+            import _sqlite3
+
+            lib = ctypes.CDLL(_sqlite3.__file__)
+            handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__).value
+            db_config = lib.sqlite3_db_config
+            db_config.restype = ctypes.c_int
+            rc = db_config(
+                ctypes.c_void_p(handle),
+                ctypes.c_int(_SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE),
+                ctypes.c_int(1),
+                ctypes.c_void_p(None),
+            )
+            if rc != 0:
+                raise OSError(f"sqlite3_db_config returned {rc}")
+    except Exception:
+        _LEAKED.append(conn)  # never closed, never checkpointed
+        return
+    with contextlib.suppress(sqlite3.Error):
+        conn.close()
+
+
+_LEAKED: list[sqlite3.Connection] = []
+
+
+def file_damage(path: Path, expect_wal: bool) -> str | None:
+    """A cheap look at a ledger file from outside SQLite: None if it looks sound."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+    if len(head) < 100:
+        return "truncated"
+    if not head.startswith(SQLITE_MAGIC):
+        return "bad header"
+    if expect_wal and not os.path.exists(f"{path}-wal"):
+        return "WAL file missing"
+    return None
+
+
+def quick_check(path: Path, busy_timeout_s: float = 2.0) -> str:
+    """``PRAGMA quick_check`` on a fresh read-only connection: "ok" or the first problem."""
+    try:
+        with open_read_only(path, busy_timeout_s) as conn:
+            rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.Error as exc:
+        return str(exc)
+    first = str(rows[0][0]) if rows else "no answer"
+    return first
+
+
+def write_sequence_marker(path: Path, seq: int, ts: float) -> None:
+    """Record the last committed sequence number beside the ledger (no fsync: a hint)."""
+    marker = Path(f"{path}.seq")
+    tmp = Path(f"{path}.seq.tmp")
+    tmp.write_text(f"{seq} {ts!r}\n")
+    os.replace(tmp, marker)
+
+
+def read_sequence_marker(path: Path) -> tuple[int, float] | None:
+    try:
+        seq, ts = Path(f"{path}.seq").read_text().split()
+        return int(seq), float(ts)
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,69 @@
+"""make demo: a real vLLM server on CPU with the ledger on, real traffic, the report.
+
+1. bundles the plugin into build/demo/plugin (the no-install path: PYTHONPATH);
+2. starts `vllm serve` on 127.0.0.1 with the tiny test model and --api-server-count 2;
+3. sends a mix of requests (completions, chat, streaming, n=2, prefix-cache hits, a client
+   that hangs up mid-stream) with a progress bar;
+4. prints `vllm-ledger report` and `vllm-ledger verify`, then stops the server.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.progress import Progress
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from devtools.tiny_model import make_tiny_model  # noqa: E402
+from devtools.traffic import plan, send_mix  # noqa: E402
+from devtools.vllm_server import VllmServer  # noqa: E402
+from vllm_ledger.bundle import bundle  # noqa: E402
+
+ROUNDS = 3
+
+
+def cli(*args: str) -> int:
+    print(f"\n$ vllm-ledger {' '.join(args)}", flush=True)
+    return subprocess.call([sys.executable, "-m", "vllm_ledger", *args], cwd=REPO)
+
+
+def main() -> int:
+    work = REPO / "build" / "demo"
+    ledger = work / "ledger"
+    model = make_tiny_model(REPO / "build" / "tiny-model").resolve()
+    bundle(work / "plugin")
+    server = VllmServer(
+        model,
+        extra_args=("--api-server-count", "2"),
+        env={"VLLM_LEDGER_DIR": str(ledger)},
+        pythonpath=[work / "plugin"],
+        log_path=work / "vllm.log",
+    )
+    print(f"starting vllm serve on {server.url} (log: {server.log_path}); about 30-60 s on CPU")
+    t0 = time.monotonic()
+    server.start()
+    try:
+        print(f"vLLM is up after {time.monotonic() - t0:.0f} s; the ledger writes to {ledger}")
+        n = len(plan("tiny")) * ROUNDS
+        with Progress() as progress:
+            task = progress.add_task("sending requests", total=n)
+            send_mix(server.url, "tiny", rounds=ROUNDS, progress=lambda _k: progress.advance(task))
+        time.sleep(2.5)  # the report leaves out the unfinished second
+        cli("report", "--root", str(ledger))
+        code = cli("verify", "--root", str(ledger), "--metrics-url", server.url + "/metrics")
+    finally:
+        server.stop()
+    print(
+        "\nserver stopped; the ledger stays: "
+        f"python -m vllm_ledger report --root {ledger.relative_to(REPO)}"
+    )
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

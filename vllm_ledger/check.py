@@ -1,0 +1,60 @@
+"""An integrity pass over every ledger file: for humans and cron, too slow for every poll.
+
+Per file: ``PRAGMA quick_check`` on a read-only connection, the writer identity, the
+sequence marker against the file's last commit (commits the file lost), and whether the
+writer closed cleanly, is alive, or went stale. One verdict line per file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllm_ledger import store
+from vllm_ledger.coverage import STALE_AFTER_S
+from vllm_ledger.reader import discover, read_ledger
+
+
+@dataclass(frozen=True)
+class FileVerdict:
+    path: Path
+    ok: bool
+    verdict: str  # ok | damaged | unreadable | sequence_gap | unclean_exit | stale | busy
+    detail: str
+
+
+def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVerdict:
+    qc = store.quick_check(path, busy_timeout_s)
+    if qc != "ok":
+        kind = "busy" if "locked" in qc else "damaged"
+        return FileVerdict(path, False, kind, f"quick_check: {qc}")
+    snap = read_ledger(path, (), busy_timeout_s, now_ts)
+    if not snap.ok:
+        return FileVerdict(path, False, "unreadable", f"{snap.status}: {snap.detail}")
+    who = f"run {snap.run_id} writer {snap.writer_rank} gen {snap.generation}"
+    if snap.missing_commits:
+        return FileVerdict(
+            path,
+            False,
+            "sequence_gap",
+            f"{who}: {snap.missing_commits} committed batch(es) missing after seq {snap.last_seq}",
+        )
+    last = max((e for _, e in snap.spans), default=None)
+    if snap.clean_close_ts is not None:
+        return FileVerdict(path, True, "ok", f"{who}: closed cleanly, seq {snap.last_seq}")
+    if last is not None and now_ts - last <= STALE_AFTER_S:
+        return FileVerdict(path, True, "ok", f"{who}: alive, seq {snap.last_seq}")
+    age = "never" if last is None else f"{now_ts - last:.0f} s ago"
+    return FileVerdict(
+        path,
+        False,
+        "unclean_exit",
+        f"{who}: no clean close, last heartbeat {age} (its unflushed tail is lost)",
+    )
+
+
+def check(roots: Sequence[Path], clock: Callable[[], float] = time.time) -> list[FileVerdict]:
+    now = clock()
+    return [check_file(p, now) for p in discover(roots)]

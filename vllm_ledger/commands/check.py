@@ -1,0 +1,28 @@
+"""vllm-ledger check: an integrity pass over every ledger (quick_check, gaps, clean closes)."""
+
+from __future__ import annotations
+
+import argparse
+
+from vllm_ledger.check import check
+from vllm_ledger.commands._common import add_roots, roots_of
+
+NAME = "check"
+HELP = "integrity pass over every ledger file; exit 1 if anything is wrong (for cron)"
+EPILOG = """example:
+  vllm-ledger check --root /srv/artifacts/usage
+exit status: 0 all sound, 1 something is wrong (each file's line says what)
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    add_roots(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    verdicts = check(roots_of(args))
+    for v in verdicts:
+        print(f"{v.verdict.upper() if not v.ok else 'ok':<13} {v.path}  {v.detail}")
+    bad = sum(1 for v in verdicts if not v.ok)
+    print(f"{len(verdicts)} ledger file(s), {bad} with problems")
+    return 1 if bad else 0
