@@ -13,10 +13,10 @@ or lost are cut out of the covered time.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from vllm_ledger import intervals as iv
 from vllm_ledger.reader import LedgerSnapshot

@@ -174,9 +174,8 @@ def close_without_checkpoint(conn: sqlite3.Connection) -> None:
         if setconfig is not None:
             setconfig(_SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, True)
         else:
-            import ctypes
-
             import _sqlite3
+            import ctypes
 
             lib = ctypes.CDLL(_sqlite3.__file__)
             handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__).value
