@@ -54,7 +54,7 @@ def _result(
 ) -> PollResult:
     state, doc = classify(CappedRun(ended, code, data))
     remote_clock = 1795943918.5
-    sent = remote_clock - offset_s - rtt_s / 2
+    sent = remote_clock - offset_s - rtt_s  # offset_s: against the receive time
     return PollResult(port, state, doc, sent, sent + rtt_s, received_mono, rtt_s)
 
 
@@ -199,7 +199,8 @@ def test_old_figures_stay_with_their_age_when_the_latest_poll_failed() -> None:
 
 
 def test_clock_offset_hint_only_beyond_5_seconds() -> None:
-    for offset, hinted in ((30.0, True), (-30.0, True), (4.0, False), (5.3, False)):
+    cases = ((30.0, True), (-30.0, True), (4.5, False), (-5.5, False), (5.01, True))
+    for offset, hinted in cases:
         r = _result(19001, _doc(), offset_s=offset, rtt_s=1.0)
         assert r.clock_offset_s == pytest.approx(offset)
         assert r.clock_hint is hinted

@@ -184,16 +184,30 @@ class PollResult:
 
     @property
     def clock_offset_s(self) -> float | None:
-        """Remote clock minus local clock, estimated at the round trip's midpoint."""
+        """Remote clock minus local clock, against the local receive time.
+
+        The remote reads its clock after the SSH handshake, just before it prints, so the
+        receive time is the closest local instant; the true offset lies between this value
+        and the one against the send time (``clock_offset_range_s``).
+        """
         if self.status is None:
             return None
-        return self.status.clock_ts - (self.sent_ts + self.round_trip_s / 2)
+        return self.status.clock_ts - (self.sent_ts + self.round_trip_s)
+
+    @property
+    def clock_offset_range_s(self) -> tuple[float, float] | None:
+        if self.status is None:
+            return None
+        return (
+            self.status.clock_ts - (self.sent_ts + self.round_trip_s),
+            self.status.clock_ts - self.sent_ts,
+        )
 
     @property
     def clock_hint(self) -> bool:
-        """True when the offset exceeds ``CLOCK_HINT_S`` even at the edge of its error bar."""
-        off = self.clock_offset_s
-        return off is not None and abs(off) - self.round_trip_s / 2 > CLOCK_HINT_S
+        """True when the whole offset range lies beyond ``CLOCK_HINT_S`` on one side."""
+        rng = self.clock_offset_range_s
+        return rng is not None and (rng[0] > CLOCK_HINT_S or rng[1] < -CLOCK_HINT_S)
 
 
 def classify(run: CappedRun) -> tuple[str, status_format.StatusDoc | None]:

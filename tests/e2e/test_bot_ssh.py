@@ -1,0 +1,330 @@
+"""The bot's status over a real sshd on 127.0.0.1, with forced-command keys.
+
+One throwaway sshd serves every "host": each alias in the client's ssh config has its own
+key, and each key is pinned in authorized_keys to one command: the two instances' status
+(lines from `vllm-ledger ssh-key-line`), a command that sleeps an hour, one that prints 1 GB,
+one that prints hostile bytes, and a wrapper that runs the status with the clock 30 s ahead.
+Two more aliases fail before any command: an unknown host key and a closed port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+from tests.e2e.sshd import ClientHost, Sshd, free_port, keygen, kill_pid, write_instance_ledger
+from vllm_ledger.bot.poll import CappedRun, run_capped
+from vllm_ledger.windows import WINDOW_NAMES
+
+DEADLINE_S = 8.0
+# How late past its deadline a poll may end (process start, kill, reap) on a loaded machine.
+SLACK_S = 10.0
+NOW = time.time()
+EVENTS_A = [
+    (NOW - 3 * 86400 - 50, 0, 7000, 300, 2000, ((150, 3.0), (149, 2.5))),
+    (NOW - 5000, 0, 1200, 40, 600, ((40, 0.8),)),
+    (NOW - 30, 1, 333, 11, 111, ()),
+]
+EVENTS_B = [
+    (NOW - 6 * 86400, 0, 90000, 4000, 81000, ((4000, 80.0),)),
+    (NOW - 600, 0, 10, 1, 0, ((1, 0.01),)),
+]
+FIGURES = (
+    "input",
+    "output",
+    "cached",
+    "requests",
+    "hit_rate",
+    "avg_speed",
+    "gen_speed",
+    "uncovered_seconds",
+    "complete",
+    "problems",
+    "start",
+    "cutoff",
+)
+HOSTILE = (
+    b"\x1b]0;PWNED\x07\x00\x00"
+    b'{"schema": 1, "clock": 1e309, "cutoff": NaN, "runs": -5, "files_bad": '
+    + str(2**80).encode()
+    + b', "EVIL": "\xff\xfe\xc3(", "windows": {}}\n'
+)
+CLOCK_AHEAD_S = 30.0
+
+
+@dataclass
+class World:
+    sshd: Sshd
+    ssh_config: Path
+    ledgers: dict[str, Path]
+    code_dirs: dict[str, Path]
+    pidfile: Path
+    marker_dir: Path
+
+
+def _usage(world: World, **aliases: tuple[int, str]) -> dict[str, dict[str, str]]:
+    """usage entries: alias -> (node port, ledger name)."""
+    out = {}
+    for alias, (port, ledger) in aliases.items():
+        out[str(port)] = {
+            "target": alias,
+            "code_dir": str(world.code_dirs.get(ledger, world.code_dirs["a"])),
+            "data_dir": str(world.ledgers[ledger]),
+        }
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, plugin_bundle: Path) -> Iterator[World]:
+    base = tmp_path_factory.mktemp("ssh")
+    ledgers = {"a": base / "ledger-a", "b": base / "ledger-b"}
+    write_instance_ledger(ledgers["a"], 19001, EVENTS_A, run_id="run-a", host_name="host-a")
+    write_instance_ledger(ledgers["b"], 19002, EVENTS_B, run_id="run-b", host_name="host-b")
+    # Instance a's code is a bundle folder, b's is the checkout: both forms must work.
+    code_dirs = {"a": plugin_bundle, "b": REPO}
+    sshd = Sshd(base / "sshd")
+    keys = {
+        n: keygen(base / f"key-{n}", n) for n in ("a", "b", "sleep", "flood", "hostile", "clock")
+    }
+    pidfile = base / "sleepers.pid"
+    hostile = base / "hostile.bin"
+    hostile.write_bytes(HOSTILE)
+    wrapper = base / "clock-ahead.sh"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f"cd {code_dirs['a']} && PYTHONPATH={code_dirs['a']} exec python3 -c "
+        f"'import sys, time; t = time.time; time.time = lambda: t() + {CLOCK_AHEAD_S}; "
+        "from vllm_ledger.cli import main; sys.exit(main(sys.argv[1:]))' "
+        f"status --root {ledgers['a']}\n"
+    )
+    lines = []
+    for name, ledger in (("a", "a"), ("b", "b")):
+        rc, out, err = run_cli(
+            "ssh-key-line",
+            "--code-dir",
+            str(code_dirs[name]),
+            "--data-dir",
+            str(ledgers[ledger]),
+            f"{keys[name]}.pub",
+        )
+        assert rc == 0, err
+        lines.append(out)
+    pub = {n: (Path(f"{k}.pub").read_text().strip()) for n, k in keys.items()}
+    lines += [
+        f'restrict,command="echo $$ >> {pidfile}; exec sleep 3600" {pub["sleep"]}',
+        f'restrict,command="exec head -c 1000000000 /dev/zero" {pub["flood"]}',
+        f'restrict,command="exec cat {hostile}" {pub["hostile"]}',
+        f'restrict,command="exec /bin/sh {wrapper}" {pub["clock"]}',
+    ]
+    sshd.authorize(lines)
+    known = sshd.known_hosts(base / "known_hosts")
+    empty_known = base / "known_hosts.empty"
+    empty_known.write_text("")
+    hosts = [
+        ClientHost("inst-a", sshd.port, keys["a"], known),
+        ClientHost("inst-b", sshd.port, keys["b"], known),
+        ClientHost("sleeper1", sshd.port, keys["sleep"], known),
+        ClientHost("sleeper2", sshd.port, keys["sleep"], known),
+        ClientHost("flood", sshd.port, keys["flood"], known),
+        ClientHost("hostile", sshd.port, keys["hostile"], known),
+        ClientHost("clock-ahead", sshd.port, keys["clock"], known),
+        ClientHost("unknown-key", sshd.port, keys["a"], empty_known),
+        ClientHost("closed-port", free_port(), keys["a"], known),
+    ]
+    ssh_config = sshd.client_config(base / "ssh_config", hosts)
+    sshd.start()
+    try:
+        yield World(sshd, ssh_config, ledgers, code_dirs, pidfile, base)
+    finally:
+        sshd.stop()
+        if pidfile.exists():
+            for pid in pidfile.read_text().split():
+                kill_pid(int(pid))
+
+
+def _poll(
+    world: World, usage: dict[str, dict[str, str]], *extra: str
+) -> tuple[int, str, str, float]:
+    cfg = world.marker_dir / f"notify-{len(usage)}-{time.monotonic_ns()}.json"
+    cfg.write_text(json.dumps({"usage": usage}))
+    began = time.monotonic()
+    rc, out, err = run_cli(
+        "poll",
+        "--config",
+        str(cfg),
+        "--once",
+        "--ssh-config",
+        str(world.ssh_config),
+        "--deadline-s",
+        str(DEADLINE_S),
+        *extra,
+    )
+    return rc, out, err, time.monotonic() - began
+
+
+def _assert_same_as_report(status: dict, ledger: Path) -> None:
+    rc, out, err = run_cli("report", "--json", "--root", str(ledger), "--at", repr(status["clock"]))
+    assert rc == 0, err
+    full = json.loads(out)
+    assert status["cutoff"] == full["cutoff"]
+    for name in WINDOW_NAMES:
+        for key in FIGURES:
+            assert status["windows"][name][key] == full["windows"][name][key], (name, key)
+
+
+@pytest.mark.e2e
+def test_a_full_poll_gives_the_report_numbers(world: World) -> None:
+    usage = _usage(world, **{"inst-a": (19001, "a"), "inst-b": (19002, "b")})
+    rc, out, err, _ = _poll(world, usage, "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    by_port = {i["port"]: i for i in doc["instances"]}
+    assert [by_port[p]["state"] for p in (19001, 19002)] == ["ok", "ok"]
+    _assert_same_as_report(by_port[19001]["status"], world.ledgers["a"])
+    _assert_same_as_report(by_port[19002]["status"], world.ledgers["b"])
+    total_a = by_port[19001]["status"]["windows"]["total"]
+    assert (total_a["input"], total_a["output"], total_a["cached"]) == (8533, 351, 2711)
+    total_b = by_port[19002]["status"]["windows"]["total"]
+    assert (total_b["input"], total_b["output"], total_b["cached"]) == (90010, 4001, 81000)
+    assert by_port[19002]["status"]["windows"]["24h"]["input"] == 10
+    for i in doc["instances"]:
+        assert i["stale"] is False and i["clock_hint"] is False and i["health"] == "unknown"
+
+    rc, text, err, _ = _poll(world, usage)
+    assert rc == 0, err
+    assert "── :19001 ──" in text and "── :19002 ──" in text
+    totals = [line.split()[:4] for line in text.splitlines() if line.startswith("累计")]
+    assert totals == [["累计", "8.5K", "351", "2.7K"], ["累计", "90.0K", "4.0K", "81.0K"]]
+    assert "统计 无运行中的记录器" in text  # the test writers have closed: no live writer
+
+
+@pytest.mark.e2e
+def test_failures_end_by_their_deadline_and_the_others_still_arrive(world: World) -> None:
+    usage = _usage(
+        world,
+        **{
+            "inst-a": (19001, "a"),
+            "inst-b": (19002, "b"),
+            "unknown-key": (19003, "a"),
+            "closed-port": (19004, "a"),
+            "sleeper1": (19005, "a"),
+            "sleeper2": (19006, "a"),
+            "flood": (19007, "a"),
+            "hostile": (19008, "a"),
+        },
+    )
+    rc, out, err, elapsed = _poll(world, usage, "--json", "--connect-timeout-s", "3")
+    assert rc == 0, err
+    states = {i["port"]: i["state"] for i in json.loads(out)["instances"]}
+    assert states == {
+        19001: "ok",
+        19002: "ok",
+        19003: "unreachable",
+        19004: "unreachable",
+        19005: "timeout",
+        19006: "timeout",
+        19007: "unparseable",
+        19008: "unparseable",
+    }
+    # Two one-hour sleepers and the rest were polled at once: one deadline, not several.
+    assert elapsed < DEADLINE_S + SLACK_S
+    by_port = {i["port"]: i for i in json.loads(out)["instances"]}
+    _assert_same_as_report(by_port[19001]["status"], world.ledgers["a"])
+    _assert_same_as_report(by_port[19002]["status"], world.ledgers["b"])
+    for port in range(19003, 19009):
+        assert by_port[port]["status"] is None
+
+    rc, text, err, _ = _poll(world, usage, "--lang", "en", "--connect-timeout-s", "3")
+    assert "PWNED" not in text and "EVIL" not in text and "1e309" not in text
+    assert all(c == "\n" or c >= " " for c in text)
+    assert text.count("five windows: unknown (not 0)") == 6
+    assert "ledger query failed: SSH unreachable" in text
+    assert "ledger query timed out" in text and "ledger answer unparseable" in text
+
+
+@pytest.mark.e2e
+def test_a_remote_clock_30_s_ahead_gives_a_hint_and_keeps_host_time(world: World) -> None:
+    usage = _usage(world, **{"clock-ahead": (19001, "a"), "inst-b": (19002, "b")})
+    before = time.time()
+    rc, out, err, _ = _poll(world, usage, "--json")
+    after = time.time()
+    assert rc == 0, err
+    by_port = {i["port"]: i for i in json.loads(out)["instances"]}
+    ahead, normal = by_port[19001], by_port[19002]
+    assert ahead["state"] == "ok" and ahead["clock_hint"] is True
+    assert 25 < ahead["clock_offset_seconds"] < 35
+    assert normal["clock_hint"] is False and abs(normal["clock_offset_seconds"]) < 5
+    # Windows stay in the host's time: the cutoff is the host's clock, 30 s ahead of ours.
+    cutoff = ahead["status"]["cutoff"]
+    assert before + 25 < cutoff < after + 35
+    assert all(w["cutoff"] == cutoff for w in ahead["status"]["windows"].values())
+    _assert_same_as_report(ahead["status"], world.ledgers["a"])
+    # Freshness is judged by our receive time: the figures are fresh, not "from the future".
+    assert ahead["stale"] is False and 0 <= ahead["age_seconds"] < 60
+    rc, text, err, _ = _poll(world, usage)
+    assert "提示:部署机时钟比本机快约 30 秒;窗口按部署机时间,未修改任何时钟" in text
+    assert text.count("提示") == 1 and "数据已过期" not in text
+
+
+@pytest.mark.e2e
+def test_a_stolen_bot_key_only_runs_the_status(world: World) -> None:
+    marker = world.marker_dir / "stolen"
+    p = subprocess.run(
+        [
+            "ssh",
+            "-F",
+            str(world.ssh_config),
+            "-o",
+            "BatchMode=yes",
+            "--",
+            "inst-a",
+            f"touch {marker}",
+        ],
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert p.returncode == 0
+    assert json.loads(p.stdout)["schema"] == 1
+    assert not marker.exists()
+
+
+def test_capped_run_kills_the_whole_group_on_overflow_and_deadline(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    flood = run_capped(["sh", "-c", f"echo $$ > {pids}; yes"], deadline_s=60, max_bytes=65536)
+    assert flood.ended == "overflow" and flood.exit_code is None
+    assert 65536 < len(flood.stdout) <= 65537
+    hang = run_capped(["sh", "-c", f"sleep 3600 & echo $! >> {pids}; sleep 3600"], deadline_s=1.0)
+    assert hang == CappedRun("timeout", None, b"")
+    for pid in pids.read_text().split():
+        assert _dies_within(int(pid), 10.0), pid
+    assert run_capped(
+        [sys.executable, "-c", "print('x'); raise SystemExit(3)"], deadline_s=60
+    ) == CappedRun("exit", 3, b"x\n")
+
+
+def _dies_within(pid: int, limit_s: float) -> bool:
+    """SIGKILL is delivered asynchronously: a killed grandchild may take a moment to go."""
+    end = time.monotonic() + limit_s
+    while _alive(pid):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z" and os.path.exists(f"/proc/{pid}")
