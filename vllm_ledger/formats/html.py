@@ -93,12 +93,14 @@ svg text { font: 11px system-ui, sans-serif; fill: #444; }
 }
 @page { size: A4 landscape; margin: 8mm; }
 @media print {
-  body { font-size: 8.5pt; max-width: none; padding: 0; }
-  h2 { margin: 8px 0 3px; }
-  th, td { padding: 1px 5px; }
+  body { font-size: 8pt; line-height: 1.25; max-width: none; padding: 0; }
+  h1 { font-size: 1.2em; }
+  h2 { margin: 6px 0 2px; }
+  th, td { padding: 0 5px; }
   .scroll { overflow: visible; }
-  figure { margin: 4px 0; }
-  svg { max-height: 62mm; }
+  figure { margin: 2px 0; }
+  svg { max-height: 50mm; }
+  .legend { margin: 2px 0; }
   section, figure, table { break-inside: avoid; }
   .noprint { display: none; }
 }
@@ -410,7 +412,7 @@ def render(report: Report, tl: Timeline, instances: Sequence[BreakdownRow]) -> s
 <h2>Tokens per hour and coverage, last 7 days</h2>
 <figure>
 {chart_svg(tl)}
-<figcaption class="muted">{_e(chart_note)}</figcaption>
+<figcaption class="muted noprint">{_e(chart_note)}</figcaption>
 </figure>
 {legend(tl)}
 </section>
