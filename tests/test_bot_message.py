@@ -106,7 +106,7 @@ def test_the_en_reply_and_a_ledger_fault_is_not_a_vllm_fault() -> None:
     lines = text.splitlines()
     assert lines[:4] == [
         "Status",
-        "2 deployments: healthy 2",
+        "deployments 2: healthy 2",
         "── .12:19001 ──",
         "vLLM healthy · ledger ok",
     ]
@@ -254,6 +254,7 @@ def test_human_count(n: int, text: str) -> None:
 def test_human_other_numbers() -> None:
     assert human_rate(None) == "-" and human_rate(0.6667) == "66.7%" and human_rate(1.0) == "100.0%"
     assert human_speed(None) == "-" and human_speed(0.0) == "0.0" and human_speed(0.012) == "0.01"
+    assert human_speed(0.0027) == "<0.01"
     assert human_speed(25.14) == "25.1" and human_speed(1234.5) == "1.2K"
     assert human_seconds(59, "smhd") == "59s" and human_seconds(7200, "smhd") == "2h"
     assert human_seconds(3 * 86400, ("秒", "分", "时", "天")) == "3天"
@@ -302,3 +303,43 @@ def test_health_probe_reads_only_the_status_code() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_exit_codes_are_classified() -> None:
+    assert classify(CappedRun("exit", 255, b""))[0] == "unreachable"
+    assert classify(CappedRun("exit", 2, b"vllm-ledger: error: ledger root"))[0] == "remote_failed"
+    assert classify(CappedRun("exit", 0, b"{}"))[0] == "unparseable"
+    assert classify(CappedRun("overflow", None, b"{"))[0] == "unparseable"
+    assert classify(CappedRun("timeout", None, b""))[0] == "timeout"
+
+
+def test_background_polling_never_waits_for_a_hung_host() -> None:
+    import threading
+
+    release = threading.Event()
+    fast_done = threading.Event()
+    hung, fast = Target(19001, "hung", "/c", "/d"), Target(19002, "fast", "/c", "/d")
+
+    def fetch(t: Target) -> PollResult:
+        if t is hung:
+            release.wait(60)
+            return _result(t.port, b"", ended="timeout", code=None)
+        fast_done.set()
+        return _result(t.port, _doc())
+
+    poller = Poller([hung, fast], fetch, interval_s=3600)
+    poller.start()  # returns at once: the caller (health observation) is never blocked
+    try:
+        assert fast_done.wait(60)
+        for _ in range(600):  # the fast host lands in the cache while the hung one is running
+            if 19002 in poller.cache():
+                break
+            release.wait(0.05)
+        cache = poller.cache()
+        assert cache[19002].latest.state == "ok" and 19001 not in cache
+        assert poller.rounds_total == 0
+    finally:
+        release.set()
+        poller.stop(timeout_s=60)
+    assert poller.cache()[19001].latest.state == "timeout"
+    assert poller.rounds_total == 1

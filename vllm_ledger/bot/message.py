@@ -96,7 +96,7 @@ _ZH: dict[str, Any] = {
 
 _EN: dict[str, Any] = {
     "title": "Status",
-    "deploy": "{n} deployments",
+    "deploy": "deployments {n}",
     "healthy": "healthy",
     "unhealthy": "unhealthy",
     "down": "down",
@@ -180,6 +180,8 @@ def human_rate(x: float | None) -> str:
 def human_speed(x: float | None) -> str:
     if x is None:
         return "-"
+    if 0 < x < 0.005:
+        return "<0.01"  # not 0: something was produced
     if x < 99.95:
         return f"{x:.1f}" if x >= 0.05 or x == 0 else f"{x:.2f}"
     return human_count(round(x))

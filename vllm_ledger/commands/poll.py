@@ -183,5 +183,6 @@ def run(args: argparse.Namespace) -> int:
             while poller.rounds_total == rounds:
                 time.sleep(0.2)
             emit()
+            sys.stdout.write("\n")  # a blank line between rounds
     finally:
         poller.stop(timeout_s=1.0)
