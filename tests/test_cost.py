@@ -201,7 +201,7 @@ def test_cost_cli_text_and_json(tmp_path: Path) -> None:
     doc = json.loads(out)
     assert doc["tokens"] == {"input": 1500, "output": 1000, "cached": 400, "total": 2500}
     assert doc["busy_seconds"] == 3 and doc["busy_resolution_seconds"] == 1
-    assert doc["hours"] == 24
+    assert doc["hours"] == 24 and doc["wall_seconds"] == 86400
     assert doc["uncovered_seconds"] == 23 * 3600 and doc["lower_bound"] is True
     per_hour = 0.475 + 20000 / (3 * 8760) + 0.1
     assert doc["allocation"]["per_million_output"] == round(24 * per_hour / 0.001, 6)

@@ -245,7 +245,8 @@ def render_json(m: Measured, c: Cost) -> str:
     doc: dict[str, Any] = {
         "window": {"name": m.window.name, "start": m.window.start_ts, "cutoff": m.window.cutoff_ts},
         "currency": c.prices.currency,
-        "hours": _r(u.hours),
+        "wall_seconds": u.wall_seconds,
+        "hours": u.hours,
         "tokens": {
             "input": u.input_tokens,
             "output": u.output_tokens,

@@ -1,0 +1,247 @@
+"""cost, ramp and advise against one real vLLM 0.32 server on CPU (started once for the module).
+
+The ramp's HTML page is opened in Debian's headless Chromium and the screenshot is read back
+with PIL: the chart's line colours must be on the page (and are not on a page without it).
+The knee and table tests at the bottom need no server.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from devtools.traffic import send_mix
+from devtools.vllm_server import VllmServer
+from tests.conftest import run_cli
+from tests.e2e.settle import settle
+from vllm_ledger.plan.ramp import StepResult, find_knee, percentile, render_table, write_outputs
+
+CHROMIUM = "/usr/bin/chromium"
+PRICES = {"electricity": 1.2, "hardware": 30000.0, "years": 4.0, "ops": 0.25, "watts": 350.0}
+PRICE_FLAGS = (
+    "--power-watts", "350", "--electricity-price", "1.2", "--hardware-price", "30000",
+    "--lifetime-years", "4", "--ops-per-hour", "0.25",
+)  # fmt: skip
+# matplotlib's C0 (throughput), C1 (TTFT P50), C2 (TPOT): the lines drawn on the chart
+LINE_RGB = {"C0": (31, 119, 180), "C1": (255, 127, 14), "C2": (44, 160, 44)}
+
+
+@pytest.fixture(scope="module")
+def served(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, plugin_bundle: Path
+) -> Iterator[tuple[VllmServer, Path]]:
+    """One real `vllm serve` with the ledger on, for every test in this module."""
+    d = tmp_path_factory.mktemp("cost-ramp")
+    root = d / "ledger"
+    server = VllmServer(
+        tiny_model,
+        env={"VLLM_LEDGER_DIR": str(root)},
+        pythonpath=[plugin_bundle],
+        log_path=d / "vllm.log",
+    )
+    server.start()
+    try:
+        yield server, root
+    finally:
+        server.stop()
+
+
+def _busy_seconds_from_files(root: Path, start: int, cutoff: int) -> int:
+    """Independent check: distinct seconds with output, read straight from the ledger files."""
+    seconds: set[int] = set()
+    for f in root.rglob("*.ledger.sqlite"):
+        with sqlite3.connect(f"file:{f}?mode=ro", uri=True) as conn:
+            q = "SELECT ts FROM buckets WHERE generation_tokens > 0 AND ts >= ? AND ts < ?"
+            seconds.update(r[0] for r in conn.execute(q, (start, cutoff)))
+    return len(seconds)
+
+
+@pytest.mark.e2e
+def test_cost_on_a_real_ledger_matches_a_hand_computation(
+    served: tuple[VllmServer, Path],
+) -> None:
+    server, root = served
+    send_mix(server.url, "tiny", rounds=2)
+    counters = settle(server)
+    time.sleep(2.2)  # the report leaves out the unfinished second; let the last commit land
+    at = str(int(time.time()))
+    code, out, err = run_cli("report", "--root", str(root), "--json", "--at", at)
+    assert code == 0, err
+    w = json.loads(out)["windows"]["total"]
+    assert {k: w[k] for k in ("input", "output", "cached")} == {
+        k: counters[k] for k in ("input", "output", "cached")
+    }
+    cost_args = ("cost", "--root", str(root), "--at", at, "--window", "total", *PRICE_FLAGS)
+    code, out, err = run_cli(*cost_args, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+
+    # By hand, from `report --json` and the prices alone.
+    p = PRICES
+    per_hour = p["watts"] / 1000 * p["electricity"] + p["hardware"] / (p["years"] * 8760) + p["ops"]
+    hours = w["wall_seconds"] / 3600
+    total = w["input"] + w["output"]
+    alloc_out = hours * per_hour / (w["output"] / 1e6)
+    alloc_total = hours * per_hour / (total / 1e6)
+    assert doc["wall_seconds"] == w["wall_seconds"] and doc["hours"] == hours
+    assert round(doc["allocation"]["per_million_output"], 2) == round(alloc_out, 2)
+    assert round(doc["allocation"]["per_million_total"], 2) == round(alloc_total, 2)
+    assert doc["uncovered_seconds"] == w["uncovered_seconds"]
+    assert doc["lower_bound"] is (w["uncovered_seconds"] > 0)
+
+    busy = _busy_seconds_from_files(root, w["start"], w["cutoff"])
+    assert 0 < busy <= w["wall_seconds"]
+    assert doc["busy_seconds"] == busy and doc["busy_resolution_seconds"] == 1
+    usage_out = p["watts"] / 1000 * p["electricity"] * busy / 3600 / (w["output"] / 1e6)
+    assert round(doc["usage"]["per_million_output"], 2) == round(usage_out, 2)
+
+    code, text, err = run_cli(*cost_args)
+    assert code == 0, err
+    assert f"{alloc_out:,.2f}" in text and f"{usage_out:,.2f}" in text
+    assert f"output {w['output']:,}" in text
+
+
+@pytest.mark.e2e
+def test_ramp_three_steps_agree_with_the_servers_counters(
+    served: tuple[VllmServer, Path], tmp_path: Path
+) -> None:
+    server, _root = served
+    out_dir = tmp_path / "ramp"
+    code, out, err = run_cli(
+        "ramp", "--url", server.url, "--model", "tiny", "--concurrency", "1,2,4",
+        "--duration", "3", "--max-tokens", "16", "--out", str(out_dir),
+    )  # fmt: skip
+    assert code == 0, err
+    for c in (1, 2, 4):
+        assert f"concurrency {c:>3}" in err  # a progress bar per step
+    doc = json.loads((out_dir / "ramp.json").read_text())
+    steps = doc["steps"]
+    assert [s["concurrency"] for s in steps] == [1, 2, 4]
+    for s in steps:
+        assert s["errors"] == 0 and s["requests"] >= s["concurrency"]
+        assert s["output_tokens"] == 16 * s["requests"]  # ignore_eos: every request makes 16
+        assert s["server_output_tokens"] == s["output_tokens"]
+        assert s["server_prompt_tokens"] == s["prompt_tokens"] > 0
+        assert s["ttft_p50_s"] <= s["ttft_p99_s"]
+        assert s["tpot_s"] > 0 and s["client_tpot_s"] is not None
+        assert s["kv_usage_max"] is not None and s["waiting_max"] is not None
+    assert out.splitlines()[0].split()[:2] == ["concurrency", "requests"]
+    assert out.count("\n") == 6  # header, three steps, knee, files
+    assert "knee: " in out
+    png = Image.open(out_dir / "ramp.png")
+    assert png.size == (1200, 400)
+    page = (out_dir / "ramp.html").read_text()
+    assert page.count("<svg") == 1
+    assert "src=" not in page and 'href="http' not in page and "url(http" not in page
+
+    shot = _screenshot(tmp_path, out_dir / "ramp.html", "page")
+    counts = _line_pixels(shot)
+    assert all(n > 150 for n in counts.values()), counts
+
+    # The check can fail: the same page without its chart shows none of the line colours.
+    bare = tmp_path / "bare.html"
+    start, end = page.index("<svg"), page.index("</svg>") + len("</svg>")
+    bare.write_text(page[:start] + page[end:])
+    assert max(_line_pixels(_screenshot(tmp_path, bare, "bare")).values()) < 20
+
+
+def _screenshot(tmp_path: Path, page: Path, name: str) -> Image.Image:
+    shot = tmp_path / f"{name}.png"
+    cmd = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+        "--force-device-scale-factor=1", f"--user-data-dir={tmp_path / ('profile-' + name)}",
+        f"--screenshot={shot}", "--window-size=1200,900", page.resolve().as_uri(),
+    ]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, start_new_session=True)
+    assert shot.exists(), r.stderr[-2000:]
+    return Image.open(shot).convert("RGB")
+
+
+def _line_pixels(img: Image.Image) -> dict[str, int]:
+    """Pixels within a small distance of each line colour, in the chart area (top 600 rows)."""
+    area = np.asarray(img.crop((0, 0, img.width, min(600, img.height))), dtype=int)
+    return {
+        name: int((np.abs(area - np.array(rgb)).sum(axis=2) < 40).sum())
+        for name, rgb in LINE_RGB.items()
+    }
+
+
+@pytest.mark.e2e
+def test_advise_live_on_cpu_says_what_it_cannot_judge(served: tuple[VllmServer, Path]) -> None:
+    server, _root = served
+    code, out, err = run_cli(
+        "advise", "--metrics-url", server.url + "/metrics", "--sample-seconds", "2", "--json"
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["readings"]["kv_cache_usage"] == 0 and doc["readings"]["num_waiting"] == 0
+    assert doc["readings"]["gpu_util_percent"] is None  # no GPU on this machine
+    assert {r["rule"]: r["state"] for r in doc["rules"]} == {
+        "kv-capacity": "missed",
+        "compute-bound": "not judgeable",
+        "scheduling-prefill": "not judgeable",
+        "power-efficiency": "not judgeable",
+    }
+
+
+# ---- no server needed --------------------------------------------------------------------
+
+
+def _step(c: int, tokens: int, kv: float = 0.2, seconds: float = 10.0) -> StepResult:
+    return StepResult(
+        concurrency=c, seconds=seconds, requests=tokens // 16, errors=0, prompt_tokens=tokens,
+        output_tokens=tokens, server_prompt_tokens=tokens, server_output_tokens=tokens,
+        ttft_p50_s=0.01 * c, ttft_p99_s=0.02 * c, tpot_s=0.005 * c, client_tpot_s=None,
+        kv_usage_max=kv, kv_usage_mean=kv / 2, waiting_max=0.0, waiting_mean=0.0,
+    )  # fmt: skip
+
+
+def test_knee_where_throughput_stops_rising() -> None:
+    steps = [_step(1, 1000), _step(2, 1900), _step(4, 3500), _step(8, 3700), _step(16, 3000)]
+    knee = find_knee(steps)
+    assert knee is not None and (knee.index, knee.concurrency) == (3, 8)
+    assert knee.reason == "throughput +6 % over concurrency 4 (350.0 -> 370.0 tokens/s)"
+
+
+def test_knee_where_kv_cache_crosses_90_percent() -> None:
+    steps = [_step(1, 1000), _step(2, 1900, kv=0.93), _step(4, 3500, kv=0.99)]
+    knee = find_knee(steps)
+    assert knee is not None and knee.concurrency == 2
+    assert knee.reason == "KV-cache usage reached 93 %"
+    assert find_knee(steps[:1]) is None
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(x) for x in range(1, 101)]
+    assert (percentile(values, 0.5), percentile(values, 0.99)) == (50.0, 99.0)
+    assert percentile([3.0], 0.99) == 3.0 and percentile([], 0.5) is None
+
+
+def test_outputs_table_png_html(tmp_path: Path) -> None:
+    steps = [_step(1, 1000), _step(2, 1900), _step(4, 1950)]
+    knee = find_knee(steps)
+    assert render_table(steps, knee).splitlines() == [
+        "concurrency  requests  errors  seconds  output tokens  server output  tokens/s"
+        "  TTFT P50 ms  TTFT P99 ms  TPOT ms  KV max %  waiting max",
+        "          1        62       0     10.0           1000           1000     100.0"
+        "           10           20        5      20.0          0.0",
+        "          2       118       0     10.0           1900           1900     190.0"
+        "           20           40       10      20.0          0.0",
+        "          4       121       0     10.0           1950           1950     195.0"
+        "           40           80       20      20.0          0.0",
+        "knee: concurrency 4: throughput +3 % over concurrency 2 (190.0 -> 195.0 tokens/s)",
+    ]
+    paths = write_outputs(steps, knee, tmp_path, "t")
+    assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "ramp.csv").read_text().splitlines()[1].startswith("1,62,0,10.0,1000")
+    page = paths["html"].read_text()
+    assert "<svg" in page and "knee: concurrency 4" in page
