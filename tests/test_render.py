@@ -105,7 +105,11 @@ def test_every_schema_key_is_documented_and_lands_in_host() -> None:
         ({"model": "m", "restart": "sometimes"}, 'restart: "sometimes" does not match'),
         ({"model": "-m"}, "model: \"-m\" must not start with '-'"),
         ({"model": "m", "artifacts_dir": "srv/a"}, 'artifacts_dir: "srv/a" must be an absolute'),
-        ({"model": "m", "api_key": {"value": "sk-123"}}, "api_key.value: unknown key (allowed: "),
+        (
+            {"model": "m", "api_key": {"value": "sk-123"}},
+            "api_key.value: unknown key (allowed: env, file; the key itself never goes in "
+            "the host file)",
+        ),
         ({"model": "m", "api_key": {}}, "api_key: needs one of env, file"),
         ({"model": "m", "api_key": {"env": "A", "file": "/k"}}, "api_key: give only one of"),
         ({"model": "m", "api_key": {"env": "my-key"}}, 'api_key.env: "my-key" is not an env'),
@@ -195,6 +199,13 @@ def test_cli_refuses_with_one_line_and_exit_2(tmp_path: Path) -> None:
         2,
         f"vllm-ledger: error: host file {tmp_path / 'none.json'} not found: "
         "pass --host HOST.json\n",
+    )
+    hf.write_text(json.dumps({"model": "m"}))
+    rc, _, err = run_cli("render", "--host", str(hf), "--output", "-", "--usage", "--mode", "bare")
+    assert (rc, err) == (
+        2,
+        f"vllm-ledger: error: host file {hf}: artifacts_dir: required with "
+        "--usage (the ledger goes to ARTIFACTS/usage)\n",
     )
     rc, _, err = run_cli("render", "--output", "-")
     assert (rc, err) == (

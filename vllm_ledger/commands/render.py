@@ -10,7 +10,7 @@ from pathlib import Path
 
 from vllm_ledger.deploy.host import MODES, load_host, schema_json
 from vllm_ledger.deploy.launch import render_script
-from vllm_ledger.errors import BadArgument
+from vllm_ledger.errors import BadArgument, ConfigError
 
 NAME = "render"
 HELP = "write a vLLM launch script (docker run or vllm serve) from a host file"
@@ -49,7 +49,10 @@ def run(args: argparse.Namespace) -> int:
         raise BadArgument("render needs --host HOST.json and --output FILE (or --print-schema)")
     host = load_host(args.host)
     mode = args.mode or host.mode
-    text = render_script(host, mode=mode, usage=args.usage)
+    try:
+        text = render_script(host, mode=mode, usage=args.usage)
+    except ConfigError as exc:
+        raise ConfigError(f"host file {args.host}: {exc}", key=exc.key) from exc
     if args.output == "-":
         sys.stdout.write(text)
         return 0

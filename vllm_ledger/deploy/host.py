@@ -170,6 +170,7 @@ SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "minProperties": 1,
             "maxProperties": 1,
+            "x-unknown-key-note": "the key itself never goes in the host file",
             "description": "where the script reads the API key when it runs, never the key "
             'itself: {"env": "NAME"} or {"file": "/abs/path"}; passed to vLLM as VLLM_API_KEY',
             "properties": {
@@ -527,6 +528,8 @@ def _validate_object(value: dict[str, Any], schema: dict[str, Any], where: str, 
             allowed = sorted(k for k in props if not k.startswith("$"))
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {close[0]}?" if close else f"allowed: {', '.join(allowed)}"
+            if "x-unknown-key-note" in schema:
+                hint += f"; {schema['x-unknown-key-note']}"
             raise ConfigError(f"{prefix}{key}: unknown key ({hint})", key=f"{prefix}{key}")
         elif isinstance(extra, dict):
             validate(item, extra, f"{prefix}{key}")
