@@ -123,6 +123,10 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             self.recorder = Recorder(root, identity)
             self.recorder.start()
             atexit.register(self.shutdown)
+            if identity.writer_rank == 0 and env.get("VLLM_LEDGER_MAINTENANCE", "1") != "0":
+                from vllm_ledger import maintenance
+
+                maintenance.start_background(root)
             logger.info(
                 "vllm-ledger: recording to %s (run %s, writer %d of %d, engines %s)",
                 root,

@@ -89,15 +89,20 @@ class LedgerSnapshot:
 
 def discover(roots: Iterable[Path]) -> list[Path]:
     """Every ledger file under the roots, each real file once."""
+    return [p for _root, p in discover_with_roots(roots)]
+
+
+def discover_with_roots(roots: Iterable[Path]) -> list[tuple[Path, Path]]:
+    """(root, file) for every ledger file under the roots, each real file once."""
     seen: set[str] = set()
-    out: list[Path] = []
+    out: list[tuple[Path, Path]] = []
     for root in roots:
         for p in paths.iter_ledger_files(Path(root)):
             real = os.path.realpath(p)
             if real in seen:
                 continue
             seen.add(real)
-            out.append(p)
+            out.append((Path(root), p))
     return out
 
 
@@ -217,10 +222,19 @@ def read_all(
     now_ts: float | None = None,
 ) -> list[LedgerSnapshot]:
     """Read every ledger under the roots, de-duplicated by run, writer and generation."""
+    from vllm_ledger import summary  # the index of finished files (derived data)
+
     by_key: dict[tuple[str, int, int], LedgerSnapshot] = {}
     others: list[LedgerSnapshot] = []
-    for path in discover(roots):
-        snap = read_ledger(path, windows, busy_timeout_s, now_ts)
+    indexes: dict[Path, dict[str, summary.Entry]] = {}
+    for root, path in discover_with_roots(roots):
+        if root not in indexes:
+            indexes[root] = summary.load(root)
+        snap = None
+        if indexes[root]:
+            snap = summary.snapshot_from(root, path, indexes[root], windows)
+        if snap is None:
+            snap = read_ledger(path, windows, busy_timeout_s, now_ts)
         if not snap.ok:
             if snap.status != "starting":
                 others.append(snap)

@@ -116,6 +116,8 @@ def open_for_write(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> sq
         str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
     )
     try:
+        # Takes effect on a new file only; lets compaction hand freed pages back.
+        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise sqlite3.OperationalError(f"journal_mode is {mode}, not wal")

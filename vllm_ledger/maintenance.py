@@ -1,0 +1,97 @@
+"""The maintenance pass: compact finished ledgers, then refresh the root's summary.
+
+Run by ``vllm-ledger compact`` (cron) and, in the background, by the writer of API rank 0
+a minute after start and every six hours. A non-blocking ``flock`` on
+``ROOT/.vllm-ledger-maintenance.lock`` keeps two passes from overlapping. It only ever
+deletes per-second rows older than the compaction horizon from sound, finished files, and
+rewrites the derived summary. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vllm_ledger import compaction, paths, summary
+
+LOCK_NAME = ".vllm-ledger-maintenance.lock"
+
+
+@dataclass
+class MaintenanceResult:
+    compacted: list[compaction.CompactResult] = field(default_factory=list)
+    summary_entries: int = 0
+    files_read: int = 0
+    skipped_locked: bool = False
+
+
+@contextlib.contextmanager
+def _lock(root: Path) -> Iterator[bool]:
+    fd = os.open(str(root / LOCK_NAME), os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _finished_and_old(path: Path, now_ts: float, horizon: int) -> bool:
+    """A file whose writer is gone and that may hold seconds older than the horizon."""
+    from vllm_ledger.reader import read_ledger
+
+    snap = read_ledger(path, (), now_ts=now_ts)
+    if not snap.ok:
+        return False
+    last = max((e for _, e in snap.spans), default=-math.inf)
+    done = snap.clean_close_ts is not None or now_ts - last > summary.FINISHED_AFTER_S
+    first = min((s for s, _ in snap.spans), default=math.inf)
+    fresh = snap.compacted_before_ts is not None and snap.compacted_before_ts >= horizon
+    return done and first < horizon and not fresh
+
+
+def run(root: Path, clock: Callable[[], float] = time.time) -> MaintenanceResult:
+    result = MaintenanceResult()
+    now = clock()
+    horizon = compaction.horizon_ts(now)
+    with _lock(root) as held:
+        if not held:
+            result.skipped_locked = True
+            return result
+        for path in paths.iter_ledger_files(root):
+            if _finished_and_old(path, now, horizon):
+                result.compacted.append(compaction.compact_file(path, now))
+        result.summary_entries, result.files_read = summary.refresh(root, now)
+    return result
+
+
+FIRST_DELAY_S = 60.0
+INTERVAL_S = 6 * 3600.0
+
+
+def start_background(root: Path) -> threading.Thread:
+    """A daemon thread that runs the pass a minute after start, then every six hours.
+
+    For the writer of API rank 0 inside vLLM: it never raises and never blocks the writer.
+    """
+
+    def loop() -> None:
+        time.sleep(FIRST_DELAY_S)
+        while True:
+            with contextlib.suppress(Exception):
+                run(root)
+            time.sleep(INTERVAL_S)
+
+    t = threading.Thread(target=loop, name="vllm-ledger-maintenance", daemon=True)
+    t.start()
+    return t
