@@ -99,7 +99,7 @@ def step_edges(
 ) -> list[int]:
     """``start, e1, ..., cutoff``: interior edges where local time is a multiple of the step."""
     if cutoff_ts <= start_ts:
-        return [start_ts, start_ts]
+        return [start_ts]
     first = (start_ts + utc_offset_seconds) // step_seconds * step_seconds - utc_offset_seconds
     if first <= start_ts:
         first += step_seconds
