@@ -343,3 +343,12 @@ def test_background_polling_never_waits_for_a_hung_host() -> None:
         poller.stop(timeout_s=60)
     assert poller.cache()[19001].latest.state == "timeout"
     assert poller.rounds_total == 1
+
+
+def test_a_missing_ssh_is_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vllm_ledger.bot import poll
+    from vllm_ledger.errors import RemoteError
+
+    monkeypatch.setattr(poll, "SSH", "/nonexistent/ssh")
+    with pytest.raises(RemoteError, match="is not installed here: install openssh-client"):
+        poll.Fetcher()(Target(19001, "h", "/c", "/d"))

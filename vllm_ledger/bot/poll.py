@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from vllm_ledger.bot.validate import Target
+from vllm_ledger.errors import RemoteError
 from vllm_ledger.formats import status as status_format
 
 MAX_OUTPUT_BYTES = 64 * 1024
@@ -243,9 +244,17 @@ class Fetcher:
         argv = ssh_argv(
             target, ssh_options=self.ssh_options, connect_timeout_s=self.connect_timeout_s
         )
-        return run_capped(
-            argv, deadline_s=self.deadline_s, max_bytes=self.max_bytes, monotonic=self.monotonic
-        )
+        try:
+            return run_capped(
+                argv,
+                deadline_s=self.deadline_s,
+                max_bytes=self.max_bytes,
+                monotonic=self.monotonic,
+            )
+        except FileNotFoundError as exc:
+            raise RemoteError(
+                f"{SSH} is not installed here: install openssh-client", target=target.target
+            ) from exc
 
     def __call__(self, target: Target) -> PollResult:
         sent_ts = self.clock()
