@@ -8,10 +8,13 @@ The knee and table tests at the bottom need no server.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +24,9 @@ from PIL import Image
 from devtools.traffic import send_mix
 from devtools.vllm_server import VllmServer
 from tests.conftest import run_cli
+from tests.e2e.prom import Prometheus
 from tests.e2e.settle import settle
+from tests.ledgers import ev, write_ledger
 from vllm_ledger.plan.ramp import StepResult, find_knee, percentile, render_table, write_outputs
 
 CHROMIUM = "/usr/bin/chromium"
@@ -191,6 +196,86 @@ def test_advise_live_on_cpu_says_what_it_cannot_judge(served: tuple[VllmServer, 
         "scheduling-prefill": "not judgeable",
         "power-efficiency": "not judgeable",
     }
+
+
+def _gpu_and_vllm_exporter(start: float) -> ThreadingHTTPServer:
+    """A /metrics on 127.0.0.1: the captured vLLM text with generation growing 100 tokens/s,
+    KV-cache usage 0.95 and 3 waiting, plus DCGM lines for one GPU at 98 % and 300 of 450 W."""
+    base = (Path(__file__).parent.parent / "data" / "vllm-0.32.0-metrics.txt").read_text()
+    base = re.sub(r"(?m)^(vllm:kv_cache_usage_perc\{[^}]*\}) \S+$", r"\1 0.95", base)
+    base = re.sub(r"(?m)^(vllm:num_requests_waiting\{[^}]*\}) \S+$", r"\1 3.0", base)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            generated = 121 + 100 * (time.time() - start)
+            text = re.sub(
+                r"(?m)^(vllm:generation_tokens_total\{[^}]*\}) \S+$", rf"\g<1> {generated}", base
+            )
+            text += 'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-0"} 98\n'
+            text += 'DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-0"} 300\n'
+            text += 'DCGM_FI_DEV_POWER_MGMT_LIMIT{gpu="0",UUID="GPU-0"} 450\n'
+            body = text.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.e2e
+def test_cost_and_advise_read_a_real_prometheus(tmp_path: Path) -> None:
+    start = time.time()
+    exporter = _gpu_and_vllm_exporter(start)
+    cfg = tmp_path / "prometheus.yml"
+    cfg.write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        "  - job_name: node\n"
+        f"    static_configs: [{{targets: ['127.0.0.1:{exporter.server_address[1]}']}}]\n"
+    )
+    prom = Prometheus(cfg, tmp_path / "tsdb", tmp_path / "prometheus.log").start()
+    try:
+        deadline = time.monotonic() + 60
+        while (prom.scalar("count_over_time(DCGM_FI_DEV_POWER_USAGE[1m])") or 0) < 10:
+            assert time.monotonic() < deadline, "Prometheus scraped too little"
+            time.sleep(1)
+        at = int(time.time()) - 1
+        root = tmp_path / "ledger"
+        events = [ev(at - 5.5, prompt=3000, gen=1000, cached=1000)]
+        write_ledger(root, "run-a", start_ts=at - 8, end_ts=at, events=events)
+        code, out, err = run_cli(
+            "cost", "--root", str(root), "--at", str(at), "--window", "total",
+            "--prometheus", prom.url, *PRICE_FLAGS[2:], "--json",
+        )  # fmt: skip
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["power_watts"] == 300
+        assert doc["power_source"] == "sum(avg_over_time(DCGM_FI_DEV_POWER_USAGE[8s]))"
+        assert doc["busy_seconds"] == 1 and doc["wall_seconds"] == 8
+
+        code, out, err = run_cli("advise", "--prometheus", prom.url, "--range", "8", "--json")
+        assert code == 0, err
+        doc = json.loads(out)
+        r = doc["readings"]
+        assert (r["kv_cache_usage"], r["num_waiting"], r["gpu_util_percent"]) == (0.95, 3, 98)
+        assert (r["power_watts"], r["power_limit_watts"]) == (300, 450)
+        assert r["gen_tokens_per_s"] == pytest.approx(100, rel=0.05)
+        assert {x["rule"]: x["state"] for x in doc["rules"]} == {
+            "kv-capacity": "met",
+            "compute-bound": "met",
+            "scheduling-prefill": "not judgeable",  # no first token in the range
+            "power-efficiency": "missed",  # 300 W of 450 W is not full load
+        }
+    finally:
+        prom.stop()
+        exporter.shutdown()
 
 
 # ---- no server needed --------------------------------------------------------------------

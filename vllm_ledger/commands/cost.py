@@ -181,7 +181,7 @@ def render_text(m: Measured, c: Cost, tz: str) -> str:
     power = "given" if m.power_source == "given" else f"Prometheus: {m.power_source}"
     lines = [
         f"window {w.name}: {_when(w.start_ts, tz)} .. {_when(w.cutoff_ts, tz)} "
-        f"({u.hours:,.2f} h), amounts in {cur}",
+        f"({u.wall_seconds:,.0f} s = {u.hours:,.2f} h), amounts in {cur}",
         f"tokens: input {u.input_tokens:,}, output {u.output_tokens:,}, "
         f"cached {u.cached_tokens:,} (total {u.total_tokens:,})",
     ]
