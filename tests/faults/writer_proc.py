@@ -93,20 +93,27 @@ def run_recorder(a: argparse.Namespace) -> int:
         time.sleep(1)
 
 
-class _GatedQueue(queue.Queue):  # type: ignore[type-arg]
+class _GatedQueue(queue.SimpleQueue):  # type: ignore[type-arg]
     """The recorder's queue with a gate on the consuming side: closed, the writer parks."""
 
-    def __init__(self, maxsize: int) -> None:
-        super().__init__(maxsize)
+    def __init__(self) -> None:
+        super().__init__()
         self.gate = threading.Event()
         self.gate.set()
         self.parked = threading.Event()
 
-    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+    def _wait_gate(self) -> None:
         if not self.gate.is_set():
             self.parked.set()
             self.gate.wait()
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        self._wait_gate()
         return super().get(block, timeout)
+
+    def get_nowait(self) -> Any:
+        self._wait_gate()
+        return super().get_nowait()
 
 
 def run_plugin(a: argparse.Namespace) -> int:
@@ -122,7 +129,7 @@ def run_plugin(a: argparse.Namespace) -> int:
     orig_start = Recorder.start
 
     def gated_start(self: Recorder) -> None:
-        self.queue = _GatedQueue(self.queue.maxsize)
+        self.queue = _GatedQueue()
         orig_start(self)
 
     Recorder.start = gated_start  # type: ignore[method-assign]
