@@ -398,7 +398,9 @@ def test_nasty_values_arrive_as_literal_arguments_bare(tmp_path: Path, fake_bin:
     assert (artifacts / "usage").is_dir()
     ledger_cli = f"PYTHONPATH={REPO} {sys.executable} -m vllm_ledger"
     q_usage = "'" + str(artifacts / "usage").replace("'", "'\"'\"'") + "'"
-    assert f"ledger report: {ledger_cli} report --root {q_usage}\n" in out
+    assert out.startswith(
+        f"ledger plugin: {plugin}\nledger report: {ledger_cli} report --root {q_usage}\n"
+    )
     assert (
         f"ledger check:  {ledger_cli} verify --metrics-url http://127.0.0.1:8123/metrics "
         f"--root {q_usage}\n"

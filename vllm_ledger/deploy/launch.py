@@ -184,7 +184,7 @@ def _usage_setup(host: Host, mode: str) -> list[str]:
     if host.ledger_code_dir:
         lines.append(
             f"PYTHONPATH={q(host.ledger_code_dir)} {q(host.ledger_python)} -m vllm_ledger "
-            f"bundle {q(plugin)}"
+            f"bundle {q(plugin)} >/dev/null"
         )
     else:
         marker = q(posixpath.join(plugin, BUNDLE_MARKER))
@@ -201,6 +201,7 @@ def _usage_setup(host: Host, mode: str) -> list[str]:
             f"export VLLM_LEDGER_PORT={host.port}",
         ]
     lines += [
+        f"printf '%s\\n' {q('ledger plugin: ' + plugin)}",
         f"printf '%s\\n' {q('ledger report: ' + report_command(host))}",
         f"printf '%s\\n' {q('ledger check:  ' + verify_command(host))}",
         "",

@@ -21,6 +21,7 @@ export PYTHONPATH=/srv/artifacts/ledger-plugin"${PYTHONPATH:+:${PYTHONPATH}}"
 export VLLM_LEDGER_DIR=/srv/artifacts/usage
 export VLLM_LEDGER_WRITERS=2
 export VLLM_LEDGER_PORT=8001
+printf '%s\n' 'ledger plugin: /srv/artifacts/ledger-plugin'
 printf '%s\n' 'ledger report: vllm-ledger report --root /srv/artifacts/usage'
 printf '%s\n' 'ledger check:  vllm-ledger verify --metrics-url http://127.0.0.1:8001/metrics --root /srv/artifacts/usage'
 
