@@ -210,8 +210,14 @@ def _read_into(conn: sqlite3.Connection, snap: LedgerSnapshot, windows: Sequence
             for row in conn.execute(q, (a, b)):
                 per_engine.setdefault(row[0], Sums()).add_row(row[1:])
         snap.sums[w.name] = per_engine
+        # An edge second that compaction folded into an hour cannot be answered exactly.
         cb = snap.compacted_before_ts
-        if cb is not None and any(a < cb for a, _ in second_parts):
+        first = snap.first_bucket_ts
+        if (
+            cb is not None
+            and first is not None
+            and any(a < cb and b > first for a, b in second_parts)
+        ):
             snap.imprecise_windows.add(w.name)
 
 
