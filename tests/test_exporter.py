@@ -282,11 +282,10 @@ def test_exporter_command_serves_metrics_in_its_own_process(tmp_path: Path) -> N
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(20)
     lines = log.read_text().splitlines()
-    assert lines[0] == (
-        f"vllm-ledger exporter: serving http://127.0.0.1:{port}/metrics from {root}"
-    )
+    serving = f"vllm-ledger exporter: serving http://127.0.0.1:{port}/metrics from {root}"
     gpu_lines = [ln for ln in lines if "GPU" in ln]
-    # Without a GPU the exporter says so exactly once; with one, it says nothing about it.
+    # Without a GPU the exporter says so exactly once, before serving; with one, nothing.
+    assert lines == [*gpu_lines, serving]
     assert len(gpu_lines) <= 1
     if gpu_lines:
         assert gpu_lines[0].startswith("vllm-ledger exporter: no NVIDIA GPU readings (")

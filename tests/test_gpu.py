@@ -134,3 +134,28 @@ def test_module_prints_the_readings_as_json() -> None:
         }
     else:
         assert p.returncode == 1 and doc["gpus"] == []
+
+
+def test_concurrent_scrapes_say_it_once() -> None:
+    """Scrapes run on the HTTP server's threads: eight first reads at once still say it once."""
+    import threading
+    import time
+
+    def slow_failing_load() -> Any:
+        time.sleep(0.05)  # widens the window in which an unguarded reader would start twice
+        raise ImportError("No module named 'pynvml'")
+
+    said: list[str] = []
+    reader = GpuReader(say=said.append, load=slow_failing_load)
+    start = threading.Barrier(8)
+
+    def scrape() -> None:
+        start.wait()
+        reader.read()
+
+    threads = [threading.Thread(target=scrape) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(said) == 1

@@ -21,6 +21,7 @@ and serves:
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -244,6 +245,7 @@ class LedgerCollector:
         self.monotonic = monotonic
         self.say = say
         self._cached: tuple[float, list[Any]] | None = None
+        self._lock = threading.Lock()  # concurrent scrapes share one read
         self._last_error: str | None = None
 
     def _build(self) -> list[Any]:
@@ -263,10 +265,12 @@ class LedgerCollector:
         return families(report, gpus, report_seconds=took)
 
     def collect(self) -> Iterator[Any]:
-        now = self.monotonic()
-        if self._cached is None or now - self._cached[0] >= self.cache_seconds:
-            self._cached = (now, self._build())
-        yield from self._cached[1]
+        with self._lock:
+            now = self.monotonic()
+            if self._cached is None or now - self._cached[0] >= self.cache_seconds:
+                self._cached = (now, self._build())
+            cached = self._cached[1]
+        yield from cached
 
 
 def make_registry(collector: LedgerCollector) -> Any:
@@ -300,12 +304,12 @@ def serve(
         raise BadArgument(
             f"cannot listen on {host}:{port}: {exc.strerror}; pick another --port or --host"
         ) from exc
+    if reader is not None:
+        reader.read()  # NVML's absence is said once, at start (a scrape may beat us to it)
     say(
         f"serving http://{host}:{server.server_port}/metrics from "
         f"{', '.join(str(r) for r in roots)}"
     )
-    if reader is not None:
-        reader.read()  # NVML's absence is said once, at start, not at the first scrape
     try:
         while thread.is_alive():
             thread.join(1.0)

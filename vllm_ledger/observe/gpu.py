@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -82,6 +83,7 @@ class GpuReader:
         self._say = say
         self._load = load or _load_pynvml
         self._nvml: Any = None
+        self._lock = threading.Lock()  # scrapes run on the HTTP server's threads
         self.unavailable: str | None = None
 
     def _start(self) -> Any:
@@ -102,21 +104,23 @@ class GpuReader:
         return nvml
 
     def read(self) -> list[GpuReading]:
-        nvml = self._start()
-        if nvml is None:
-            return []
-        try:
-            return read_gpus(nvml)
-        except Exception as exc:  # a GPU fell off the bus mid-read: report it, keep serving
-            self._say(f"NVML read failed: {type(exc).__name__}: {exc}")
-            return []
+        with self._lock:
+            nvml = self._start()
+            if nvml is None:
+                return []
+            try:
+                return read_gpus(nvml)
+            except Exception as exc:  # a GPU fell off the bus mid-read: report it, keep serving
+                self._say(f"NVML read failed: {type(exc).__name__}: {exc}")
+                return []
 
     def close(self) -> None:
-        if self._nvml is not None:
-            try:
-                self._nvml.nvmlShutdown()
-            finally:
-                self._nvml = None
+        with self._lock:
+            if self._nvml is not None:
+                try:
+                    self._nvml.nvmlShutdown()
+                finally:
+                    self._nvml = None
 
 
 def _load_pynvml() -> Any:
