@@ -3,6 +3,7 @@ should and stay quiet where they should not, and the dashboard is a valid Grafan
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -20,11 +21,14 @@ from vllm_ledger.observe.exporter import families
 from vllm_ledger.observe.gpu import GpuReading
 from vllm_ledger.report import build_report
 
-VLLM_LOGGERS = (
-    Path(__file__).resolve().parent.parent
-    / ".venv/lib/python3.11/site-packages"
-    / "vllm/v1/metrics/loggers.py"
-)
+
+def _vllm_loggers() -> Path:
+    """vLLM's metrics source, found without importing vLLM."""
+    spec = importlib.util.find_spec("vllm")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(next(iter(spec.submodule_search_locations))) / "v1" / "metrics" / "loggers.py"
+
+
 DCGM_FIELDS = {
     "DCGM_FI_DEV_GPU_UTIL",
     "DCGM_FI_DEV_FB_USED",
@@ -541,7 +545,7 @@ def test_every_metric_name_is_one_vllm_dcgm_or_the_exporter_really_serves(tmp_pa
     model = json.loads((out / "grafana/dashboards/vllm-ledger.json").read_text())
     alerts = [r["expr"] for r in _load(out / "alerts.yml")["groups"][0]["rules"]]
     used = {n for e in [*expressions(model), *alerts] for n in metric_names(e)}
-    source = VLLM_LOGGERS.read_text()
+    source = _vllm_loggers().read_text()
     vllm_bases = set(re.findall(r'name="(vllm:[a-z_]+)"', source))
     vllm_names = (
         {b + "_total" for b in vllm_bases} | {b + "_bucket" for b in vllm_bases} | vllm_bases
