@@ -161,9 +161,9 @@ class Recorder:
         self.rejected_total += 1
         self._faults.add(int(event_ts), REJECTED)
 
-    def _hand_over_faults(self) -> None:
+    def _hand_over_faults(self, force: bool = False) -> None:
         faults = self._faults
-        if self.queue.qsize() >= self.queue_size:
+        if not force and self.queue.qsize() >= self.queue_size:
             return
         self.queue.put_nowait(("faults", faults.by_second))
         faults.by_second = {}
@@ -185,7 +185,7 @@ class Recorder:
         """
         with contextlib.suppress(Exception):
             if self._faults.by_second:
-                self._hand_over_faults()
+                self._hand_over_faults(force=True)  # one item past the bound, at exit only
         self._drain_deadline = self.monotonic() + timeout_s
         self._stop.set()
         self.queue.put_nowait(("wake", {}))  # end the thread's wait at once
