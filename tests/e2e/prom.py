@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
