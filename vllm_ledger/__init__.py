@@ -1,3 +1,67 @@
-"""vllm-ledger: a restart-proof per-second token ledger for self-hosted vLLM."""
+"""vllm-ledger: a restart-proof per-second token ledger for self-hosted vLLM.
+
+The public API (everything else is private to its module)::
+
+    from vllm_ledger import build_report
+    report = build_report([Path("/srv/artifacts/usage")])
+    report.window("today").output_tokens
+
+Names are loaded on first use, so ``import vllm_ledger.plugin`` inside vLLM stays lean.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "BadArgument": "vllm_ledger.errors",
+    "BreakdownRow": "vllm_ledger.report",
+    "ConfigError": "vllm_ledger.errors",
+    "LedgerError": "vllm_ledger.errors",
+    "LedgerUnavailable": "vllm_ledger.errors",
+    "MissingExtra": "vllm_ledger.errors",
+    "RemoteError": "vllm_ledger.errors",
+    "Report": "vllm_ledger.report",
+    "VerifyResult": "vllm_ledger.verify",
+    "Window": "vllm_ledger.windows",
+    "WindowReport": "vllm_ledger.report",
+    "WriterStatus": "vllm_ledger.report",
+    "build_report": "vllm_ledger.report",
+    "bundle": "vllm_ledger.bundle",
+    "check": "vllm_ledger.check",
+    "verify": "vllm_ledger.verify",
+    "window_reports": "vllm_ledger.report",
+}
+
+__all__ = [
+    "BadArgument",
+    "BreakdownRow",
+    "ConfigError",
+    "LedgerError",
+    "LedgerUnavailable",
+    "MissingExtra",
+    "RemoteError",
+    "Report",
+    "VerifyResult",
+    "Window",
+    "WindowReport",
+    "WriterStatus",
+    "__version__",
+    "build_report",
+    "bundle",
+    "check",
+    "verify",
+    "window_reports",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vllm_ledger' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
