@@ -95,7 +95,9 @@ def _port_from_argv() -> int | None:
     """The API port: ``--port N`` or ``--port=N`` on the command line, else vLLM's 8000."""
     import sys
 
-    argv = list(getattr(sys, "orig_argv", None) or sys.argv)
+    # sys.argv first: an API process spawned by `vllm serve --api-server-count N` gets the
+    # launcher's argv there (multiprocessing's spawn copies it), not in sys.orig_argv.
+    argv = [*sys.argv, *(getattr(sys, "orig_argv", None) or [])]
     for i, arg in enumerate(argv):
         if arg == "--port" and i + 1 < len(argv) and argv[i + 1].isdigit():
             return int(argv[i + 1])

@@ -72,6 +72,8 @@ def test_two_dp_ranks_two_api_processes(vllm_server, tmp_path: Path) -> None:
     assert _totals(doc) == counters
     writers = sorted((w["writer_rank"], w["expected_writers"], w["state"]) for w in doc["writers"])
     assert writers == [(0, 2, "alive"), (1, 2, "alive")]
+    # Both API processes know the instance's port (spawned children read the launcher's argv).
+    assert {w["instance"].rsplit(":", 1)[1] for w in doc["writers"]} == {str(s.port)}
     assert doc["windows"]["total"]["complete"] is True
     code, out, err = run_cli("verify", "--root", str(root), "--metrics-url", s.url + "/metrics")
     assert code == 0, out + err
