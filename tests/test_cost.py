@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
+from vllm_ledger import compaction
 from vllm_ledger.plan import prom
 from vllm_ledger.plan.cost import (
     CloudPrices,
@@ -138,6 +139,17 @@ def test_busy_seconds_counts_seconds_with_output(tmp_path: Path) -> None:
         180,
         60,
     )
+
+
+def test_busy_seconds_in_compacted_hours_count_whole(tmp_path: Path) -> None:
+    t0 = 1_800_000_000
+    events = [ev(t0 + 5.1, gen=3), ev(t0 + 7200 + 30.5, gen=2)]
+    write_ledger(tmp_path, "run-a", start_ts=t0, end_ts=t0 + 7300, events=events)
+    assert busy_seconds([tmp_path], t0, t0 + 7300, at_ts=t0 + 7300) == (2, 1)
+    # Compact as if 9 days later: the first two hours survive only as hourly rows.
+    for f in tmp_path.rglob("*.ledger.sqlite"):
+        assert compaction.compact_file(f, t0 + 7200 + compaction.HORIZON_S).status == "compacted"
+    assert busy_seconds([tmp_path], t0, t0 + 7300, at_ts=t0 + 7300) == (3600 + 1, 3600)
 
 
 def test_prometheus_power_query_and_fallback() -> None:

@@ -7,6 +7,10 @@ found by narrowing: whole hours first, then the minutes of busy hours, then the 
 busy minutes; when a window has more busy minutes than ``max_second_windows / 60`` the last
 step is skipped and busy minutes count whole (an upper bound, said in ``busy_resolution_s``).
 
+Where per-second rows were compacted into hours (older than the compaction horizon, so only
+a ``total`` window or a past ``--at`` reaches them), a busy hour counts whole: an upper bound,
+said in ``busy_resolution_s``.
+
 Average power is a given wattage or ``avg_over_time`` of DCGM's ``DCGM_FI_DEV_POWER_USAGE``
 (falling back to the ledger exporter's ``vllm_ledger_gpu_power_watts``) over the window,
 summed over GPUs.
@@ -57,19 +61,32 @@ def busy_seconds(
     at_ts: float,
     max_second_windows: int = MAX_SECOND_WINDOWS,
 ) -> tuple[int, int]:
-    """(seconds in [start, cutoff) with output > 0, resolution in seconds)."""
+    """(seconds in [start, cutoff) with output > 0, resolution in seconds).
+
+    A piece the ledger can no longer split (its seconds were compacted into hours) counts
+    whole, as does every busy minute when there are too many to read second by second; the
+    resolution then says how coarse the count is (an upper bound).
+    """
     spans = [(start_ts, cutoff_ts)] if cutoff_ts > start_ts else []
-    resolution = 3600
+    whole = 0
+    resolution = 1
+    parent = 3600
     for size in (3600, 60, 1):
         pieces = _pieces(spans, size)
         if size == 1 and len(pieces) > max_second_windows:
-            break
+            return whole + sum(b - a for a, b in spans), max(resolution, 60)
         if not pieces:
-            return 0, size
+            break
         reports, _model = window_reports(roots, pieces, at_ts=at_ts, clock=lambda: at_ts)
-        spans = [(w.start_ts, w.cutoff_ts) for w in reports if w.output_tokens > 0]
-        resolution = size
-    return sum(b - a for a, b in spans), resolution
+        spans = []
+        for w in reports:
+            if "imprecise_edge" in w.problems:
+                whole += w.cutoff_ts - w.start_ts
+                resolution = max(resolution, parent)
+            elif w.output_tokens > 0:
+                spans.append((w.start_ts, w.cutoff_ts))
+        parent = size
+    return whole + sum(b - a for a, b in spans), resolution
 
 
 def prometheus_power(
