@@ -95,6 +95,8 @@ class Report:
     runs: int
     breakdown_by: str | None = None
     breakdown: tuple[BreakdownRow, ...] = ()
+    instance_filter: int | None = None
+    model_filter: str | None = None
 
     def window(self, name: str) -> WindowReport:
         for w in self.windows:
@@ -158,6 +160,17 @@ def _five(at: float, zone: ZoneInfo, model: cov.CoverageModel) -> list[Window]:
     return windows_at(at, zone, model.first_record_ts)
 
 
+def _filtered(
+    snaps: list[LedgerSnapshot], instance: int | None, model: str | None
+) -> list[LedgerSnapshot]:
+    """Keep one instance (port) or model; files that cannot be read stay (unknown owner)."""
+    if instance is not None:
+        snaps = [s for s in snaps if not s.ok or s.instance.port == instance]
+    if model is not None:
+        snaps = [s for s in snaps if not s.ok or model in s.instance.served_model_names]
+    return snaps
+
+
 def window_reports(
     roots: Sequence[Path],
     windows: Sequence[Window],
@@ -165,13 +178,15 @@ def window_reports(
     at_ts: float | None = None,
     clock: Callable[[], float] = time.time,
     busy_timeout_s: float = 2.0,
+    instance: int | None = None,
+    model: str | None = None,
 ) -> tuple[tuple[WindowReport, ...], cov.CoverageModel]:
     """Figures and coverage for arbitrary windows (distinct names), e.g. a timeline's steps."""
     now = clock()
     at = now if at_ts is None else at_ts
-    snaps = read_all(roots, windows, busy_timeout_s, now_ts=now)
-    model = cov.build(snaps, at)
-    return _windows_for(snaps, windows, model), model
+    snaps = _filtered(read_all(roots, windows, busy_timeout_s, now_ts=now), instance, model)
+    model_ = cov.build(snaps, at)
+    return _windows_for(snaps, windows, model_), model_
 
 
 def _key_of(by: str, s: LedgerSnapshot) -> str:
@@ -207,11 +222,7 @@ def build_report(
         w if w.name != "total" else Window("total", 0, w.cutoff_ts)
         for w in windows_at(at, zone, None)
     ]
-    snaps = read_all(roots, edges, busy_timeout_s, now_ts=now)
-    if instance is not None:
-        snaps = [s for s in snaps if not s.ok or s.instance.port == instance]
-    if model is not None:
-        snaps = [s for s in snaps if not s.ok or model in s.instance.served_model_names]
+    snaps = _filtered(read_all(roots, edges, busy_timeout_s, now_ts=now), instance, model)
     model_ = cov.build(snaps, at)
     five = _five(at, zone, model_)
     windows = _windows_for(snaps, five, model_)
@@ -256,6 +267,8 @@ def build_report(
         runs=len({s.run_id for s in snaps if s.ok}),
         breakdown_by=by,
         breakdown=tuple(breakdown),
+        instance_filter=instance,
+        model_filter=model,
     )
 
 

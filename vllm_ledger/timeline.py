@@ -129,6 +129,8 @@ def build_timeline(
     at_ts: float | None = None,
     tz: str = DEFAULT_TZ,
     clock: Callable[[], float] = time.time,
+    instance: int | None = None,
+    model: str | None = None,
 ) -> Timeline:
     """The window ``window`` ending at the report cutoff, cut into ``step`` steps."""
     zone = resolve_tz(tz)
@@ -137,8 +139,10 @@ def build_timeline(
     at = now if at_ts is None else at_ts
     first_record: int | None = None
     if window == "total":
-        _, model = window_reports(roots, [], at_ts=at, clock=lambda: now)
-        first_record = model.first_record_ts
+        _, cover = window_reports(
+            roots, [], at_ts=at, clock=lambda: now, instance=instance, model=model
+        )
+        first_record = cover.first_record_ts
     start, cutoff = window_bounds(window, at, tz, first_record)
     offset = datetime.fromtimestamp(cutoff, zone).utcoffset()
     offset_s = int(offset.total_seconds()) if offset is not None else 0
@@ -150,7 +154,9 @@ def build_timeline(
         )
     whole = Window(window, start, cutoff)
     steps = step_windows(edges)
-    reports, model = window_reports(roots, [whole, *steps], at_ts=at, clock=lambda: now)
+    reports, cover_model = window_reports(
+        roots, [whole, *steps], at_ts=at, clock=lambda: now, instance=instance, model=model
+    )
     return Timeline(
         at_ts=at,
         cutoff_ts=cutoff,
@@ -158,8 +164,8 @@ def build_timeline(
         step_seconds=step_seconds,
         window=reports[0],
         steps=tuple(reports[1:]),
-        uncovered=tuple(uncovered_spans(model, start, cutoff)),
-        writers=tuple(model.writers),
+        uncovered=tuple(uncovered_spans(cover_model, start, cutoff)),
+        writers=tuple(cover_model.writers),
     )
 
 

@@ -116,6 +116,8 @@ def write(report: Report, path: str | os.PathLike[str], roots: Sequence[Path]) -
         at_ts=report.at_ts,
         tz=report.tz,
         clock=lambda: report.generated_ts,
+        instance=report.instance_filter,
+        model=report.model_filter,
     )
     if report.breakdown_by == "instance":
         instances = report.breakdown
@@ -126,6 +128,8 @@ def write(report: Report, path: str | os.PathLike[str], roots: Sequence[Path]) -
             tz=report.tz,
             by="instance",
             clock=lambda: report.generated_ts,
+            instance=report.instance_filter,
+            model=report.model_filter,
         ).breakdown
     _write_atomic(Path(path), render(report, timeline, instances))
 
@@ -387,8 +391,12 @@ def render(report: Report, tl: Timeline, instances: Sequence[BreakdownRow]) -> s
         f"Last 7 days in hours, {_when(w7.start_ts, tz, '%m-%d %H:%M')} to "
         f"{_when(w7.cutoff_ts, tz, '%m-%d %H:%M')}: input {w7.input_tokens:,}, "
         f"output {w7.output_tokens:,}, cached {w7.cached_tokens:,}, "
-        f"uncovered {duration(w7.uncovered_seconds)}. The chart and strip cover every ledger "
-        "under the roots."
+        f"uncovered {duration(w7.uncovered_seconds)}. The chart and strip cover "
+        + (
+            "every ledger under the roots."
+            if report.instance_filter is None and report.model_filter is None
+            else "the same instance and model filter as the tables."
+        )
     )
     return f"""<!doctype html>
 <html lang="en">

@@ -59,6 +59,8 @@ def report_dict(report: Report) -> dict[str, Any]:
         ],
         "files": [{"path": f.path, "status": f.status, "detail": f.detail} for f in report.files],
     }
+    if report.instance_filter is not None or report.model_filter is not None:
+        out["filter"] = {"instance": report.instance_filter, "model": report.model_filter}
     if report.breakdown_by is not None:
         out["breakdown"] = {
             "by": report.breakdown_by,
