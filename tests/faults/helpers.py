@@ -51,7 +51,9 @@ def identity(run_id: str, rank: int = 0, expected: int = 1, port: int = 8000) ->
     )
 
 
-def pumped_recorder(root: Path, run_id: str, start_ts: float, **kw: object) -> tuple[Recorder, FakeClock]:
+def pumped_recorder(
+    root: Path, run_id: str, start_ts: float, **kw: object
+) -> tuple[Recorder, FakeClock]:
     """A Recorder driven by ``pump()`` on a fake clock (no thread): every step is exact."""
     clock = FakeClock(start_ts)
     rec = Recorder(root, identity(run_id), clock=clock, **kw)  # type: ignore[arg-type]
@@ -80,7 +82,9 @@ def total_sums(snap: reader.LedgerSnapshot) -> reader.Sums:
 def tmpfs(size: str = "256k") -> Iterator[Path]:
     """A real tmpfs of ``size`` mounted on a fresh directory, unmounted at the end."""
     where = Path(tempfile.mkdtemp(prefix="ledger-tmpfs-", dir="/tmp"))
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)], check=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)], check=True
+    )
     try:
         yield where
     finally:

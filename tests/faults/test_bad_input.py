@@ -86,6 +86,4 @@ def test_garbage_never_raises_and_is_counted(ledger_env: Path) -> None:
     assert total.decode_seconds == 9e6
     assert total.problems["rejected_input"] == len(bad)
     assert total.complete is False
-    assert min(
-        v for v in (total.input_tokens, total.output_tokens, total.uncovered_seconds)
-    ) >= 0
+    assert min(v for v in (total.input_tokens, total.output_tokens, total.uncovered_seconds)) >= 0

@@ -7,8 +7,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.faults.helpers import ledger_files, snapshot, wait_for
 from tests.faults.vllm_stats import iteration, plugin
 from vllm_ledger.recorder import QUEUE_SIZE, Recorder
@@ -23,7 +21,7 @@ def _hang_commits(rec: Recorder) -> tuple[threading.Event, threading.Event]:
     entered, release = threading.Event(), threading.Event()
     orig = rec._commit
 
-    def hung(conn, now_ts, final):  # type: ignore[no-untyped-def]
+    def hung(conn, now_ts, final):
         entered.set()
         release.wait()
         orig(conn, now_ts, final)
@@ -32,7 +30,7 @@ def _hang_commits(rec: Recorder) -> tuple[threading.Event, threading.Event]:
     return entered, release
 
 
-def _blocked_and_flooded(root: Path):  # type: ignore[no-untyped-def]
+def _blocked_and_flooded(root: Path):
     p = plugin()
     rec = p.recorder
     assert rec is not None
@@ -56,8 +54,9 @@ def test_blocked_writer_drops_exactly_and_record_stays_fast(ledger_env: Path) ->
     accepted = times[:QUEUE_SIZE]
     dropped = times[QUEUE_SIZE:]
     print(
-        f"\nrecord() while the writer is blocked: accepted {1e6 * sum(accepted) / len(accepted):.2f}"
-        f" us/call, dropped {1e6 * sum(dropped) / len(dropped):.2f} us/call,"
+        "\nrecord() while the writer is blocked: accepted"
+        f" {1e6 * sum(accepted) / len(accepted):.2f} us/call,"
+        f" dropped {1e6 * sum(dropped) / len(dropped):.2f} us/call,"
         f" max {1e6 * max(times):.1f} us"
     )
     assert p.faults_total == 0
@@ -83,13 +82,9 @@ def test_blocked_writer_drops_exactly_and_record_stays_fast(ledger_env: Path) ->
     assert total.uncovered_seconds >= 3  # the three seconds with drops are not covered
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Recorder.close() hands the per-second drop counts over with the queue still "
-    "full, fails, and never retries: drops made just before exit never reach the ledger",
-)
 def test_drops_still_counted_when_close_comes_while_the_queue_is_full(ledger_env: Path) -> None:
-    p, rec, release, s0, _times = _blocked_and_flooded(ledger_env)
+    """Regression: close() used to give up handing the drop counts over to a full queue."""
+    _p, rec, release, _s0, _times = _blocked_and_flooded(ledger_env)
     done: list[bool] = []
     closer = threading.Thread(target=lambda: done.append(rec.close(timeout_s=20)))
     closer.start()

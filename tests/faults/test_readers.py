@@ -89,11 +89,26 @@ def test_long_read_transaction_does_not_stop_the_writer(tmp_path: Path) -> None:
 def _report_as_nobody(root: Path) -> tuple[int, str, str]:
     p = subprocess.run(
         [
-            "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-            sys.executable, "-m", "vllm_ledger", "report", "--root", str(root), "--json",
-            "--at", str(T0 + 60), "--tz", "UTC",
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "vllm_ledger",
+            "report",
+            "--root",
+            str(root),
+            "--json",
+            "--at",
+            str(T0 + 60),
+            "--tz",
+            "UTC",
         ],
-        capture_output=True, text=True, cwd="/", env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
         timeout=120,
     )
     return p.returncode, p.stdout, p.stderr

@@ -27,8 +27,13 @@ def test_two_writers_three_restarts_root_reached_twice(tmp_path: Path) -> None:
             expected["input"] += sum(e[2] for e in events)
             expected["output"] += sum(e[3] for e in events)
             write_ledger(
-                root, f"run-{k}", start_ts=start, end_ts=start + RUN_S, events=events,
-                rank=rank, expected=2,
+                root,
+                f"run-{k}",
+                start_ts=start,
+                end_ts=start + RUN_S,
+                events=events,
+                rank=rank,
+                expected=2,
             )
     link = tmp_path / "same-root"
     os.symlink(root, link)
@@ -37,15 +42,27 @@ def test_two_writers_three_restarts_root_reached_twice(tmp_path: Path) -> None:
     shutil.copyfile(root / "run-0" / "w1.g0.ledger.sqlite", stray / "run-0" / "w1.g0.ledger.sqlite")
     end = T0 + 3 * (RUN_S + GAP_S) + RUN_S
     code, out, err = run_cli(
-        "report", "--root", str(root), "--root", str(link), "--root", str(stray),
-        "--at", str(end), "--tz", "UTC", "--json",
+        "report",
+        "--root",
+        str(root),
+        "--root",
+        str(link),
+        "--root",
+        str(stray),
+        "--at",
+        str(end),
+        "--tz",
+        "UTC",
+        "--json",
     )
     assert code == 0, err
     doc = json.loads(out)
     total = doc["windows"]["total"]
     assert (total["input"], total["output"]) == (expected["input"], expected["output"])
     assert doc["runs"] == 4
-    states = sorted((w["run_id"], w["writer_rank"], w["expected_writers"], w["state"]) for w in doc["writers"])
+    states = sorted(
+        (w["run_id"], w["writer_rank"], w["expected_writers"], w["state"]) for w in doc["writers"]
+    )
     assert states == [(f"run-{k}", r, 2, "closed") for k in range(4) for r in (0, 1)]
     assert total["uncovered_seconds"] == 3 * GAP_S
     assert total["complete"] is False

@@ -35,7 +35,7 @@ def test_sigkill_at_random_points(tmp_path: Path) -> None:
         acked_seq = max(acks, default=0)
         files = [p for p in ledger_files(root) if p.parent.name == run_id]
         assert len(files) <= 1
-        if not files or not acks and not pres:
+        if not files or (not acks and not pres):
             outcomes["before_first_commit"] += 1
             continue
         path = files[0]
@@ -49,9 +49,7 @@ def test_sigkill_at_random_points(tmp_path: Path) -> None:
         sums = total_sums(snap)
         assert sums.prompt_tokens == PROMPT_PER_EVENT * events
         assert sums.generation_tokens == GEN_PER_EVENT * events
-        assert (
-            snap.problem_seconds == []
-        )  # nothing dropped: the kill lost only an unflushed tail
+        assert snap.problem_seconds == []  # nothing dropped: the kill lost only an unflushed tail
         outcomes["acked" if snap.last_seq == acked_seq else "one_more"] += 1
         expected_events += events
         # `check` calls the writer's exit unclean once its heartbeat is 30 s old.

@@ -29,7 +29,7 @@ from vllm_ledger.report import build_report
 T0 = 1_800_000_000.0
 
 
-def _report(root: Path, at: float):  # type: ignore[no-untyped-def]
+def _report(root: Path, at: float):
     return build_report([root], at_ts=at, clock=lambda: at, tz="UTC")
 
 
@@ -83,12 +83,16 @@ def test_full_disk_loses_batches_counted_and_recovers() -> None:
 @pytest.fixture
 def ro_mount() -> Iterator[tuple[Path, list[str], list[str]]]:
     with tmpfs("1m") as mnt:
-        yield mnt / "ledger", ["mount", "-o", "remount,ro", str(mnt)], [
-            "mount",
-            "-o",
-            "remount,rw",
-            str(mnt),
-        ]
+        yield (
+            mnt / "ledger",
+            ["mount", "-o", "remount,ro", str(mnt)],
+            [
+                "mount",
+                "-o",
+                "remount,rw",
+                str(mnt),
+            ],
+        )
 
 
 @pytest.fixture
@@ -138,8 +142,17 @@ def test_directory_not_writable_by_the_writers_user() -> None:
         root = base / "ledger"
         root.mkdir(mode=0o755)
         w = WriterProc.start(
-            "--root", str(root), "--run-id", "run-1", "--events", "50", "--burst", "50",
-            "--wait-lost", "--close", user="65534",
+            "--root",
+            str(root),
+            "--run-id",
+            "run-1",
+            "--events",
+            "50",
+            "--burst",
+            "50",
+            "--wait-lost",
+            "--close",
+            user="65534",
         )
         rc, err = w.finish(timeout_s=60)
         assert rc == 0, err[-2000:]

@@ -59,13 +59,8 @@ def test_writer_thread_dies(ledger_env: Path) -> None:
     assert total.uncovered_seconds >= int(at) - int(last) - 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: coverage._writer drops a zero-length span (one heartbeat so far) in "
-    "iv.normalize, so first_ts/last_ts are None and a writer that committed a second ago "
-    "is called stale",
-)
 def test_a_writer_with_one_fresh_heartbeat_is_alive(tmp_path: Path) -> None:
+    """Regression: a zero-length span (one heartbeat) used to leave no first/last time."""
     rec, _clock = pumped_recorder(tmp_path, "run-1", T0)
     assert rec.pump()
     r = build_report([tmp_path], at_ts=T0 + 1, clock=lambda: T0 + 1)

@@ -30,8 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from vllm_ledger.identity import InstanceInfo, WriterIdentity  # noqa: E402
-from vllm_ledger.recorder import Recorder  # noqa: E402
+from vllm_ledger.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.recorder import Recorder
 
 PROMPT_PER_EVENT = 3
 GEN_PER_EVENT = 1
@@ -93,7 +93,7 @@ def run_recorder(a: argparse.Namespace) -> int:
         time.sleep(1)
 
 
-class _GatedQueue(queue.SimpleQueue):  # type: ignore[type-arg]
+class _GatedQueue(queue.SimpleQueue):
     """The recorder's queue with a gate on the consuming side: closed, the writer parks."""
 
     def __init__(self) -> None:
