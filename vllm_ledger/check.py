@@ -26,6 +26,10 @@ class FileVerdict:
 
 
 def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVerdict:
+    # The file's own header first: quick_check alone passes when page 1 comes from the -wal.
+    damage = store.file_damage(path, expect_wal=False)
+    if damage is not None:
+        return FileVerdict(path, False, "damaged", damage)
     qc = store.quick_check(path, busy_timeout_s)
     if qc != "ok":
         kind = "busy" if "locked" in qc else "damaged"

@@ -232,11 +232,13 @@ def _writer(
     cutoff: int,
     latest: bool,
 ) -> WriterCoverage:
-    spans = iv.normalize(sp for s in snaps for sp in s.spans)
+    raw = [sp for s in snaps for sp in s.spans]
+    spans = iv.normalize(raw)  # drops zero-length spans: a single heartbeat vouches for nothing
     newest = max(snaps, key=lambda s: (s.generation, s.last_seq))
     closed = newest.clean_close_ts is not None
-    last = max((e for _, e in spans), default=None)
-    first = min((s for s, _ in spans), default=None)
+    # ...but it does say the writer was alive then.
+    last = max((e for _, e in raw), default=None)
+    first = min((s for s, _ in raw), default=None)
     if closed:
         state = "closed"
     elif last is not None and at_ts - last <= STALE_AFTER_S:

@@ -136,19 +136,30 @@ def read_ledger(
     if named is not None:  # known even when the file cannot be read
         snap.run_id = path.parent.name
         snap.writer_rank, snap.generation = named
+    marker = store.read_sequence_marker(path)
+    # Look before SQLite opens it: on a file shorter than its header SQLite would delete the
+    # -wal beside it (and the committed data in it), even on a read-only connection.
+    damage = store.file_damage(path, expect_wal=False)
     try:
-        with store.open_read_only(path, busy_timeout_s) as conn:
-            _read_into(conn, snap, windows)
+        if damage is not None:
+            snap.status = "empty" if damage == "truncated" and marker is None else "unreadable"
+            snap.detail = damage
+        else:
+            with store.open_read_only(path, busy_timeout_s) as conn:
+                _read_into(conn, snap, windows)
     except sqlite3.Error as exc:
         snap.status = _classify(exc)
         snap.detail = str(exc)
     except OSError as exc:
         snap.status = "denied"
         snap.detail = str(exc)
-    marker = store.read_sequence_marker(path)
     if snap.ok and marker is not None and marker[0] > snap.last_seq:
         snap.missing_commits = marker[0] - snap.last_seq
         snap.marker_ts = marker[1]
+    if snap.status == "empty" and marker is not None:
+        # Commits were made (the marker says so) and the file holds none: data was lost.
+        snap.status = "unreadable"
+        snap.detail = f"{snap.detail}; {marker[0]} commit(s) made, none in the file"
     if snap.status == "empty" and now_ts is not None:
         try:
             if now_ts - path.stat().st_mtime < EMPTY_GRACE_S:

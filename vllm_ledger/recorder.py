@@ -236,8 +236,9 @@ class Recorder:
         mono = self.monotonic
         next_flush = mono() + self.flush_interval_s
         next_heartbeat = mono()  # the first heartbeat opens the span at once
+        next_check = mono() + self.heartbeat_interval_s  # on its own clock: flushes don't defer it
         while not self._stop.is_set():
-            wait = max(0.0, min(next_flush, next_heartbeat) - mono())
+            wait = max(0.0, min(next_flush, next_heartbeat, next_check) - mono())
             try:
                 accumulate(get(timeout=wait))
                 for _ in range(8192):
@@ -245,7 +246,8 @@ class Recorder:
             except queue.Empty:
                 pass
             now = mono()
-            if now >= next_heartbeat:
+            if now >= next_check:
+                next_check = now + self.heartbeat_interval_s
                 self._check_file(now)
             if (now >= next_flush and self._pending_events) or now >= next_heartbeat:
                 self._flush()

@@ -219,6 +219,9 @@ def file_damage(path: Path, expect_wal: bool) -> str | None:
 
 def quick_check(path: Path, busy_timeout_s: float = 2.0) -> str:
     """``PRAGMA quick_check`` on a fresh read-only connection: "ok" or the first problem."""
+    damage = file_damage(path, expect_wal=False)
+    if damage is not None:  # never let SQLite open a headerless file: it drops the -wal
+        return damage
     try:
         with open_read_only(path, busy_timeout_s) as conn:
             rows = conn.execute("PRAGMA quick_check").fetchall()
