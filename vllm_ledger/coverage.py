@@ -206,7 +206,9 @@ def build(snapshots: Sequence[LedgerSnapshot], at_ts: float) -> CoverageModel:
         unreadable_since=[
             _run_start_estimate(s.run_id, run_start)
             for s in snapshots
-            if s.status in ("unreadable", "empty", "denied")
+            # "empty": a writer that never committed (no marker) holds no data to lose; its run
+            # shows it as writer_missing instead.
+            if s.status in ("unreadable", "denied")
         ],
         gaps=[
             (

@@ -216,12 +216,6 @@ def test_flipped_byte_in_the_wal_after_sigkill(tmp_path: Path) -> None:
     assert (sha256(g0), sha256(wal)) == shas
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Recorder._loop runs _check_file only when now >= next_heartbeat, but every "
-    "data flush pushes next_heartbeat out again, so under steady traffic (a flush every "
-    "flush_interval_s) the damage watch and the periodic quick_check never run",
-)
 def test_damage_is_noticed_under_steady_traffic(tmp_path: Path) -> None:
     rec = Recorder(
         tmp_path / "ledger",
