@@ -466,7 +466,30 @@ def main() -> None:
         bench_serving()
     doc = {"machine": machine, "date": time.strftime("%Y-%m-%d"), "rows": ROWS}
     (REPO / "bench" / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
-    print("wrote bench/results.json")
+    (REPO / "bench" / "results.md").write_text(markdown(doc))
+    print("wrote bench/results.json and bench/results.md")
+
+
+def markdown(doc: dict) -> str:
+    lines = [
+        f"Measured by `make bench` on {doc['machine']}, {doc['date']}.",
+        "",
+        "| what | measured | target | baseline (same run) | ratio | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in doc["rows"]:
+        base = (
+            ""
+            if r["baseline"] is None
+            else f"{r['baseline']:,.4g} {r['unit']} ({r['baseline_what']})"
+        )
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.3g}"
+        verdict = {True: "met", False: "**missed**", None: ""}[r["met"]]
+        lines.append(
+            f"| {r['what'].strip()} | {r['measured']:,.4g} {r['unit']} | {r['target']} | {base} "
+            f"| {ratio} | {verdict} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
