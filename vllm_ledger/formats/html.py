@@ -274,7 +274,7 @@ def chart_svg(tl: Timeline) -> str:
             f'<line x1="{x(ts):.2f}" x2="{x(ts):.2f}" y1="{CHART_Y0}" y2="{STRIP_Y1}" '
             f'stroke="#dddddd" stroke-width="1"/>'
         )
-        if cutoff - ts > span / 12:  # leave room for the cutoff's label
+        if cutoff - ts > span / 6:  # leave room for the cutoff's label (about 70 px)
             parts.append(
                 f'<text x="{x(ts) + 3:.2f}" y="{CHART_Y1 + 16}">'
                 f"{_e(day.strftime('%a %m-%d'))}</text>"
