@@ -89,20 +89,28 @@ class LedgerSnapshot:
 
 def discover(roots: Iterable[Path]) -> list[Path]:
     """Every ledger file under the roots, each real file once."""
-    return [p for _root, p in discover_with_roots(roots)]
+    return [p for _root, p, _st in discover_with_roots(roots)]
 
 
-def discover_with_roots(roots: Iterable[Path]) -> list[tuple[Path, Path]]:
-    """(root, file) for every ledger file under the roots, each real file once."""
-    seen: set[str] = set()
-    out: list[tuple[Path, Path]] = []
+def discover_with_roots(roots: Iterable[Path]) -> list[tuple[Path, Path, os.stat_result]]:
+    """(root, file, stat) for every ledger file under the roots, each real file once.
+
+    The same file reached twice (a symlinked directory, a second root) has the same device
+    and inode; one stat per file is much cheaper than resolving every path.
+    """
+    seen: set[tuple[int, int]] = set()
+    out: list[tuple[Path, Path, os.stat_result]] = []
     for root in roots:
         for p in paths.iter_ledger_files(Path(root)):
-            real = os.path.realpath(p)
-            if real in seen:
+            try:
+                st = os.stat(p)
+            except OSError:
                 continue
-            seen.add(real)
-            out.append((Path(root), p))
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append((Path(root), p, st))
     return out
 
 
@@ -244,12 +252,12 @@ def read_all(
     by_key: dict[tuple[str, int, int], LedgerSnapshot] = {}
     others: list[LedgerSnapshot] = []
     indexes: dict[Path, dict[str, summary.Entry]] = {}
-    for root, path in discover_with_roots(roots):
+    for root, path, st in discover_with_roots(roots):
         if root not in indexes:
             indexes[root] = summary.load(root)
         snap = None
         if indexes[root]:
-            snap = summary.snapshot_from(root, path, indexes[root], windows)
+            snap = summary.snapshot_from(root, path, indexes[root], windows, st)
         if snap is None:
             snap = read_ledger(path, windows, busy_timeout_s, now_ts)
         if not snap.ok:

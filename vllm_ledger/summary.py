@@ -130,7 +130,11 @@ def load(root: Path) -> dict[str, Entry]:
 
 
 def snapshot_from(
-    root: Path, path: Path, entries: dict[str, Entry], windows: Iterable[Window]
+    root: Path,
+    path: Path,
+    entries: dict[str, Entry],
+    windows: Iterable[Window],
+    st: os.stat_result | None = None,
 ) -> LedgerSnapshot | None:
     """The file's snapshot from the summary, or None when the file must be opened."""
     try:
@@ -138,7 +142,8 @@ def snapshot_from(
         entry = entries.get(rel)
         if entry is None:
             return None
-        st = os.stat(path)
+        if st is None:
+            st = os.stat(path)
     except (OSError, ValueError):
         return None
     windows = list(windows)
