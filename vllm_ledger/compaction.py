@@ -40,6 +40,11 @@ def compact_connection(conn: sqlite3.Connection, horizon: int) -> int:
         before = int(row[0]) if row else None
         if before is not None and before >= horizon:
             return 0
+        # Keep the first record's exact second: hourly rows only know its hour.
+        if conn.execute("SELECT 1 FROM meta WHERE key = 'first_second_ts'").fetchone() is None:
+            first = conn.execute("SELECT min(ts) FROM buckets").fetchone()[0]
+            if first is not None:
+                conn.execute("INSERT INTO meta VALUES ('first_second_ts', ?)", (str(first),))
         cur = conn.execute("DELETE FROM buckets WHERE ts < ?", (horizon,))
         conn.execute(
             "INSERT OR REPLACE INTO meta VALUES ('compacted_before_ts', ?)", (str(horizon),)

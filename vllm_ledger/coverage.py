@@ -23,6 +23,7 @@ from vllm_ledger.reader import LedgerSnapshot
 from vllm_ledger.windows import Window
 
 STALE_AFTER_S = 30.0
+TAIL_S = 1.0  # trimmed off the last span of a writer that died
 
 PROBLEM_CODES: tuple[str, ...] = (
     "writer_missing",
@@ -72,9 +73,12 @@ class CoverageModel:
             if wr.state in ("alive", "closed"):
                 continue
             lo = wr.first_ts if wr.first_ts is not None else -math.inf
-            hi = w.cutoff_ts if wr.state in ("stale", "missing") else (wr.last_ts or lo)
-            if wr.state in ("stale", "crashed"):
-                hi = w.cutoff_ts if wr.state == "stale" else _crash_effect_end(self, wr, w)
+            if wr.state == "stale":
+                hi = float(w.cutoff_ts)
+            elif wr.state == "missing":  # for as long as its run ran
+                hi = wr.last_ts if wr.last_ts is not None else float(w.cutoff_ts)
+            else:  # crashed: its lost tail runs to the next covered instant
+                hi = _crash_effect_end(self, wr, w)
             if hi >= w.start_ts and lo < w.cutoff_ts:
                 code = {
                     "missing": "writer_missing",
@@ -91,7 +95,9 @@ class CoverageModel:
                 if lost:
                     counts["write_failed"] += lost
         for since in self.unreadable_since:
-            if since < w.cutoff_ts:
+            # From the file's run start to the next instant the report can vouch for again.
+            until = next((a for a, _b in self.covered if a > since), math.inf)
+            if since < w.cutoff_ts and until > w.start_ts:
                 counts["ledger_unreadable"] += 1
         for lo, hi, n in self.gaps:
             if lo < w.cutoff_ts and hi >= w.start_ts:
@@ -136,62 +142,69 @@ def build(snapshots: Sequence[LedgerSnapshot], at_ts: float) -> CoverageModel:
         if cur is None or run_start[run_id] > run_start[cur]:
             latest_for_instance[inst] = run_id
 
+    # Writers with a file that could not be read: their vouched time is not fully known.
+    doubtful = {(s.run_id, s.writer_rank) for s in snapshots if not s.ok and s.run_id}
     writers: list[WriterCoverage] = []
     instance_cover: dict[str, list[iv.Interval]] = defaultdict(list)
+    instance_active: dict[str, list[iv.Interval]] = defaultdict(list)
     for run_id, ranks in sorted(runs.items()):
         expected = max(s.expected_writers for snaps in ranks.values() for s in snaps)
         inst = run_instance[run_id]
+        latest = latest_for_instance[inst] == run_id
+        present = {
+            rank: _writer(snaps, run_id, rank, expected, inst, at_ts, cutoff, latest=latest)
+            for rank, snaps in ranks.items()
+        }
+        ends = [
+            cutoff if w.state in ("alive", "stale") else (w.last_ts or -math.inf)
+            for w in present.values()
+        ]
+        run_end = float(max(ends, default=cutoff))
         run_sets: list[list[iv.Interval]] = []
         for rank in range(expected):
-            present = ranks.get(rank)
-            if not present:
+            wc = present.get(rank)
+            if wc is None:
+                start = run_start[run_id] if run_start[run_id] < math.inf else None
                 writers.append(
                     WriterCoverage(
-                        run_id,
-                        rank,
-                        expected,
-                        inst,
-                        "missing",
-                        first_ts=run_start[run_id] if run_start[run_id] < math.inf else None,
+                        run_id, rank, expected, inst, "missing", first_ts=start, last_ts=run_end
                     )
                 )
                 run_sets.append([])
                 continue
-            wc = _writer(
-                present,
-                run_id,
-                rank,
-                expected,
-                inst,
-                at_ts,
-                cutoff,
-                latest=latest_for_instance[inst] == run_id,
-            )
             writers.append(wc)
             # An API process serves nothing before its logger exists, so a writer that did
-            # come up also vouches for the moments between its run's start and its own.
+            # come up also vouches for the moments between its run's start and its own,
+            # unless one of its files is unreadable or its first file is gone.
             vouched = wc.vouched
-            if vouched and run_start[run_id] < vouched[0][0]:
+            first_generation = min(s.generation for s in ranks[rank])
+            if (
+                vouched
+                and run_start[run_id] < vouched[0][0]
+                and (run_id, rank) not in doubtful
+                and first_generation == 0
+            ):
                 vouched = [(float(math.ceil(run_start[run_id])), vouched[0][1]), *vouched[1:]]
             run_sets.append(vouched)
-        # Writers beyond the expected count still matter for the figures, not for coverage.
-        for rank, snaps in ranks.items():
-            if rank >= expected:
-                writers.append(
-                    _writer(
-                        snaps,
-                        run_id,
-                        rank,
-                        expected,
-                        inst,
-                        at_ts,
-                        cutoff,
-                        latest=latest_for_instance[inst] == run_id,
-                    )
-                )
+        # Writers beyond the expected count matter for the figures, not for coverage.
+        writers.extend(wc for rank, wc in sorted(present.items()) if rank >= expected)
         instance_cover[inst].extend(iv.intersect_all(run_sets))
-    per_instance = [iv.normalize(v) for v in instance_cover.values()]
-    covered = iv.intersect_all(per_instance) if per_instance else []
+        # The instance is there from its first run's start; after a run that closed every
+        # writer cleanly it may be gone for good (a container replaced, a port retired).
+        closed = all(
+            present.get(r) is not None and present[r].state == "closed" for r in range(expected)
+        )
+        end = run_end if closed else float(cutoff)
+        if run_start[run_id] < math.inf:
+            instance_active[inst].append((run_start[run_id], max(end, run_start[run_id])))
+    # A second is covered when some instance was there and every instance there could vouch.
+    all_cover = iv.normalize(c for v in instance_cover.values() for c in v)
+    not_vouched = iv.normalize(
+        u
+        for inst, active in instance_active.items()
+        for u in iv.subtract(iv.normalize(active), iv.normalize(instance_cover[inst]))
+    )
+    covered = iv.subtract(all_cover, not_vouched)
     problem_seconds = sorted(ps for s in ok for ps in s.problem_seconds)
     bad = iv.normalize((ts, ts + 1) for ts, *_ in problem_seconds)
     covered = iv.subtract(covered, bad)
@@ -248,6 +261,10 @@ def _writer(
         spans = iv.normalize([*spans, (last, float(cutoff))])
     else:
         state = "stale" if latest else "crashed"
+        # Events stamped just before the last commit may have been queued, not committed,
+        # when the writer died: its last second is not vouched for.
+        if spans:
+            spans = iv.normalize([*spans[:-1], (spans[-1][0], spans[-1][1] - TAIL_S)])
     # Vouch only for whole seconds: a partial second at either end is not vouched for.
     whole = [(float(math.ceil(s)), float(math.floor(e))) for s, e in spans]
     return WriterCoverage(

@@ -126,9 +126,13 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             self.recorder.start()
             atexit.register(self.shutdown)
             if identity.writer_rank == 0 and env.get("VLLM_LEDGER_MAINTENANCE", "1") != "0":
-                from vllm_ledger import maintenance
+                try:
+                    from vllm_ledger import maintenance
 
-                maintenance.start_background(root)
+                    maintenance.start_background(root)
+                except Exception as exc:  # the ledger itself is running: keep it
+                    self.faults_total += 1
+                    logger.warning("vllm-ledger: no background maintenance: %s", exc)
             logger.info(
                 "vllm-ledger: recording to %s (run %s, writer %d of %d, engines %s)",
                 root,

@@ -161,6 +161,9 @@ def read_ledger(
     except OSError as exc:
         snap.status = "denied"
         snap.detail = str(exc)
+    except (ValueError, TypeError, KeyError) as exc:  # a meta value that is not what we wrote
+        snap.status = "unreadable"
+        snap.detail = f"bad ledger metadata: {exc}"
     if snap.ok and marker is not None and marker[0] > snap.last_seq:
         snap.missing_commits = marker[0] - snap.last_seq
         snap.marker_ts = marker[1]
@@ -210,10 +213,17 @@ def _read_into(conn: sqlite3.Connection, snap: LedgerSnapshot, windows: Sequence
             )
         ]
     first = conn.execute("SELECT min(ts) FROM buckets").fetchone()[0]
-    if snap.compacted_before_ts is not None:
+    if "first_second_ts" in meta:  # written by compaction before it dropped any second
+        kept = int(meta["first_second_ts"])
+        first = kept if first is None else min(first, kept)
+    elif snap.compacted_before_ts is not None:
         # Seconds before the compaction horizon survive only as hours.
         first_h = conn.execute("SELECT min(ts) FROM hourly").fetchone()[0]
-        if first_h is not None and (first is None or first_h < first):
+        if (
+            first_h is not None
+            and first_h < snap.compacted_before_ts
+            and (first is None or first_h < first)
+        ):
             first = first_h
     snap.first_bucket_ts = first
     cols = ", ".join(f"sum({c})" for c in SUM_COLUMNS)

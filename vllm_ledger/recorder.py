@@ -160,6 +160,7 @@ class Recorder:
         """Count input the plugin could not read, in the second it arrived."""
         self.rejected_total += 1
         self._faults.add(int(event_ts), REJECTED)
+        self._hand_over_faults()  # now, not at the next good event: there may be none
 
     def _hand_over_faults(self, force: bool = False) -> None:
         faults = self._faults
@@ -253,6 +254,8 @@ class Recorder:
                 self._flush()
                 next_flush = now + self.flush_interval_s
                 next_heartbeat = now + self.heartbeat_interval_s
+            elif now >= next_flush:
+                next_flush = now + self.flush_interval_s  # nothing to commit: wait, don't spin
             if now >= self._next_compaction:
                 self._next_compaction = now + COMPACTION_INTERVAL_S
                 self.compact()
@@ -396,8 +399,7 @@ class Recorder:
         self._failed_attempts += 1
         self.last_error = f"{type(exc).__name__}: {exc}"
         self._log_once(f"fail:{self.last_error}", "vllm-ledger: write failed: %s", self.last_error)
-        self._span_id = None  # whatever happens next, this stretch is not vouched for
-        if self._is_damage(exc) and self._conn is not None:
+        if self._is_damage(exc):
             self._rotate()
             return
         if self._failed_attempts >= self.max_retries:
@@ -415,6 +417,7 @@ class Recorder:
             self._events_per_second = {}
             self._buckets = lost
             self._failed_attempts = 0
+            self._span_id = None  # the given-up stretch is not vouched for
             self._close_connection()
 
     @staticmethod

@@ -131,8 +131,9 @@ def open_for_write(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> sq
 
 def read_only_uri(path: Path) -> str:
     """The URI readers use: ``mode=ro``, never ``immutable=1`` (which ignores the WAL)."""
-    quoted = str(path.resolve()).replace("?", "%3f").replace("#", "%23")
-    return f"file:{quoted}?mode=ro"
+    from urllib.parse import quote
+
+    return f"file:{quote(str(path.resolve()))}?mode=ro"
 
 
 @contextlib.contextmanager

@@ -149,7 +149,21 @@ def snapshot_from(
     windows = list(windows)
     if st.st_size != entry.size or st.st_mtime_ns != entry.mtime_ns or not answers(entry, windows):
         return None
-    return _decode(path, entry.snapshot, windows, entry)
+    if _wal_stamp(path) != entry.snapshot.get("wal"):
+        return None  # commits landed in the -wal since the entry was made
+    try:
+        return _decode(path, entry.snapshot, windows, entry)
+    except (KeyError, TypeError, ValueError):
+        return None  # a malformed entry: read the file itself
+
+
+def _wal_stamp(path: Path) -> list[int] | None:
+    """Size and mtime of the file's -wal, or None when there is none."""
+    try:
+        st = os.stat(f"{path}-wal")
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
 
 
 def _finished(snap: LedgerSnapshot, now_ts: float) -> bool:
@@ -170,7 +184,12 @@ def refresh(root: Path, now_ts: float) -> tuple[int, int]:
         except (OSError, ValueError):
             continue
         prev = old.get(rel)
-        if prev is not None and prev.size == st.st_size and prev.mtime_ns == st.st_mtime_ns:
+        if (
+            prev is not None
+            and prev.size == st.st_size
+            and prev.mtime_ns == st.st_mtime_ns
+            and prev.snapshot.get("wal") == _wal_stamp(path)
+        ):
             entries[rel] = {
                 "size": prev.size,
                 "mtime_ns": prev.mtime_ns,
@@ -199,7 +218,7 @@ def refresh(root: Path, now_ts: float) -> tuple[int, int]:
             "mtime_ns": st.st_mtime_ns,
             "first_ts": math.floor(min(firsts)),
             "last_ts": math.ceil(max(lasts)),
-            "snapshot": _encode(snap, snap.sums["total"]),
+            "snapshot": {**_encode(snap, snap.sums["total"]), "wal": _wal_stamp(path)},
         }
     _write(root, entries)
     return len(entries), read

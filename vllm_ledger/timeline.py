@@ -183,10 +183,11 @@ def _cause_intervals(model: cov.CoverageModel, cutoff_ts: int) -> dict[str, list
         runs.setdefault(wr.run_id, []).append(wr)
     for wr in model.writers:
         if wr.state == "crashed" and wr.last_ts is not None:
+            lost_from = wr.last_ts - cov.TAIL_S  # its last second is not vouched for
             nxt = next((s for s, _ in model.covered if s >= wr.last_ts), float(cutoff_ts))
-            out["unclean_exit"].append((wr.last_ts, nxt))
+            out["unclean_exit"].append((lost_from, nxt))
         elif wr.state == "stale" and wr.last_ts is not None:
-            out["heartbeat_stale"].append((wr.last_ts, float(cutoff_ts)))
+            out["heartbeat_stale"].append((wr.last_ts - cov.TAIL_S, float(cutoff_ts)))
         elif wr.state == "missing" and wr.first_ts is not None:
             siblings = [w for w in runs[wr.run_id] if w.state != "missing"]
             running = any(w.state in ("alive", "stale") for w in siblings)

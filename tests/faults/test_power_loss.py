@@ -82,7 +82,8 @@ def test_power_loss_drops_the_unsynced_tail(tmp_path: Path, cut: str) -> None:
     total = r.window("total")
     # Each surviving commit counted once, nothing from the lost ones, nothing twice.
     assert total.input_tokens == sum(per_commit[:survived]) + 1000
-    last_vouched = T0 + (survived - 1) * STEP_S
+    # The crashed writer's last second is not vouched for (coverage.TAIL_S).
+    last_vouched = T0 + (survived - 1) * STEP_S - 1
     assert total.start_ts == T0 - 1  # the first event's second
     # Uncovered: the second before the first heartbeat, and the lost stretch up to the reboot.
     assert total.uncovered_seconds == 1 + (reboot_ts - last_vouched)
@@ -116,6 +117,6 @@ def test_power_loss_that_also_lost_the_marker_still_shows_the_gap_as_uncovered(
     total = build_report([after], at_ts=at, clock=lambda: at, tz="UTC").window("total")
     survived = COMMITS - DROPPED_COMMITS
     assert total.input_tokens == 7 * survived
-    assert total.uncovered_seconds == 1 + int(at) - int(T0 + (survived - 1) * STEP_S)
+    assert total.uncovered_seconds == 1 + int(at) - int(T0 + (survived - 1) * STEP_S - 1)
     assert total.problems == {"heartbeat_stale": 1}
     rec.abandon()

@@ -62,7 +62,9 @@ def test_full_disk_loses_batches_counted_and_recovers() -> None:
         assert during.input_tokens == 21
         assert during.problems == {"heartbeat_stale": 1}
         assert during.complete is False
-        assert during.uncovered_seconds == 1 + 31  # first event's second, then since T0+10
+        # The first event's second, then since T0+10 (its last vouched second trimmed: the
+        # writer is stale, and a stale writer's last second is not vouched for).
+        assert during.uncovered_seconds == 1 + 31 + 1
 
         filler.unlink()
         for t in (T0 + 30, T0 + 35, T0 + 40):

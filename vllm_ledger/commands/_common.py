@@ -52,7 +52,8 @@ def parse_at(value: str | None) -> float | None:
     except ValueError:
         pass
     try:
-        dt = datetime.fromisoformat(value)
+        # Python 3.10's fromisoformat does not take a trailing Z.
+        dt = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
     except ValueError as exc:
         raise BadArgument(
             f"--at {value!r} is not a time: "
