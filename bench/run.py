@@ -411,7 +411,10 @@ def bench_serving(rounds: int = 2) -> None:
                 )
                 tokens += r.json()["usage"]["completion_tokens"]
 
-        async with httpx.AsyncClient(base_url=url, timeout=300) as client:
+        # Drop idle connections before uvicorn's 5 s keep-alive does: reusing one it is
+        # closing at that moment ends in a ReadError.
+        limits = httpx.Limits(keepalive_expiry=1.0)
+        async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
             await asyncio.gather(*(one(client, -1 - i) for i in range(16)))  # warm-up
             rates = []
             for _ in range(3):  # three passes per server; the median is its figure
