@@ -67,7 +67,7 @@ def identity_from_config(
         names = tuple(str(n) for n in served)
     else:
         names = (str(getattr(model_config, "model", "")),) if model_config else ()
-    port_text = env.get("VLLM_LEDGER_PORT") or env.get("VLLM_PORT_FOR_LEDGER") or ""
+    port_text = env.get("VLLM_LEDGER_PORT") or ""
     port = int(port_text) if port_text.isdigit() else _port_from_argv()
     try:
         import vllm
