@@ -189,14 +189,21 @@ def build(snapshots: Sequence[LedgerSnapshot], at_ts: float) -> CoverageModel:
         # Writers beyond the expected count matter for the figures, not for coverage.
         writers.extend(wc for rank, wc in sorted(present.items()) if rank >= expected)
         instance_cover[inst].extend(iv.intersect_all(run_sets))
-        # The instance is there from its first run's start; after a run that closed every
-        # writer cleanly it may be gone for good (a container replaced, a port retired).
-        closed = all(
-            present.get(r) is not None and present[r].state == "closed" for r in range(expected)
-        )
-        end = run_end if closed else float(cutoff)
+        # An instance is there from its first run's start, gaps between its runs included
+        # (a rollback to a container without the plugin is uncovered), until its latest run
+        # closed every writer cleanly: then it may be gone for good (a replaced container, a
+        # retired port), and only the other instances' coverage counts after that.
         if run_start[run_id] < math.inf:
-            instance_active[inst].append((run_start[run_id], max(end, run_start[run_id])))
+            closed = all(
+                present.get(r) is not None and present[r].state == "closed" for r in range(expected)
+            )
+            # Only the latest run decides where the instance ends.
+            end = (run_end if closed else float(cutoff)) if latest else -math.inf
+            instance_active[inst].append((run_start[run_id], end))
+    for inst, spans_ in instance_active.items():
+        first = min(s for s, _ in spans_)
+        last = max(e for _, e in spans_)
+        instance_active[inst] = [(first, last)] if last > first else []
     # A second is covered when some instance was there and every instance there could vouch.
     all_cover = iv.normalize(c for v in instance_cover.values() for c in v)
     not_vouched = iv.normalize(
