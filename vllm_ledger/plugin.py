@@ -157,25 +157,38 @@ class LedgerStatLogger(AggregateStatLoggerBase):
         if recorder is None or iteration_stats is None:
             return
         try:
+            # Checks are written out inline: this runs for every engine iteration.
             ts = iteration_stats.iteration_timestamp
             pts = iteration_stats.prompt_token_stats
             prompt = pts.total
             cached = pts.cached_tokens
             generation = iteration_stats.num_generation_tokens
-            finished = tuple(
-                (f.num_generation_tokens, f.decode_time) for f in iteration_stats.finished_requests
-            )
             if not (
                 type(ts) is float
                 and 0.0 < ts < 1e11
-                and _ok_count(prompt)
-                and _ok_count(cached)
-                and _ok_count(generation)
-                and all(_ok_count(g) and _ok_seconds(d) for g, d in finished)
+                and type(prompt) is int
+                and 0 <= prompt < MAX_TOKENS_PER_EVENT
+                and type(cached) is int
+                and 0 <= cached < MAX_TOKENS_PER_EVENT
+                and type(generation) is int
+                and 0 <= generation < MAX_TOKENS_PER_EVENT
             ):
                 raise ValueError("out of range")
-            engine = engine_idx if type(engine_idx) is int else 0
-            recorder.submit((ts, engine, prompt, generation, cached, finished))
+            finished_requests = iteration_stats.finished_requests
+            if type(finished_requests) is not list and type(finished_requests) is not tuple:
+                raise ValueError("finished_requests is not a list")
+            if finished_requests:
+                finished = tuple(
+                    (f.num_generation_tokens, f.decode_time) for f in finished_requests
+                )
+                for g, d in finished:
+                    if not (_ok_count(g) and _ok_seconds(d)):
+                        raise ValueError("out of range")
+            else:
+                finished = ()
+            if type(engine_idx) is not int:
+                engine_idx = 0
+            recorder.submit((ts, engine_idx, prompt, generation, cached, finished))
         except Exception:
             self.faults_total += 1
             try:

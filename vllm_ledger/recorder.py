@@ -152,7 +152,7 @@ class Recorder:
             return False
         if self._faults.by_second:
             self._hand_over_faults()
-        q.put_nowait(event)
+        q.put(event)  # SimpleQueue.put never blocks
         self.submitted_total += 1
         return True
 
