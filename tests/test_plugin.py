@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from vllm.config import ParallelConfig, VllmConfig
-from vllm.v1.engine import FinishReason
 from vllm.v1.metrics.loggers import AggregateStatLoggerBase
-from vllm.v1.metrics.stats import FinishedRequestStats, IterationStats, PrefillStats
+from vllm.v1.metrics.stats import IterationStats
 
+from tests.faults.vllm_stats import iteration
 from vllm_ledger.plugin import LedgerStatLogger
 from vllm_ledger.report import build_report
 
@@ -26,22 +26,8 @@ def _config(count: int, rank: int) -> VllmConfig:
 def _iteration(
     ts: float, prompt: int, cached: int, gen: int, finished: list[tuple[int, float]]
 ) -> IterationStats:
-    it = IterationStats()
-    it.iteration_timestamp = ts
-    ps = PrefillStats()
-    ps.set(prompt, cached, 0)
-    it.prompt_token_stats.update_from_output(ps)
-    it.num_generation_tokens = gen
-    for n, d in finished:
-        it.finished_requests.append(
-            FinishedRequestStats(
-                finish_reason=FinishReason.LENGTH,
-                request_id="req-secret-42",
-                num_generation_tokens=n,
-                decode_time=d,
-            )
-        )
-    return it
+    # A recognisable request id: the privacy test looks for it in the ledger files.
+    return iteration(ts, prompt, cached, gen, tuple(finished), request_id="req-secret-42")
 
 
 @pytest.fixture

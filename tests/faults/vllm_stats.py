@@ -15,7 +15,12 @@ def plugin() -> LedgerStatLogger:
 
 
 def iteration(
-    ts: float, prompt: int = 0, cached: int = 0, gen: int = 0, finished: tuple = ()
+    ts: float,
+    prompt: int = 0,
+    cached: int = 0,
+    gen: int = 0,
+    finished: tuple = (),
+    request_id: str = "r",
 ) -> IterationStats:
     it = IterationStats()
     it.iteration_timestamp = ts
@@ -27,7 +32,7 @@ def iteration(
         it.finished_requests.append(
             FinishedRequestStats(
                 finish_reason=FinishReason.LENGTH,
-                request_id="r",
+                request_id=request_id,
                 num_generation_tokens=n,
                 decode_time=d,
             )
