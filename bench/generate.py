@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vllm_ledger import compaction
-from vllm_ledger.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.recorder import Recorder
+from vllm_ledger.write import compaction
+from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.write.recorder import Recorder
 
 HOUR = 3600
 DETAIL_S = compaction.HORIZON_S  # per-second events for the span that keeps seconds

@@ -139,8 +139,8 @@ def rss_kb():
     for line in open("/proc/self/status"):
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
-from vllm_ledger.identity import WriterIdentity
-from vllm_ledger.recorder import Recorder
+from vllm_ledger.write.identity import WriterIdentity
+from vllm_ledger.write.recorder import Recorder
 before = rss_kb()
 rec = Recorder(tempfile.mkdtemp(), WriterIdentity("ingest", 0, 1))
 rec.start()
@@ -387,7 +387,7 @@ def bench_serving(rounds: int = 2) -> None:
 
     from devtools.tiny_model import make_tiny_model
     from devtools.vllm_server import VllmServer
-    from vllm_ledger.bundle import bundle
+    from vllm_ledger.deploy.bundle import bundle
 
     model = make_tiny_model(REPO / "build" / "tiny-model").resolve()
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))

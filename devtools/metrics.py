@@ -1,5 +1,5 @@
 """Read vLLM's own counters from a live /metrics, summed over engine labels."""
 
-from vllm_ledger.verify import vllm_counters
+from vllm_ledger.read.verify import vllm_counters
 
 __all__ = ["vllm_counters"]

@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 from devtools.tiny_model import make_tiny_model  # noqa: E402
 from devtools.traffic import plan, send_mix  # noqa: E402
 from devtools.vllm_server import VllmServer  # noqa: E402
-from vllm_ledger.bundle import bundle  # noqa: E402
+from vllm_ledger.deploy.bundle import bundle  # noqa: E402
 
 ROUNDS = 3
 

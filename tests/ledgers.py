@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_ledger.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.recorder import IterationEvent, Recorder
+from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.write.recorder import IterationEvent, Recorder
 
 
 @dataclass

@@ -13,8 +13,10 @@ import pytest
 
 from bench.generate import generate
 from tests.conftest import REPO, run_cli
-from vllm_ledger import compaction, maintenance, store, summary
-from vllm_ledger.reader import discover
+from vllm_ledger import maintenance
+from vllm_ledger.read import summary
+from vllm_ledger.read.snapshot import discover
+from vllm_ledger.write import compaction, store
 
 NOW = 1_795_000_000
 
@@ -94,7 +96,7 @@ def test_summary_answers_only_what_it_can(old_ledger: Path, tmp_path: Path) -> N
 KILL_INSIDE = r"""
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from vllm_ledger import compaction, store
+from vllm_ledger.write import compaction, store
 real = store.transaction
 import contextlib
 @contextlib.contextmanager

@@ -9,7 +9,6 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
-from vllm_ledger import compaction
 from vllm_ledger.plan import prom
 from vllm_ledger.plan.cost import (
     CloudPrices,
@@ -20,6 +19,7 @@ from vllm_ledger.plan.cost import (
     per_million,
 )
 from vllm_ledger.plan.usage import busy_seconds, prometheus_power
+from vllm_ledger.write import compaction
 
 WEEK_S = 7 * 24 * 3600
 EXAMPLE = Prices(electricity_per_kwh=1.0, hardware_price=20000, lifetime_years=3, ops_per_hour=0.1)

@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.recorder import Recorder
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
+from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.write.recorder import Recorder
 
 AT = 1_800_000_000
 
@@ -119,8 +119,8 @@ def test_a_writer_missing_in_an_old_run_does_not_taint_later_windows(tmp_path: P
     )
     assert recent.start_ts == AT - AT % 86400
     # A window inside run 2 only: complete.
-    from vllm_ledger.report import window_reports
-    from vllm_ledger.windows import Window
+    from vllm_ledger.read.report import window_reports
+    from vllm_ledger.read.windows import Window
 
     (w,), _ = window_reports(
         [tmp_path], [Window("late", AT - 3000, AT)], at_ts=AT, clock=lambda: AT

@@ -16,7 +16,7 @@ from tests.ledgers import FakeClock, ev, write_ledger
 from vllm_ledger.observe.exporter import LedgerCollector, make_registry
 from vllm_ledger.observe.gpu import GpuReading
 from vllm_ledger.promtext import parse_samples, sum_metric
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
 
 T0 = 1_800_000_000  # 2027-01-15 08:00 UTC
 

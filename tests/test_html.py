@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.formats import html as html_format
-from vllm_ledger.report import build_report
-from vllm_ledger.timeline import build_timeline
+from vllm_ledger.read.report import build_report
+from vllm_ledger.read.timeline import build_timeline
 
 AT = 1795917600  # 2026-11-29 10:00:00 in Shanghai, on the hour
 H = 3600

@@ -19,7 +19,7 @@ from vllm_ledger.observe.alerts import Thresholds, alert_rules
 from vllm_ledger.observe.dashboard import expressions
 from vllm_ledger.observe.exporter import families
 from vllm_ledger.observe.gpu import GpuReading
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
 
 
 def _vllm_loggers() -> Path:

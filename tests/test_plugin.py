@@ -14,7 +14,7 @@ from vllm.v1.metrics.stats import IterationStats
 
 from tests.faults.vllm_stats import iteration
 from vllm_ledger.plugin import LedgerStatLogger
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
 
 
 def _config(count: int, rank: int) -> VllmConfig:
@@ -65,7 +65,7 @@ def test_run_id_is_shared_by_siblings_and_new_per_launch(
     # Two API processes of one launch are siblings: same parent, same run id.
     code = (
         "import os,sys; sys.path.insert(0, %r)\n"
-        "from vllm_ledger.plugin import identity_from_config\n"
+        "from vllm_ledger.write.plugin import identity_from_config\n"
         "class P: _api_process_count=2; _api_process_rank=int(sys.argv[1])\n"
         "class C: parallel_config=P(); model_config=None\n"
         "print(identity_from_config(C(), [0], os.environ).run_id)\n"

@@ -11,12 +11,12 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.e2e.sshd import write_instance_ledger
-from vllm_ledger.coverage import PROBLEM_CODES
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import status as status_format
 from vllm_ledger.formats.status import MAX_STATUS_BYTES, StatusParseError, parse, render
-from vllm_ledger.report import Report, WindowReport, WriterStatus, build_report
-from vllm_ledger.windows import WINDOW_NAMES
+from vllm_ledger.read.coverage import PROBLEM_CODES
+from vllm_ledger.read.report import Report, WindowReport, WriterStatus, build_report
+from vllm_ledger.read.windows import WINDOW_NAMES
 
 NOW = time.time()
 EVENTS = [

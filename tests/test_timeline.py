@@ -15,10 +15,10 @@ import pytest
 from tests.conftest import run_cli
 from tests.ledgers import FakeClock, ev, write_ledger
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.recorder import Recorder
-from vllm_ledger.report import build_report
-from vllm_ledger.timeline import build_timeline, parse_duration, step_edges
+from vllm_ledger.read.report import build_report
+from vllm_ledger.read.timeline import build_timeline, parse_duration, step_edges
+from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.write.recorder import Recorder
 
 SH = ZoneInfo("Asia/Shanghai")
 AT = int(datetime(2026, 11, 29, 10, 0, 0, tzinfo=SH).timestamp())  # on the hour

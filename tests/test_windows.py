@@ -7,8 +7,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.report import build_report
-from vllm_ledger.windows import local_midnight_ts, windows_at
+from vllm_ledger.read.report import build_report
+from vllm_ledger.read.windows import local_midnight_ts, windows_at
 
 SH = ZoneInfo("Asia/Shanghai")
 # 2026-11-29 10:00:00 in Shanghai

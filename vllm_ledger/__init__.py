@@ -18,22 +18,22 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "BadArgument": "vllm_ledger.errors",
-    "BreakdownRow": "vllm_ledger.report",
+    "BreakdownRow": "vllm_ledger.read.report",
     "ConfigError": "vllm_ledger.errors",
     "LedgerError": "vllm_ledger.errors",
     "LedgerUnavailable": "vllm_ledger.errors",
     "MissingExtra": "vllm_ledger.errors",
     "RemoteError": "vllm_ledger.errors",
-    "Report": "vllm_ledger.report",
-    "VerifyResult": "vllm_ledger.verify",
-    "Window": "vllm_ledger.windows",
-    "WindowReport": "vllm_ledger.report",
-    "WriterStatus": "vllm_ledger.report",
-    "build_report": "vllm_ledger.report",
-    "bundle": "vllm_ledger.bundle",
-    "check": "vllm_ledger.check",
-    "verify": "vllm_ledger.verify",
-    "window_reports": "vllm_ledger.report",
+    "Report": "vllm_ledger.read.report",
+    "VerifyResult": "vllm_ledger.read.verify",
+    "Window": "vllm_ledger.read.windows",
+    "WindowReport": "vllm_ledger.read.report",
+    "WriterStatus": "vllm_ledger.read.report",
+    "build_report": "vllm_ledger.read.report",
+    "bundle": "vllm_ledger.deploy.bundle",
+    "check": "vllm_ledger.read.check",
+    "verify": "vllm_ledger.read.verify",
+    "window_reports": "vllm_ledger.read.report",
 }
 
 __all__ = [

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vllm_ledger import compaction, paths, summary
+from vllm_ledger.read import summary
+from vllm_ledger.write import compaction, paths
 
 LOCK_NAME = ".vllm-ledger-maintenance.lock"
 
@@ -48,7 +49,7 @@ def _lock(root: Path) -> Iterator[bool]:
 
 def _finished_and_old(path: Path, now_ts: float, horizon: int) -> bool:
     """A file whose writer is gone and that may hold seconds older than the horizon."""
-    from vllm_ledger.reader import read_ledger
+    from vllm_ledger.read.snapshot import read_ledger
 
     snap = read_ledger(path, (), now_ts=now_ts)
     if not snap.ok:

@@ -6,7 +6,7 @@ import time
 
 from devtools.vllm_server import VllmServer
 from vllm_ledger.promtext import parse_samples, sum_metric
-from vllm_ledger.verify import vllm_counters
+from vllm_ledger.read.verify import vllm_counters
 
 
 def settle(server: VllmServer, timeout_s: float = 60.0) -> dict[str, int]:

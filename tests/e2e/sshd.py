@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_ledger.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.recorder import IterationEvent, Recorder
+from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.write.recorder import IterationEvent, Recorder
 
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")  # Debian's sshd refuses to start without it

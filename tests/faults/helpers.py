@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.ledgers import FakeClock
-from vllm_ledger import paths, reader, store
-from vllm_ledger.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.recorder import Recorder
-from vllm_ledger.windows import Window
+from vllm_ledger.read import snapshot as reader
+from vllm_ledger.read.windows import Window
+from vllm_ledger.write import paths, store
+from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.write.recorder import Recorder
 
 REPO = Path(__file__).resolve().parents[2]
 WRITER_PROC = Path(__file__).resolve().parent / "writer_proc.py"

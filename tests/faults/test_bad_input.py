@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.faults.vllm_stats import iteration, plugin
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
 
 
 class _NoTimestamp:

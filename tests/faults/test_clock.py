@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.faults.helpers import ledger_files, pumped_recorder, snapshot
 from tests.ledgers import ev
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
 
 T0 = 1_800_000_000.0
 HOUR = 3600.0

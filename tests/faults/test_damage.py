@@ -29,8 +29,8 @@ from tests.faults.helpers import (
     wal_commit_ends,
     wal_page_size,
 )
-from vllm_ledger.recorder import Recorder
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
+from vllm_ledger.write.recorder import Recorder
 
 OLD_SECONDS = 2000
 

@@ -11,7 +11,7 @@ import pytest
 from devtools.traffic import send_mix
 from tests.e2e.settle import settle
 from tests.faults.helpers import fill_disk, tmpfs
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
 
 pytestmark = pytest.mark.e2e
 

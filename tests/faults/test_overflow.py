@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tests.faults.helpers import ledger_files, snapshot, wait_for
 from tests.faults.vllm_stats import iteration, plugin
-from vllm_ledger.recorder import QUEUE_SIZE, Recorder
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
+from vllm_ledger.write.recorder import QUEUE_SIZE, Recorder
 
 PUSHED = 10_000
 PER_SECOND = 2000

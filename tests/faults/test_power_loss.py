@@ -25,7 +25,7 @@ from tests.faults.helpers import (
     wal_commit_ends,
 )
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
 
 T0 = 1_800_000_000.0  # 2027-01-15, a whole second
 STEP_S = 5.0

@@ -15,9 +15,9 @@ from pathlib import Path
 from tests.conftest import REPO, run_cli
 from tests.faults.helpers import identity, ledger_files, wait_for
 from tests.ledgers import ev, write_ledger
-from vllm_ledger import store
-from vllm_ledger.recorder import Recorder
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
+from vllm_ledger.write import store
+from vllm_ledger.write.recorder import Recorder
 
 T0 = 1_800_000_000.0
 LOCKER = """

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from tests.faults.helpers import WriterProc, ledger_files, quick_check, snapshot, total_sums
 from tests.faults.writer_proc import GEN_PER_EVENT, PROMPT_PER_EVENT
-from vllm_ledger.check import check_file
-from vllm_ledger.report import build_report
+from vllm_ledger.read.check import check_file
+from vllm_ledger.read.report import build_report
 
 KILLS = 24
 

@@ -12,7 +12,7 @@ import signal
 from pathlib import Path
 
 from tests.faults.helpers import WriterProc, ledger_files, snapshot
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
 
 QUEUED = 4000
 

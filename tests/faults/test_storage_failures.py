@@ -24,7 +24,7 @@ from tests.faults.helpers import (
     tmpfs,
 )
 from tests.ledgers import ev
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
 
 T0 = 1_800_000_000.0
 

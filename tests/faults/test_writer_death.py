@@ -10,8 +10,8 @@ import pytest
 
 from tests.faults.helpers import ledger_files, pumped_recorder, snapshot, wait_for
 from tests.faults.vllm_stats import iteration, plugin
-from vllm_ledger.recorder import QUEUE_SIZE
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
+from vllm_ledger.write.recorder import QUEUE_SIZE
 
 T0 = 1_800_000_000.0
 

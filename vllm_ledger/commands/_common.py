@@ -8,8 +8,8 @@ from datetime import datetime
 from pathlib import Path
 
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.identity import default_root
-from vllm_ledger.windows import DEFAULT_TZ
+from vllm_ledger.read.windows import DEFAULT_TZ
+from vllm_ledger.write.identity import default_root
 
 
 def add_roots(p: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vllm_ledger.bundle import bundle
+from vllm_ledger.deploy.bundle import bundle
 
 NAME = "bundle"
 HELP = "write a plugin folder that PYTHONPATH=DIR vllm serve loads without pip"

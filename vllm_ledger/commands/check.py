@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from vllm_ledger.check import check
 from vllm_ledger.commands._common import add_roots, roots_of
+from vllm_ledger.read.check import check
 
 NAME = "check"
 HELP = "integrity pass over every ledger file; exit 1 if anything is wrong (for cron)"

@@ -13,8 +13,8 @@ from vllm_ledger.commands._common import add_roots, add_time, parse_at, roots_of
 from vllm_ledger.errors import BadArgument, ConfigError, MissingExtra
 from vllm_ledger.plan.cost import CloudPrices, Cost, Prices, compute
 from vllm_ledger.plan.usage import Measured, measure
-from vllm_ledger.report import resolve_tz
-from vllm_ledger.windows import WINDOW_NAMES
+from vllm_ledger.read.report import resolve_tz
+from vllm_ledger.read.windows import WINDOW_NAMES
 
 NAME = "cost"
 HELP = "cost per million tokens (allocation and usage bases) and the break-even vs a cloud API"

@@ -6,7 +6,7 @@ import argparse
 
 from vllm_ledger.commands._common import add_roots, roots_of
 from vllm_ledger.observe.exporter import serve
-from vllm_ledger.windows import DEFAULT_TZ
+from vllm_ledger.read.windows import DEFAULT_TZ
 
 NAME = "exporter"
 HELP = "serve restart-proof token counters, windows, coverage and GPU readings on /metrics"

@@ -8,7 +8,7 @@ import sys
 from vllm_ledger.commands._common import add_roots, add_time, parse_at, roots_of
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format
-from vllm_ledger.report import BREAKDOWN_KEYS, build_report
+from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report
 
 NAME = "report"
 HELP = "sum every ledger into today / 24h / 3d / 7d / total, with coverage"

@@ -7,8 +7,8 @@ import sys
 
 from vllm_ledger.commands._common import add_roots, roots_of
 from vllm_ledger.formats import status as status_format
-from vllm_ledger.report import build_report
-from vllm_ledger.windows import DEFAULT_TZ
+from vllm_ledger.read.report import build_report
+from vllm_ledger.read.windows import DEFAULT_TZ
 
 NAME = "status"
 HELP = "print the bounded status JSON for the bot (numbers only, < 4 KiB)"

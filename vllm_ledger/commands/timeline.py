@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 from vllm_ledger.commands._common import add_roots, add_time, parse_at, roots_of
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.formats.text import duration
-from vllm_ledger.report import SCHEMA_VERSION, WindowReport
-from vllm_ledger.timeline import DEFAULT_STEP, DEFAULT_WINDOW, Timeline, build_timeline
+from vllm_ledger.read.report import SCHEMA_VERSION, WindowReport
+from vllm_ledger.read.timeline import DEFAULT_STEP, DEFAULT_WINDOW, Timeline, build_timeline
 
 NAME = "timeline"
 HELP = "a window in steps: input, output, cached, hit rate, speed and uncovered time per step"

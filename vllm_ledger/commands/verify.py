@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from vllm_ledger.commands._common import add_roots, roots_of
-from vllm_ledger.verify import verify
+from vllm_ledger.read.verify import verify
 
 NAME = "verify"
 HELP = "compare the current run's ledger with vLLM's /metrics counters (after every upgrade)"

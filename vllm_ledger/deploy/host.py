@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import ConfigError
-from vllm_ledger.recorder import DRAIN_TIMEOUT_S
+from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
 MODES = ("docker", "bare")
 ENV_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*$"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from vllm_ledger import __version__
 from vllm_ledger.deploy.host import Host, check_for
-from vllm_ledger.recorder import DRAIN_TIMEOUT_S
+from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
 PLUGIN_SUBDIR = "ledger-plugin"
 LEDGER_SUBDIR = "usage"

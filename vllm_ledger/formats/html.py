@@ -26,8 +26,8 @@ from zoneinfo import ZoneInfo
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.formats.text import duration
-from vllm_ledger.report import BreakdownRow, Report, WindowReport, build_report
-from vllm_ledger.timeline import CAUSE_TEXT, CAUSES, Timeline, build_timeline
+from vllm_ledger.read.report import BreakdownRow, Report, WindowReport, build_report
+from vllm_ledger.read.timeline import CAUSE_TEXT, CAUSES, Timeline, build_timeline
 
 # Series and causes keep these exact colours (the browser test looks for them).
 SERIES_COLORS = {"cached": "#4e79a7", "uncached": "#a0cbe8", "output": "#f28e2b"}

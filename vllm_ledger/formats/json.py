@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vllm_ledger.report import Report, WindowReport
+from vllm_ledger.read.report import Report, WindowReport
 
 
 def _round(x: float | None, digits: int = 6) -> float | None:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from vllm_ledger.coverage import PROBLEM_CODES
-from vllm_ledger.report import Report, WindowReport
-from vllm_ledger.windows import WINDOW_NAMES
+from vllm_ledger.read.coverage import PROBLEM_CODES
+from vllm_ledger.read.report import Report, WindowReport
+from vllm_ledger.read.windows import WINDOW_NAMES
 
 STATUS_SCHEMA = 1
 MAX_STATUS_BYTES = 4096

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from vllm_ledger.report import Report, WindowReport
+from vllm_ledger.read.report import Report, WindowReport
 
 
 def _int(n: int) -> str:

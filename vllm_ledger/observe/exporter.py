@@ -29,7 +29,7 @@ from typing import Any
 
 from vllm_ledger.errors import BadArgument, LedgerError, MissingExtra
 from vllm_ledger.observe.gpu import GpuReader, GpuReading
-from vllm_ledger.report import Report, build_report
+from vllm_ledger.read.report import Report, build_report
 
 PREFIX = "vllm_ledger"
 WRITER_STATES = ("alive", "closed", "stale", "crashed", "missing")

@@ -26,8 +26,8 @@ from pathlib import Path
 from vllm_ledger.errors import BadArgument, RemoteError
 from vllm_ledger.plan import prom
 from vllm_ledger.plan.cost import Usage
-from vllm_ledger.report import WindowReport, build_report, window_reports
-from vllm_ledger.windows import DEFAULT_TZ, Window
+from vllm_ledger.read.report import WindowReport, build_report, window_reports
+from vllm_ledger.read.windows import DEFAULT_TZ, Window
 
 POWER_METRICS: tuple[str, ...] = ("DCGM_FI_DEV_POWER_USAGE", "vllm_ledger_gpu_power_watts")
 MAX_SECOND_WINDOWS = 20_000

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vllm_ledger import paths, store
-from vllm_ledger.identity import InstanceInfo
-from vllm_ledger.windows import Window
+from vllm_ledger.read.windows import Window
+from vllm_ledger.write import paths, store
+from vllm_ledger.write.identity import InstanceInfo
 
 HOUR = 3600
 SUM_COLUMNS = store.COUNT_COLUMNS[:6]  # token and request sums; faults come from problem_seconds
@@ -257,7 +257,7 @@ def read_all(
     now_ts: float | None = None,
 ) -> list[LedgerSnapshot]:
     """Read every ledger under the roots, de-duplicated by run, writer and generation."""
-    from vllm_ledger import summary  # the index of finished files (derived data)
+    from vllm_ledger.read import summary  # the index of finished files (derived data)
 
     by_key: dict[tuple[str, int, int], LedgerSnapshot] = {}
     others: list[LedgerSnapshot] = []

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from vllm_ledger import coverage as cov
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.reader import LedgerSnapshot, Sums, read_all
-from vllm_ledger.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
+from vllm_ledger.read import coverage as cov
+from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, read_all
+from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
 
 SCHEMA_VERSION = 1
 BREAKDOWN_KEYS = ("instance", "model", "run", "engine")

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger import paths
-from vllm_ledger.identity import InstanceInfo
-from vllm_ledger.reader import LedgerSnapshot, Sums, read_ledger
-from vllm_ledger.windows import Window
+from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, read_ledger
+from vllm_ledger.read.windows import Window
+from vllm_ledger.write import paths
+from vllm_ledger.write.identity import InstanceInfo
 
 SUMMARY_NAME = ".vllm-ledger-summary.json"
 SUMMARY_VERSION = 1
@@ -225,7 +225,7 @@ def refresh(root: Path, now_ts: float) -> tuple[int, int]:
 
 
 def _last_bucket_end(path: Path) -> float | None:
-    from vllm_ledger import store
+    from vllm_ledger.write import store
 
     try:
         with store.open_read_only(path) as conn:

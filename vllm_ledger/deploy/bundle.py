@@ -49,7 +49,7 @@ def bundle(dest: Path) -> list[Path]:
             f"{dest} is not empty and not a vllm-ledger bundle: choose an empty folder"
         )
     dest.parent.mkdir(parents=True, exist_ok=True)
-    src = Path(__file__).resolve().parent
+    src = Path(__file__).resolve().parent.parent  # the vllm_ledger package
     tmp = Path(tempfile.mkdtemp(prefix=".bundle-", dir=dest.parent))
     try:
         shutil.copytree(src, tmp / "vllm_ledger", ignore=_IGNORE)

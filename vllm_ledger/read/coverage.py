@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from vllm_ledger import intervals as iv
-from vllm_ledger.reader import LedgerSnapshot
-from vllm_ledger.windows import Window
+from vllm_ledger.read import intervals as iv
+from vllm_ledger.read.snapshot import LedgerSnapshot
+from vllm_ledger.read.windows import Window
 
 STALE_AFTER_S = 30.0
 TAIL_S = 1.0  # trimmed off the last span of a writer that died

@@ -21,7 +21,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_ledger import store
+from vllm_ledger.write import store
 
 HOUR = 3600
 HORIZON_S = 8 * 86400 + HOUR

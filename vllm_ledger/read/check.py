@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_ledger import store
-from vllm_ledger.coverage import STALE_AFTER_S
-from vllm_ledger.reader import discover, read_ledger
+from vllm_ledger.read.coverage import STALE_AFTER_S
+from vllm_ledger.read.snapshot import discover, read_ledger
+from vllm_ledger.write import store
 
 
 @dataclass(frozen=True)

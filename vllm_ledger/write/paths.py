@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from vllm_ledger.store import LEDGER_SUFFIX
+from vllm_ledger.write.store import LEDGER_SUFFIX
 
 _NAME = re.compile(r"^w(\d{1,4})\.g(\d{1,6})" + re.escape(LEDGER_SUFFIX) + r"$")
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from vllm_ledger import coverage as cov
-from vllm_ledger import intervals as iv
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.report import WindowReport, resolve_tz, window_reports
-from vllm_ledger.windows import DEFAULT_TZ, Window, cutoff_for, local_midnight_ts
+from vllm_ledger.read import coverage as cov
+from vllm_ledger.read import intervals as iv
+from vllm_ledger.read.report import WindowReport, resolve_tz, window_reports
+from vllm_ledger.read.windows import DEFAULT_TZ, Window, cutoff_for, local_midnight_ts
 
 MAX_STEPS = 5000
 DEFAULT_WINDOW = "7d"

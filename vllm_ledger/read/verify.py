@@ -18,7 +18,7 @@ from pathlib import Path
 
 from vllm_ledger.errors import BadArgument, LedgerUnavailable, RemoteError
 from vllm_ledger.promtext import has_metric, parse_samples, sum_metric
-from vllm_ledger.report import build_report
+from vllm_ledger.read.report import build_report
 
 COUNTERS: tuple[tuple[str, str], ...] = (
     ("input", "vllm:prompt_tokens_total"),

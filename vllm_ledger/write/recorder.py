@@ -31,8 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger import compaction, paths, store
-from vllm_ledger.identity import WriterIdentity
+from vllm_ledger.write import compaction, paths, store
+from vllm_ledger.write.identity import WriterIdentity
 
 logger = logging.getLogger("vllm.ledger.recorder")
 

@@ -1,0 +1,228 @@
+"""The vLLM adapter (write side): the only module that touches vLLM's (unstable) stats classes.
+
+vLLM builds ``LedgerStatLogger`` once per API-server process, through the
+``vllm.stat_logger_plugins`` entry point, with ``engine_indexes`` listing every DP rank.
+``record()`` is called on that process's asyncio output loop. It pulls out a handful of
+numbers and hands them to the recorder with ``put_nowait``; it never blocks, never raises
+and never keeps request ids, prompts, outputs or credentials.
+
+Fields read (vLLM 0.32/0.33): ``IterationStats.iteration_timestamp``,
+``.num_generation_tokens``, ``.prompt_token_stats.total`` / ``.cached_tokens``,
+``.finished_requests[*].num_generation_tokens`` / ``.decode_time``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from vllm.v1.metrics.loggers import AggregateStatLoggerBase
+
+from vllm_ledger import __version__
+from vllm_ledger.write.identity import (
+    InstanceInfo,
+    WriterIdentity,
+    default_root,
+    derive_run_id,
+    host_name,
+    process_start_ts,
+    sanitize_run_id,
+)
+from vllm_ledger.write.recorder import Recorder
+
+logger = logging.getLogger("vllm.ledger.plugin")
+
+MAX_TOKENS_PER_EVENT = 1 << 40  # far above any real iteration; guards against garbage
+MAX_DECODE_SECONDS = 1e7
+
+
+def identity_from_config(
+    vllm_config: Any, engine_indexes: list[int], env: dict[str, str] | os._Environ[str]
+) -> WriterIdentity:
+    """Work out run, rank, expected writers and instance facts, guarding private fields."""
+    parallel = getattr(vllm_config, "parallel_config", None)
+    count = getattr(parallel, "_api_process_count", 1)
+    rank = getattr(parallel, "_api_process_rank", 0)
+    count = count if isinstance(count, int) and count > 0 else 1
+    rank = rank if isinstance(rank, int) and rank >= 0 else 0
+    expected = count
+    override = env.get("VLLM_LEDGER_WRITERS", "")
+    if override.strip().isdigit() and int(override) > 0:
+        expected = int(override)
+    pid = os.getpid()
+    launcher = os.getppid() if count > 1 else pid
+    host = host_name()
+    run_id = sanitize_run_id(env.get("VLLM_LEDGER_RUN_ID", "")) or derive_run_id(
+        launcher, host, process_start_ts(launcher)
+    )
+    model_config = getattr(vllm_config, "model_config", None)
+    served = getattr(model_config, "served_model_name", None)
+    if isinstance(served, str):
+        names: tuple[str, ...] = (served,)
+    elif isinstance(served, (list, tuple)):
+        names = tuple(str(n) for n in served)
+    else:
+        names = (str(getattr(model_config, "model", "")),) if model_config else ()
+    port_text = env.get("VLLM_LEDGER_PORT") or ""
+    port = int(port_text) if port_text.isdigit() else _port_from_argv()
+    try:
+        import vllm
+
+        vllm_version = str(getattr(vllm, "__version__", ""))
+    except Exception:  # pragma: no cover - vllm is importable here by construction
+        vllm_version = ""
+    return WriterIdentity(
+        run_id=run_id,
+        writer_rank=rank,
+        expected_writers=expected,
+        engine_indexes=tuple(int(i) for i in engine_indexes),
+        pid=pid,
+        instance=InstanceInfo(
+            served_model_names=names,
+            port=port,
+            host_name=host,
+            vllm_version=vllm_version,
+            ledger_version=__version__,
+        ),
+    )
+
+
+def _port_from_argv() -> int | None:
+    """The API port: ``--port N`` or ``--port=N`` on the command line, else vLLM's 8000."""
+    import sys
+
+    # sys.argv first: an API process spawned by `vllm serve --api-server-count N` gets the
+    # launcher's argv there (multiprocessing's spawn copies it), not in sys.orig_argv.
+    argv = [*sys.argv, *(getattr(sys, "orig_argv", None) or [])]
+    for i, arg in enumerate(argv):
+        if arg == "--port" and i + 1 < len(argv) and argv[i + 1].isdigit():
+            return int(argv[i + 1])
+        if arg.startswith("--port=") and arg[7:].isdigit():
+            return int(arg[7:])
+    if any(a == "serve" for a in argv) or any("api_server" in a for a in argv):
+        return 8000
+    return None
+
+
+class LedgerStatLogger(AggregateStatLoggerBase):
+    """A stat logger that keeps this API process's per-second token ledger.
+
+    The write side alone runs no maintenance; the entry point ``vllm_ledger.plugin`` (the
+    class vLLM loads) adds the rank-0 maintenance pass, which needs the read side.
+    """
+
+    @staticmethod
+    def start_maintenance(root: Path) -> None:
+        """Start the rank-0 background maintenance pass (none on the write side alone)."""
+
+    def __init__(self, vllm_config: Any, engine_indexes: list[int] | None = None) -> None:
+        self.engine_indexes = list(engine_indexes or [0])
+        self.recorder: Recorder | None = None
+        self.faults_total = 0
+        env = os.environ
+        if env.get("VLLM_LEDGER_DISABLE", "").strip() not in ("", "0"):
+            logger.info("vllm-ledger: disabled by VLLM_LEDGER_DISABLE")
+            return
+        try:
+            identity = identity_from_config(vllm_config, self.engine_indexes, env)
+            root = default_root(env)
+            self.recorder = Recorder(root, identity)
+            self.recorder.start()
+            atexit.register(self.shutdown)
+            if identity.writer_rank == 0 and env.get("VLLM_LEDGER_MAINTENANCE", "1") != "0":
+                try:
+                    self.start_maintenance(root)
+                except Exception as exc:  # the ledger itself is running: keep it
+                    self.faults_total += 1
+                    logger.warning("vllm-ledger: no background maintenance: %s", exc)
+            logger.info(
+                "vllm-ledger: recording to %s (run %s, writer %d of %d, engines %s)",
+                root,
+                identity.run_id,
+                identity.writer_rank,
+                identity.expected_writers,
+                list(identity.engine_indexes),
+            )
+        except Exception as exc:  # never break vLLM's start-up
+            self.faults_total += 1
+            self.recorder = None
+            logger.error("vllm-ledger: not recording: %s", exc)
+
+    def record(
+        self,
+        scheduler_stats: Any,
+        iteration_stats: Any,
+        mm_cache_stats: Any = None,
+        engine_idx: int = 0,
+    ) -> None:
+        recorder = self.recorder
+        if recorder is None or iteration_stats is None:
+            return
+        try:
+            # Checks are written out inline: this runs for every engine iteration.
+            ts = iteration_stats.iteration_timestamp
+            pts = iteration_stats.prompt_token_stats
+            prompt = pts.total
+            cached = pts.cached_tokens
+            generation = iteration_stats.num_generation_tokens
+            if not (
+                type(ts) is float
+                and 0.0 < ts < 1e11
+                and type(prompt) is int
+                and 0 <= prompt < MAX_TOKENS_PER_EVENT
+                and type(cached) is int
+                and 0 <= cached < MAX_TOKENS_PER_EVENT
+                and type(generation) is int
+                and 0 <= generation < MAX_TOKENS_PER_EVENT
+            ):
+                raise ValueError("out of range")
+            finished_requests = iteration_stats.finished_requests
+            if type(finished_requests) is not list and type(finished_requests) is not tuple:
+                raise ValueError("finished_requests is not a list")
+            if finished_requests:
+                finished = tuple(
+                    (f.num_generation_tokens, f.decode_time) for f in finished_requests
+                )
+                for g, d in finished:
+                    if not (_ok_count(g) and _ok_seconds(d)):
+                        raise ValueError("out of range")
+            else:
+                finished = ()
+            if type(engine_idx) is not int:
+                engine_idx = 0
+            recorder.submit((ts, engine_idx, prompt, generation, cached, finished))
+        except Exception:
+            self.faults_total += 1
+            try:
+                recorder.reject(time.time())
+            except Exception:
+                pass
+
+    def log_engine_initialized(self) -> None:
+        pass
+
+    def log(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        """Drain and close within the limit; called at exit. Never raises."""
+        recorder = self.recorder
+        if recorder is None:
+            return
+        try:
+            recorder.close()
+        except Exception:
+            self.faults_total += 1
+
+
+def _ok_count(n: object) -> bool:
+    return type(n) is int and 0 <= n < MAX_TOKENS_PER_EVENT
+
+
+def _ok_seconds(s: object) -> bool:
+    return type(s) in (float, int) and 0.0 <= s < MAX_DECODE_SECONDS and math.isfinite(s)  # type: ignore[operator,arg-type]
