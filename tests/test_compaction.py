@@ -15,7 +15,7 @@ from bench.generate import generate
 from tests.conftest import REPO, run_cli
 from vllm_ledger import maintenance
 from vllm_ledger.read import summary
-from vllm_ledger.read.snapshot import discover
+from vllm_ledger.read.discovery import discover_paths
 from vllm_ledger.write import compaction, store
 
 NOW = 1_795_000_000
@@ -31,7 +31,7 @@ def _report(root: Path, at: float, *extra: str) -> dict:
 
 def _second_rows(root: Path) -> int:
     n = 0
-    for p in discover([root]):
+    for p in discover_paths([root]):
         with store.open_read_only(p) as conn:
             n += conn.execute("SELECT count(*) FROM buckets").fetchone()[0]
     return n
@@ -84,7 +84,7 @@ def test_summary_answers_only_what_it_can(old_ledger: Path, tmp_path: Path) -> N
     for at in AT_CASES:
         assert _report(root, at) == plain[at], at
     # A summary that no longer matches a file (size/mtime) is ignored for that file.
-    f = next(iter(discover([root])))
+    f = next(iter(discover_paths([root])))
     os.utime(f, ns=(0, 0))
     for at in AT_CASES:
         assert _report(root, at) == plain[at], at
@@ -117,7 +117,7 @@ def test_sigkill_mid_compaction_loses_nothing(old_ledger: Path, tmp_path: Path) 
     shutil.copytree(old_ledger, root)
     before = {at: _report(root, at, "--by", "run") for at in AT_CASES}
     rows_before = _second_rows(root)
-    oldest = sorted(discover([root]))[0]
+    oldest = sorted(discover_paths([root]))[0]
     digest_before = store.quick_check(oldest)
     p = subprocess.Popen(
         [sys.executable, "-c", KILL_INSIDE, str(REPO), str(oldest), str(NOW)],
@@ -144,7 +144,7 @@ def test_compaction_never_touches_a_damaged_file(old_ledger: Path, tmp_path: Pat
 
     root = tmp_path / "ledger"
     shutil.copytree(old_ledger, root)
-    victim = sorted(discover([root]))[0]
+    victim = sorted(discover_paths([root]))[0]
     with open(victim, "r+b") as f:
         f.seek(4096 * 3)
         f.write(os.urandom(4096))

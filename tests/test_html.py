@@ -12,6 +12,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.formats import html as html_format
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.page import build_page
 from vllm_ledger.read.report import build_report
 from vllm_ledger.read.timeline import build_timeline
 
@@ -159,8 +161,9 @@ def test_the_page_needs_nothing_from_the_network(tmp_path: Path) -> None:
     root = tmp_path / "ledger"
     _two_instances(root)
     page = tmp_path / "page.html"
-    report = build_report([root], at_ts=AT + 0.5, clock=lambda: AT + 0.5)
-    html_format.write(report, page, [root])
+    with LedgerSet.read([root], clock=lambda: AT + 0.5) as ledgers:
+        report = build_report(ledgers, at_ts=AT + 0.5)
+        html_format.write(build_page(ledgers, report), page)
     text = page.read_text()
     assert not re.search(r"https?:|//[a-z0-9.-]+\.[a-z]{2,}", text, re.I)
     assert not re.search(r"<(script|link|img|iframe|object|embed)\b|@import|url\(", text, re.I)

@@ -5,6 +5,10 @@ a minute after start and every six hours. A non-blocking ``flock`` on
 ``ROOT/.vllm-ledger-maintenance.lock`` keeps two passes from overlapping. It only ever
 deletes per-second rows older than the compaction horizon from sound, finished files, and
 rewrites the derived summary. Standard library only.
+
+It sits above both sides: it compacts (write side) and reads facts and writes the summary of
+finished files (read side). Inside vLLM only the rank-0 writer runs it, through the entry
+point ``vllm_ledger.plugin``; that is the one place the read side is imported into vLLM.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vllm_ledger.read import summary
-from vllm_ledger.write import compaction, paths
+from vllm_ledger.read import summary, writer_state
+from vllm_ledger.read.snapshot import LedgerSnapshot, read_ledger
+from vllm_ledger.write import compaction
 
 LOCK_NAME = ".vllm-ledger-maintenance.lock"
 
@@ -47,32 +52,38 @@ def _lock(root: Path) -> Iterator[bool]:
         os.close(fd)
 
 
-def _finished_and_old(path: Path, now_ts: float, horizon: int) -> bool:
+def _needs_compaction(snap: LedgerSnapshot, now_ts: float, horizon: int) -> bool:
     """A file whose writer is gone and that may hold seconds older than the horizon."""
-    from vllm_ledger.read.snapshot import read_ledger
-
-    snap = read_ledger(path, (), now_ts=now_ts)
-    if not snap.ok:
-        return False
-    last = max((e for _, e in snap.spans), default=-math.inf)
-    done = snap.clean_close_ts is not None or now_ts - last > summary.FINISHED_AFTER_S
+    done = writer_state.finished(
+        clean_close_ts=snap.clean_close_ts, last_proof_ts=snap.last_proof_ts, at_ts=now_ts
+    )
     first = min((s for s, _ in snap.spans), default=math.inf)
     fresh = snap.compacted_before_ts is not None and snap.compacted_before_ts >= horizon
     return done and first < horizon and not fresh
 
 
 def run(root: Path, clock: Callable[[], float] = time.time) -> MaintenanceResult:
+    """Compact finished files and rewrite the summary, in one walk over the root.
+
+    Each file is opened once to read its facts (none whose summary entry still matches); a file
+    that needs compacting is then opened read-write by ``compaction.compact_file`` and read once
+    more for its new summary entry.
+    """
     result = MaintenanceResult()
     now = clock()
     horizon = compaction.horizon_ts(now)
+
+    def compact(snap: LedgerSnapshot) -> LedgerSnapshot:
+        if not _needs_compaction(snap, now, horizon):
+            return snap
+        result.compacted.append(compaction.compact_file(snap.path, now))
+        return read_ledger(snap.path, [summary.EVERYTHING], now_ts=now)
+
     with _lock(root) as held:
         if not held:
             result.skipped_locked = True
             return result
-        for path in paths.iter_ledger_files(root):
-            if _finished_and_old(path, now, horizon):
-                result.compacted.append(compaction.compact_file(path, now))
-        result.summary_entries, result.files_read = summary.refresh(root, now)
+        result.summary_entries, result.files_read = summary.refresh(root, now, prepare=compact)
     return result
 
 

@@ -71,7 +71,7 @@ def snapshot(path: Path, now_ts: float | None = None) -> reader.LedgerSnapshot:
 
 def total_sums(snap: reader.LedgerSnapshot) -> reader.Sums:
     out = reader.Sums()
-    for s in snap.sums.get("all", {}).values():
+    for s in snap.window_sums(ALL_TIME).values():
         out.add(s)
     return out
 

@@ -193,7 +193,7 @@ def test_flipped_byte_in_the_wal_after_sigkill(tmp_path: Path) -> None:
     marker_seq = max(w.pres())
     assert snap.status == "ok" and 0 < snap.last_seq < max(acks)
     assert snap.missing_commits == marker_seq - snap.last_seq
-    assert total_sums(snap).prompt_tokens == 3 * acks[snap.last_seq]
+    assert total_sums(snap).input_tokens == 3 * acks[snap.last_seq]
 
     # The instance restarts under the same run id: a new generation, the old file untouched.
     w2 = WriterProc.start(

@@ -65,7 +65,7 @@ def test_power_loss_drops_the_unsynced_tail(tmp_path: Path, cut: str) -> None:
     survived = COMMITS - DROPPED_COMMITS
     assert snap.last_seq == survived
     assert snap.missing_commits == DROPPED_COMMITS  # the marker saw commits the file lacks
-    assert total_sums(snap).prompt_tokens == sum(per_commit[:survived])
+    assert total_sums(snap).input_tokens == sum(per_commit[:survived])
 
     # After the reboot a new run of the same instance starts and closes cleanly.
     reboot_ts = T0 + (COMMITS - 1) * STEP_S + 60

@@ -47,8 +47,8 @@ def test_sigkill_at_random_points(tmp_path: Path) -> None:
         events = acks.get(snap.last_seq, pres.get(snap.last_seq))
         assert events is not None
         sums = total_sums(snap)
-        assert sums.prompt_tokens == PROMPT_PER_EVENT * events
-        assert sums.generation_tokens == GEN_PER_EVENT * events
+        assert sums.input_tokens == PROMPT_PER_EVENT * events
+        assert sums.output_tokens == GEN_PER_EVENT * events
         assert snap.problem_seconds == []  # nothing dropped: the kill lost only an unflushed tail
         outcomes["acked" if snap.last_seq == acked_seq else "one_more"] += 1
         expected_events += events

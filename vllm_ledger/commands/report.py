@@ -8,6 +8,8 @@ import sys
 from vllm_ledger.commands._common import add_roots, add_time, parse_at, roots_of
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.page import build_page
 from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report
 
 NAME = "report"
@@ -29,17 +31,19 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = build_report(
-        roots_of(args),
-        at_ts=parse_at(args.at),
-        tz=args.tz,
-        by=args.by,
-        instance=args.instance,
-        model=args.model,
-    )
-    if args.html:
+    with LedgerSet.read(roots_of(args)) as ledgers:  # one read feeds the report and the page
+        report = build_report(
+            ledgers,
+            at_ts=parse_at(args.at),
+            tz=args.tz,
+            by=args.by,
+            instance=args.instance,
+            model=args.model,
+        )
+        page = build_page(ledgers, report) if args.html else None
+    if page is not None:
         from vllm_ledger.formats import html as html_format  # an optional renderer
 
-        html_format.write(report, args.html, roots_of(args))
+        html_format.write(page, args.html)
     sys.stdout.write(json_format.render(report) if args.json else text_format.render(report))
     return 0

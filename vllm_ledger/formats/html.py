@@ -26,8 +26,9 @@ from zoneinfo import ZoneInfo
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.formats.text import duration
-from vllm_ledger.read.report import BreakdownRow, Report, WindowReport, build_report
-from vllm_ledger.read.timeline import CAUSE_TEXT, CAUSES, Timeline, build_timeline
+from vllm_ledger.read.page import Page
+from vllm_ledger.read.report import BreakdownRow, Report, WindowReport
+from vllm_ledger.read.timeline import CAUSE_TEXT, CAUSES, Timeline
 
 # Series and causes keep these exact colours (the browser test looks for them).
 SERIES_COLORS = {"cached": "#4e79a7", "uncached": "#a0cbe8", "output": "#f28e2b"}
@@ -107,31 +108,9 @@ svg text { font: 11px system-ui, sans-serif; fill: #444; }
 """
 
 
-def write(report: Report, path: str | os.PathLike[str], roots: Sequence[Path]) -> None:
-    """Write the page for ``report`` to ``path`` (atomically: a reader never sees half)."""
-    timeline = build_timeline(
-        roots,
-        window="7d",
-        step="1h",
-        at_ts=report.at_ts,
-        tz=report.tz,
-        clock=lambda: report.generated_ts,
-        instance=report.instance_filter,
-        model=report.model_filter,
-    )
-    if report.breakdown_by == "instance":
-        instances = report.breakdown
-    else:
-        instances = build_report(
-            roots,
-            at_ts=report.at_ts,
-            tz=report.tz,
-            by="instance",
-            clock=lambda: report.generated_ts,
-            instance=report.instance_filter,
-            model=report.model_filter,
-        ).breakdown
-    _write_atomic(Path(path), render(report, timeline, instances))
+def write(page: Page, path: str | os.PathLike[str]) -> None:
+    """Write ``page`` to ``path`` (atomically: a reader never sees half)."""
+    _write_atomic(Path(path), render(page.report, page.timeline, page.instances))
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -26,7 +26,15 @@ from pathlib import Path
 from vllm_ledger.errors import BadArgument, RemoteError
 from vllm_ledger.plan import prom
 from vllm_ledger.plan.cost import Usage
-from vllm_ledger.read.report import WindowReport, build_report, window_reports
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.report import (
+    Ledgers,
+    Report,
+    WindowReport,
+    as_ledger_set,
+    build_report,
+    window_reports,
+)
 from vllm_ledger.read.windows import DEFAULT_TZ, Window
 
 POWER_METRICS: tuple[str, ...] = ("DCGM_FI_DEV_POWER_USAGE", "vllm_ledger_gpu_power_watts")
@@ -54,7 +62,7 @@ def _pieces(spans: Sequence[tuple[int, int]], size: int) -> list[Window]:
 
 
 def busy_seconds(
-    roots: Sequence[Path],
+    ledgers: Ledgers,
     start_ts: int,
     cutoff_ts: int,
     *,
@@ -67,26 +75,27 @@ def busy_seconds(
     whole, as does every busy minute when there are too many to read second by second; the
     resolution then says how coarse the count is (an upper bound).
     """
-    spans = [(start_ts, cutoff_ts)] if cutoff_ts > start_ts else []
-    whole = 0
-    resolution = 1
-    parent = 3600
-    for size in (3600, 60, 1):
-        pieces = _pieces(spans, size)
-        if size == 1 and len(pieces) > max_second_windows:
-            return whole + sum(b - a for a, b in spans), max(resolution, 60)
-        if not pieces:
-            break
-        reports, _model = window_reports(roots, pieces, at_ts=at_ts, clock=lambda: at_ts)
-        spans = []
-        for w in reports:
-            if "imprecise_edge" in w.problems:
-                whole += w.cutoff_ts - w.start_ts
-                resolution = max(resolution, parent)
-            elif w.output_tokens > 0:
-                spans.append((w.start_ts, w.cutoff_ts))
-        parent = size
-    return whole + sum(b - a for a, b in spans), resolution
+    with as_ledger_set(ledgers, lambda: at_ts, 2.0) as ls:  # read once, for every piece
+        spans = [(start_ts, cutoff_ts)] if cutoff_ts > start_ts else []
+        whole = 0
+        resolution = 1
+        parent = 3600
+        for size in (3600, 60, 1):
+            pieces = _pieces(spans, size)
+            if size == 1 and len(pieces) > max_second_windows:
+                return whole + sum(b - a for a, b in spans), max(resolution, 60)
+            if not pieces:
+                break
+            reports, _model = window_reports(ls, pieces, at_ts=at_ts)
+            spans = []
+            for w in reports:
+                if "imprecise_edge" in w.problems:
+                    whole += w.cutoff_ts - w.start_ts
+                    resolution = max(resolution, parent)
+                elif w.output_tokens > 0:
+                    spans.append((w.start_ts, w.cutoff_ts))
+            parent = size
+        return whole + sum(b - a for a, b in spans), resolution
 
 
 def prometheus_power(
@@ -105,6 +114,14 @@ def prometheus_power(
     return got
 
 
+def _window(report: Report, name: str) -> WindowReport:
+    try:
+        return report.window(name)
+    except KeyError as exc:
+        names = ", ".join(x.name for x in report.windows)
+        raise BadArgument(f"unknown window {name!r}: use one of {names}") from exc
+
+
 def measure(
     roots: Sequence[Path],
     window: str,
@@ -119,19 +136,16 @@ def measure(
     """Tokens, busy seconds and average power for one of the report's windows."""
     now = clock()
     at = now if at_ts is None else at_ts
-    report = build_report(roots, at_ts=at, tz=tz, clock=lambda: now)
-    try:
-        w = report.window(window)
-    except KeyError as exc:
-        names = ", ".join(x.name for x in report.windows)
-        raise BadArgument(f"unknown window {window!r}: use one of {names}") from exc
+    with LedgerSet.read(roots, clock=lambda: now) as ledgers:  # one read for both figures
+        report = build_report(ledgers, at_ts=at, tz=tz)
+        w = _window(report, window)
+        busy, resolution = busy_seconds(ledgers, w.start_ts, w.cutoff_ts, at_ts=at)
     if power_watts is not None:
         watts, source = power_watts, "given"
     elif prometheus_url is not None:
         watts, source = prometheus_power(prometheus_url, w.start_ts, w.cutoff_ts, fetch)
     else:
         raise BadArgument("give the machine's power: --power-watts W or --prometheus URL")
-    busy, resolution = busy_seconds(roots, w.start_ts, w.cutoff_ts, at_ts=at)
     usage = Usage(
         wall_seconds=w.wall_seconds,
         busy_seconds=busy,

@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_ledger.read.coverage import STALE_AFTER_S
-from vllm_ledger.read.snapshot import discover, read_ledger
+from vllm_ledger.read import writer_state
+from vllm_ledger.read.discovery import discover_paths
+from vllm_ledger.read.snapshot import read_ledger
 from vllm_ledger.write import store
 
 
@@ -34,7 +35,7 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
     if qc != "ok":
         kind = "busy" if "locked" in qc else "damaged"
         return FileVerdict(path, False, kind, f"quick_check: {qc}")
-    snap = read_ledger(path, (), busy_timeout_s, now_ts)
+    snap = read_ledger(path, now_ts=now_ts, busy_timeout_s=busy_timeout_s)
     if not snap.ok:
         return FileVerdict(path, False, "unreadable", f"{snap.status}: {snap.detail}")
     who = f"run {snap.run_id} writer {snap.writer_rank} gen {snap.generation}"
@@ -45,10 +46,13 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
             "sequence_gap",
             f"{who}: {snap.missing_commits} committed batch(es) missing after seq {snap.last_seq}",
         )
-    last = max((e for _, e in snap.spans), default=None)
-    if snap.clean_close_ts is not None:
+    last = snap.last_proof_ts
+    state = writer_state.writer_state(
+        clean_close_ts=snap.clean_close_ts, last_proof_ts=last, at_ts=now_ts, latest_run=True
+    )
+    if state == "closed":
         return FileVerdict(path, True, "ok", f"{who}: closed cleanly, seq {snap.last_seq}")
-    if last is not None and now_ts - last <= STALE_AFTER_S:
+    if state == "alive":
         return FileVerdict(path, True, "ok", f"{who}: alive, seq {snap.last_seq}")
     age = "never" if last is None else f"{now_ts - last:.0f} s ago"
     return FileVerdict(
@@ -61,4 +65,4 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
 
 def check(roots: Sequence[Path], clock: Callable[[], float] = time.time) -> list[FileVerdict]:
     now = clock()
-    return [check_file(p, now) for p in discover(roots)]
+    return [check_file(p, now) for p in discover_paths(roots)]

@@ -2,7 +2,8 @@
 
 A writer vouches for the spans its heartbeats recorded. A writer that has not closed
 cleanly and whose last heartbeat is within ``STALE_AFTER_S`` of the report's clock is alive
-and vouches up to the cutoff; older than that it is stale from its last heartbeat on.
+and vouches up to the cutoff; older than that it is stale from its last heartbeat on
+(``writer_state`` decides, with the one set of thresholds).
 
 A run is covered where *every* expected writer of it vouches (a writer that never came up
 leaves its run uncovered). An instance is covered where any of its runs is covered; the
@@ -21,8 +22,8 @@ from datetime import datetime, timezone
 from vllm_ledger.read import intervals as iv
 from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.windows import Window
+from vllm_ledger.read.writer_state import WriterState, writer_state
 
-STALE_AFTER_S = 30.0
 TAIL_S = 1.0  # trimmed off the last span of a writer that died
 
 PROBLEM_CODES: tuple[str, ...] = (
@@ -45,7 +46,7 @@ class WriterCoverage:
     writer_rank: int
     expected_writers: int
     instance_key: str
-    state: str  # alive | closed | stale | crashed | missing
+    state: WriterState
     vouched: list[iv.Interval] = field(default_factory=list)
     first_ts: float | None = None
     last_ts: float | None = None
@@ -257,21 +258,19 @@ def _writer(
     raw = [sp for s in snaps for sp in s.spans]
     spans = iv.normalize(raw)  # drops zero-length spans: a single heartbeat vouches for nothing
     newest = max(snaps, key=lambda s: (s.generation, s.last_seq))
-    closed = newest.clean_close_ts is not None
     # ...but it does say the writer was alive then.
     last = max((e for _, e in raw), default=None)
     first = min((s for s, _ in raw), default=None)
-    if closed:
-        state = "closed"
-    elif last is not None and at_ts - last <= STALE_AFTER_S:
-        state = "alive"
+    state = writer_state(
+        clean_close_ts=newest.clean_close_ts, last_proof_ts=last, at_ts=at_ts, latest_run=latest
+    )
+    if state == "alive":
+        assert last is not None
         spans = iv.normalize([*spans, (last, float(cutoff))])
-    else:
-        state = "stale" if latest else "crashed"
+    elif state != "closed" and spans:
         # Events stamped just before the last commit may have been queued, not committed,
         # when the writer died: its last second is not vouched for.
-        if spans:
-            spans = iv.normalize([*spans[:-1], (spans[-1][0], spans[-1][1] - TAIL_S)])
+        spans = iv.normalize([*spans[:-1], (spans[-1][0], spans[-1][1] - TAIL_S)])
     # Vouch only for whole seconds: a partial second at either end is not vouched for.
     whole = [(float(math.ceil(s)), float(math.floor(e))) for s, e in spans]
     return WriterCoverage(

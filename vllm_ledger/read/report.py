@@ -1,21 +1,25 @@
 """The Report model (plain dataclasses) and how it is built from ledgers, windows and coverage.
 
 The Report is the contract between the ledger and everything else: renderers, the exporter,
-the bot status, cost and timeline read it, never the SQLite files.
+the bot status, cost and timeline read it, never the SQLite files. It is a view over a
+``LedgerSet`` (the one read); given roots instead, ``build_report`` reads them itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read import coverage as cov
-from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, read_all
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
 from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
+from vllm_ledger.read.writer_state import WriterState
 
 SCHEMA_VERSION = 1
 BREAKDOWN_KEYS = ("instance", "model", "run", "engine")
@@ -63,7 +67,7 @@ class WriterStatus:
     writer_rank: int
     expected_writers: int
     instance: str
-    state: str  # alive | closed | stale | crashed | missing
+    state: WriterState
     first_ts: float | None
     last_ts: float | None
 
@@ -114,6 +118,21 @@ def resolve_tz(name: str) -> ZoneInfo:
         ) from exc
 
 
+Ledgers = LedgerSet | Sequence[Path]
+
+
+@contextlib.contextmanager
+def as_ledger_set(
+    ledgers: Ledgers, clock: Callable[[], float], busy_timeout_s: float
+) -> Iterator[LedgerSet]:
+    """The LedgerSet given, or one read from the roots given (and closed after)."""
+    if isinstance(ledgers, LedgerSet):
+        yield ledgers
+        return
+    with LedgerSet.read(ledgers, clock=clock, busy_timeout_s=busy_timeout_s) as read:
+        yield read
+
+
 def _window_report(
     w: Window, sums: Sums, model: cov.CoverageModel, imprecise: bool
 ) -> WindowReport:
@@ -123,12 +142,12 @@ def _window_report(
         name=w.name,
         start_ts=w.start_ts,
         cutoff_ts=w.cutoff_ts,
-        input_tokens=sums.prompt_tokens,
-        output_tokens=sums.generation_tokens,
+        input_tokens=sums.input_tokens,
+        output_tokens=sums.output_tokens,
         cached_tokens=sums.cached_tokens,
         requests=sums.requests,
         decode_tokens=sums.decode_tokens,
-        decode_seconds=sums.decode_seconds_micro / 1e6,
+        decode_seconds=sums.decode_us / 1e6,
         uncovered_seconds=uncovered,
         complete=uncovered == 0 and not problems and w.seconds > 0,
         problems=problems,
@@ -136,6 +155,7 @@ def _window_report(
 
 
 def _windows_for(
+    ledgers: LedgerSet,
     snaps: Sequence[LedgerSnapshot],
     windows: Sequence[Window],
     model: cov.CoverageModel,
@@ -143,36 +163,13 @@ def _windows_for(
 ) -> tuple[WindowReport, ...]:
     out = []
     for w in windows:
-        total = Sums()
-        imprecise = False
-        for s in snaps:
-            if not s.ok:
-                continue
-            for eng, sums in s.sums.get(w.name, {}).items():
-                if engine is None or eng == engine:
-                    total.add(sums)
-            imprecise = imprecise or w.name in s.imprecise_windows
+        total, imprecise = ledgers.total(snaps, w, engine)
         out.append(_window_report(w, total, model, imprecise))
     return tuple(out)
 
 
-def _five(at: float, zone: ZoneInfo, model: cov.CoverageModel) -> list[Window]:
-    return windows_at(at, zone, model.first_record_ts)
-
-
-def _filtered(
-    snaps: list[LedgerSnapshot], instance: int | None, model: str | None
-) -> list[LedgerSnapshot]:
-    """Keep one instance (port) or model; files that cannot be read stay (unknown owner)."""
-    if instance is not None:
-        snaps = [s for s in snaps if not s.ok or s.instance.port == instance]
-    if model is not None:
-        snaps = [s for s in snaps if not s.ok or model in s.instance.served_model_names]
-    return snaps
-
-
 def window_reports(
-    roots: Sequence[Path],
+    ledgers: Ledgers,
     windows: Sequence[Window],
     *,
     at_ts: float | None = None,
@@ -181,12 +178,17 @@ def window_reports(
     instance: int | None = None,
     model: str | None = None,
 ) -> tuple[tuple[WindowReport, ...], cov.CoverageModel]:
-    """Figures and coverage for arbitrary windows (distinct names), e.g. a timeline's steps."""
-    now = clock()
-    at = now if at_ts is None else at_ts
-    snaps = _filtered(read_all(roots, windows, busy_timeout_s, now_ts=now), instance, model)
-    model_ = cov.build(snaps, at)
-    return _windows_for(snaps, windows, model_), model_
+    """Figures and coverage for arbitrary windows, e.g. a timeline's steps."""
+    with as_ledger_set(ledgers, clock, busy_timeout_s) as ls:
+        at = ls.now_ts if at_ts is None else at_ts
+        snaps = ls.select(instance, model)
+        for _attempt in range(2):  # once more if a file failed while its sums were read
+            failures = ls.late_failures
+            model_ = ls.coverage(snaps, at)
+            reports = _windows_for(ls, snaps, windows, model_)
+            if ls.late_failures == failures:
+                break
+        return reports, ls.coverage(snaps, at)
 
 
 def _key_of(by: str, s: LedgerSnapshot) -> str:
@@ -200,7 +202,7 @@ def _key_of(by: str, s: LedgerSnapshot) -> str:
 
 
 def build_report(
-    roots: Sequence[Path],
+    ledgers: Ledgers,
     *,
     at_ts: float | None = None,
     tz: str = DEFAULT_TZ,
@@ -210,46 +212,58 @@ def build_report(
     clock: Callable[[], float] = time.time,
     busy_timeout_s: float = 2.0,
 ) -> Report:
-    """Sum every ledger under ``roots`` into the five windows, with coverage."""
+    """The five windows with coverage, over a LedgerSet (or the ledgers under some roots)."""
     zone = resolve_tz(tz)
-    now = clock()
-    at = now if at_ts is None else at_ts
     if by is not None and by not in BREAKDOWN_KEYS:
         raise BadArgument(f"unknown breakdown {by!r}: use one of {', '.join(BREAKDOWN_KEYS)}")
-    # The edges of every window but `total` are known now; `total` reads everything
-    # before the cutoff, and its start is set from the first record once read.
-    edges = [
-        w if w.name != "total" else Window("total", 0, w.cutoff_ts)
-        for w in windows_at(at, zone, None)
-    ]
-    snaps = _filtered(read_all(roots, edges, busy_timeout_s, now_ts=now), instance, model)
-    model_ = cov.build(snaps, at)
-    five = _five(at, zone, model_)
-    windows = _windows_for(snaps, five, model_)
+    with as_ledger_set(ledgers, clock, busy_timeout_s) as ls:
+        for _attempt in range(2):  # once more if a file failed while its sums were read
+            failures = ls.late_failures
+            report = _build(ls, zone, tz, by, instance, model, at_ts)
+            if ls.late_failures == failures:
+                break
+        return report
+
+
+def _build(
+    ls: LedgerSet,
+    zone: ZoneInfo,
+    tz: str,
+    by: str | None,
+    instance: int | None,
+    model: str | None,
+    at_ts: float | None,
+) -> Report:
+    at = ls.now_ts if at_ts is None else at_ts
+    snaps = ls.select(instance, model)
+    model_ = ls.coverage(snaps, at)
+    five = windows_at(at, zone, model_.first_record_ts)
+    windows = _windows_for(ls, snaps, five, model_)
     breakdown: list[BreakdownRow] = []
     if by == "engine":
-        engines = sorted({e for s in snaps if s.ok for per in s.sums.values() for e in per})
+        engines = sorted({e for s in snaps if s.ok for w in five for e in ls.sums(s, w)})
         for e in engines:
-            breakdown.append(BreakdownRow(str(e), _windows_for(snaps, five, model_, engine=e)))
+            breakdown.append(BreakdownRow(str(e), _windows_for(ls, snaps, five, model_, engine=e)))
     elif by is not None:
         groups: dict[str, list[LedgerSnapshot]] = {}
         for s in snaps:
             if s.ok:
                 groups.setdefault(_key_of(by, s), []).append(s)
         for key in sorted(groups):
-            group_model = cov.build(groups[key], at)
+            # A group's coverage is its own (an instance vouches for itself); computed from the
+            # same read, no file is opened again.
+            group_model = ls.coverage(groups[key], at)
+            group_five = windows_at(at, zone, group_model.first_record_ts)
             breakdown.append(
-                BreakdownRow(
-                    key, _windows_for(groups[key], _five(at, zone, group_model), group_model)
-                )
+                BreakdownRow(key, _windows_for(ls, groups[key], group_five, group_model))
             )
     return Report(
         schema=SCHEMA_VERSION,
-        generated_ts=now,
+        generated_ts=ls.now_ts,
         at_ts=at,
         cutoff_ts=int(at // 1),
         tz=tz,
-        roots=tuple(str(r) for r in roots),
+        roots=tuple(str(r) for r in ls.roots),
         windows=windows,
         writers=tuple(
             WriterStatus(

@@ -1,62 +1,73 @@
-"""Find every ledger under the roots, open each read-only, and pull out what a report needs.
+"""One ledger file as the read side sees it: its facts, read once, and its sums per window.
 
-Read-only throughout: ``mode=ro`` URIs (never ``immutable=1``), a busy timeout, and a status
-for every file that cannot be read (``unreadable``, ``busy``, ``denied``, ``empty``) instead of
-a crash or a zero. The same file reached twice (a symlink, a second root) is read once;
-copies of one writer's file (same run, rank and generation) count once.
+``open_snapshot`` looks at the file from outside SQLite first (a regular file of at least a
+header's length: SQLite would delete the ``-wal`` beside a shorter one, even read-only), then
+opens it once, read-only, in one read transaction, so its facts (identity, spans, fault
+seconds) and every window sum later asked of it come from the same commit. A file that cannot
+be read gets a status (``unreadable``, ``busy``, ``denied``, ``empty``, ``starting``) instead
+of a crash or a zero. The SQL is in ``write/store.py``; this module turns what it returns into
+a ``LedgerSnapshot``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Literal
 
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write import paths, store
 from vllm_ledger.write.identity import InstanceInfo
 
 HOUR = 3600
-SUM_COLUMNS = store.COUNT_COLUMNS[:6]  # token and request sums; faults come from problem_seconds
 EMPTY_GRACE_S = 60.0  # a just-claimed file has no tables for a moment
+
+FileStatus = Literal["ok", "unreadable", "busy", "denied", "empty", "starting"]
 
 
 @dataclass
 class Sums:
-    """Counts summed over some rows (a window, an engine, a file)."""
+    """The six sums of some rows (a window, an engine, a file), in the report's vocabulary.
 
-    prompt_tokens: int = 0
-    generation_tokens: int = 0
+    Their columns on disk are ``store.SUM_COLUMNS``, in this order.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
     cached_tokens: int = 0
     requests: int = 0
-    decode_tokens: int = 0
-    decode_seconds_micro: int = 0
+    decode_tokens: int = 0  # sum(max(output - 1, 0)) of finished requests
+    decode_us: int = 0  # their decode time, in microseconds
 
     def add(self, other: Sums) -> None:
-        self.prompt_tokens += other.prompt_tokens
-        self.generation_tokens += other.generation_tokens
-        self.cached_tokens += other.cached_tokens
-        self.requests += other.requests
-        self.decode_tokens += other.decode_tokens
-        self.decode_seconds_micro += other.decode_seconds_micro
+        for f in SUM_FIELDS:
+            setattr(self, f, getattr(self, f) + getattr(other, f))
 
-    def add_row(self, row: Sequence[int | None]) -> None:
-        self.prompt_tokens += row[0] or 0
-        self.generation_tokens += row[1] or 0
-        self.cached_tokens += row[2] or 0
-        self.requests += row[3] or 0
-        self.decode_tokens += row[4] or 0
-        self.decode_seconds_micro += row[5] or 0
+    def add_row(self, row: tuple[int | None, ...]) -> None:
+        """Add a ``store.sum_by_engine`` row's sums (the engine already taken off)."""
+        for f, v in zip(SUM_FIELDS, row, strict=True):
+            setattr(self, f, getattr(self, f) + (v or 0))
+
+    def as_list(self) -> list[int]:
+        return [getattr(self, f) for f in SUM_FIELDS]
+
+
+SUM_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Sums))
+
+SumsByEngine = dict[int, Sums]
 
 
 @dataclass
 class LedgerSnapshot:
-    """What one ledger file says, read once."""
+    """What one ledger file says, read once; ``window_sums`` answers any window from it."""
 
     path: Path
-    status: str  # ok | unreadable | busy | denied | empty | starting
+    status: FileStatus
     detail: str = ""
     run_id: str = ""
     writer_rank: int = -1
@@ -69,14 +80,16 @@ class LedgerSnapshot:
     spans: list[tuple[float, float]] = field(default_factory=list)
     # (second, dropped, rejected, lost)
     problem_seconds: list[tuple[int, int, int, int]] = field(default_factory=list)
-    first_bucket_ts: int | None = None
+    first_bucket_ts: int | None = None  # the first second holding counts
+    last_end_ts: float | None = None  # the end of the last second or hour holding counts
     compacted_before_ts: int | None = None
-    # window name -> engine -> sums
-    sums: dict[str, dict[int, Sums]] = field(default_factory=dict)
-    imprecise_windows: set[str] = field(default_factory=set)
     # From the sequence marker beside the file: commits the writer made that the file lacks.
     missing_commits: int = 0
     marker_ts: float | None = None
+    # Where the sums come from: an open connection, or the summary's whole-file totals.
+    _connect: Callable[[], sqlite3.Connection] | None = field(default=None, repr=False)
+    _totals: SumsByEngine | None = field(default=None, repr=False)
+    _memo: dict[tuple[int, int], SumsByEngine] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -86,35 +99,63 @@ class LedgerSnapshot:
     def writer_key(self) -> tuple[str, int]:
         return (self.run_id, self.writer_rank)
 
+    @property
+    def last_proof_ts(self) -> float | None:
+        """The end of the writer's last committed span: the last instant it proved alive."""
+        return max((e for _, e in self.spans), default=None)
 
-def discover(roots: Iterable[Path]) -> list[Path]:
-    """Every ledger file under the roots, each real file once."""
-    return [p for _root, p, _st in discover_with_roots(roots)]
+    def window_sums(self, w: Window) -> SumsByEngine:
+        """Sums per DP engine over ``[w.start_ts, w.cutoff_ts)``; empty for a bad file."""
+        if not self.ok:
+            return {}
+        start = self._effective_start(w)
+        key = (start, w.cutoff_ts)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._sums(start, w.cutoff_ts)
+            self._memo[key] = got
+        return got
+
+    def imprecise(self, w: Window) -> bool:
+        """True when an edge second of ``w`` was folded into an hour by compaction."""
+        cb, first = self.compacted_before_ts, self.first_bucket_ts
+        if not self.ok or cb is None or first is None:
+            return False
+        seconds, _hours = window_parts(self._effective_start(w), w.cutoff_ts)
+        return any(a < cb and b > first for a, b in seconds)
+
+    def _effective_start(self, w: Window) -> int:
+        # A window that starts at or before the file's first record holds all of its start:
+        # read it from 0, so whole hours answer it even where compaction dropped the seconds.
+        first = self.first_bucket_ts
+        return 0 if first is not None and w.start_ts <= first else w.start_ts
+
+    def _sums(self, start: int, cutoff: int) -> SumsByEngine:
+        if self._totals is not None and self.last_end_ts is not None:
+            first = self.first_bucket_ts if self.first_bucket_ts is not None else math.inf
+            if self.last_end_ts <= start or cutoff <= first:
+                return {}
+            if start <= first and self.last_end_ts <= cutoff:
+                return {e: _copy(s) for e, s in self._totals.items()}
+        if self._connect is None:  # pragma: no cover - a snapshot made by hand
+            raise RuntimeError(f"{self.path}: no connection to answer a window")
+        conn = self._connect()
+        out: SumsByEngine = {}
+        seconds, hours = window_parts(start, cutoff)
+        queries = [("buckets", a, b) for a, b in seconds]
+        if hours is not None:
+            queries.append(("hourly", *hours))
+        for table, a, b in queries:
+            for row in store.sum_by_engine(conn, table, a, b):
+                out.setdefault(int(row[0]), Sums()).add_row(tuple(row[1:]))
+        return out
 
 
-def discover_with_roots(roots: Iterable[Path]) -> list[tuple[Path, Path, os.stat_result]]:
-    """(root, file, stat) for every ledger file under the roots, each real file once.
-
-    The same file reached twice (a symlinked directory, a second root) has the same device
-    and inode; one stat per file is much cheaper than resolving every path.
-    """
-    seen: set[tuple[int, int]] = set()
-    out: list[tuple[Path, Path, os.stat_result]] = []
-    for root in roots:
-        for p in paths.iter_ledger_files(Path(root)):
-            try:
-                st = os.stat(p)
-            except OSError:
-                continue
-            key = (st.st_dev, st.st_ino)
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append((Path(root), p, st))
-    return out
+def _copy(s: Sums) -> Sums:
+    return Sums(*s.as_list())
 
 
-def _window_parts(start: int, cutoff: int) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
+def window_parts(start: int, cutoff: int) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
     """Split [start, cutoff) into per-second pieces at the edges and whole hours between."""
     if cutoff <= start:
         return [], None
@@ -126,7 +167,8 @@ def _window_parts(start: int, cutoff: int) -> tuple[list[tuple[int, int]], tuple
     return [p for p in seconds if p[1] > p[0]], (h0, h1)
 
 
-def _classify(exc: BaseException) -> str:
+def classify_error(exc: BaseException) -> FileStatus:
+    """The status of a file whose read failed with ``exc``."""
     text = str(exc).lower()
     if "locked" in text or "busy" in text:
         return "busy"
@@ -135,28 +177,38 @@ def _classify(exc: BaseException) -> str:
     return "unreadable"
 
 
-def read_ledger(
-    path: Path, windows: Sequence[Window], busy_timeout_s: float = 2.0, now_ts: float | None = None
-) -> LedgerSnapshot:
-    """Read one ledger file's facts and its sums for each window. Never raises."""
+def open_snapshot(
+    path: Path,
+    *,
+    now_ts: float | None = None,
+    busy_timeout_s: float = 2.0,
+    st: os.stat_result | None = None,
+) -> tuple[LedgerSnapshot, sqlite3.Connection | None]:
+    """Read one file's facts; returns the snapshot and its open connection (None when the
+    file could not be read). The caller owns the connection and closes it. Never raises."""
     snap = LedgerSnapshot(path=path, status="ok")
     named = paths.parse_ledger_name(path.name)
     if named is not None:  # known even when the file cannot be read
         snap.run_id = path.parent.name
         snap.writer_rank, snap.generation = named
     marker = store.read_sequence_marker(path)
-    # Look before SQLite opens it: on a file shorter than its header SQLite would delete the
-    # -wal beside it (and the committed data in it), even on a read-only connection.
-    damage = store.file_damage(path, expect_wal=False)
+    conn: sqlite3.Connection | None = None
     try:
+        if st is None:
+            st = os.stat(path)
+        damage = _damage_from_stat(st)
+        if damage is None:
+            conn, head = store.connect_read_only(path, busy_timeout_s)
+            damage = store.header_damage(head)
         if damage is not None:
             snap.status = "empty" if damage == "truncated" and marker is None else "unreadable"
             snap.detail = damage
         else:
-            with store.open_read_only(path, busy_timeout_s) as conn:
-                _read_into(conn, snap, windows)
+            assert conn is not None
+            conn.execute("BEGIN")  # one read transaction: facts and sums from one commit
+            _read_facts(store.read_facts(conn), snap)
     except sqlite3.Error as exc:
-        snap.status = _classify(exc)
+        snap.status = classify_error(exc)
         snap.detail = str(exc)
     except OSError as exc:
         snap.status = "denied"
@@ -171,22 +223,48 @@ def read_ledger(
         # Commits were made (the marker says so) and the file holds none: data was lost.
         snap.status = "unreadable"
         snap.detail = f"{snap.detail}; {marker[0]} commit(s) made, none in the file"
-    if snap.status == "empty" and now_ts is not None:
-        try:
-            if now_ts - path.stat().st_mtime < EMPTY_GRACE_S:
-                snap.status = "starting"
-        except OSError:
-            pass
-    return snap
+    if (
+        snap.status == "empty"
+        and now_ts is not None
+        and st is not None
+        and now_ts - st.st_mtime < EMPTY_GRACE_S
+    ):
+        snap.status = "starting"
+    if not snap.ok and conn is not None:
+        conn.close()
+        conn = None
+    return snap, conn
 
 
-def _read_into(conn: sqlite3.Connection, snap: LedgerSnapshot, windows: Sequence[Window]) -> None:
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "meta" not in tables:
+def reopen(path: Path, busy_timeout_s: float = 2.0) -> sqlite3.Connection:
+    """Open a file whose facts are known (from the summary) for its sums, with the same checks
+    as ``open_snapshot``; raises ``sqlite3.DatabaseError`` or ``OSError`` when it cannot."""
+    damage = _damage_from_stat(os.stat(path))
+    if damage is not None:
+        raise sqlite3.DatabaseError(damage)
+    conn, head = store.connect_read_only(path, busy_timeout_s)
+    damage = store.header_damage(head)
+    if damage is not None:
+        conn.close()
+        raise sqlite3.DatabaseError(damage)
+    conn.execute("BEGIN")
+    return conn
+
+
+def _damage_from_stat(st: os.stat_result) -> str | None:
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_size < store.HEADER_BYTES:
+        return "truncated"
+    return None
+
+
+def _read_facts(facts: store.Facts, snap: LedgerSnapshot) -> None:
+    if "meta" not in facts.tables:
         snap.status = "empty"
         snap.detail = "no ledger tables"
         return
-    meta = store.read_meta(conn)
+    meta = facts.meta
     if "run_id" not in meta:
         snap.status = "empty"
         snap.detail = "no writer identity yet"
@@ -201,24 +279,15 @@ def _read_into(conn: sqlite3.Connection, snap: LedgerSnapshot, windows: Sequence
     snap.last_seq = int(meta.get("last_seq", "0"))
     if "compacted_before_ts" in meta:
         snap.compacted_before_ts = int(meta["compacted_before_ts"])
-    snap.spans = [
-        (float(s), float(e))
-        for s, e in conn.execute("SELECT start_ts, end_ts FROM spans ORDER BY start_ts")
-    ]
-    if "problem_seconds" in tables:
-        snap.problem_seconds = [
-            tuple(r)
-            for r in conn.execute(
-                "SELECT ts, dropped_events, rejected_events, lost_events FROM problem_seconds"
-            )
-        ]
-    first = conn.execute("SELECT min(ts) FROM buckets").fetchone()[0]
+    snap.spans = [(float(s), float(e)) for s, e in facts.spans]
+    snap.problem_seconds = facts.problem_seconds
+    first = facts.first_second_ts
     if "first_second_ts" in meta:  # written by compaction before it dropped any second
         kept = int(meta["first_second_ts"])
         first = kept if first is None else min(first, kept)
     elif snap.compacted_before_ts is not None:
         # Seconds before the compaction horizon survive only as hours.
-        first_h = conn.execute("SELECT min(ts) FROM hourly").fetchone()[0]
+        first_h = facts.first_hour_ts
         if (
             first_h is not None
             and first_h < snap.compacted_before_ts
@@ -226,56 +295,30 @@ def _read_into(conn: sqlite3.Connection, snap: LedgerSnapshot, windows: Sequence
         ):
             first = first_h
     snap.first_bucket_ts = first
-    cols = ", ".join(f"sum({c})" for c in SUM_COLUMNS)
-    q_sec = f"SELECT engine, {cols} FROM buckets WHERE ts >= ? AND ts < ? GROUP BY engine"
-    q_hour = f"SELECT engine, {cols} FROM hourly WHERE ts >= ? AND ts < ? GROUP BY engine"
-    for w in windows:
-        per_engine: dict[int, Sums] = {}
-        second_parts, hour_part = _window_parts(w.start_ts, w.cutoff_ts)
-        queries = [(q_sec, a, b) for a, b in second_parts]
-        if hour_part is not None:
-            queries.append((q_hour, *hour_part))
-        for q, a, b in queries:
-            for row in conn.execute(q, (a, b)):
-                per_engine.setdefault(row[0], Sums()).add_row(row[1:])
-        snap.sums[w.name] = per_engine
-        # An edge second that compaction folded into an hour cannot be answered exactly.
-        cb = snap.compacted_before_ts
-        first = snap.first_bucket_ts
-        if (
-            cb is not None
-            and first is not None
-            and any(a < cb and b > first for a, b in second_parts)
-        ):
-            snap.imprecise_windows.add(w.name)
+    snap.last_end_ts = facts.last_end_ts
 
 
-def read_all(
-    roots: Iterable[Path],
-    windows: Sequence[Window],
-    busy_timeout_s: float = 2.0,
+def read_ledger(
+    path: Path,
+    windows: Sequence[Window] = (),
+    *,
     now_ts: float | None = None,
-) -> list[LedgerSnapshot]:
-    """Read every ledger under the roots, de-duplicated by run, writer and generation."""
-    from vllm_ledger.read import summary  # the index of finished files (derived data)
+    busy_timeout_s: float = 2.0,
+) -> LedgerSnapshot:
+    """One file's facts and its sums for ``windows``, the file closed before it returns.
 
-    by_key: dict[tuple[str, int, int], LedgerSnapshot] = {}
-    others: list[LedgerSnapshot] = []
-    indexes: dict[Path, dict[str, summary.Entry]] = {}
-    for root, path, st in discover_with_roots(roots):
-        if root not in indexes:
-            indexes[root] = summary.load(root)
-        snap = None
-        if indexes[root]:
-            snap = summary.snapshot_from(root, path, indexes[root], windows, st)
-        if snap is None:
-            snap = read_ledger(path, windows, busy_timeout_s, now_ts)
-        if not snap.ok:
-            if snap.status != "starting":
-                others.append(snap)
-            continue
-        key = (snap.run_id, snap.writer_rank, snap.generation)
-        prev = by_key.get(key)
-        if prev is None or snap.last_seq > prev.last_seq:
-            by_key[key] = snap
-    return [*by_key.values(), *others]
+    For a look at one file (``check``, maintenance, tests); a report reads through
+    ``LedgerSet``, which keeps the file open for whatever windows its views ask.
+    """
+    snap, conn = open_snapshot(path, now_ts=now_ts, busy_timeout_s=busy_timeout_s)
+    if conn is not None:
+        try:
+            snap._connect = lambda: conn
+            for w in windows:
+                snap.window_sums(w)
+        except sqlite3.Error as exc:
+            snap.status, snap.detail = classify_error(exc), str(exc)
+        finally:
+            snap._connect = None
+            conn.close()
+    return snap

@@ -11,7 +11,8 @@ only copy. The reader uses an entry only when the file's size and modification t
 match and every window asked for either misses the file's time entirely or holds all of it;
 otherwise it opens the file. A missing or damaged summary just means files are opened.
 
-Standard library only: the maintenance pass may run inside vLLM.
+Standard library only: the maintenance pass may run inside vLLM. Imports only the
+snapshot module of the read side (no circle: the LedgerSet imports this, not the reverse).
 """
 
 from __future__ import annotations
@@ -21,27 +22,20 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vllm_ledger.read import writer_state
+from vllm_ledger.read.discovery import Found, discover
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, read_ledger
 from vllm_ledger.read.windows import Window
-from vllm_ledger.write import paths
 from vllm_ledger.write.identity import InstanceInfo
 
 SUMMARY_NAME = ".vllm-ledger-summary.json"
 SUMMARY_VERSION = 1
-FINISHED_AFTER_S = 3600.0  # a writer silent this long without a clean close is finished too
-_SUM_FIELDS = (
-    "prompt_tokens",
-    "generation_tokens",
-    "cached_tokens",
-    "requests",
-    "decode_tokens",
-    "decode_seconds_micro",
-)
+EVERYTHING = Window("total", 0, 2**62)
 
 
 @dataclass(frozen=True)
@@ -53,7 +47,7 @@ class Entry:
     snapshot: dict[str, Any]
 
 
-def _encode(snap: LedgerSnapshot, total: dict[int, Sums]) -> dict[str, Any]:
+def _encode(snap: LedgerSnapshot, totals: dict[int, Sums]) -> dict[str, Any]:
     return {
         "run_id": snap.run_id,
         "writer_rank": snap.writer_rank,
@@ -66,53 +60,36 @@ def _encode(snap: LedgerSnapshot, total: dict[int, Sums]) -> dict[str, Any]:
         "spans": snap.spans,
         "problem_seconds": snap.problem_seconds,
         "first_bucket_ts": snap.first_bucket_ts,
+        "last_end_ts": snap.last_end_ts,
         "compacted_before_ts": snap.compacted_before_ts,
         "missing_commits": snap.missing_commits,
         "marker_ts": snap.marker_ts,
-        "totals": {str(e): [getattr(s, f) for f in _SUM_FIELDS] for e, s in total.items()},
+        "totals": {str(e): s.as_list() for e, s in totals.items()},
     }
 
 
-def _decode(
-    path: Path, d: dict[str, Any], windows: Iterable[Window], entry: Entry
-) -> LedgerSnapshot:
-    totals = {int(e): Sums(*v) for e, v in d["totals"].items()}
-    snap = LedgerSnapshot(
+def _decode(path: Path, d: dict[str, Any], entry: Entry) -> LedgerSnapshot:
+    last_end = d.get("last_end_ts", entry.last_ts)  # older entries: the file's last instant
+    return LedgerSnapshot(
         path=path,
         status="ok",
-        run_id=d["run_id"],
-        writer_rank=d["writer_rank"],
-        generation=d["generation"],
-        expected_writers=d["expected_writers"],
+        run_id=str(d["run_id"]),
+        writer_rank=int(d["writer_rank"]),
+        generation=int(d["generation"]),
+        expected_writers=int(d["expected_writers"]),
         instance=InstanceInfo.from_meta(d["instance"]),
         created_ts=d["created_ts"],
         clean_close_ts=d["clean_close_ts"],
-        last_seq=d["last_seq"],
+        last_seq=int(d["last_seq"]),
         spans=[(float(a), float(b)) for a, b in d["spans"]],
-        problem_seconds=[tuple(p) for p in d["problem_seconds"]],
+        problem_seconds=[(int(t), int(a), int(b), int(c)) for t, a, b, c in d["problem_seconds"]],
         first_bucket_ts=d["first_bucket_ts"],
+        last_end_ts=None if last_end is None else float(last_end),
         compacted_before_ts=d["compacted_before_ts"],
-        missing_commits=d["missing_commits"],
+        missing_commits=int(d["missing_commits"]),
         marker_ts=d["marker_ts"],
+        _totals={int(e): Sums(*map(int, v)) for e, v in d["totals"].items()},
     )
-    for w in windows:
-        inside = entry.first_ts >= w.start_ts and entry.last_ts <= w.cutoff_ts
-        snap.sums[w.name] = (
-            {e: Sums(*(getattr(s, f) for f in _SUM_FIELDS)) for e, s in totals.items()}
-            if inside
-            else {}
-        )
-    return snap
-
-
-def answers(entry: Entry, windows: Iterable[Window]) -> bool:
-    """True when every window misses the file's time entirely or holds all of it."""
-    for w in windows:
-        before = entry.last_ts <= w.start_ts
-        inside = entry.first_ts >= w.start_ts and entry.last_ts <= w.cutoff_ts
-        if not (before or inside):
-            return False
-    return True
 
 
 def load(root: Path) -> dict[str, Entry]:
@@ -129,30 +106,35 @@ def load(root: Path) -> dict[str, Entry]:
         return {}
 
 
-def snapshot_from(
-    root: Path,
-    path: Path,
-    entries: dict[str, Entry],
-    windows: Iterable[Window],
-    st: os.stat_result | None = None,
-) -> LedgerSnapshot | None:
-    """The file's snapshot from the summary, or None when the file must be opened."""
+def _matching(found: Found, entries: dict[str, Entry]) -> Entry | None:
     try:
-        rel = path.relative_to(root).as_posix()
-        entry = entries.get(rel)
-        if entry is None:
-            return None
-        if st is None:
-            st = os.stat(path)
-    except (OSError, ValueError):
+        rel = found.path.relative_to(found.root).as_posix()
+    except ValueError:
         return None
-    windows = list(windows)
-    if st.st_size != entry.size or st.st_mtime_ns != entry.mtime_ns or not answers(entry, windows):
+    entry = entries.get(rel)
+    if entry is None:
         return None
-    if _wal_stamp(path) != entry.snapshot.get("wal"):
+    if found.stat.st_size != entry.size or found.stat.st_mtime_ns != entry.mtime_ns:
+        return None
+    if _wal_stamp(found.path) != entry.snapshot.get("wal"):
         return None  # commits landed in the -wal since the entry was made
+    return entry
+
+
+def snapshot_from(found: Found, entries: dict[str, Entry]) -> LedgerSnapshot | None:
+    """The file's facts and whole-file totals from the summary, without opening the file, or
+    None when the entry is missing, stale or malformed (the file must then be opened).
+
+    A window that holds all of the file's counts, or none, is answered from the totals; any
+    other window opens the file (``LedgerSnapshot.window_sums``).
+    """
+    if not entries:
+        return None
+    entry = _matching(found, entries)
+    if entry is None:
+        return None
     try:
-        return _decode(path, entry.snapshot, windows, entry)
+        return _decode(found.path, entry.snapshot, entry)
     except (KeyError, TypeError, ValueError):
         return None  # a malformed entry: read the file itself
 
@@ -166,75 +148,61 @@ def _wal_stamp(path: Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def _finished(snap: LedgerSnapshot, now_ts: float) -> bool:
-    last = max((e for _, e in snap.spans), default=-math.inf)
-    return snap.clean_close_ts is not None or now_ts - last > FINISHED_AFTER_S
+Prepare = Callable[[LedgerSnapshot], LedgerSnapshot]
 
 
-def refresh(root: Path, now_ts: float) -> tuple[int, int]:
-    """Add finished files to the root's summary; returns (entries, files read)."""
+def refresh(root: Path, now_ts: float, prepare: Prepare | None = None) -> tuple[int, int]:
+    """Rewrite the root's summary with every finished file; returns (entries, files read).
+
+    Each file is opened at most once (none whose entry still matches). ``prepare`` sees every
+    readable file's snapshot first and may change the file (the maintenance pass compacts it)
+    and return a fresh snapshot of it.
+    """
     old = load(root)
     entries: dict[str, dict[str, Any]] = {}
     read = 0
-    everything = [Window("total", 0, 2**62)]
-    for path in paths.iter_ledger_files(root):
-        try:
-            rel = path.relative_to(root).as_posix()
-            st = os.stat(path)
-        except (OSError, ValueError):
+    for found in discover([root]):
+        snap = snapshot_from(found, old)
+        if snap is None:
+            snap = read_ledger(found.path, [EVERYTHING], now_ts=now_ts)
+            read += 1
+        if not snap.ok:
             continue
-        prev = old.get(rel)
-        if (
-            prev is not None
-            and prev.size == st.st_size
-            and prev.mtime_ns == st.st_mtime_ns
-            and prev.snapshot.get("wal") == _wal_stamp(path)
-        ):
-            entries[rel] = {
-                "size": prev.size,
-                "mtime_ns": prev.mtime_ns,
-                "first_ts": prev.first_ts,
-                "last_ts": prev.last_ts,
-                "snapshot": prev.snapshot,
-            }
-            continue
-        snap = read_ledger(path, everything, now_ts=now_ts)
-        read += 1
-        if not snap.ok or not _finished(snap, now_ts):
-            continue
-        firsts = [s for s, _ in snap.spans]
-        lasts = [e for _, e in snap.spans]
-        if snap.first_bucket_ts is not None:
-            firsts.append(snap.first_bucket_ts)
-        firsts += [p[0] for p in snap.problem_seconds]
-        lasts += [p[0] + 1 for p in snap.problem_seconds]
-        last_bucket = _last_bucket_end(path)
-        if last_bucket is not None:
-            lasts.append(last_bucket)
-        if not firsts:
-            continue
-        entries[rel] = {
-            "size": st.st_size,
-            "mtime_ns": st.st_mtime_ns,
-            "first_ts": math.floor(min(firsts)),
-            "last_ts": math.ceil(max(lasts)),
-            "snapshot": {**_encode(snap, snap.sums["total"]), "wal": _wal_stamp(path)},
-        }
+        if prepare is not None:
+            snap = prepare(snap)
+        entry = _entry(snap, now_ts)
+        if entry is not None:
+            entries[found.path.relative_to(found.root).as_posix()] = entry
     _write(root, entries)
     return len(entries), read
 
 
-def _last_bucket_end(path: Path) -> float | None:
-    from vllm_ledger.write import store
-
-    try:
-        with store.open_read_only(path) as conn:
-            s = conn.execute("SELECT max(ts) FROM buckets").fetchone()[0]
-            h = conn.execute("SELECT max(ts) FROM hourly").fetchone()[0]
-    except Exception:
+def _entry(snap: LedgerSnapshot, now_ts: float) -> dict[str, Any] | None:
+    if not snap.ok or not writer_state.finished(
+        clean_close_ts=snap.clean_close_ts, last_proof_ts=snap.last_proof_ts, at_ts=now_ts
+    ):
         return None
-    ends = [v + 1 for v in (s,) if v is not None] + [v + 3600 for v in (h,) if v is not None]
-    return float(max(ends)) if ends else None
+    try:
+        st = os.stat(snap.path)
+    except OSError:
+        return None
+    firsts = [s for s, _ in snap.spans]
+    lasts = [e for _, e in snap.spans]
+    if snap.first_bucket_ts is not None:
+        firsts.append(snap.first_bucket_ts)
+    firsts += [p[0] for p in snap.problem_seconds]
+    lasts += [p[0] + 1 for p in snap.problem_seconds]
+    if snap.last_end_ts is not None:
+        lasts.append(snap.last_end_ts)
+    if not firsts:
+        return None
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "first_ts": math.floor(min(firsts)),
+        "last_ts": math.ceil(max(lasts)),
+        "snapshot": {**_encode(snap, snap.window_sums(EVERYTHING)), "wal": _wal_stamp(snap.path)},
+    }
 
 
 def _write(root: Path, entries: dict[str, dict[str, Any]]) -> None:

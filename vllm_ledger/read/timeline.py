@@ -1,8 +1,9 @@
 """A window cut into steps (hours by default), and the uncovered spans in it with their causes.
 
-Every step is a window of its own, read through ``report.window_reports``, so a step has the
-same figures and coverage as a report window: input, output, cached, hit rate, average speed
-and uncovered seconds. The steps tile the window exactly (the first and last may be partial):
+Every step is a window of its own, answered by ``report.window_reports`` from one LedgerSet,
+so a step has the same figures and coverage as a report window: input, output, cached, hit
+rate, average speed and uncovered seconds. The steps tile the window exactly (the first and
+last may be partial):
 their sums equal the window's sums and their uncovered seconds add up to the window's.
 
 Step edges fall where the local clock (the zone's UTC offset at the cutoff) reads a whole
@@ -24,12 +25,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import intervals as iv
-from vllm_ledger.read.report import WindowReport, resolve_tz, window_reports
+from vllm_ledger.read.report import (
+    Ledgers,
+    WindowReport,
+    as_ledger_set,
+    resolve_tz,
+    window_reports,
+)
 from vllm_ledger.read.windows import DEFAULT_TZ, Window, cutoff_for, local_midnight_ts
 
 MAX_STEPS = 5000
@@ -122,7 +128,7 @@ def window_bounds(spec: str, at_ts: float, tz: str, first_record_ts: int | None)
 
 
 def build_timeline(
-    roots: Sequence[Path],
+    ledgers: Ledgers,
     *,
     window: str = DEFAULT_WINDOW,
     step: str = DEFAULT_STEP,
@@ -132,31 +138,32 @@ def build_timeline(
     instance: int | None = None,
     model: str | None = None,
 ) -> Timeline:
-    """The window ``window`` ending at the report cutoff, cut into ``step`` steps."""
+    """The window ``window`` ending at the report cutoff, cut into ``step`` steps.
+
+    A view over a LedgerSet (or the ledgers under some roots): ``total`` takes its start from
+    the same read's coverage, so no file is read twice.
+    """
     zone = resolve_tz(tz)
     step_seconds = parse_duration(step, "--step")
-    now = clock()
-    at = now if at_ts is None else at_ts
-    first_record: int | None = None
-    if window == "total":
-        _, cover = window_reports(
-            roots, [], at_ts=at, clock=lambda: now, instance=instance, model=model
+    with as_ledger_set(ledgers, clock, 2.0) as ls:
+        at = ls.now_ts if at_ts is None else at_ts
+        first_record: int | None = None
+        if window == "total":
+            first_record = ls.coverage(ls.select(instance, model), at).first_record_ts
+        start, cutoff = window_bounds(window, at, tz, first_record)
+        offset = datetime.fromtimestamp(cutoff, zone).utcoffset()
+        offset_s = int(offset.total_seconds()) if offset is not None else 0
+        edges = step_edges(start, cutoff, step_seconds, offset_s)
+        if len(edges) - 1 > MAX_STEPS:
+            raise BadArgument(
+                f"--window {window} at --step {step} makes {len(edges) - 1} steps: "
+                f"use a larger --step (at most {MAX_STEPS} steps)"
+            )
+        whole = Window(window, start, cutoff)
+        steps = step_windows(edges)
+        reports, cover_model = window_reports(
+            ls, [whole, *steps], at_ts=at, instance=instance, model=model
         )
-        first_record = cover.first_record_ts
-    start, cutoff = window_bounds(window, at, tz, first_record)
-    offset = datetime.fromtimestamp(cutoff, zone).utcoffset()
-    offset_s = int(offset.total_seconds()) if offset is not None else 0
-    edges = step_edges(start, cutoff, step_seconds, offset_s)
-    if len(edges) - 1 > MAX_STEPS:
-        raise BadArgument(
-            f"--window {window} at --step {step} makes {len(edges) - 1} steps: "
-            f"use a larger --step (at most {MAX_STEPS} steps)"
-        )
-    whole = Window(window, start, cutoff)
-    steps = step_windows(edges)
-    reports, cover_model = window_reports(
-        roots, [whole, *steps], at_ts=at, clock=lambda: now, instance=instance, model=model
-    )
     return Timeline(
         at_ts=at,
         cutoff_ts=cutoff,

@@ -16,7 +16,6 @@ Standard library only: the writer compacts its own file inside vLLM.
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,24 +34,7 @@ def horizon_ts(now_ts: float) -> int:
 
 def compact_connection(conn: sqlite3.Connection, horizon: int) -> int:
     """Delete per-second rows before ``horizon`` in one transaction; returns rows deleted."""
-    with store.transaction(conn):
-        row = conn.execute("SELECT value FROM meta WHERE key = 'compacted_before_ts'").fetchone()
-        before = int(row[0]) if row else None
-        if before is not None and before >= horizon:
-            return 0
-        # Keep the first record's exact second: hourly rows only know its hour.
-        if conn.execute("SELECT 1 FROM meta WHERE key = 'first_second_ts'").fetchone() is None:
-            first = conn.execute("SELECT min(ts) FROM buckets").fetchone()[0]
-            if first is not None:
-                conn.execute("INSERT INTO meta VALUES ('first_second_ts', ?)", (str(first),))
-        cur = conn.execute("DELETE FROM buckets WHERE ts < ?", (horizon,))
-        conn.execute(
-            "INSERT OR REPLACE INTO meta VALUES ('compacted_before_ts', ?)", (str(horizon),)
-        )
-        deleted = cur.rowcount
-    with contextlib.suppress(sqlite3.Error):
-        conn.execute("PRAGMA incremental_vacuum")
-    return deleted
+    return store.compact(conn, horizon)
 
 
 @dataclass(frozen=True)

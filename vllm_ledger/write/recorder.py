@@ -364,29 +364,16 @@ class Recorder:
             or now_ts < self._span_end_ts - 1.0
             or now_ts - self._span_end_ts > self.span_break_s
         )
-        with store.transaction(conn):
-            if rows:
-                conn.executemany(_UPSERT_BUCKET, rows)
-                conn.executemany(_UPSERT_HOURLY, [(t, e, *c) for (t, e), c in hours.items()])
-            if problem_rows:
-                conn.executemany(_UPSERT_PROBLEM, problem_rows)
-            if new_span:
-                cur = conn.execute(
-                    "INSERT INTO spans (start_ts, end_ts, last_seq) VALUES (?, ?, ?)",
-                    (now_ts, now_ts, seq),
-                )
-                span_id = cur.lastrowid
-            else:
-                span_id = self._span_id
-                conn.execute(
-                    "UPDATE spans SET end_ts = ?, last_seq = ? WHERE id = ?",
-                    (now_ts, seq, span_id),
-                )
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(seq),))
-            if final:
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('clean_close_ts', ?)", (repr(now_ts),)
-                )
+        span_id = store.commit_batch(
+            conn,
+            seconds=rows,
+            hours=[(t, e, *c) for (t, e), c in hours.items()],
+            problems=problem_rows,
+            span_id=None if new_span else self._span_id,
+            now_ts=now_ts,
+            seq=seq,
+            final=final,
+        )
         self._seq = seq
         self._span_id = span_id
         self._span_end_ts = now_ts
@@ -470,8 +457,7 @@ class Recorder:
                 **ident.instance.to_meta(),
             }
             try:
-                with store.transaction(conn):
-                    conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
+                store.write_meta(conn, meta)
             except BaseException:
                 conn.close()
                 raise
@@ -491,19 +477,3 @@ class Recorder:
         if key not in self._logged and len(self._logged) < 100:
             self._logged.add(key)
             logger.warning(msg, *args)
-
-
-_COLS = ", ".join(store.COUNT_COLUMNS)
-_UPSERT_BUCKET = (
-    f"INSERT INTO buckets (ts, engine, {_COLS}) VALUES (?, ?, {', '.join('?' * N_COUNTS)}) "
-    "ON CONFLICT (ts, engine) DO UPDATE SET "
-    + ", ".join(f"{c} = {c} + excluded.{c}" for c in store.COUNT_COLUMNS)
-)
-_UPSERT_HOURLY = _UPSERT_BUCKET.replace("INSERT INTO buckets", "INSERT INTO hourly")
-_UPSERT_PROBLEM = (
-    "INSERT INTO problem_seconds (ts, dropped_events, rejected_events, lost_events) "
-    "VALUES (?, ?, ?, ?) ON CONFLICT (ts) DO UPDATE SET "
-    "dropped_events = dropped_events + excluded.dropped_events, "
-    "rejected_events = rejected_events + excluded.rejected_events, "
-    "lost_events = lost_events + excluded.lost_events"
-)

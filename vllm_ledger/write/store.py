@@ -1,7 +1,10 @@
 """The ledger file: schema, migrations, and opening for write or read-only.
 
-One SQLite file per API process and run (see ``paths.py`` for where it lives).
-Runs inside vLLM, so standard library only.
+One SQLite file per API process and run (see ``paths.py`` for where it lives). Every SQL
+statement of the project is here: the on-disk format lives in one module, as
+prometheus_client keeps its own in ``mmap_dict.py``. The recorder and compaction write through
+it; the read side reads through it (``read_facts``, ``sum_by_engine``). Runs inside vLLM, so
+standard library only.
 
 Tables
 ------
@@ -19,7 +22,9 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 LEDGER_SUFFIX = ".ledger.sqlite"
 
@@ -35,6 +40,9 @@ COUNT_COLUMNS: tuple[str, ...] = (
     "rejected_events",  # input the plugin could not read
     "lost_events",  # in a batch whose commit failed
 )
+
+# The six sums a window adds up (the fault counts come from ``problem_seconds`` instead).
+SUM_COLUMNS: tuple[str, ...] = COUNT_COLUMNS[:6]
 
 _COUNTS_DDL = ",\n  ".join(f"{c} INTEGER NOT NULL DEFAULT 0" for c in COUNT_COLUMNS)
 
@@ -146,8 +154,203 @@ def open_read_only(path: Path, busy_timeout_s: float = 2.0) -> Iterator[sqlite3.
         conn.close()
 
 
+def connect_read_only(path: Path, busy_timeout_s: float = 2.0) -> tuple[sqlite3.Connection, bytes]:
+    """A read-only connection and the file's first 100 bytes, with one open of the file.
+
+    The header is read with ``pread`` on the descriptor SQLite itself opened (found through
+    ``/proc/self/fd``), so the bytes checked are those of the very file SQLite reads and the
+    file is opened once; where that descriptor cannot be found (no ``/proc``, or another
+    thread opened files at the same moment) it is read with a second, plain open. The caller
+    must have made sure the file is a regular file of at least 100 bytes: SQLite deletes the
+    ``-wal`` beside a shorter one, even read-only.
+    """
+    target = os.path.realpath(path)
+    before = _open_fds()
+    conn = sqlite3.connect(
+        read_only_uri(path), uri=True, timeout=busy_timeout_s, isolation_level=None
+    )
+    try:
+        head = b""
+        if before is not None:
+            new = (_open_fds() or set()) - before
+            mine = [fd for fd in new if _fd_target(fd) == target]
+            if len(mine) == 1:
+                head = os.pread(mine[0], 100, 0)
+        if not head:
+            with open(path, "rb") as f:
+                head = f.read(100)
+    except BaseException:
+        conn.close()
+        raise
+    return conn, head
+
+
+def _open_fds() -> set[int] | None:
+    try:
+        return {int(n) for n in os.listdir("/proc/self/fd")}
+    except OSError:
+        return None
+
+
+def _fd_target(fd: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
 def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+
+
+# ---- writing ---------------------------------------------------------------------------------
+
+_COLS = ", ".join(COUNT_COLUMNS)
+_MARKS = ", ".join("?" * len(COUNT_COLUMNS))
+_UPSERT_BUCKET = (
+    f"INSERT INTO buckets (ts, engine, {_COLS}) VALUES (?, ?, {_MARKS})"
+    " ON CONFLICT (ts, engine) DO UPDATE SET "
+    + ", ".join(f"{c} = {c} + excluded.{c}" for c in COUNT_COLUMNS)
+)
+_UPSERT_HOURLY = _UPSERT_BUCKET.replace("INSERT INTO buckets", "INSERT INTO hourly")
+_UPSERT_PROBLEM = (
+    "INSERT INTO problem_seconds (ts, dropped_events, rejected_events, lost_events)"
+    " VALUES (?, ?, ?, ?) ON CONFLICT (ts) DO UPDATE SET"
+    " dropped_events = dropped_events + excluded.dropped_events,"
+    " rejected_events = rejected_events + excluded.rejected_events,"
+    " lost_events = lost_events + excluded.lost_events"
+)
+
+
+def write_meta(conn: sqlite3.Connection, meta: dict[str, str]) -> None:
+    """Set meta keys, in one transaction."""
+    with transaction(conn):
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
+
+
+def commit_batch(
+    conn: sqlite3.Connection,
+    *,
+    seconds: list[tuple[int, ...]],
+    hours: list[tuple[int, ...]],
+    problems: list[tuple[int, int, int, int]],
+    span_id: int | None,
+    now_ts: float,
+    seq: int,
+    final: bool,
+) -> int:
+    """One flush as one transaction: add the counts, extend or start a span, bump ``last_seq``.
+
+    ``seconds`` and ``hours`` are ``(ts, engine, *COUNT_COLUMNS)`` rows added to what is there;
+    ``span_id`` None starts a new span at ``now_ts``. Returns the span's id.
+    """
+    with transaction(conn):
+        if seconds:
+            conn.executemany(_UPSERT_BUCKET, seconds)
+            conn.executemany(_UPSERT_HOURLY, hours)
+        if problems:
+            conn.executemany(_UPSERT_PROBLEM, problems)
+        if span_id is None:
+            cur = conn.execute(
+                "INSERT INTO spans (start_ts, end_ts, last_seq) VALUES (?, ?, ?)",
+                (now_ts, now_ts, seq),
+            )
+            span_id = int(cur.lastrowid or 0)
+        else:
+            conn.execute(
+                "UPDATE spans SET end_ts = ?, last_seq = ? WHERE id = ?", (now_ts, seq, span_id)
+            )
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(seq),))
+        if final:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('clean_close_ts', ?)", (repr(now_ts),)
+            )
+    return span_id
+
+
+def compact(conn: sqlite3.Connection, horizon_ts: int) -> int:
+    """Delete per-second rows before ``horizon_ts`` in one transaction; returns rows deleted.
+
+    The hourly rows keep their sums; the first record's exact second is kept in meta
+    (``first_second_ts``), since hourly rows only know its hour.
+    """
+    with transaction(conn):
+        row = conn.execute("SELECT value FROM meta WHERE key = 'compacted_before_ts'").fetchone()
+        before = int(row[0]) if row else None
+        if before is not None and before >= horizon_ts:
+            return 0
+        if conn.execute("SELECT 1 FROM meta WHERE key = 'first_second_ts'").fetchone() is None:
+            first = conn.execute("SELECT min(ts) FROM buckets").fetchone()[0]
+            if first is not None:
+                conn.execute("INSERT INTO meta VALUES ('first_second_ts', ?)", (str(first),))
+        cur = conn.execute("DELETE FROM buckets WHERE ts < ?", (horizon_ts,))
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('compacted_before_ts', ?)", (str(horizon_ts),)
+        )
+        deleted = cur.rowcount
+    with contextlib.suppress(sqlite3.Error):
+        conn.execute("PRAGMA incremental_vacuum")
+    return deleted
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a reader needs of one ledger besides its sums, as stored (not yet validated)."""
+
+    tables: frozenset[str]
+    meta: dict[str, str]
+    spans: list[tuple[float, float]]
+    problem_seconds: list[tuple[int, int, int, int]]  # (second, dropped, rejected, lost)
+    first_second_ts: int | None  # min(ts) of the per-second rows
+    first_hour_ts: int | None  # min(ts) of the hourly rows
+    last_end_ts: float | None  # end of the last second or hour holding counts
+
+
+def read_facts(conn: sqlite3.Connection) -> Facts:
+    """Everything but the sums, on the connection's current read transaction."""
+    tables = frozenset(
+        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+    )
+    if "meta" not in tables:
+        return Facts(tables, {}, [], [], None, None, None)
+    meta = read_meta(conn)
+    spans = [
+        (s, e) for s, e in conn.execute("SELECT start_ts, end_ts FROM spans ORDER BY start_ts")
+    ]
+    problems: list[tuple[int, int, int, int]] = []
+    if "problem_seconds" in tables:
+        problems = [
+            (r[0], r[1], r[2], r[3])
+            for r in conn.execute(
+                "SELECT ts, dropped_events, rejected_events, lost_events FROM problem_seconds"
+            )
+        ]
+    first_s, last_s = conn.execute("SELECT min(ts), max(ts) FROM buckets").fetchone()
+    first_h, last_h = conn.execute("SELECT min(ts), max(ts) FROM hourly").fetchone()
+    ends = [v + 1 for v in (last_s,) if v is not None] + [
+        v + 3600 for v in (last_h,) if v is not None
+    ]
+    return Facts(
+        tables, meta, spans, problems, first_s, first_h, float(max(ends)) if ends else None
+    )
+
+
+_SUMS = ", ".join(f"sum({c})" for c in SUM_COLUMNS)
+_SUM_QUERIES = {
+    table: f"SELECT engine, {_SUMS} FROM {table} WHERE ts >= ? AND ts < ? GROUP BY engine"
+    for table in ("buckets", "hourly")
+}
+
+
+def sum_by_engine(
+    conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int
+) -> list[tuple[Any, ...]]:
+    """``(engine, *SUM_COLUMNS)`` rows summed over ``[start_ts, end_ts)`` of ``buckets`` or
+    ``hourly``; values as stored (the reader checks them)."""
+    return conn.execute(_SUM_QUERIES[table], (start_ts, end_ts)).fetchall()
 
 
 def fsync_dir(path: Path) -> None:
@@ -202,20 +405,29 @@ def close_without_checkpoint(conn: sqlite3.Connection) -> None:
 _LEAKED: list[sqlite3.Connection] = []
 
 
+HEADER_BYTES = 100
+
+
+def header_damage(head: bytes) -> str | None:
+    """What is wrong with a ledger's first 100 bytes, or None when they are an SQLite header."""
+    if len(head) < HEADER_BYTES:
+        return "truncated"
+    if not head.startswith(SQLITE_MAGIC):
+        return "bad header"
+    return None
+
+
 def file_damage(path: Path, expect_wal: bool) -> str | None:
     """A cheap look at a ledger file from outside SQLite: None if it looks sound."""
     try:
         with open(path, "rb") as f:
-            head = f.read(100)
+            head = f.read(HEADER_BYTES)
     except OSError as exc:
         return f"cannot read: {exc.strerror}"
-    if len(head) < 100:
-        return "truncated"
-    if not head.startswith(SQLITE_MAGIC):
-        return "bad header"
-    if expect_wal and not os.path.exists(f"{path}-wal"):
+    damage = header_damage(head)
+    if damage is None and expect_wal and not os.path.exists(f"{path}-wal"):
         return "WAL file missing"
-    return None
+    return damage
 
 
 def quick_check(path: Path, busy_timeout_s: float = 2.0) -> str:

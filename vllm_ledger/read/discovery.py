@@ -1,0 +1,44 @@
+"""Find every ledger file under the roots, each real file once. No file is opened here.
+
+The same file reached twice (a symlinked directory, a second root) has the same device and
+inode; one ``stat`` per file is much cheaper than resolving every path, and the stat is kept
+for the reader (type and size checks, the summary's size and mtime) so it is taken once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllm_ledger.write import paths
+
+
+@dataclass(frozen=True)
+class Found:
+    root: Path
+    path: Path
+    stat: os.stat_result
+
+
+def discover(roots: Iterable[Path]) -> list[Found]:
+    """Every ledger file under the roots, each real file once, with its stat."""
+    seen: set[tuple[int, int]] = set()
+    out: list[Found] = []
+    for root in roots:
+        for p in paths.iter_ledger_files(Path(root)):
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(Found(Path(root), p, st))
+    return out
+
+
+def discover_paths(roots: Iterable[Path]) -> list[Path]:
+    return [f.path for f in discover(roots)]
