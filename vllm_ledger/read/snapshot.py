@@ -205,7 +205,6 @@ def open_snapshot(
             snap.detail = damage
         else:
             assert conn is not None
-            conn.execute("BEGIN")  # one read transaction: facts and sums from one commit
             _read_facts(store.read_facts(conn), snap)
     except sqlite3.Error as exc:
         snap.status = classify_error(exc)
@@ -247,7 +246,6 @@ def reopen(path: Path, busy_timeout_s: float = 2.0) -> sqlite3.Connection:
     if damage is not None:
         conn.close()
         raise sqlite3.DatabaseError(damage)
-    conn.execute("BEGIN")
     return conn
 
 

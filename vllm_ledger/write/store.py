@@ -155,48 +155,39 @@ def open_read_only(path: Path, busy_timeout_s: float = 2.0) -> Iterator[sqlite3.
 
 
 def connect_read_only(path: Path, busy_timeout_s: float = 2.0) -> tuple[sqlite3.Connection, bytes]:
-    """A read-only connection and the file's first 100 bytes, with one open of the file.
+    """A read-only connection in an open read transaction, and the file's first 100 bytes,
+    with one open of the file. Every query on the connection then sees the same commit (the
+    transaction holds until the connection closes: keep it short-lived).
 
-    The header is read with ``pread`` on the descriptor SQLite itself opened (found through
-    ``/proc/self/fd``), so the bytes checked are those of the very file SQLite reads and the
-    file is opened once; where that descriptor cannot be found (no ``/proc``, or another
-    thread opened files at the same moment) it is read with a second, plain open. The caller
-    must have made sure the file is a regular file of at least 100 bytes: SQLite deletes the
-    ``-wal`` beside a shorter one, even read-only.
+    The header is read with ``pread`` on the descriptor SQLite itself opened: ``open()`` takes
+    the lowest free descriptor, so the one free just before the connect is SQLite's, which
+    ``fstat`` confirms (same device and inode as the path). So the bytes checked are those of
+    the very file SQLite reads, and the file is opened once. Where that cannot be confirmed
+    (another thread opened a file at the same moment) the header is read with a second, plain
+    open. The caller must have made sure the file is a regular file of at least 100 bytes:
+    SQLite deletes the ``-wal`` beside a shorter one, even read-only.
     """
-    target = os.path.realpath(path)
-    before = _open_fds()
+    st = os.stat(path)
+    probe = os.open(os.devnull, os.O_RDONLY)
+    os.close(probe)
     conn = sqlite3.connect(
         read_only_uri(path), uri=True, timeout=busy_timeout_s, isolation_level=None
     )
     try:
         head = b""
-        if before is not None:
-            new = (_open_fds() or set()) - before
-            mine = [fd for fd in new if _fd_target(fd) == target]
-            if len(mine) == 1:
-                head = os.pread(mine[0], 100, 0)
+        with contextlib.suppress(OSError):
+            fst = os.fstat(probe)
+            if (fst.st_dev, fst.st_ino) == (st.st_dev, st.st_ino):
+                head = os.pread(probe, HEADER_BYTES, 0)
         if not head:
             with open(path, "rb") as f:
-                head = f.read(100)
+                head = f.read(HEADER_BYTES)
+        if head.startswith(SQLITE_MAGIC):
+            conn.execute("BEGIN")
     except BaseException:
         conn.close()
         raise
     return conn, head
-
-
-def _open_fds() -> set[int] | None:
-    try:
-        return {int(n) for n in os.listdir("/proc/self/fd")}
-    except OSError:
-        return None
-
-
-def _fd_target(fd: int) -> str | None:
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return None
 
 
 def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -330,11 +321,17 @@ def read_facts(conn: sqlite3.Connection) -> Facts:
         ]
     first_s, last_s = conn.execute("SELECT min(ts), max(ts) FROM buckets").fetchone()
     first_h, last_h = conn.execute("SELECT min(ts), max(ts) FROM hourly").fetchone()
-    ends = [v + 1 for v in (last_s,) if v is not None] + [
-        v + 3600 for v in (last_h,) if v is not None
-    ]
+    # Compaction deletes a prefix of the per-second rows, so where any remain the last one is
+    # the last counted second; otherwise only its hour is known.
+    last_end = last_s + 1 if last_s is not None else last_h + 3600 if last_h is not None else None
     return Facts(
-        tables, meta, spans, problems, first_s, first_h, float(max(ends)) if ends else None
+        tables,
+        meta,
+        spans,
+        problems,
+        first_s,
+        first_h,
+        None if last_end is None else float(last_end),
     )
 
 

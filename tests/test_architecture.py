@@ -1,0 +1,185 @@
+"""The layout shows the architecture, read from the imports (function-level ones included).
+
+Layers, bottom to top (docs/architecture.md draws them): a module may import its own layer or
+a lower one, never a higher one, and the import graph has no circle.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "vllm_ledger"
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("vllm_ledger", "vllm_ledger.errors", "vllm_ledger.promtext"),
+    ("vllm_ledger.write",),
+    ("vllm_ledger.read",),
+    (
+        "vllm_ledger.maintenance",
+        "vllm_ledger.plugin",
+        "vllm_ledger.formats",
+        "vllm_ledger.observe",
+        "vllm_ledger.plan",
+        "vllm_ledger.bot",
+        "vllm_ledger.deploy",
+    ),
+    ("vllm_ledger.commands",),
+    ("vllm_ledger.cli", "vllm_ledger.__main__"),
+)
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def layer_of(module: str) -> int:
+    best = (-1, -1)  # (prefix length, layer)
+    for i, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best[0]:
+                best = (len(p), i)
+    assert best[1] >= 0, f"{module} is in no layer: add it to LAYERS and docs/architecture.md"
+    return best[1]
+
+
+def imports_of(module: str) -> set[str]:
+    """Project modules ``module`` imports, at the top or inside a function."""
+    tree = ast.parse(MODULES[module].read_text())
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("vllm_ledger"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if not node.module.startswith("vllm_ledger"):
+                continue
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                out.add(sub if sub in MODULES else node.module)
+    out.discard(module)
+    return {m for m in out if m in MODULES}
+
+
+GRAPH = {m: imports_of(m) for m in MODULES}
+
+
+def test_every_module_has_a_layer() -> None:
+    for m in MODULES:
+        layer_of(m)
+
+
+def test_no_module_imports_from_a_layer_above() -> None:
+    upward = [
+        f"{m} (layer {layer_of(m)}) imports {d} (layer {layer_of(d)})"
+        for m, deps in sorted(GRAPH.items())
+        for d in sorted(deps)
+        if layer_of(d) > layer_of(m) and d != "vllm_ledger"
+    ]
+    assert upward == []
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(GRAPH[m]):
+            if d == "vllm_ledger":  # the package's lazy __init__ imports nothing eagerly
+                continue
+            if state.get(d) == 1:
+                circles.append([*stack[stack.index(d) :], d])
+            elif d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(GRAPH):
+        if m not in state:
+            visit(m)
+    assert circles == []
+
+
+def test_the_write_side_imports_nothing_from_the_read_side() -> None:
+    for m, deps in GRAPH.items():
+        if layer_of(m) == 1:
+            assert {d for d in deps if layer_of(d) > 1} == set(), m
+
+
+def test_the_write_side_uses_only_the_standard_library() -> None:
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    for m, path in MODULES.items():
+        if layer_of(m) != 1:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if m == "vllm_ledger.write.plugin" and top == "vllm":
+                    continue  # the adapter: the one module that touches vLLM
+                assert top in stdlib or top == "vllm_ledger", f"{m} imports {name}"
+
+
+RUN_A_RECORDER = r"""
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import vllm_ledger.plugin  # the entry point vLLM loads
+from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.write.recorder import Recorder
+t = [1_800_000_000.0]
+rec = Recorder(Path(sys.argv[2]), WriterIdentity("run-a", 0, 1, pid=1,
+               instance=InstanceInfo(("m",), 8000, "h", "0.32.0")), clock=lambda: t[0])
+rec.pump()
+rec.submit((t[0], 0, 5, 1, 0, ()))
+t[0] += 2
+rec.pump(final=True)
+before = sorted(m for m in sys.modules if m.startswith("vllm_ledger.read"))
+from vllm_ledger import maintenance  # what rank 0 imports to start its pass
+after = sorted(m for m in sys.modules if m.startswith("vllm_ledger.read"))
+print(json.dumps({"recorder": before, "maintenance": after}))
+"""
+
+
+def test_the_plugin_and_a_recorder_import_no_read_side_module(tmp_path: Path) -> None:
+    pytest.importorskip("vllm")
+    out = subprocess.run(
+        [sys.executable, "-c", RUN_A_RECORDER, str(PKG.parent), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["recorder"] == []
+    # The rank-0 maintenance pass (docs/architecture.md names it) needs these, and no more:
+    # no coverage, report, timeline or LedgerSet inside vLLM.
+    assert got["maintenance"] == [
+        "vllm_ledger.read",
+        "vllm_ledger.read.discovery",
+        "vllm_ledger.read.snapshot",
+        "vllm_ledger.read.summary",
+        "vllm_ledger.read.windows",
+        "vllm_ledger.read.writer_state",
+    ]
