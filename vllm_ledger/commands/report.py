@@ -9,7 +9,6 @@ from vllm_ledger.commands._common import add_roots, add_time, parse_at, roots_of
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format
 from vllm_ledger.read.ledgerset import LedgerSet
-from vllm_ledger.read.page import build_page
 from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report
 
 NAME = "report"
@@ -40,10 +39,10 @@ def run(args: argparse.Namespace) -> int:
             instance=args.instance,
             model=args.model,
         )
-        page = build_page(ledgers, report) if args.html else None
-    if page is not None:
-        from vllm_ledger.formats import html as html_format  # an optional renderer
+        if args.html:
+            from vllm_ledger.formats import html as html_format  # only for --html
+            from vllm_ledger.read.page import build_page
 
-        html_format.write(page, args.html)
+            html_format.write(build_page(ledgers, report), args.html)
     sys.stdout.write(json_format.render(report) if args.json else text_format.render(report))
     return 0

@@ -21,7 +21,6 @@ import contextlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,6 +206,8 @@ def _entry(snap: LedgerSnapshot, now_ts: float) -> dict[str, Any] | None:
 
 def _write(root: Path, entries: dict[str, dict[str, Any]]) -> None:
     doc = {"version": SUMMARY_VERSION, "entries": entries}
+    import tempfile  # only the maintenance pass writes the summary
+
     fd, tmp = tempfile.mkstemp(prefix=".summary-", dir=root)
     try:
         with os.fdopen(fd, "w") as f:

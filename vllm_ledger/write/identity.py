@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -120,4 +119,6 @@ def default_root(env: Mapping[str, str]) -> Path:
 
 
 def host_name() -> str:
+    import socket  # only writers need it; readers import this module for InstanceInfo
+
     return socket.gethostname()

@@ -138,10 +138,12 @@ def open_for_write(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> sq
 
 
 def read_only_uri(path: Path) -> str:
-    """The URI readers use: ``mode=ro``, never ``immutable=1`` (which ignores the WAL)."""
-    from urllib.parse import quote
+    """The URI readers use: ``mode=ro``, never ``immutable=1`` (which ignores the WAL).
 
-    return f"file:{quote(str(path.resolve()))}?mode=ro"
+    In an SQLite URI's path only ``%``, ``?`` and ``#`` need escaping.
+    """
+    text = str(path.resolve()).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return f"file:{text}?mode=ro"
 
 
 @contextlib.contextmanager
@@ -319,8 +321,17 @@ def read_facts(conn: sqlite3.Connection) -> Facts:
                 "SELECT ts, dropped_events, rejected_events, lost_events FROM problem_seconds"
             )
         ]
-    first_s, last_s = conn.execute("SELECT min(ts), max(ts) FROM buckets").fetchone()
-    first_h, last_h = conn.execute("SELECT min(ts), max(ts) FROM hourly").fetchone()
+    # One aggregate per statement: SQLite answers a lone min() or max() from the primary key's
+    # end, but scans the whole table for min() and max() together.
+    first_s, last_s, first_h, last_h = (
+        conn.execute(q).fetchone()[0]
+        for q in (
+            "SELECT min(ts) FROM buckets",
+            "SELECT max(ts) FROM buckets",
+            "SELECT min(ts) FROM hourly",
+            "SELECT max(ts) FROM hourly",
+        )
+    )
     # Compaction deletes a prefix of the per-second rows, so where any remain the last one is
     # the last counted second; otherwise only its hour is known.
     last_end = last_s + 1 if last_s is not None else last_h + 3600 if last_h is not None else None
