@@ -25,6 +25,7 @@ from vllm_ledger.write import paths, store
 from vllm_ledger.write.identity import InstanceInfo
 
 HOUR = 3600
+DAY = 86400
 EMPTY_GRACE_S = 60.0  # a just-claimed file has no tables for a moment
 
 FileStatus = Literal["ok", "unreadable", "busy", "denied", "empty", "starting"]
@@ -47,6 +48,10 @@ class Sums:
     def add(self, other: Sums) -> None:
         for f in SUM_FIELDS:
             setattr(self, f, getattr(self, f) + getattr(other, f))
+
+    def sub(self, other: Sums) -> None:
+        for f in SUM_FIELDS:
+            setattr(self, f, getattr(self, f) - getattr(other, f))
 
     def add_row(self, row: tuple[int | None, ...]) -> None:
         """Add a ``store.sum_by_engine`` row's sums (the engine already taken off)."""
@@ -83,6 +88,7 @@ class LedgerSnapshot:
     first_bucket_ts: int | None = None  # the first second holding counts
     last_end_ts: float | None = None  # the end of the last second or hour holding counts
     compacted_before_ts: int | None = None
+    has_daily: bool = False  # the file has day rows (migration 0003): long windows read them
     # From the sequence marker beside the file: commits the writer made that the file lacks.
     missing_commits: int = 0
     marker_ts: float | None = None
@@ -90,6 +96,7 @@ class LedgerSnapshot:
     _connect: Callable[[], sqlite3.Connection] | None = field(default=None, repr=False)
     _totals: SumsByEngine | None = field(default=None, repr=False)
     _memo: dict[tuple[int, int], SumsByEngine] = field(default_factory=dict, repr=False)
+    _parts: dict[tuple[str, int, int], SumsByEngine] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -121,7 +128,7 @@ class LedgerSnapshot:
         cb, first = self.compacted_before_ts, self.first_bucket_ts
         if not self.ok or cb is None or first is None:
             return False
-        seconds, _hours = window_parts(self._effective_start(w), w.cutoff_ts)
+        seconds, _hours, _days = window_parts(self._effective_start(w), w.cutoff_ts)
         return any(a < cb and b > first for a, b in seconds)
 
     def _effective_start(self, w: Window) -> int:
@@ -137,34 +144,78 @@ class LedgerSnapshot:
                 return {}
             if start <= first and self.last_end_ts <= cutoff:
                 return {e: _copy(s) for e, s in self._totals.items()}
-        if self._connect is None:  # pragma: no cover - a snapshot made by hand
-            raise RuntimeError(f"{self.path}: no connection to answer a window")
-        conn = self._connect()
         out: SumsByEngine = {}
-        seconds, hours = window_parts(start, cutoff)
-        queries = [("buckets", a, b) for a, b in seconds]
-        if hours is not None:
-            queries.append(("hourly", *hours))
-        for table, a, b in queries:
-            for row in store.sum_by_engine(conn, table, a, b):
-                out.setdefault(int(row[0]), Sums()).add_row(tuple(row[1:]))
+        seconds, hours, days = window_parts(start, cutoff, daily=self.has_daily)
+        for a, b in seconds:
+            _add(out, self._edge(a, b))
+        for a, b in hours:
+            _add(out, self._part("hourly", a, b))
+        if days is not None:
+            _add(out, self._part("daily", *days))
         return out
+
+    def _edge(self, a: int, b: int) -> SumsByEngine:
+        """The seconds ``[a, b)`` at a window's edge, inside one hour.
+
+        More than half an hour of seconds is read as the hour's row less the rest of the
+        hour, which is exact where the hour still has its seconds (not compacted): the hourly
+        row and the seconds are written in one transaction.
+        """
+        hour = a - a % HOUR
+        cb = self.compacted_before_ts
+        if b - a <= HOUR // 2 or (cb is not None and hour < cb):
+            return self._part("buckets", a, b)
+        rest = (
+            self._part("buckets", hour, a)
+            if b == hour + HOUR
+            else self._part("buckets", b, hour + HOUR)
+        )
+        out = {e: _copy(v) for e, v in self._part("hourly", hour, hour + HOUR).items()}
+        for e, v in rest.items():
+            out.setdefault(e, Sums()).sub(v)
+        return {e: v for e, v in out.items() if any(v.as_list())}
+
+    def _part(self, table: str, a: int, b: int) -> SumsByEngine:
+        """One table's sums over ``[a, b)``, memoised: windows share their edges."""
+        key = (table, a, b)
+        got = self._parts.get(key)
+        if got is None:
+            if self._connect is None:  # pragma: no cover - a snapshot made by hand
+                raise RuntimeError(f"{self.path}: no connection to answer a window")
+            got = {}
+            for row in store.sum_by_engine(self._connect(), table, a, b):
+                got.setdefault(int(row[0]), Sums()).add_row(tuple(row[1:]))
+            self._parts[key] = got
+        return got
+
+
+def _add(into: SumsByEngine, more: SumsByEngine) -> None:
+    for e, v in more.items():
+        into.setdefault(e, Sums()).add(v)
 
 
 def _copy(s: Sums) -> Sums:
     return Sums(*s.as_list())
 
 
-def window_parts(start: int, cutoff: int) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
-    """Split [start, cutoff) into per-second pieces at the edges and whole hours between."""
+def window_parts(
+    start: int, cutoff: int, *, daily: bool = False
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]], tuple[int, int] | None]:
+    """Split ``[start, cutoff)`` into per-second pieces at the edges, whole hours next to them
+    and (with ``daily``) whole UTC days between: ``(seconds, hours, days)``."""
     if cutoff <= start:
-        return [], None
+        return [], [], None
     h0 = -(-start // HOUR) * HOUR
     h1 = cutoff // HOUR * HOUR
     if h0 >= h1:
-        return [(start, cutoff)], None
-    seconds = [(start, h0), (h1, cutoff)]
-    return [p for p in seconds if p[1] > p[0]], (h0, h1)
+        return [(start, cutoff)], [], None
+    seconds = [p for p in ((start, h0), (h1, cutoff)) if p[1] > p[0]]
+    d0 = -(-h0 // DAY) * DAY
+    d1 = h1 // DAY * DAY
+    if not daily or d0 >= d1:
+        return seconds, [(h0, h1)], None
+    hours = [p for p in ((h0, d0), (d1, h1)) if p[1] > p[0]]
+    return seconds, hours, (d0, d1)
 
 
 def classify_error(exc: BaseException) -> FileStatus:
@@ -294,6 +345,7 @@ def _read_facts(facts: store.Facts, snap: LedgerSnapshot) -> None:
             first = first_h
     snap.first_bucket_ts = first
     snap.last_end_ts = facts.last_end_ts
+    snap.has_daily = "daily" in facts.tables
 
 
 def read_ledger(

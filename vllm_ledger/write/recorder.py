@@ -368,6 +368,7 @@ class Recorder:
             conn,
             seconds=rows,
             hours=[(t, e, *c) for (t, e), c in hours.items()],
+            days=[(t, e, *c) for (t, e), c in _fold(hours, 86400).items()],
             problems=problem_rows,
             span_id=None if new_span else self._span_id,
             now_ts=now_ts,
@@ -477,3 +478,17 @@ class Recorder:
         if key not in self._logged and len(self._logged) < 100:
             self._logged.add(key)
             logger.warning(msg, *args)
+
+
+def _fold(rows: dict[tuple[int, int], list[int]], size: int) -> dict[tuple[int, int], list[int]]:
+    """Sum ``(ts, engine) -> counts`` rows into buckets of ``size`` seconds."""
+    out: dict[tuple[int, int], list[int]] = {}
+    for (ts, engine), counts in rows.items():
+        key = (ts - ts % size, engine)
+        acc = out.get(key)
+        if acc is None:
+            out[key] = list(counts)
+        else:
+            for i, c in enumerate(counts):
+                acc[i] += c
+    return out

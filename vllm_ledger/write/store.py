@@ -10,7 +10,8 @@ Tables
 ------
 ``meta``        key/value facts about the writer (run id, rank, expected writers, instance).
 ``buckets``     per-second sums keyed by (``ts`` wall second, ``engine`` DP rank).
-``hourly``      the same sums folded per hour, for seconds older than the compaction horizon.
+``hourly``      the same sums folded per hour (kept forever; seconds past 8 days are compacted).
+``daily``       the same sums folded per UTC day (kept forever).
 ``spans``       wall-clock spans the writer vouches for (its heartbeats), with the commit
                 sequence number reached at the end of each span.
 ``migrations``  the append-only list of schema steps applied to this file.
@@ -82,6 +83,22 @@ CREATE TABLE problem_seconds (
   rejected_events INTEGER NOT NULL DEFAULT 0,
   lost_events INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
+""",
+    ),
+    (
+        "0003_daily",
+        # The same sums per UTC day, so a window of a year reads about 365 rows per engine
+        # instead of 8760; back-filled from the hourly rows in the migration's transaction.
+        f"""
+CREATE TABLE daily (
+  ts INTEGER NOT NULL,
+  engine INTEGER NOT NULL,
+  {_COUNTS_DDL},
+  PRIMARY KEY (ts, engine)
+) WITHOUT ROWID;
+INSERT INTO daily (ts, engine, {", ".join(COUNT_COLUMNS)})
+  SELECT ts - ts % 86400, engine, {", ".join(f"sum({c})" for c in COUNT_COLUMNS)}
+  FROM hourly GROUP BY ts - ts % 86400, engine;
 """,
     ),
 )
@@ -206,6 +223,7 @@ _UPSERT_BUCKET = (
     + ", ".join(f"{c} = {c} + excluded.{c}" for c in COUNT_COLUMNS)
 )
 _UPSERT_HOURLY = _UPSERT_BUCKET.replace("INSERT INTO buckets", "INSERT INTO hourly")
+_UPSERT_DAILY = _UPSERT_BUCKET.replace("INSERT INTO buckets", "INSERT INTO daily")
 _UPSERT_PROBLEM = (
     "INSERT INTO problem_seconds (ts, dropped_events, rejected_events, lost_events)"
     " VALUES (?, ?, ?, ?) ON CONFLICT (ts) DO UPDATE SET"
@@ -226,6 +244,7 @@ def commit_batch(
     *,
     seconds: list[tuple[int, ...]],
     hours: list[tuple[int, ...]],
+    days: list[tuple[int, ...]],
     problems: list[tuple[int, int, int, int]],
     span_id: int | None,
     now_ts: float,
@@ -234,13 +253,15 @@ def commit_batch(
 ) -> int:
     """One flush as one transaction: add the counts, extend or start a span, bump ``last_seq``.
 
-    ``seconds`` and ``hours`` are ``(ts, engine, *COUNT_COLUMNS)`` rows added to what is there;
+    ``seconds``, ``hours`` and ``days`` are ``(ts, engine, *COUNT_COLUMNS)`` rows added to what
+    is there;
     ``span_id`` None starts a new span at ``now_ts``. Returns the span's id.
     """
     with transaction(conn):
         if seconds:
             conn.executemany(_UPSERT_BUCKET, seconds)
             conn.executemany(_UPSERT_HOURLY, hours)
+            conn.executemany(_UPSERT_DAILY, days)
         if problems:
             conn.executemany(_UPSERT_PROBLEM, problems)
         if span_id is None:
@@ -349,15 +370,15 @@ def read_facts(conn: sqlite3.Connection) -> Facts:
 _SUMS = ", ".join(f"sum({c})" for c in SUM_COLUMNS)
 _SUM_QUERIES = {
     table: f"SELECT engine, {_SUMS} FROM {table} WHERE ts >= ? AND ts < ? GROUP BY engine"
-    for table in ("buckets", "hourly")
+    for table in ("buckets", "hourly", "daily")
 }
 
 
 def sum_by_engine(
     conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int
 ) -> list[tuple[Any, ...]]:
-    """``(engine, *SUM_COLUMNS)`` rows summed over ``[start_ts, end_ts)`` of ``buckets`` or
-    ``hourly``; values as stored (the reader checks them)."""
+    """``(engine, *SUM_COLUMNS)`` rows summed over ``[start_ts, end_ts)`` of ``buckets``,
+    ``hourly`` or ``daily``; values as stored (the reader checks them)."""
     return conn.execute(_SUM_QUERIES[table], (start_ts, end_ts)).fetchall()
 
 
