@@ -20,6 +20,7 @@ class Found:
     root: Path
     path: Path
     stat: os.stat_result
+    rel: str  # "<run dir>/<file name>": the summary's key
 
 
 def discover(roots: Iterable[Path]) -> list[Found]:
@@ -27,16 +28,17 @@ def discover(roots: Iterable[Path]) -> list[Found]:
     seen: set[tuple[int, int]] = set()
     out: list[Found] = []
     for root in roots:
-        for p in paths.iter_ledger_files(Path(root)):
+        root = Path(root)
+        for run_name, file_name, full in paths.iter_ledger_entries(root):
             try:
-                st = os.stat(p)
+                st = os.stat(full)
             except OSError:
                 continue
             key = (st.st_dev, st.st_ino)
             if key in seen:
                 continue
             seen.add(key)
-            out.append(Found(Path(root), p, st))
+            out.append(Found(root, Path(full), st, f"{run_name}/{file_name}"))
     return out
 
 

@@ -108,11 +108,7 @@ def load(root: Path) -> dict[str, Entry]:
 
 
 def _matching(found: Found, entries: dict[str, Entry]) -> Entry | None:
-    try:
-        rel = found.path.relative_to(found.root).as_posix()
-    except ValueError:
-        return None
-    entry = entries.get(rel)
+    entry = entries.get(found.rel)
     if entry is None:
         return None
     if found.stat.st_size != entry.size or found.stat.st_mtime_ns != entry.mtime_ns:
@@ -173,7 +169,7 @@ def refresh(root: Path, now_ts: float, prepare: Prepare | None = None) -> tuple[
             snap = prepare(snap)
         entry = _entry(snap, now_ts)
         if entry is not None:
-            entries[found.path.relative_to(found.root).as_posix()] = entry
+            entries[found.rel] = entry
     _write(root, entries)
     return len(entries), read
 

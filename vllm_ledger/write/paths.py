@@ -46,6 +46,12 @@ def claim_new_ledger(directory: Path, writer_rank: int) -> tuple[int, Path]:
 
 def iter_ledger_files(root: Path) -> Iterator[Path]:
     """Every ledger file under ``root`` (two levels: run directory, file), symlinks followed."""
+    for _run, _name, full in iter_ledger_entries(root):
+        yield Path(full)
+
+
+def iter_ledger_entries(root: Path) -> Iterator[tuple[str, str, str]]:
+    """``(run directory name, file name, full path)`` of every ledger file under ``root``."""
     try:
         runs = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
@@ -59,4 +65,4 @@ def iter_ledger_files(root: Path) -> Iterator[Path]:
             continue
         for f in files:
             if parse_ledger_name(f.name) is not None:
-                yield Path(f.path)
+                yield entry.name, f.name, f.path
