@@ -96,8 +96,13 @@ class CoverageModel:
                 if lost:
                     counts["write_failed"] += lost
         for since in self.unreadable_since:
-            # From the file's run start to the next instant the report can vouch for again.
-            until = next((a for a, _b in self.covered if a > since), math.inf)
+            # From the file's run start to the next instant the report can vouch for again; a
+            # file whose time cannot be bounded (an unknown run) may hide any window's data.
+            until = (
+                math.inf
+                if since == -math.inf
+                else next((a for a, _b in self.covered if a > since), math.inf)
+            )
             if since < w.cutoff_ts and until > w.start_ts:
                 counts["ledger_unreadable"] += 1
         for lo, hi, n in self.gaps:

@@ -242,9 +242,10 @@ def open_snapshot(
     if named is not None:  # known even when the file cannot be read
         snap.run_id = path.parent.name
         snap.writer_rank, snap.generation = named
-    marker = store.read_sequence_marker(path)
     conn: sqlite3.Connection | None = None
+    marker: tuple[int, float] | None = None
     try:
+        marker = store.read_sequence_marker(path)
         if st is None:
             st = os.stat(path)
         damage = _damage_from_stat(st)
@@ -260,6 +261,9 @@ def open_snapshot(
     except sqlite3.Error as exc:
         snap.status = classify_error(exc)
         snap.detail = str(exc)
+    except store.NotARegularFile as exc:  # its .seq marker: it could hide lost commits
+        snap.status = "unreadable"
+        snap.detail = f"{Path(exc.filename or '').name} is not a regular file"
     except OSError as exc:
         snap.status = "denied"
         snap.detail = str(exc)

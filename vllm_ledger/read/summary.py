@@ -30,10 +30,12 @@ from vllm_ledger.read import writer_state
 from vllm_ledger.read.discovery import Found, discover
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, read_ledger
 from vllm_ledger.read.windows import Window
+from vllm_ledger.write import store
 from vllm_ledger.write.identity import InstanceInfo
 
 SUMMARY_NAME = ".vllm-ledger-summary.json"
 SUMMARY_VERSION = 1
+SUMMARY_MAX_BYTES = 512 << 20  # about 700 000 files; a larger one is ignored (files are opened)
 EVERYTHING = Window("total", 0, 2**62)
 
 
@@ -96,7 +98,7 @@ def _decode(path: Path, d: dict[str, Any], entry: Entry) -> LedgerSnapshot:
 def load(root: Path) -> dict[str, Entry]:
     """The summary's entries by path relative to the root; empty when absent or unreadable."""
     try:
-        doc = json.loads((root / SUMMARY_NAME).read_text())
+        doc = json.loads(store.read_regular_file(root / SUMMARY_NAME, SUMMARY_MAX_BYTES))
         if doc.get("version") != SUMMARY_VERSION:
             return {}
         return {

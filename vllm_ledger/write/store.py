@@ -481,9 +481,59 @@ def write_sequence_marker(path: Path, seq: int, ts: float) -> None:
     os.replace(tmp, marker)
 
 
-def read_sequence_marker(path: Path) -> tuple[int, float] | None:
+class NotARegularFile(OSError):
+    """A FIFO, socket, device or directory where a ledger's file should be (never opened)."""
+
+
+def read_regular_file(path: Path | str, max_bytes: int) -> bytes:
+    """The bytes of a small regular file, without ever blocking or opening anything else.
+
+    A FIFO, socket, device or directory named like one of the ledger's files is refused from
+    its ``stat`` (``NotARegularFile``), before any open; the open is non-blocking and its
+    ``fstat`` checked again, so a file swapped in between is refused too. A file larger than
+    ``max_bytes`` raises ``OSError`` (EFBIG).
+    """
+    import errno
+    import stat
+
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        seq, ts = Path(f"{path}.seq").read_text().split()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
+        if st.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", str(path))
+        chunks = []
+        left = max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", str(path))
+        return data
+    finally:
+        os.close(fd)
+
+
+MARKER_MAX_BYTES = 256
+
+
+def read_sequence_marker(path: Path) -> tuple[int, float] | None:
+    """The marker beside a ledger, or None where there is none or it cannot be parsed.
+
+    Raises ``NotARegularFile`` where something other than a file stands in its place: the
+    reader must not take that for "no marker" (it could hide lost commits).
+    """
+    try:
+        seq, ts = read_regular_file(f"{path}.seq", MARKER_MAX_BYTES).decode().split()
         return int(seq), float(ts)
+    except NotARegularFile:
+        raise
     except (OSError, ValueError):
         return None
