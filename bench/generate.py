@@ -83,7 +83,7 @@ def _write_run(
                     0,
                     500 + s % 800,
                     80 + s % 80,
-                    200 + s % 600,
+                    200 + s % 300,  # cached is part of input (500 at least)
                     ((121, 2.0),) if s % 10 == 0 else (),
                 )
             )

@@ -74,3 +74,116 @@ def test_fifos_named_like_a_ledger_a_marker_and_the_summary_are_named_not_read(
         ("unreadable", "w0.g0.ledger.sqlite.seq is not a regular file")
     ]
     assert doc["windows"]["total"]["complete"] is False
+
+
+def _two_writers(root: Path) -> tuple[Path, Path]:
+    for rank in (0, 1):
+        write_ledger(
+            root,
+            "run-a",
+            start_ts=T0,
+            end_ts=T0 + 60,
+            events=[ev(T0 + 5 + i, prompt=10 + rank, gen=2, cached=3) for i in range(20)],
+            rank=rank,
+            expected=2,
+        )
+    return root / "run-a" / "w0.g0.ledger.sqlite", root / "run-a" / "w1.g0.ledger.sqlite"
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+BAD_EDITS = {
+    "negative tokens": (
+        "UPDATE {table} SET prompt_tokens = -500 WHERE ts = (SELECT min(ts) FROM {table})",
+        "a negative count (-500)",
+    ),
+    "text tokens": (
+        "UPDATE {table} SET generation_tokens = 'lots' WHERE ts = (SELECT min(ts) FROM {table})",
+        "a count that is not an integer",
+    ),
+    "blob tokens": (
+        "UPDATE {table} SET cached_tokens = X'00ff' WHERE ts = (SELECT max(ts) FROM {table})",
+        "a count that is not an integer",
+    ),
+    "int64 max": (
+        "UPDATE {table} SET prompt_tokens = 9223372036854775807"
+        " WHERE ts = (SELECT min(ts) FROM {table})",
+        "9223372036854775807 tokens in one row (at most 10^8 per second)",
+    ),
+    "cached over input": (
+        "UPDATE {table} SET cached_tokens = prompt_tokens + 1"
+        " WHERE ts = (SELECT min(ts) FROM {table})",
+        "more cached than input tokens in a row",
+    ),
+    "a billion expected writers": (
+        "UPDATE meta SET value = '1000000000' WHERE key = 'expected_writers'",
+        "expected writers 1000000000 is not a count from 0 to 4096",
+    ),
+    "NaN span start": (
+        "UPDATE spans SET start_ts = 'nan' WHERE id = (SELECT min(id) FROM spans)",
+        "span start 'nan' is not a time",
+    ),
+    "span ends before it starts": (
+        "UPDATE spans SET end_ts = start_ts - 10 WHERE id = (SELECT min(id) FROM spans)",
+        "a span ends",
+    ),
+}
+
+
+def _check(root: Path) -> tuple[int, str]:
+    out = subprocess.run(
+        [*PYTHON_M, "check", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert "Traceback" not in out.stderr
+    return out.returncode, out.stdout
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("case", sorted(BAD_EDITS))
+def test_a_bad_value_refuses_its_file_and_nothing_from_it_is_added(
+    case: str, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    root = tmp_path / "ledger"
+    bad, good = _two_writers(root)
+    sql, detail = BAD_EDITS[case]
+    with sqlite3.connect(bad) as conn:  # what the reader adds: seconds, hours and days alike
+        for table in ("buckets", "hourly", "daily") if "{table}" in sql else ("",):
+            conn.execute(sql.format(table=table))
+    conn.close()
+    before = {p.name: _sha(p) for p in bad.parent.iterdir()}
+    code, doc, err = _report(root, T0 + 61)
+    assert code == 0 and "Traceback" not in err, err
+    (f,) = doc["files"]
+    assert (Path(f["path"]).name, f["status"]) == (bad.name, "bad_values")
+    assert detail in f["detail"]
+    total = doc["windows"]["total"]
+    # Only the sound writer's figures: 20 events of 11 input, 2 output, 3 cached.
+    assert (total["input"], total["output"], total["cached"]) == (220, 40, 60)
+    assert total["complete"] is False
+    assert total["problems"]["ledger_unreadable"] == 1
+    assert all(not w["complete"] for w in doc["windows"].values())
+    code, out = _check(root)
+    assert code == 1
+    verdicts = {line.split()[1]: line.split()[0] for line in out.splitlines()[:-1]}
+    assert verdicts[str(bad)] in ("BAD_VALUES", "UNREADABLE") and verdicts[str(good)] == "ok"
+    assert {p.name: _sha(p) for p in bad.parent.iterdir()} == before  # readers wrote nothing
+
+
+def test_check_on_an_empty_or_missing_ledger_root_says_so_and_fails(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    code, out = _check(tmp_path / "empty")
+    assert code == 1
+    assert "no ledger files" in out

@@ -71,12 +71,14 @@ def test_garbage_never_raises_and_is_counted(ledger_env: Path) -> None:
     p.record(object(), iteration(now, prompt=5, gen=2), mm_cache_stats=object(), engine_idx="x")  # type: ignore[arg-type]
     # None is what vLLM passes for a scheduler-only call: nothing to count, not a reject.
     p.record(None, None, engine_idx=0)
-    # Huge but plausible numbers, just under the guard, are kept exactly.
-    big = (1 << 40) - 1
+    # Huge numbers, up to what one second of one engine can hold (10^8 tokens), are kept
+    # exactly; one more token in that second is refused by the recorder and counted.
+    big = 10**8 - 5
     p.record(None, iteration(now, prompt=big, cached=big, gen=big, finished=((big, 9e6),)))
+    p.record(None, iteration(now, prompt=1, gen=1))
     assert p.faults_total == len(bad)
-    assert p.recorder.rejected_total == len(bad)
     p.shutdown()
+    assert p.recorder.rejected_total == len(bad) + 1
     at = time.time() + 1
     total = build_report([ledger_env], at_ts=at, clock=lambda: at).window("total")
     assert total.input_tokens == 5 + big
@@ -84,6 +86,6 @@ def test_garbage_never_raises_and_is_counted(ledger_env: Path) -> None:
     assert total.cached_tokens == big
     assert (total.requests, total.decode_tokens) == (1, big - 1)
     assert total.decode_seconds == 9e6
-    assert total.problems["rejected_input"] == len(bad)
+    assert total.problems["rejected_input"] == len(bad) + 1
     assert total.complete is False
     assert min(v for v in (total.input_tokens, total.output_tokens, total.uncovered_seconds)) >= 0

@@ -11,7 +11,8 @@ NAME = "check"
 HELP = "integrity pass over every ledger file; exit 1 if anything is wrong (for cron)"
 EPILOG = """example:
   vllm-ledger check --root /srv/artifacts/usage
-exit status: 0 all sound, 1 something is wrong (each file's line says what)
+exit status: 0 all sound, 1 something is wrong (each file's line says what) or no ledger
+file is there at all
 """
 
 
@@ -20,7 +21,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    verdicts = check(roots_of(args))
+    roots = roots_of(args)
+    verdicts = check(roots)
+    if not verdicts:  # nothing to vouch for is not "all sound"
+        where = ", ".join(map(str, roots))
+        print(f"NO_LEDGER     no ledger files under {where}: is the plugin on (VLLM_LEDGER_DIR)?")
+        return 1
     for v in verdicts:
         print(f"{v.verdict.upper() if not v.ok else 'ok':<13} {v.path}  {v.detail}")
     bad = sum(1 for v in verdicts if not v.ok)

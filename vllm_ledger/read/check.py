@@ -7,12 +7,15 @@ writer closed cleanly, is alive, or went stale. One verdict line per file.
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_ledger.read import writer_state
+from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import discover_paths
 from vllm_ledger.read.snapshot import read_ledger
 from vllm_ledger.write import store
@@ -22,11 +25,38 @@ from vllm_ledger.write import store
 class FileVerdict:
     path: Path
     ok: bool
-    verdict: str  # ok | damaged | unreadable | sequence_gap | unclean_exit | stale | busy
+    # ok | damaged | unreadable | bad_values | sequence_gap | unclean_exit | stale | busy
+    verdict: str
     detail: str
 
 
+def _bad_values(path: Path, busy_timeout_s: float) -> str | None:
+    """Every row of every table judged as a report would judge it (a report checks only the
+    rows it adds: edge seconds, hours, days). None when all pass."""
+    conn, _head, _stamp = store.connect_read_only(path, busy_timeout_s)
+    try:
+        tables = store.read_facts(conn).tables
+        for table in ("buckets", "hourly", "daily"):
+            if table in tables:
+                for row in store.sum_by_engine(conn, table, -(2**62), 2**62):
+                    values.check_sum_row(table, row)
+    except values.BadValues as exc:
+        return str(exc)
+    except sqlite3.OperationalError as exc:
+        if "integer overflow" in str(exc):
+            return f"counts overflow a 64-bit sum ({exc})"
+        raise
+    finally:
+        conn.close()
+    return None
+
+
 def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVerdict:
+    try:  # never open a FIFO, socket or device named like a ledger
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return FileVerdict(path, False, "unreadable", "not a regular file")
+    except OSError as exc:
+        return FileVerdict(path, False, "unreadable", str(exc))
     # The file's own header first: quick_check alone passes when page 1 comes from the -wal.
     damage = store.file_damage(path, expect_wal=False)
     if damage is not None:
@@ -39,6 +69,9 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
     if not snap.ok:
         return FileVerdict(path, False, "unreadable", f"{snap.status}: {snap.detail}")
     who = f"run {snap.run_id} writer {snap.writer_rank} gen {snap.generation}"
+    bad = _bad_values(path, busy_timeout_s)
+    if bad is not None:
+        return FileVerdict(path, False, "bad_values", f"{who}: {bad}")
     if snap.missing_commits:
         return FileVerdict(
             path,

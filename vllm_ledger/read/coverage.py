@@ -234,7 +234,7 @@ def build(snapshots: Sequence[LedgerSnapshot], at_ts: float) -> CoverageModel:
             for s in snapshots
             # "empty": a writer that never committed (no marker) holds no data to lose; its run
             # shows it as writer_missing instead.
-            if s.status in ("unreadable", "denied")
+            if s.status in ("unreadable", "denied", "bad_values")
         ],
         gaps=[
             (

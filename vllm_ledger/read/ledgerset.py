@@ -33,6 +33,7 @@ from vllm_ledger.read.snapshot import (
     open_snapshot,
     reopen,
 )
+from vllm_ledger.read.values import BadValues
 from vllm_ledger.read.windows import Window
 
 MAX_OPEN_FILES = 256
@@ -165,6 +166,11 @@ class LedgerSet:
             return snap.window_sums(w)
         except (sqlite3.Error, OSError) as exc:
             snap.status, snap.detail = classify_error(exc), str(exc)
+            self.late_failures += 1
+            self._coverage.clear()
+            return {}
+        except BadValues as exc:
+            snap.status, snap.detail = "bad_values", str(exc)
             self.late_failures += 1
             self._coverage.clear()
             return {}

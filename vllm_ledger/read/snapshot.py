@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
+from vllm_ledger.read import values
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write import paths, store
 from vllm_ledger.write.identity import InstanceInfo
@@ -28,7 +29,7 @@ HOUR = 3600
 DAY = 86400
 EMPTY_GRACE_S = 60.0  # a just-claimed file has no tables for a moment
 
-FileStatus = Literal["ok", "unreadable", "busy", "denied", "empty", "starting"]
+FileStatus = Literal["ok", "unreadable", "busy", "denied", "empty", "starting", "bad_values"]
 
 
 @dataclass
@@ -97,6 +98,7 @@ class LedgerSnapshot:
     _totals: SumsByEngine | None = field(default=None, repr=False)
     _memo: dict[tuple[int, int], SumsByEngine] = field(default_factory=dict, repr=False)
     _parts: dict[tuple[str, int, int], SumsByEngine] = field(default_factory=dict, repr=False)
+    _stamp: store.Stamp | None = field(default=None, repr=False)  # opened immutable
 
     @property
     def ok(self) -> bool:
@@ -183,8 +185,19 @@ class LedgerSnapshot:
             if self._connect is None:  # pragma: no cover - a snapshot made by hand
                 raise RuntimeError(f"{self.path}: no connection to answer a window")
             got = {}
-            for row in store.sum_by_engine(self._connect(), table, a, b):
-                got.setdefault(int(row[0]), Sums()).add_row(tuple(row[1:]))
+            try:
+                rows = store.sum_by_engine(self._connect(), table, a, b)
+            except sqlite3.OperationalError as exc:
+                if "integer overflow" in str(exc):  # a sum past 2^63: values no engine makes
+                    raise values.BadValues(f"{table}: counts overflow a 64-bit sum") from exc
+                raise
+            if not store.unchanged(self.path, self._stamp):
+                # Opened immutable (no -wal) and since changed: compaction or a writer opened
+                # it, so what was just read may mix two states. Named busy, never added.
+                raise sqlite3.OperationalError("database is busy: it changed while being read")
+            for row in rows:
+                engine, sums = values.check_sum_row(table, row)
+                got.setdefault(engine, Sums()).add_row(sums)
             self._parts[key] = got
         return got
 
@@ -250,7 +263,7 @@ def open_snapshot(
             st = os.stat(path)
         damage = _damage_from_stat(st)
         if damage is None:
-            conn, head = store.connect_read_only(path, busy_timeout_s)
+            conn, head, snap._stamp = store.connect_read_only(path, busy_timeout_s)
             damage = store.header_damage(head)
         if damage is not None:
             snap.status = "empty" if damage == "truncated" and marker is None else "unreadable"
@@ -267,9 +280,9 @@ def open_snapshot(
     except OSError as exc:
         snap.status = "denied"
         snap.detail = str(exc)
-    except (ValueError, TypeError, KeyError) as exc:  # a meta value that is not what we wrote
-        snap.status = "unreadable"
-        snap.detail = f"bad ledger metadata: {exc}"
+    except (ValueError, TypeError, KeyError) as exc:  # a value that is not what we wrote
+        snap.status = "bad_values"
+        snap.detail = str(exc) if isinstance(exc, values.BadValues) else f"bad metadata: {exc}"
     if snap.ok and marker is not None and marker[0] > snap.last_seq:
         snap.missing_commits = marker[0] - snap.last_seq
         snap.marker_ts = marker[1]
@@ -296,11 +309,11 @@ def reopen(path: Path, busy_timeout_s: float = 2.0) -> sqlite3.Connection:
     damage = _damage_from_stat(os.stat(path))
     if damage is not None:
         raise sqlite3.DatabaseError(damage)
-    conn, head = store.connect_read_only(path, busy_timeout_s)
+    conn, head, stamp = store.connect_read_only(path, busy_timeout_s)
     damage = store.header_damage(head)
-    if damage is not None:
+    if damage is not None or not store.unchanged(path, stamp):
         conn.close()
-        raise sqlite3.DatabaseError(damage)
+        raise sqlite3.DatabaseError(damage or "database is busy: it changed since it was read")
     return conn
 
 
@@ -323,20 +336,36 @@ def _read_facts(facts: store.Facts, snap: LedgerSnapshot) -> None:
         snap.detail = "no writer identity yet"
         return
     snap.run_id = meta["run_id"]
-    snap.writer_rank = int(meta.get("writer_rank", "0"))
-    snap.generation = int(meta.get("generation", "0"))
-    snap.expected_writers = max(1, int(meta.get("expected_writers", "1")))
+    snap.writer_rank = values.check_count("writer rank", int(meta.get("writer_rank", "0")), 9999)
+    snap.generation = values.check_count("generation", int(meta.get("generation", "0")), 999999)
+    snap.expected_writers = (
+        values.check_count(
+            "expected writers", int(meta.get("expected_writers", "1")), values.MAX_EXPECTED_WRITERS
+        )
+        or 1
+    )
     snap.instance = InstanceInfo.from_meta(meta)
-    snap.created_ts = float(meta["created_ts"]) if "created_ts" in meta else None
-    snap.clean_close_ts = float(meta["clean_close_ts"]) if "clean_close_ts" in meta else None
-    snap.last_seq = int(meta.get("last_seq", "0"))
+    if "created_ts" in meta:
+        snap.created_ts = values.check_instant("created_ts", float(meta["created_ts"]))
+    if "clean_close_ts" in meta:
+        snap.clean_close_ts = values.check_instant("clean_close_ts", float(meta["clean_close_ts"]))
+    snap.last_seq = values.check_count("last_seq", int(meta.get("last_seq", "0")), 2**62)
     if "compacted_before_ts" in meta:
-        snap.compacted_before_ts = int(meta["compacted_before_ts"])
-    snap.spans = [(float(s), float(e)) for s, e in facts.spans]
-    snap.problem_seconds = facts.problem_seconds
+        snap.compacted_before_ts = int(
+            values.check_instant("compacted_before_ts", int(meta["compacted_before_ts"]))
+        )
+    snap.spans = values.check_spans(facts.spans)
+    snap.problem_seconds = values.check_problem_seconds(facts.problem_seconds)
+    for name, ts in (
+        ("first second", facts.first_second_ts),
+        ("first hour", facts.first_hour_ts),
+        ("last counted second", facts.last_end_ts),
+    ):
+        if ts is not None:
+            values.check_instant(name, ts)
     first = facts.first_second_ts
     if "first_second_ts" in meta:  # written by compaction before it dropped any second
-        kept = int(meta["first_second_ts"])
+        kept = int(values.check_instant("first_second_ts", int(meta["first_second_ts"])))
         first = kept if first is None else min(first, kept)
     elif snap.compacted_before_ts is not None:
         # Seconds before the compaction horizon survive only as hours.
@@ -372,6 +401,8 @@ def read_ledger(
                 snap.window_sums(w)
         except sqlite3.Error as exc:
             snap.status, snap.detail = classify_error(exc), str(exc)
+        except values.BadValues as exc:
+            snap.status, snap.detail = "bad_values", str(exc)
         finally:
             snap._connect = None
             conn.close()

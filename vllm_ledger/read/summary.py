@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.read import writer_state
+from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Found, discover
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, read_ledger
 from vllm_ledger.read.windows import Window
@@ -83,15 +83,20 @@ def _decode(path: Path, d: dict[str, Any], entry: Entry) -> LedgerSnapshot:
         created_ts=d["created_ts"],
         clean_close_ts=d["clean_close_ts"],
         last_seq=int(d["last_seq"]),
-        spans=[(float(a), float(b)) for a, b in d["spans"]],
-        problem_seconds=[(int(t), int(a), int(b), int(c)) for t, a, b, c in d["problem_seconds"]],
+        spans=values.check_spans(d["spans"]),
+        problem_seconds=values.check_problem_seconds(d["problem_seconds"]),
         first_bucket_ts=d["first_bucket_ts"],
         last_end_ts=None if last_end is None else float(last_end),
         compacted_before_ts=d["compacted_before_ts"],
         has_daily=bool(d.get("has_daily", False)),
         missing_commits=int(d["missing_commits"]),
         marker_ts=d["marker_ts"],
-        _totals={int(e): Sums(*map(int, v)) for e, v in d["totals"].items()},
+        _totals={
+            values.check_count("engine", int(e), values.MAX_ENGINE): Sums(
+                *(values.check_count("total", x, 2**62) for x in v)
+            )
+            for e, v in d["totals"].items()
+        },
     )
 
 
@@ -135,7 +140,7 @@ def snapshot_from(found: Found, entries: dict[str, Entry]) -> LedgerSnapshot | N
     try:
         return _decode(found.path, entry.snapshot, entry)
     except (KeyError, TypeError, ValueError):
-        return None  # a malformed entry: read the file itself
+        return None  # a malformed entry (wrong types or values): read the file itself
 
 
 def _wal_stamp(path: Path) -> list[int] | None:

@@ -281,6 +281,13 @@ class Recorder:
         b = self._bucket(second, engine)
         eps = self._events_per_second
         eps[second] = eps.get(second, 0) + 1
+        if not _fits(b, prompt, generation, cached, finished):
+            # Past what one second of one engine can hold, or more cached than input: a
+            # reader would refuse the whole file for it. Counted as input we could not read.
+            self.rejected_total += 1
+            self._bucket(second, -1)[REJECTED] += 1
+            self._pending_events += 1
+            return
         b[PROMPT] += prompt
         b[GENERATION] += generation
         b[CACHED] += cached
@@ -492,3 +499,25 @@ def _fold(rows: dict[tuple[int, int], list[int]], size: int) -> dict[tuple[int, 
             for i, c in enumerate(counts):
                 acc[i] += c
     return out
+
+
+def _fits(b: list[int], prompt: int, generation: int, cached: int, finished: Any) -> bool:
+    """Whether an event fits its second's bucket within ``store``'s per-second bounds."""
+    most = store.MAX_TOKENS_PER_ENGINE_SECOND
+    if (
+        cached > prompt
+        or b[PROMPT] + prompt > most
+        or b[GENERATION] + generation > most
+        or b[CACHED] + cached > most
+        or b[REQUESTS] + len(finished) > store.MAX_REQUESTS_PER_ENGINE_SECOND
+    ):
+        return False
+    if finished:
+        decode_tokens = sum(g - 1 for g, _d in finished if g > 1)
+        decode_us = sum(round(d * 1e6) for _g, d in finished)
+        if (
+            b[DECODE_TOKENS] + decode_tokens > most
+            or b[DECODE_US] + decode_us > store.MAX_DECODE_US_PER_ENGINE_SECOND
+        ):
+            return False
+    return True

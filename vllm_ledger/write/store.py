@@ -45,6 +45,12 @@ COUNT_COLUMNS: tuple[str, ...] = (
 # The six sums a window adds up (the fault counts come from ``problem_seconds`` instead).
 SUM_COLUMNS: tuple[str, ...] = COUNT_COLUMNS[:6]
 
+# What one second of one DP engine can physically hold (docs/ledger.md says why): the recorder
+# refuses an event that would pass them, and a reader refuses a file whose rows do.
+MAX_TOKENS_PER_ENGINE_SECOND = 10**8
+MAX_REQUESTS_PER_ENGINE_SECOND = 10**6
+MAX_DECODE_US_PER_ENGINE_SECOND = 2**62 // 86400  # so a daily row stays below 2^62
+
 _COUNTS_DDL = ",\n  ".join(f"{c} INTEGER NOT NULL DEFAULT 0" for c in COUNT_COLUMNS)
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -154,28 +160,54 @@ def open_for_write(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> sq
     return conn
 
 
-def read_only_uri(path: Path) -> str:
-    """The URI readers use: ``mode=ro``, never ``immutable=1`` (which ignores the WAL).
+def read_only_uri(path: Path, immutable: bool = False) -> str:
+    """The URI readers use: ``mode=ro``; ``immutable=1`` only for a file with no ``-wal``.
 
-    In an SQLite URI's path only ``%``, ``?`` and ``#`` need escaping.
+    ``immutable=1`` ignores the WAL, so it is right only where there is none: then no writer
+    has the file open (SQLite removes the ``-wal`` when the last connection closes) and every
+    commit is in the main file. It is what keeps a reader from creating ``-wal`` and ``-shm``
+    in a ledger folder it may write to. In an SQLite URI's path only ``%``, ``?`` and ``#``
+    need escaping.
     """
     text = str(path.resolve()).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-    return f"file:{text}?mode=ro"
+    return f"file:{text}?mode=ro&immutable=1" if immutable else f"file:{text}?mode=ro"
+
+
+Stamp = tuple[int, int]  # (size, mtime_ns) of a file opened immutable
+
+
+def _wal_absent(path: Path | str) -> bool:
+    return not os.path.lexists(f"{path}-wal")
+
+
+def unchanged(path: Path | str, stamp: Stamp | None) -> bool:
+    """False when a file opened immutable has changed since (a writer or compaction opened it:
+    what was read from it may mix two states). Always True for a normal read-only open."""
+    if stamp is None:
+        return True
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (st.st_size, st.st_mtime_ns) == stamp and _wal_absent(path)
 
 
 @contextlib.contextmanager
 def open_read_only(path: Path, busy_timeout_s: float = 2.0) -> Iterator[sqlite3.Connection]:
-    """Open a ledger read-only; the connection is closed when the block ends."""
-    conn = sqlite3.connect(read_only_uri(path), uri=True, timeout=busy_timeout_s)
+    """Open a ledger read-only (immutable where it has no ``-wal``); closed when the block ends."""
+    conn = sqlite3.connect(read_only_uri(path, _wal_absent(path)), uri=True, timeout=busy_timeout_s)
     try:
         yield conn
     finally:
         conn.close()
 
 
-def connect_read_only(path: Path, busy_timeout_s: float = 2.0) -> tuple[sqlite3.Connection, bytes]:
-    """A read-only connection in an open read transaction, and the file's first 100 bytes,
-    with one open of the file. Every query on the connection then sees the same commit (the
+def connect_read_only(
+    path: Path, busy_timeout_s: float = 2.0
+) -> tuple[sqlite3.Connection, bytes, Stamp | None]:
+    """A read-only connection in an open read transaction, the file's first 100 bytes and, for a
+    file opened immutable (no ``-wal``: see ``read_only_uri``), its stamp, with one open of the
+    file. Every query on the connection then sees the same commit (the
     transaction holds until the connection closes: keep it short-lived).
 
     The header is read with ``pread`` on the descriptor SQLite itself opened: ``open()`` takes
@@ -187,10 +219,11 @@ def connect_read_only(path: Path, busy_timeout_s: float = 2.0) -> tuple[sqlite3.
     SQLite deletes the ``-wal`` beside a shorter one, even read-only.
     """
     st = os.stat(path)
+    immutable = _wal_absent(path)
     probe = os.open(os.devnull, os.O_RDONLY)
     os.close(probe)
     conn = sqlite3.connect(
-        read_only_uri(path), uri=True, timeout=busy_timeout_s, isolation_level=None
+        read_only_uri(path, immutable), uri=True, timeout=busy_timeout_s, isolation_level=None
     )
     try:
         head = b""
@@ -206,7 +239,7 @@ def connect_read_only(path: Path, busy_timeout_s: float = 2.0) -> tuple[sqlite3.
     except BaseException:
         conn.close()
         raise
-    return conn, head
+    return conn, head, (st.st_size, st.st_mtime_ns) if immutable else None
 
 
 def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -368,8 +401,23 @@ def read_facts(conn: sqlite3.Connection) -> Facts:
 
 
 _SUMS = ", ".join(f"sum({c})" for c in SUM_COLUMNS)
+_TOKEN_COLUMNS = ("prompt_tokens", "generation_tokens", "cached_tokens", "decode_tokens")
+# Beside each group's sums, what the reader needs to refuse rows it must not add: any value
+# that is not an integer, the smallest value, the largest token count, the largest request
+# count and the largest decode time of a row, and whether a row has more cached than input.
+_CHECKS = ", ".join(
+    [
+        "max(" + " OR ".join(f"typeof({c}) != 'integer'" for c in SUM_COLUMNS) + ")",
+        f"min(min({', '.join(SUM_COLUMNS)}))",
+        f"max(max({', '.join(_TOKEN_COLUMNS)}))",
+        "max(requests)",
+        "max(decode_seconds_micro)",
+        "max(cached_tokens > prompt_tokens)",
+    ]
+)
 _SUM_QUERIES = {
-    table: f"SELECT engine, {_SUMS} FROM {table} WHERE ts >= ? AND ts < ? GROUP BY engine"
+    table: f"SELECT engine, {_SUMS}, {_CHECKS} FROM {table}"
+    " WHERE ts >= ? AND ts < ? GROUP BY engine"
     for table in ("buckets", "hourly", "daily")
 }
 
@@ -377,8 +425,10 @@ _SUM_QUERIES = {
 def sum_by_engine(
     conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int
 ) -> list[tuple[Any, ...]]:
-    """``(engine, *SUM_COLUMNS)`` rows summed over ``[start_ts, end_ts)`` of ``buckets``,
-    ``hourly`` or ``daily``; values as stored (the reader checks them)."""
+    """``(engine, *SUM_COLUMNS, *checks)`` rows over ``[start_ts, end_ts)`` of ``buckets``,
+    ``hourly`` or ``daily``, as stored: the checks (non-integer seen, lowest value, most tokens,
+    most requests, most decode microseconds, cached over input seen) are for the reader to
+    judge each group before it adds the sums."""
     return conn.execute(_SUM_QUERIES[table], (start_ts, end_ts)).fetchall()
 
 
