@@ -187,3 +187,71 @@ def test_check_on_an_empty_or_missing_ledger_root_says_so_and_fails(tmp_path: Pa
     code, out = _check(tmp_path / "empty")
     assert code == 1
     assert "no ledger files" in out
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*PYTHON_M, *argv],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+def test_escape_sequences_planted_in_a_ledger_never_reach_the_terminal(tmp_path: Path) -> None:
+    from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+    from vllm_ledger.write.recorder import Recorder
+
+    root = tmp_path / "ledger"
+    host = "evil\x1b[2J\x1b]0;pwned\x07\u202ehost\nFAKE LINE"
+    model = "m\x1b[31m\u2066x"
+    clock = [T0]
+    rec = Recorder(
+        root,
+        WriterIdentity(
+            "run\x1b[1m-a", 0, 1, pid=1, instance=InstanceInfo((model,), 8000, host, "0.32\r")
+        ),
+        clock=lambda: clock[0],
+    )
+    rec.pump()
+    rec.submit(ev(T0 + 1, prompt=4, gen=1))
+    clock[0] = T0 + 5
+    rec.pump(final=True)
+    for by in ("instance", "model", "run"):
+        out = _run("report", "--root", str(root), "--at", str(T0 + 6), "--by", by)
+        assert out.returncode == 0, out.stderr
+        text = out.stdout + out.stderr
+        for raw in ("\x1b", "\x07", "\u202e", "\u2066", "\r"):
+            assert raw not in text, (by, raw)
+        assert "FAKE LINE" not in "\n".join(text.splitlines()) or "\\x0aFAKE LINE" in text
+    out = _run("report", "--root", str(root), "--at", str(T0 + 6), "--by", "instance")
+    assert "evil\\x1b[2J\\x1b]0;pwned\\x07\\u202ehost\\x0aFAKE LINE:8000" in out.stdout
+
+
+BAD_AT = {
+    "1796065409000": "looks like milliseconds: give seconds, e.g. --at 1796065409",
+    "nan": "is not a time",
+    "inf": "is not a time",
+    "-5": "is outside 2000-2100",
+    "2026-11-29T08:00:00": "has no UTC offset",
+    "yesterday": "is not a time",
+}
+
+
+def test_bad_at_values_give_one_line_and_exit_2_in_every_command(tmp_path: Path) -> None:
+    root = tmp_path / "ledger"
+    _one_run(root)
+    cost = ("cost", "--power-watts", "300", "--electricity-price", "1", "--hardware-price", "2e4")
+    cost += ("--lifetime-years", "3", "--ops-per-hour", "0.1")
+    for command in (("report",), ("timeline",), cost):
+        for value, says in BAD_AT.items():
+            out = _run(*command, "--root", str(root), f"--at={value}")
+            assert out.returncode == 2, (command, value, out.stderr)
+            assert out.stdout == ""
+            lines = out.stderr.splitlines()
+            assert len(lines) == 1 and "Traceback" not in out.stderr, (command, value)
+            assert lines[0] == f"vllm-ledger: error: --at {value!r} {says}" or (
+                lines[0].startswith(f"vllm-ledger: error: --at {value!r} {says}")
+            ), (command, lines[0])

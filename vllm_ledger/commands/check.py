@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from vllm_ledger.commands._common import add_roots, roots_of
+from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.check import check
 
 NAME = "check"
@@ -25,10 +26,14 @@ def run(args: argparse.Namespace) -> int:
     verdicts = check(roots)
     if not verdicts:  # nothing to vouch for is not "all sound"
         where = ", ".join(map(str, roots))
-        print(f"NO_LEDGER     no ledger files under {where}: is the plugin on (VLLM_LEDGER_DIR)?")
+        print(
+            f"NO_LEDGER     no ledger files under {printable(where)}:"
+            " is the plugin on (VLLM_LEDGER_DIR)?"
+        )
         return 1
     for v in verdicts:
-        print(f"{v.verdict.upper() if not v.ok else 'ok':<13} {v.path}  {v.detail}")
+        verdict = v.verdict.upper() if not v.ok else "ok"
+        print(f"{verdict:<13} {printable(v.path)}  {printable(v.detail)}")
     bad = sum(1 for v in verdicts if not v.ok)
     print(f"{len(verdicts)} ledger file(s), {bad} with problems")
     return 1 if bad else 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.report import Report, WindowReport
 
 
@@ -97,7 +98,7 @@ def render(report: Report) -> str:
         brows = [["key", *HEADER]]
         for row in report.breakdown:
             for r in window_rows(row.windows):
-                brows.append([row.key, *r])
+                brows.append([printable(row.key), *r])
         lines += _table(brows, right=set(range(2, 9)))
     lines += ["", "window  start -> cutoff                          uncovered  problems"]
     for w in report.windows:
@@ -111,10 +112,11 @@ def render(report: Report) -> str:
         lines += ["", "writers that cannot vouch for their time:"]
         for wr in bad:
             lines.append(
-                f"  {wr.run_id} writer {wr.writer_rank} of {wr.expected_writers}: {wr.state}"
+                f"  {printable(wr.run_id)} writer {wr.writer_rank} of {wr.expected_writers}:"
+                f" {wr.state}"
             )
     for f in report.files:
-        lines.append(f"  ledger {f.path}: {f.status} ({f.detail})")
+        lines.append(f"  ledger {printable(f.path)}: {f.status} ({printable(f.detail)})")
     lines += [
         "",
         "Unknown is never shown as zero: an incomplete window's figures are a lower bound.",
