@@ -255,3 +255,46 @@ def test_bad_at_values_give_one_line_and_exit_2_in_every_command(tmp_path: Path)
             assert lines[0] == f"vllm-ledger: error: --at {value!r} {says}" or (
                 lines[0].startswith(f"vllm-ledger: error: --at {value!r} {says}")
             ), (command, lines[0])
+
+
+def _as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *PYTHON_M, *argv],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        cwd="/",
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_a_run_folder_the_reader_cannot_enter_is_named_and_nothing_is_complete() -> None:
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="ledger-0700-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        root = base / "ledger"
+        _one_run(root)  # run-a: 20 events of 10 input
+        write_ledger(
+            root, "run-b", start_ts=T0 + 100, end_ts=T0 + 160, events=[ev(T0 + 110, prompt=7)]
+        )
+        (root / "run-b").chmod(0o700)  # root's own: uid 65534 cannot list it
+        out = _as_nobody("report", "--json", "--root", str(root), "--at", str(T0 + 161))
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        doc = json.loads(out.stdout)
+        assert [(f["path"], f["status"]) for f in doc["files"]] == [(str(root / "run-b"), "denied")]
+        total = doc["windows"]["total"]
+        assert total["input"] == 200  # what it could see, and it says it is not all
+        assert total["complete"] is False and total["problems"]["ledger_unreadable"] == 1
+        assert not any(w["complete"] for w in doc["windows"].values())
+        check = _as_nobody("check", "--root", str(root))
+        assert check.returncode == 1
+        assert f"DENIED        {root / 'run-b'}  cannot list: Permission denied" in check.stdout
+        # Root itself reads everything, and neither reader left a file in the folders.
+        code, doc, _err = _report(root, T0 + 161)
+        assert code == 0 and doc["windows"]["total"]["input"] == 207 and doc["files"] == []
+        left = sorted(p.name for p in root.rglob("*") if p.is_file())
+        assert left == sorted(["w0.g0.ledger.sqlite", "w0.g0.ledger.sqlite.seq"] * 2), left
+    finally:
+        shutil.rmtree(base)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_ledger.read import values, writer_state
-from vllm_ledger.read.discovery import discover_paths
+from vllm_ledger.read.discovery import Unseen, discover
 from vllm_ledger.read.snapshot import read_ledger
 from vllm_ledger.write import store
 
@@ -25,7 +25,7 @@ from vllm_ledger.write import store
 class FileVerdict:
     path: Path
     ok: bool
-    # ok | damaged | unreadable | bad_values | sequence_gap | unclean_exit | stale | busy
+    # ok | damaged | unreadable | denied | bad_values | sequence_gap | unclean_exit | stale | busy
     verdict: str
     detail: str
 
@@ -98,4 +98,9 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
 
 def check(roots: Sequence[Path], clock: Callable[[], float] = time.time) -> list[FileVerdict]:
     now = clock()
-    return [check_file(p, now) for p in discover_paths(roots)]
+    unseen: list[Unseen] = []
+    verdicts = [check_file(f.path, now) for f in discover(roots, unseen)]
+    for u in unseen:  # a folder it cannot list may hide ledgers: never "all sound"
+        kind = "denied" if isinstance(u.error, PermissionError) else "unreadable"
+        verdicts.append(FileVerdict(u.path, False, kind, f"cannot list: {u.error.strerror}"))
+    return verdicts

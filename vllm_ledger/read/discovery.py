@@ -23,22 +23,35 @@ class Found:
     rel: str  # "<run dir>/<file name>": the summary's key
 
 
-def discover(roots: Iterable[Path]) -> list[Found]:
-    """Every ledger file under the roots, each real file once, with its stat."""
+@dataclass(frozen=True)
+class Unseen:
+    """A directory or file under a root that could not be looked at: it may hide ledgers."""
+
+    path: Path
+    error: OSError
+
+
+def discover(roots: Iterable[Path], unseen: list[Unseen] | None = None) -> list[Found]:
+    """Every ledger file under the roots, each real file once, with its stat; what could not
+    be listed or stat'ed is appended to ``unseen``."""
     seen: set[tuple[int, int]] = set()
     out: list[Found] = []
     for root in roots:
         root = Path(root)
-        for run_name, file_name, full in paths.iter_ledger_entries(root):
+        blind: list[tuple[Path, OSError]] = []
+        for run_name, file_name, full in paths.iter_ledger_entries(root, blind):
             try:
                 st = os.stat(full)
-            except OSError:
+            except OSError as exc:
+                blind.append((Path(full), exc))
                 continue
             key = (st.st_dev, st.st_ino)
             if key in seen:
                 continue
             seen.add(key)
             out.append(Found(root, Path(full), st, f"{run_name}/{file_name}"))
+        if unseen is not None:
+            unseen.extend(Unseen(p, e) for p, e in blind)
     return out
 
 

@@ -24,7 +24,7 @@ from types import TracebackType
 
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import summary
-from vllm_ledger.read.discovery import discover
+from vllm_ledger.read.discovery import Unseen, discover
 from vllm_ledger.read.snapshot import (
     LedgerSnapshot,
     Sums,
@@ -106,8 +106,9 @@ class LedgerSet:
         by_key: dict[tuple[str, int, int], LedgerSnapshot] = {}
         others: list[LedgerSnapshot] = []
         indexes: dict[Path, dict[str, summary.Entry]] = {}
+        unseen: list[Unseen] = []
         try:
-            for found in discover(roots):
+            for found in discover(roots, unseen):
                 if found.root not in indexes:
                     indexes[found.root] = summary.load(found.root)
                 snap = summary.snapshot_from(found, indexes[found.root])
@@ -129,6 +130,7 @@ class LedgerSet:
         except BaseException:
             connections.close()
             raise
+        others += [_unseen_snapshot(u, roots) for u in unseen]
         return cls(roots, now, [*by_key.values(), *others], connections)
 
     def __enter__(self) -> LedgerSet:
@@ -203,3 +205,16 @@ class LedgerSet:
 
 def _connector(connections: _Connections, path: Path) -> Callable[[], sqlite3.Connection]:
     return lambda: connections.get(path)
+
+
+def _unseen_snapshot(u: Unseen, roots: Sequence[Path]) -> LedgerSnapshot:
+    """A directory the reader could not list, as a file that could not be read: named, and the
+    time it may hide uncovered (its run's, where its name says; otherwise all of it)."""
+    denied = isinstance(u.error, PermissionError)
+    run_id = "" if u.path in roots else u.path.name
+    return LedgerSnapshot(
+        path=u.path,
+        status="denied" if denied else "unreadable",
+        detail=f"cannot list: {u.error.strerror or u.error}",
+        run_id=run_id,
+    )

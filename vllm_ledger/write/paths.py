@@ -50,18 +50,28 @@ def iter_ledger_files(root: Path) -> Iterator[Path]:
         yield Path(full)
 
 
-def iter_ledger_entries(root: Path) -> Iterator[tuple[str, str, str]]:
-    """``(run directory name, file name, full path)`` of every ledger file under ``root``."""
+def iter_ledger_entries(
+    root: Path, unseen: list[tuple[Path, OSError]] | None = None
+) -> Iterator[tuple[str, str, str]]:
+    """``(run directory name, file name, full path)`` of every ledger file under ``root``.
+
+    A directory that cannot be listed (the root or a run directory) is appended to ``unseen``
+    with its error, so a reader can say what it could not see instead of skipping it.
+    """
     try:
         runs = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
+    except OSError as exc:
+        if unseen is not None:
+            unseen.append((root, exc))
         return
     for entry in runs:
         try:
             if not entry.is_dir():
                 continue
             files = sorted(os.scandir(entry.path), key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            if unseen is not None:
+                unseen.append((Path(entry.path), exc))
             continue
         for f in files:
             if parse_ledger_name(f.name) is not None:
