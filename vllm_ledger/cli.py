@@ -1,42 +1,60 @@
 """The command line: argument parsing only. Each command calls one library function.
 
 Commands live in ``vllm_ledger/commands/<name>.py``, one per module, each with ``NAME``,
-``HELP``, ``configure(parser)`` and ``run(args) -> int``; they are found by listing that
-package, so adding a command never touches this file.
+``HELP``, ``configure(parser)`` and ``run(args) -> int``, and are registered in
+``commands.COMMANDS``. Only the module of the command that runs is imported: every other
+command appears in ``--help`` from the registry, without its module.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from vllm_ledger import __version__, commands
+from vllm_ledger import __version__
+from vllm_ledger.commands import COMMANDS
 from vllm_ledger.errors import LedgerError
 
 PROG = "vllm-ledger"
 
 
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"vllm_ledger.commands.{COMMANDS[name][0]}")
+
+
 def command_modules() -> list[ModuleType]:
-    mods = []
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        mods.append(importlib.import_module(f"vllm_ledger.commands.{info.name}"))
-    return mods
+    """Every command's module (for the docs and the tests; the CLI imports one)."""
+    return [command_module(name) for name in sorted(COMMANDS)]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The command word: the first argument that is not an option."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``argv``, only the command it names is configured (its module
+    imported), and without, every command is."""
+    chosen = _chosen(argv) if argv is not None else None
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="A restart-proof per-second token ledger for self-hosted vLLM.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in command_modules():
+    for name in sorted(COMMANDS):
+        if argv is not None and name != chosen:
+            sub.add_parser(name, help=COMMANDS[name][1])
+            continue
+        mod = command_module(name)
         p = sub.add_parser(
             mod.NAME,
             help=mod.HELP,
@@ -50,8 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(args_in)
+    args = parser.parse_args(args_in)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -1,1 +1,58 @@
-"""One module per CLI command: ``NAME``, ``HELP``, ``configure(parser)``, ``run(args)``."""
+"""One module per CLI command: ``NAME``, ``HELP``, ``configure(parser)``, ``run(args)``.
+
+``COMMANDS`` registers each command's name, module and one-line help, so ``vllm-ledger --help``
+lists them all while ``cli.py`` imports only the module of the command that runs (a report
+never pays for importing what ``advise`` or ``ramp`` need). A test keeps it equal to the
+modules and their ``HELP``.
+"""
+
+from __future__ import annotations
+
+# name -> (module under vllm_ledger.commands, one-line help: the module's HELP)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "advise": (
+        "advise",
+        "read KV cache, queue, GPU, TTFT, power and throughput; say which capacity rule is met",
+    ),
+    "bundle": ("bundle", "write a plugin folder that PYTHONPATH=DIR vllm serve loads without pip"),
+    "check": (
+        "check",
+        "integrity pass over every ledger file; exit 1 if anything is wrong (for cron)",
+    ),
+    "compact": (
+        "compact",
+        "drop per-second rows older than 8 days from finished ledgers; refresh the summary",
+    ),
+    "cost": (
+        "cost",
+        "cost per million tokens (allocation and usage bases) and the break-even vs a cloud API",
+    ),
+    "exporter": (
+        "exporter",
+        "serve restart-proof token counters, windows, coverage and GPU readings on /metrics",
+    ),
+    "observability": (
+        "observability",
+        "write prometheus.yml, alerts.yml, a Grafana dashboard and compose.yaml to a folder",
+    ),
+    "poll": ("poll", "ask every configured host for its status over SSH and print the bot's reply"),
+    "ramp": (
+        "ramp",
+        "drive an OpenAI-compatible server at rising concurrency; chart throughput, TTFT, KV",
+    ),
+    "render": ("render", "write a vLLM launch script (docker run or vllm serve) from a host file"),
+    "report": ("report", "sum every ledger into today / 24h / 3d / 7d / total, with coverage"),
+    "ssh-key-line": (
+        "ssh_key_line",
+        "print the authorized_keys line that lets a key run only the status command",
+    ),
+    "status": ("status", "print the bounded status JSON for the bot (numbers only, < 4 KiB)"),
+    "timeline": (
+        "timeline",
+        "a window in steps: input, output, cached, hit rate, speed and uncovered time per step",
+    ),
+    "verify": (
+        "verify",
+        "compare the current run's ledger with vLLM's /metrics counters (after every upgrade)",
+    ),
+}
