@@ -180,6 +180,29 @@ def test_the_plugin_and_a_recorder_import_no_read_side_module(tmp_path: Path) ->
         "vllm_ledger.read.discovery",
         "vllm_ledger.read.snapshot",
         "vllm_ledger.read.summary",
+        "vllm_ledger.read.values",
         "vllm_ledger.read.windows",
         "vllm_ledger.read.writer_state",
     ]
+
+
+def test_every_exception_of_the_package_is_in_the_one_tree() -> None:
+    import importlib
+    import inspect
+
+    from vllm_ledger.errors import LedgerError
+
+    outside = []
+    for name in sorted(MODULES):
+        if name.endswith("__main__"):
+            continue
+        mod = importlib.import_module(name)
+        for obj_name, obj in vars(mod).items():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, BaseException)
+                and obj.__module__ == name
+                and not issubclass(obj, LedgerError)
+            ):
+                outside.append(f"{name}.{obj_name}")
+    assert outside == []

@@ -3,11 +3,20 @@
     LedgerError                 base: every error this package raises on purpose
     ├── BadArgument             a flag, file or value the user gave is wrong (.hint says what to do)
     ├── ConfigError             a config file is malformed (.key names the offending entry)
+    │   ├── DuplicateKey        a JSON object repeats a key (.key); also a ValueError
+    │   └── FieldError          one field of one config entry is refused (.field); a ValueError
     ├── MissingExtra            an optional dependency is not installed (.extra names it)
     ├── LedgerUnavailable       no ledger could be read under the given roots (.roots)
-    └── RemoteError             a remote status could not be fetched or parsed (.target)
+    ├── RemoteError             a remote status could not be fetched or parsed (.target)
+    │   └── StatusParseError    remote bytes are not a status document we can trust; a ValueError
+    ├── BadValues               a value read from a ledger is of the wrong type or range
+    │                           (a ValueError)
+    └── NotARegularFile         a FIFO, socket, device or directory where a ledger file should be;
+                                an OSError (raised by the store before anything is opened)
 
-Nothing in this tree is ever raised inside vLLM: the plugin counts faults instead.
+The read side turns BadValues and NotARegularFile into a file's status (``bad_values``,
+``unreadable``), never into an exit; the others reach the CLI as one line and exit 2. Nothing
+in this tree is ever raised inside vLLM: the plugin counts faults instead.
 """
 
 from __future__ import annotations
@@ -51,3 +60,31 @@ class RemoteError(LedgerError):
     def __init__(self, message: str, target: str = "") -> None:
         super().__init__(message)
         self.target = target
+
+
+class DuplicateKey(ConfigError, ValueError):
+    """A JSON object repeats a key: refused, since which value wins is a guess."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r}", key)
+
+
+class FieldError(ConfigError, ValueError):
+    """One field of one config entry is refused; ``.field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message, field)
+        self.field = field
+        self.message = message
+
+
+class StatusParseError(RemoteError, ValueError):
+    """Remote bytes are not a status document this version can trust."""
+
+
+class BadValues(LedgerError, ValueError):
+    """A value read from a ledger is of the wrong type or outside its physical range."""
+
+
+class NotARegularFile(LedgerError, OSError):
+    """A FIFO, socket, device or directory where a ledger's file should be (never opened)."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.errors import ConfigError
+from vllm_ledger.errors import ConfigError, FieldError
 
 MAX_TARGET_CHARS = 253
 MAX_PATH_CHARS = 1024
@@ -65,15 +65,6 @@ class Refusal:
             if self.field
             else (f"usage[{self.key}]: {self.message}")
         )
-
-
-class FieldError(ValueError):
-    """One field of one entry is refused; ``.field`` names it."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
 
 
 def _shown(value: object) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.errors import ConfigError
+from vllm_ledger.errors import ConfigError, DuplicateKey
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
 MODES = ("docker", "bare")
@@ -313,7 +313,7 @@ def load_host(path: Path) -> Host:
         raise ConfigError(
             f"host file {path} is not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from exc
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         raise ConfigError(f"host file {path}: {exc.key}: key given twice", key=exc.key) from exc
     try:
         return parse_host(data)
@@ -550,16 +550,10 @@ def _pattern_words(pattern: str) -> str:
     }.get(pattern, f"does not match {pattern}")
 
 
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:
-            raise _DuplicateKey(k)
+            raise DuplicateKey(k)
         out[k] = v
     return out

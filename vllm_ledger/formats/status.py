@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from vllm_ledger.errors import StatusParseError
 from vllm_ledger.read.coverage import PROBLEM_CODES
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.windows import WINDOW_NAMES
@@ -36,10 +37,6 @@ MAX_CLOCK_TS = 10**10  # 2286
 MAX_SPEED = 10**9  # tokens per second
 MAX_TZ_OFFSET_S = 18 * 3600
 MAX_NUMBER_CHARS = 32  # no numeral in a valid document is longer
-
-
-class StatusParseError(ValueError):
-    """Remote bytes are not a status document this version can trust."""
 
 
 @dataclass(frozen=True)

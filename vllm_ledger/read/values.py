@@ -29,6 +29,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from vllm_ledger.errors import BadValues
 from vllm_ledger.write.store import (
     MAX_DECODE_US_PER_ENGINE_SECOND,
     MAX_REQUESTS_PER_ENGINE_SECOND,
@@ -40,10 +41,6 @@ MAX_ENGINE = 65535
 EARLIEST_TS = 946_684_800.0  # 2000-01-01T00:00:00Z
 LATEST_TS = 4_102_444_800.0  # 2100-01-01T00:00:00Z
 ROW_SECONDS = {"buckets": 1, "hourly": 3600, "daily": 86400}
-
-
-class BadValues(ValueError):
-    """A value read from a ledger is of the wrong type or outside its physical range."""
 
 
 def check_sum_row(table: str, row: Sequence[Any]) -> tuple[int, tuple[int, ...]]:

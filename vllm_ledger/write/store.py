@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vllm_ledger.errors import NotARegularFile
+
 LEDGER_SUFFIX = ".ledger.sqlite"
 
 # Column order shared by ``buckets`` and ``hourly`` and by the recorder's accumulators.
@@ -529,10 +531,6 @@ def write_sequence_marker(path: Path, seq: int, ts: float) -> None:
     tmp = Path(f"{path}.seq.tmp")
     tmp.write_text(f"{seq} {ts!r}\n")
     os.replace(tmp, marker)
-
-
-class NotARegularFile(OSError):
-    """A FIFO, socket, device or directory where a ledger's file should be (never opened)."""
 
 
 def read_regular_file(path: Path | str, max_bytes: int) -> bytes:
