@@ -21,6 +21,7 @@ class Found:
     path: Path
     stat: os.stat_result
     rel: str  # "<run dir>/<file name>": the summary's key
+    name: str  # the full path as a string (building it from ``path`` again is not free)
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def discover(roots: Iterable[Path], unseen: list[Unseen] | None = None) -> list[
             if key in seen:
                 continue
             seen.add(key)
-            out.append(Found(root, Path(full), st, f"{run_name}/{file_name}"))
+            out.append(Found(root, Path(full), st, f"{run_name}/{file_name}", full))
         if unseen is not None:
             unseen.extend(Unseen(p, e) for p, e in blind)
     return out

@@ -15,10 +15,12 @@ connections are held; past that the least recently used is closed and reopened i
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -37,6 +39,20 @@ from vllm_ledger.read.values import BadValues
 from vllm_ledger.read.windows import Window
 
 MAX_OPEN_FILES = 256
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for a block that builds many small acyclic objects
+    (reading a root builds tens of thousands: snapshots, spans, sums); the collector would
+    walk them over and over for nothing. Reference counting frees them as usual."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _Connections:
@@ -108,25 +124,26 @@ class LedgerSet:
         indexes: dict[Path, dict[str, summary.Entry]] = {}
         unseen: list[Unseen] = []
         try:
-            for found in discover(roots, unseen):
-                if found.root not in indexes:
-                    indexes[found.root] = summary.load(found.root)
-                snap = summary.snapshot_from(found, indexes[found.root])
-                if snap is None:
-                    snap, conn = open_snapshot(
-                        found.path, now_ts=now, busy_timeout_s=busy_timeout_s, st=found.stat
-                    )
-                    if conn is not None:
-                        connections.adopt(found.path, conn)
-                if not snap.ok:
-                    if snap.status != "starting":
-                        others.append(snap)
-                    continue
-                snap._connect = _connector(connections, found.path)
-                key = (snap.run_id, snap.writer_rank, snap.generation)
-                prev = by_key.get(key)
-                if prev is None or snap.last_seq > prev.last_seq:
-                    by_key[key] = snap
+            with gc_paused():
+                for found in discover(roots, unseen):
+                    if found.root not in indexes:
+                        indexes[found.root] = summary.load(found.root)
+                    snap = summary.snapshot_from(found, indexes[found.root])
+                    if snap is None:
+                        snap, conn = open_snapshot(
+                            found.path, now_ts=now, busy_timeout_s=busy_timeout_s, st=found.stat
+                        )
+                        if conn is not None:
+                            connections.adopt(found.path, conn)
+                    if not snap.ok:
+                        if snap.status != "starting":
+                            others.append(snap)
+                        continue
+                    snap._connect = _connector(connections, found.path)
+                    key = (snap.run_id, snap.writer_rank, snap.generation)
+                    prev = by_key.get(key)
+                    if prev is None or snap.last_seq > prev.last_seq:
+                        by_key[key] = snap
         except BaseException:
             connections.close()
             raise

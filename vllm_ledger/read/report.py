@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read import coverage as cov
-from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.ledgerset import LedgerSet, gc_paused
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
 from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
 from vllm_ledger.read.writer_state import WriterState
@@ -179,7 +179,7 @@ def window_reports(
     model: str | None = None,
 ) -> tuple[tuple[WindowReport, ...], cov.CoverageModel]:
     """Figures and coverage for arbitrary windows, e.g. a timeline's steps."""
-    with as_ledger_set(ledgers, clock, busy_timeout_s) as ls:
+    with as_ledger_set(ledgers, clock, busy_timeout_s) as ls, gc_paused():
         at = ls.now_ts if at_ts is None else at_ts
         snaps = ls.select(instance, model)
         for _attempt in range(2):  # once more if a file failed while its sums were read
@@ -216,7 +216,7 @@ def build_report(
     zone = resolve_tz(tz)
     if by is not None and by not in BREAKDOWN_KEYS:
         raise BadArgument(f"unknown breakdown {by!r}: use one of {', '.join(BREAKDOWN_KEYS)}")
-    with as_ledger_set(ledgers, clock, busy_timeout_s) as ls:
+    with as_ledger_set(ledgers, clock, busy_timeout_s) as ls, gc_paused():
         for _attempt in range(2):  # once more if a file failed while its sums were read
             failures = ls.late_failures
             report = _build(ls, zone, tz, by, instance, model, at_ts)

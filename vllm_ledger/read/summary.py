@@ -120,7 +120,7 @@ def _matching(found: Found, entries: dict[str, Entry]) -> Entry | None:
         return None
     if found.stat.st_size != entry.size or found.stat.st_mtime_ns != entry.mtime_ns:
         return None
-    if _wal_stamp(found.path) != entry.snapshot.get("wal"):
+    if _wal_stamp(found.name) != entry.snapshot.get("wal"):
         return None  # commits landed in the -wal since the entry was made
     return entry
 
@@ -143,7 +143,7 @@ def snapshot_from(found: Found, entries: dict[str, Entry]) -> LedgerSnapshot | N
         return None  # a malformed entry (wrong types or values): read the file itself
 
 
-def _wal_stamp(path: Path) -> list[int] | None:
+def _wal_stamp(path: Path | str) -> list[int] | None:
     """Size and mtime of the file's -wal, or None when there is none."""
     try:
         st = os.stat(f"{path}-wal")
