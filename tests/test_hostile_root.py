@@ -298,3 +298,19 @@ def test_a_run_folder_the_reader_cannot_enter_is_named_and_nothing_is_complete()
         assert left == sorted(["w0.g0.ledger.sqlite", "w0.g0.ledger.sqlite.seq"] * 2), left
     finally:
         shutil.rmtree(base)
+
+
+def test_a_root_with_no_ledger_names_no_ledger_in_every_window(tmp_path: Path) -> None:
+    from vllm_ledger.formats.status import parse
+
+    (tmp_path / "empty").mkdir()
+    code, doc, err = _report(tmp_path / "empty", T0)
+    assert code == 0, err
+    assert {n: w["problems"] for n, w in doc["windows"].items()} == {
+        n: {"no_ledger": 1} for n in ("today", "24h", "3d", "7d", "total")
+    }
+    assert not any(w["complete"] for w in doc["windows"].values())
+    out = _run("status", "--root", str(tmp_path / "empty"))
+    assert out.returncode == 0, out.stderr
+    status = parse(out.stdout.encode())  # the bot's own parser accepts the new code
+    assert all(dict(w.problems) == {"no_ledger": 1} for w in status.windows)

@@ -91,6 +91,7 @@ _ZH: dict[str, Any] = {
         "ledger_unreadable": "账本不可读",
         "ledger_busy": "账本忙",
         "imprecise_edge": "边界不精确",
+        "no_ledger": "没有账本",
     },
 }
 
@@ -151,6 +152,7 @@ _EN: dict[str, Any] = {
         "ledger_unreadable": "ledger unreadable",
         "ledger_busy": "ledger busy",
         "imprecise_edge": "imprecise edge",
+        "no_ledger": "no ledger",
     },
 }
 

@@ -37,6 +37,7 @@ PROBLEM_CODES: tuple[str, ...] = (
     "sequence_gap",
     "ledger_busy",
     "imprecise_edge",
+    "no_ledger",
 )
 
 
@@ -63,6 +64,9 @@ class CoverageModel:
     first_record_ts: int | None
     # (from, to, commits): commits a writer made that its file no longer holds
     gaps: list[tuple[float, float, int]] = field(default_factory=list)
+    # Nothing at all under the roots (no ledger file, nothing unreadable): the plugin is off,
+    # never wrote, or the root is the wrong one. Named in every window, never read as zero.
+    no_ledger: bool = False
 
     def uncovered_seconds(self, w: Window) -> int:
         covered = iv.measure(iv.clip(self.covered, w.start_ts, w.cutoff_ts))
@@ -112,6 +116,8 @@ class CoverageModel:
             counts["ledger_busy"] += self.busy
         if imprecise:
             counts["imprecise_edge"] += 1
+        if self.no_ledger:
+            counts["no_ledger"] += 1
         return dict(sorted(counts.items()))
 
 
@@ -124,8 +130,13 @@ def _crash_effect_end(model: CoverageModel, wr: WriterCoverage, w: Window) -> fl
     return w.cutoff_ts
 
 
-def build(snapshots: Sequence[LedgerSnapshot], at_ts: float) -> CoverageModel:
-    """Coverage from the ledgers' spans, as seen at ``at_ts`` (the report's clock)."""
+def build(
+    snapshots: Sequence[LedgerSnapshot], at_ts: float, no_ledger: bool = False
+) -> CoverageModel:
+    """Coverage from the ledgers' spans, as seen at ``at_ts`` (the report's clock).
+
+    ``no_ledger``: the roots hold nothing at all (not: nothing matched a filter).
+    """
     ok = [s for s in snapshots if s.ok]
     by_writer: dict[tuple[str, int], list[LedgerSnapshot]] = defaultdict(list)
     for s in ok:
@@ -247,6 +258,7 @@ def build(snapshots: Sequence[LedgerSnapshot], at_ts: float) -> CoverageModel:
         ],
         busy=sum(1 for s in snapshots if s.status == "busy"),
         first_record_ts=first_record,
+        no_ledger=no_ledger,
     )
 
 

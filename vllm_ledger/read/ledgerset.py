@@ -215,7 +215,7 @@ class LedgerSet:
         key = (at_ts, tuple(id(s) for s in snaps))
         got = self._coverage.get(key)
         if got is None:
-            got = cov.build(snaps, at_ts)
+            got = cov.build(snaps, at_ts, no_ledger=not self.snapshots)
             self._coverage[key] = got
         return got
 
