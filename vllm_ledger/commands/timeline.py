@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
-import math
 import sys
-from datetime import datetime
-from typing import Any
-from zoneinfo import ZoneInfo
 
 from vllm_ledger.commands._common import add_roots, add_time, parse_at, roots_of
-from vllm_ledger.formats.json import window_dict
-from vllm_ledger.formats.text import duration
-from vllm_ledger.read.report import SCHEMA_VERSION, WindowReport
-from vllm_ledger.read.timeline import DEFAULT_STEP, DEFAULT_WINDOW, Timeline, build_timeline
+from vllm_ledger.formats.timeline import render_csv, render_json, render_text
+from vllm_ledger.read.timeline import DEFAULT_STEP, DEFAULT_WINDOW, build_timeline
 
 NAME = "timeline"
 HELP = "a window in steps: input, output, cached, hit rate, speed and uncovered time per step"
@@ -24,10 +15,6 @@ EPILOG = """example:
   vllm-ledger timeline --root /srv/artifacts/usage
   vllm-ledger timeline --root /srv/artifacts/usage --window 24h --step 1h --csv
 """
-
-CHART_COLUMNS = 56  # label (9) + chart (56) + scale (<= 12) stays within 80 columns
-BLOCKS = "▁▂▃▄▅▆▇█"
-TABLE_MAX_STEPS = 48
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -54,185 +41,6 @@ def run(args: argparse.Namespace) -> int:
     tl = build_timeline(
         roots_of(args), window=args.window, step=args.step, at_ts=parse_at(args.at), tz=args.tz
     )
-    if args.json:
-        sys.stdout.write(json.dumps(timeline_dict(tl), indent=2, allow_nan=False) + "\n")
-    elif args.csv:
-        sys.stdout.write(render_csv(tl))
-    else:
-        sys.stdout.write(render_text(tl))
+    render = render_json if args.json else render_csv if args.csv else render_text
+    sys.stdout.write(render(tl))
     return 0
-
-
-def timeline_dict(tl: Timeline) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA_VERSION,
-        "at": round(tl.at_ts, 3),
-        "cutoff": tl.cutoff_ts,
-        "tz": tl.tz,
-        "step_seconds": tl.step_seconds,
-        "window": {"name": tl.window.name, **window_dict(tl.window)},
-        "steps": [window_dict(s) for s in tl.steps],
-        "uncovered_spans": [
-            {"start": u.start_ts, "end": u.end_ts, "seconds": u.seconds, "cause": u.cause}
-            for u in tl.uncovered
-        ],
-    }
-
-
-CSV_FIELDS = (
-    "start",
-    "end",
-    "start_local",
-    "input",
-    "output",
-    "cached",
-    "hit_rate",
-    "avg_speed",
-    "gen_speed",
-    "requests",
-    "uncovered_seconds",
-    "complete",
-)
-
-
-def render_csv(tl: Timeline) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
-    tz = ZoneInfo(tl.tz)
-    for s in tl.steps:
-        d = window_dict(s)
-        w.writerow(
-            [
-                s.start_ts,
-                s.cutoff_ts,
-                datetime.fromtimestamp(s.start_ts, tz).isoformat(),
-                s.input_tokens,
-                s.output_tokens,
-                s.cached_tokens,
-                "" if d["hit_rate"] is None else d["hit_rate"],
-                "" if d["avg_speed"] is None else d["avg_speed"],
-                "" if d["gen_speed"] is None else d["gen_speed"],
-                s.requests,
-                s.uncovered_seconds,
-                "true" if s.complete else "false",
-            ]
-        )
-    return buf.getvalue()
-
-
-# ---- the terminal chart ---------------------------------------------------------------------
-
-
-def span_text(seconds: int) -> str:
-    """3600 -> '1 h', 5400 -> '90 min', 86400 -> '1 d'."""
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size} {unit}"
-    return f"{seconds} s"
-
-
-def compact(n: float) -> str:
-    """1234 -> 1.2k, 5_600_000 -> 5.6M."""
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= size:
-            return f"{n / size:.1f}{unit}"
-    return f"{n:.0f}" if float(n).is_integer() else f"{n:.2f}"
-
-
-def sparkline(values: list[float], top: float) -> str:
-    """One character per value; 0 is a blank, anything above 0 at least the lowest block."""
-    out = []
-    for v in values:
-        if v <= 0 or top <= 0:
-            out.append(" ")
-        else:
-            out.append(BLOCKS[min(len(BLOCKS), max(1, math.ceil(v / top * len(BLOCKS)))) - 1])
-    return "".join(out)
-
-
-def _columns(steps: tuple[WindowReport, ...], width: int) -> tuple[int, list[list[WindowReport]]]:
-    per = max(1, math.ceil(len(steps) / width))
-    return per, [list(steps[i : i + per]) for i in range(0, len(steps), per)]
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x * 100:.1f}%"
-
-
-def _rate(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.2f}"
-
-
-def render_text(tl: Timeline) -> str:
-    tz = ZoneInfo(tl.tz)
-    w = tl.window
-
-    def when(ts: int, fmt: str = "%m-%d %H:%M") -> str:
-        return datetime.fromtimestamp(ts, tz).strftime(fmt)
-
-    lines = [
-        f"vLLM token timeline: {w.name} in {span_text(tl.step_seconds)} steps, "
-        f"as of {when(tl.cutoff_ts, '%Y-%m-%d %H:%M:%S')} ({tl.tz})",
-    ]
-    if not tl.steps:
-        return "\n".join([*lines, "the window is empty"]) + "\n"
-    per, cols = _columns(tl.steps, CHART_COLUMNS)
-    lines.append(
-        f"one column = {span_text(per * tl.step_seconds)}; the scale is the column maximum"
-    )
-    lines.append("")
-    series = (
-        ("input", [sum(s.input_tokens for s in c) for c in cols]),
-        ("output", [sum(s.output_tokens for s in c) for c in cols]),
-        ("cached", [sum(s.cached_tokens for s in c) for c in cols]),
-    )
-    for label, values in series:
-        top = max(values)
-        lines.append(f"{label:<8} {sparkline([float(v) for v in values], top)}  max {compact(top)}")
-    fractions = [
-        sum(s.uncovered_seconds for s in c) / max(1, sum(s.wall_seconds for s in c)) for c in cols
-    ]
-    lines.append(f"{'uncov.':<8} {sparkline(fractions, 1.0)}  of time")
-    left, right = when(tl.steps[0].start_ts), when(tl.window.cutoff_ts)
-    gap = max(1, len(cols) - len(left) - len(right))
-    lines.append(f"{'':<8} {left}{' ' * gap}{right}")
-    lines += [
-        "",
-        f"input {w.input_tokens:,}  output {w.output_tokens:,}  cached {w.cached_tokens:,}  "
-        f"hit rate {_pct(w.hit_rate)}",
-        f"avg {_rate(w.avg_speed)} tok/s  uncovered {duration(w.uncovered_seconds)}"
-        + ("" if w.complete else "  INCOMPLETE: figures are a lower bound"),
-    ]
-    if len(tl.steps) <= TABLE_MAX_STEPS:
-        lines += ["", _row("step start", "input", "output", "cached", "hit", "avg/s", "uncov.")]
-        for s in tl.steps:
-            lines.append(
-                _row(
-                    when(s.start_ts),
-                    f"{s.input_tokens:,}",
-                    f"{s.output_tokens:,}",
-                    f"{s.cached_tokens:,}",
-                    _pct(s.hit_rate),
-                    _rate(s.avg_speed),
-                    duration(s.uncovered_seconds),
-                )
-            )
-    else:
-        lines += ["", f"{len(tl.steps)} steps: --csv or --json prints every one"]
-    if tl.uncovered:
-        lines += ["", "uncovered spans:"]
-        for u in tl.uncovered[-10:]:
-            lines.append(
-                f"  {when(u.start_ts)} -> {when(u.end_ts)}  {duration(u.seconds):>12}  {u.cause}"
-            )
-        if len(tl.uncovered) > 10:
-            lines.append(f"  ... and {len(tl.uncovered) - 10} earlier (--json lists all)")
-    return "\n".join(lines) + "\n"
-
-
-def _row(*cells: str) -> str:
-    widths = (11, 12, 11, 11, 6, 8, 12)
-    first = cells[0].ljust(widths[0])
-    rest = [c.rjust(wd) for c, wd in zip(cells[1:], widths[1:], strict=True)]
-    return " ".join([first, *rest]).rstrip()

@@ -11,7 +11,7 @@ from typing import Any
 from vllm_ledger.read.report import Report, WindowReport
 
 
-def _round(x: float | None, digits: int = 6) -> float | None:
+def round_or_none(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(x, digits)
 
 
@@ -23,9 +23,9 @@ def window_dict(w: WindowReport) -> dict[str, Any]:
         "input": w.input_tokens,
         "output": w.output_tokens,
         "cached": w.cached_tokens,
-        "hit_rate": _round(w.hit_rate),
-        "avg_speed": _round(w.avg_speed),
-        "gen_speed": _round(w.gen_speed),
+        "hit_rate": round_or_none(w.hit_rate),
+        "avg_speed": round_or_none(w.avg_speed),
+        "gen_speed": round_or_none(w.gen_speed),
         "requests": w.requests,
         "decode_tokens": w.decode_tokens,
         "decode_seconds": round(w.decode_seconds, 6),
@@ -52,8 +52,8 @@ def report_dict(report: Report) -> dict[str, Any]:
                 "expected_writers": w.expected_writers,
                 "instance": w.instance,
                 "state": w.state,
-                "first_ts": _round(w.first_ts, 3),
-                "last_ts": _round(w.last_ts, 3),
+                "first_ts": round_or_none(w.first_ts, 3),
+                "last_ts": round_or_none(w.last_ts, 3),
             }
             for w in report.writers
         ],

@@ -16,11 +16,11 @@ def _int(n: int) -> str:
     return f"{n:,}"
 
 
-def _pct(x: float | None) -> str:
+def pct(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:.1f}%"
 
 
-def _rate(x: float | None) -> str:
+def rate(x: float | None) -> str:
     return "-" if x is None else f"{x:,.2f}"
 
 
@@ -73,9 +73,9 @@ def window_rows(windows: tuple[WindowReport, ...], label: str = "") -> list[list
             _int(w.input_tokens),
             _int(w.output_tokens),
             _int(w.cached_tokens),
-            _pct(w.hit_rate),
-            _rate(w.avg_speed),
-            _rate(w.gen_speed),
+            pct(w.hit_rate),
+            rate(w.avg_speed),
+            rate(w.gen_speed),
             _int(w.requests),
             coverage_cell(w),
         ]

@@ -21,17 +21,21 @@ sample) is "not judgeable", never "missed".
 
 ``readings_from_snapshots`` (pure) turns timed ``/metrics`` texts into ``Readings``;
 ``sample_metrics`` takes those snapshots from live URLs; ``prometheus_readings`` asks a
-Prometheus for the same readings over a range.
+Prometheus for the same readings over a range; ``take_readings`` picks one of the three
+sources (recorded snapshot files, a live ``/metrics``, a Prometheus).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from vllm_ledger.errors import BadArgument
 from vllm_ledger.plan import prom
 from vllm_ledger.promtext import Sample, has_metric, parse_samples, sum_metric
 
@@ -356,6 +360,49 @@ def prometheus_readings(
     )
 
 
+def take_readings(
+    *,
+    snapshots: Sequence[Path] = (),
+    metrics_url: str | None = None,
+    prometheus_url: str | None = None,
+    gpu_metrics_urls: Sequence[str] = (),
+    sample_seconds: float = 10.0,
+    interval_s: float = 1.0,
+    range_s: float = 600.0,
+    power_limit_watts: float | None = None,
+    fetch: prom.Fetch = prom.http_get,
+) -> Readings:
+    """Readings from the first source given; ``power_limit_watts``, if given, replaces the one read.
+
+    The sources: snapshot files taken ``interval_s`` apart (oldest first), ``metrics_url`` (with
+    ``gpu_metrics_urls``) sampled for ``sample_seconds``, or a Prometheus over the last ``range_s``.
+    """
+    if sample_seconds <= 0 or interval_s <= 0 or range_s <= 0:
+        raise BadArgument("--sample-seconds, --interval and --range must be above 0")
+    if snapshots:
+        if len(snapshots) < 2:
+            raise BadArgument("give --snapshot at least twice: rates need two readings")
+        snaps = []
+        for i, path in enumerate(snapshots):
+            try:
+                snaps.append((i * interval_s, path.read_text()))
+            except OSError as exc:
+                raise BadArgument(f"cannot read --snapshot {path}: {exc.strerror}") from exc
+        readings = readings_from_snapshots(snaps, source=f"{len(snaps)} recorded snapshots")
+    elif metrics_url:
+        snaps = sample_metrics(
+            [metrics_url, *gpu_metrics_urls], sample_seconds, interval_s, fetch=fetch
+        )
+        readings = readings_from_snapshots(snaps, source=metrics_url)
+    elif prometheus_url is not None:
+        readings = prometheus_readings(prometheus_url, range_s, fetch=fetch)
+    else:
+        raise BadArgument("give --snapshot FILE (twice), --metrics-url URL or --prometheus URL")
+    if power_limit_watts is not None:
+        readings = dataclasses.replace(readings, power_limit_watts=power_limit_watts)
+    return readings
+
+
 __all__ = [
     "RULES",
     "Advice",
@@ -368,4 +415,5 @@ __all__ = [
     "prometheus_readings",
     "readings_from_snapshots",
     "sample_metrics",
+    "take_readings",
 ]

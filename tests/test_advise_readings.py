@@ -1,0 +1,79 @@
+"""plan/advise.take_readings: one of three sources, its inputs checked, a power limit applied."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_advise import INTERVAL_S, series
+from vllm_ledger.errors import BadArgument
+from vllm_ledger.plan.advise import readings_from_snapshots, take_readings
+
+
+def _files(tmp_path: Path, texts: list[str]) -> list[Path]:
+    paths = [tmp_path / f"m{i}.txt" for i in range(len(texts))]
+    for p, text in zip(paths, texts, strict=True):
+        p.write_text(text)
+    return paths
+
+
+def test_snapshot_files_are_read_interval_apart(tmp_path: Path) -> None:
+    texts = series(kv=0.95, waiting=3)
+    r = take_readings(snapshots=_files(tmp_path, texts), interval_s=INTERVAL_S)
+    expected = readings_from_snapshots(
+        [(i * INTERVAL_S, t) for i, t in enumerate(texts)], "3 recorded snapshots"
+    )
+    assert r == expected
+    limited = take_readings(
+        snapshots=_files(tmp_path, texts), interval_s=INTERVAL_S, power_limit_watts=300.0
+    )
+    assert limited.power_limit_watts == 300.0 and limited.power_watts == r.power_watts
+
+
+def test_a_live_metrics_url_is_sampled_with_the_gpu_urls(tmp_path: Path) -> None:
+    texts = iter(series())
+    asked: list[str] = []
+
+    def fetch(url: str) -> bytes:
+        asked.append(url)
+        return next(texts).encode() if url == "http://vllm/metrics" else b""
+
+    # A sample shorter than one interval: two snapshots, taken with no wait between them.
+    r = take_readings(
+        metrics_url="http://vllm/metrics",
+        gpu_metrics_urls=["http://gpu/metrics"],
+        sample_seconds=1e-9,
+        interval_s=1e-9,
+        fetch=fetch,
+    )
+    assert asked == ["http://vllm/metrics", "http://gpu/metrics"] * 2
+    assert r.source == "http://vllm/metrics"
+
+
+def test_a_prometheus_is_asked_over_the_range() -> None:
+    asked: list[str] = []
+
+    def fetch(url: str) -> bytes:
+        asked.append(url)
+        return b'{"status":"success","data":{"resultType":"vector","result":[]}}'
+
+    r = take_readings(prometheus_url="http://prom:9090", range_s=1800, fetch=fetch)
+    assert r.source == "Prometheus http://prom:9090, last 1800s"
+    assert r.kv_cache_usage is None and r.num_ttft == 0
+    assert all(u.startswith("http://prom:9090/api/v1/query?") for u in asked)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"prometheus_url": "http://p", "range_s": 0}, "--range must be above 0"),
+        ({"snapshots": [Path("a")], "interval_s": -1}, "--interval and --range must be above 0"),
+        ({"snapshots": [Path("a")]}, "give --snapshot at least twice"),
+        ({"snapshots": [Path("/nonexistent/a"), Path("b")]}, "cannot read --snapshot /nonex"),
+        ({}, "give --snapshot FILE \\(twice\\), --metrics-url URL or --prometheus URL"),
+    ],
+)
+def test_bad_inputs_are_one_line(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(BadArgument, match=message):
+        take_readings(**kwargs)

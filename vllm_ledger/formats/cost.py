@@ -1,0 +1,152 @@
+"""The forms of a cost: the terminal text and JSON of a ``Measured`` window and its ``Cost``.
+
+Each function takes the built models (``plan.usage.Measured``, ``plan.cost.Cost``) and returns
+a string; none reads a ledger, a config file or Prometheus.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from vllm_ledger.formats.json import round_or_none
+from vllm_ledger.plan.cost import Cost
+from vllm_ledger.plan.usage import Measured
+from vllm_ledger.read.report import resolve_tz
+
+
+def _money(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.2f}"
+
+
+def _amount(x: float) -> str:
+    """A period's cost: to the cent, with more places when that would read 0.00."""
+    return f"{x:,.2f}" if abs(x) >= 1 else f"{x:.6f}".rstrip("0").rstrip(".") or "0"
+
+
+def _mtok(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x / 1e6:,.2f} M" if x >= 100_000 else f"{x:,.0f}"
+
+
+def _when(ts: int, tz: str) -> str:
+    return datetime.fromtimestamp(ts, resolve_tz(tz)).isoformat(timespec="seconds")
+
+
+def render_text(m: Measured, c: Cost, tz: str) -> str:
+    u, w, cur = m.usage, m.window, c.prices.currency
+    power = "given" if m.power_source == "given" else f"Prometheus: {m.power_source}"
+    lines = [
+        f"window {w.name}: {_when(w.start_ts, tz)} .. {_when(w.cutoff_ts, tz)} "
+        f"({u.wall_seconds:,.0f} s = {u.hours:,.2f} h), amounts in {cur}",
+        f"tokens: input {u.input_tokens:,}, output {u.output_tokens:,}, "
+        f"cached {u.cached_tokens:,} (total {u.total_tokens:,})",
+    ]
+    if u.lower_bound:
+        lines.append(
+            f"coverage: {u.uncovered_seconds:,.0f} s of {u.wall_seconds:,.0f} s "
+            "uncovered: the token counts are a LOWER BOUND of usage, so the "
+            "per-million costs below are upper bounds"
+        )
+    else:
+        lines.append("coverage: complete (0 s uncovered)")
+    busy = f"busy {u.busy_seconds:,.0f} s (seconds with output > 0"
+    if m.busy_resolution_s == 1:
+        busy += ")"
+    else:
+        busy += f", counted by {m.busy_resolution_s} s: an upper bound)"
+    lines += [
+        f"power: {u.power_watts:,.1f} W ({power}); {busy}",
+        f"per hour: electricity {c.electricity_per_hour:.4f} + depreciation "
+        f"{c.depreciation_per_hour:.4f} + operations {c.ops_per_hour:.4f} = {c.per_hour:.4f}",
+        "",
+        f"{'basis':<12}{'period cost':>14}{'per M output':>16}{'per M total':>16}",
+        f"{'allocation':<12}{_amount(c.allocation_cost):>14}"
+        f"{_money(c.allocation_per_million_output):>16}{_money(c.allocation_per_million_total):>16}",
+        f"{'usage':<12}{_amount(c.usage_cost):>14}"
+        f"{_money(c.usage_per_million_output):>16}{_money(c.usage_per_million_total):>16}",
+        "  allocation: every hour of the window, idle included; usage: electricity of busy seconds",
+    ]
+    be = c.break_even
+    if be is not None:
+        lines += [
+            "",
+            f"cloud: this traffic would cost {_amount(be.cloud_cost)}: "
+            f"{_money(be.cloud_per_million_output)} per M output "
+            f"({_money(be.cloud_per_million_total)} per M total) at this input/output/cached mix",
+            f"break-even: daily fixed cost {_money(be.daily_fixed_cost)} / (cloud "
+            f"{_money(be.cloud_per_million_output)} - local marginal "
+            f"{_money(be.marginal_per_million_output)}) per M output",
+        ]
+        if be.output_tokens_per_day is None:
+            lines.append(
+                "  no break-even: the cloud is not dearer than local electricity alone"
+                if be.cloud_per_million_output is not None
+                else "  no break-even: no output tokens in the window"
+            )
+        else:
+            lines.append(
+                f"  = {_mtok(be.output_tokens_per_day)} output tokens/day "
+                f"({_mtok(be.total_tokens_per_day)} total tokens/day); this window "
+                f"averaged {_mtok(be.current_output_tokens_per_day)} output tokens/day"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def cost_dict(m: Measured, c: Cost) -> dict[str, Any]:
+    u, be = m.usage, c.break_even
+    doc: dict[str, Any] = {
+        "window": {"name": m.window.name, "start": m.window.start_ts, "cutoff": m.window.cutoff_ts},
+        "currency": c.prices.currency,
+        "wall_seconds": u.wall_seconds,
+        "hours": u.hours,
+        "tokens": {
+            "input": u.input_tokens,
+            "output": u.output_tokens,
+            "cached": u.cached_tokens,
+            "total": u.total_tokens,
+        },
+        "uncovered_seconds": u.uncovered_seconds,
+        "lower_bound": u.lower_bound,
+        "power_watts": round_or_none(u.power_watts),
+        "power_source": m.power_source,
+        "busy_seconds": u.busy_seconds,
+        "busy_resolution_seconds": m.busy_resolution_s,
+        "per_hour": {
+            "electricity": round_or_none(c.electricity_per_hour),
+            "depreciation": round_or_none(c.depreciation_per_hour),
+            "operations": round_or_none(c.ops_per_hour),
+        },
+        "allocation": {
+            "cost": round_or_none(c.allocation_cost),
+            "per_million_output": round_or_none(c.allocation_per_million_output),
+            "per_million_total": round_or_none(c.allocation_per_million_total),
+        },
+        "usage": {
+            "cost": round_or_none(c.usage_cost),
+            "per_million_output": round_or_none(c.usage_per_million_output),
+            "per_million_total": round_or_none(c.usage_per_million_total),
+        },
+        "break_even": None,
+    }
+    if be is not None:
+        doc["break_even"] = {
+            "cloud_cost": round_or_none(be.cloud_cost),
+            "cloud_per_million_output": round_or_none(be.cloud_per_million_output),
+            "cloud_per_million_total": round_or_none(be.cloud_per_million_total),
+            "daily_fixed_cost": round_or_none(be.daily_fixed_cost),
+            "marginal_per_million_output": round_or_none(be.marginal_per_million_output),
+            "output_tokens_per_day": round_or_none(be.output_tokens_per_day, 1),
+            "total_tokens_per_day": round_or_none(be.total_tokens_per_day, 1),
+            "current_output_tokens_per_day": round_or_none(be.current_output_tokens_per_day, 1),
+        }
+    return doc
+
+
+def render_json(m: Measured, c: Cost) -> str:
+    return json.dumps(cost_dict(m, c), indent=2, allow_nan=False) + "\n"
+
+
+__all__ = ["cost_dict", "render_json", "render_text"]

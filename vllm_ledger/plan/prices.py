@@ -1,0 +1,126 @@
+"""What ``cost`` is given: prices and the power source, from a YAML file and flags.
+
+The file holds the same settings as the flags (``electricity_price: 1.0``); a flag that is
+given overrides the file. The result is checked once here, so ``plan.cost`` stays pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vllm_ledger.errors import BadArgument, ConfigError, MissingExtra
+from vllm_ledger.plan.cost import CloudPrices, Prices
+
+# setting (a key of the file, and the flag's dest) -> its type
+SETTINGS: dict[str, type] = {
+    "power_watts": float,
+    "prometheus": str,
+    "electricity_price": float,
+    "hardware_price": float,
+    "lifetime_years": float,
+    "ops_per_hour": float,
+    "cloud_input_price": float,
+    "cloud_output_price": float,
+    "cloud_cached_price": float,
+    "currency": str,
+}
+REQUIRED = ("electricity_price", "hardware_price", "lifetime_years", "ops_per_hour")
+
+
+@dataclass(frozen=True)
+class PriceSettings:
+    """The money model's inputs, and where the machine's power comes from (one of the two)."""
+
+    prices: Prices
+    cloud: CloudPrices | None  # None: no break-even asked for
+    power_watts: float | None
+    prometheus_url: str | None
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """The settings in a YAML file, each converted to its type; a one-line error otherwise."""
+    try:
+        import yaml
+    except ImportError as exc:
+        raise MissingExtra("PyYAML", "observability") from exc
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise BadArgument(f"cannot read --config {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: fix it or pass the prices as flags") from exc
+    doc = doc or {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path} must be a mapping of setting: value")
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        kind = SETTINGS.get(str(key))
+        if kind is None:
+            raise ConfigError(
+                f"{path}: unknown setting {key!r}: use one of {', '.join(SETTINGS)}", str(key)
+            )
+        try:
+            out[str(key)] = kind(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"{path}: {key} must be a {kind.__name__}, not {value!r}", str(key)
+            ) from exc
+    return out
+
+
+def _merged(config: Path | None, given: Mapping[str, Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = load_config(config) if config else {}
+    for key in SETTINGS:
+        value = given.get(key)
+        if value is not None:
+            merged[key] = value
+    if "power_watts" in merged and "prometheus" in merged:
+        if given.get("power_watts") is not None:
+            merged.pop("prometheus")
+        elif given.get("prometheus") is not None:
+            merged.pop("power_watts")
+    missing = [k for k in REQUIRED if k not in merged]
+    if missing:
+        flags = ", ".join("--" + k.replace("_", "-") for k in missing)
+        raise BadArgument(f"missing {flags}: give them as flags or in --config FILE")
+    for key in ("electricity_price", "hardware_price", "ops_per_hour", "power_watts"):
+        if key in merged and merged[key] < 0:
+            raise BadArgument(f"--{key.replace('_', '-')} must not be negative")
+    if merged["lifetime_years"] <= 0:
+        raise BadArgument("--lifetime-years must be above 0")
+    return merged
+
+
+def _cloud(s: Mapping[str, Any]) -> CloudPrices | None:
+    given = [k for k in ("cloud_input_price", "cloud_output_price", "cloud_cached_price") if k in s]
+    if not given:
+        return None
+    if "cloud_input_price" not in s or "cloud_output_price" not in s:
+        raise BadArgument(
+            "the break-even needs both --cloud-input-price and --cloud-output-price "
+            "(per million tokens; --cloud-cached-price defaults to the input price)"
+        )
+    return CloudPrices(
+        s["cloud_input_price"],
+        s["cloud_output_price"],
+        s.get("cloud_cached_price", s["cloud_input_price"]),
+    )
+
+
+def load_prices(config: Path | None, given: Mapping[str, Any]) -> PriceSettings:
+    """The file's settings (if any) overridden by ``given`` (setting -> value, None: not given)."""
+    s = _merged(config, given)
+    prices = Prices(
+        s["electricity_price"],
+        s["hardware_price"],
+        s["lifetime_years"],
+        s["ops_per_hour"],
+        s.get("currency", Prices.currency),
+    )
+    return PriceSettings(prices, _cloud(s), s.get("power_watts"), s.get("prometheus"))
+
+
+__all__ = ["REQUIRED", "SETTINGS", "PriceSettings", "load_config", "load_prices"]
