@@ -13,9 +13,11 @@ import pytest
 
 from bench.generate import generate
 from tests.conftest import REPO, run_cli
+from tests.ledgers import ev, write_ledger
 from vllm_ledger import maintenance
 from vllm_ledger.read import summary
 from vllm_ledger.read.discovery import discover_paths
+from vllm_ledger.read.report import build_report
 from vllm_ledger.write import compaction, store
 
 NOW = 1_795_000_000
@@ -174,3 +176,25 @@ def test_older_edges_are_flagged_not_guessed(old_ledger: Path, tmp_path: Path) -
     for name in ("today", "24h", "3d"):
         assert after["windows"][name] == before["windows"][name]
     assert after["windows"]["total"] == before["windows"]["total"]
+
+
+def test_compaction_that_deletes_nothing_keeps_the_first_second(tmp_path: Path) -> None:
+    at = NOW
+    rec = write_ledger(
+        tmp_path,
+        "r1",
+        start_ts=at - 1800,
+        end_ts=at - 10,
+        events=[ev(at - 1700, prompt=7)],
+        clean=False,
+    )
+
+    def total() -> tuple[int, int]:
+        t = build_report([tmp_path], at_ts=at, clock=lambda: at, tz="UTC").window("total")
+        return t.start_ts, t.input_tokens
+
+    assert total() == (at - 1800, 7)
+    rec.pump()  # reopen, then compact as the writer does a minute after start
+    assert rec.compact() == 0
+    rec.pump(final=True)
+    assert total() == (at - 1800, 7)

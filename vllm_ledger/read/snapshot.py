@@ -157,24 +157,30 @@ class LedgerSnapshot:
         return out
 
     def _edge(self, a: int, b: int) -> SumsByEngine:
-        """The seconds ``[a, b)`` at a window's edge, inside one hour.
-
-        More than half an hour of seconds is read as the hour's row less the rest of the
-        hour, which is exact where the hour still has its seconds (not compacted): the hourly
-        row and the seconds are written in one transaction.
-        """
+        """The seconds ``[a, b)`` at a window's edge, hour by hour."""
+        out: SumsByEngine = {}
         hour = a - a % HOUR
+        while a < b:
+            end = min(b, hour + HOUR)
+            _add(out, self._within_hour(hour, a, end))
+            a, hour = end, hour + HOUR
+        return out
+
+    def _within_hour(self, hour: int, a: int, b: int) -> SumsByEngine:
+        """The seconds ``[a, b)`` inside the hour starting at ``hour``.
+
+        More than half an hour of seconds is read as the hour's row less the seconds of the
+        hour on either side, which is exact where the hour still has its seconds (not
+        compacted): the hourly row and the seconds are written in one transaction.
+        """
         cb = self.compacted_before_ts
         if b - a <= HOUR // 2 or (cb is not None and hour < cb):
             return self._part("buckets", a, b)
-        rest = (
-            self._part("buckets", hour, a)
-            if b == hour + HOUR
-            else self._part("buckets", b, hour + HOUR)
-        )
         out = {e: _copy(v) for e, v in self._part("hourly", hour, hour + HOUR).items()}
-        for e, v in rest.items():
-            out.setdefault(e, Sums()).sub(v)
+        for lo, hi in ((hour, a), (b, hour + HOUR)):
+            if hi > lo:
+                for e, v in self._part("buckets", lo, hi).items():
+                    out.setdefault(e, Sums()).sub(v)
         return {e: v for e, v in out.items() if any(v.as_list())}
 
     def _part(self, table: str, a: int, b: int) -> SumsByEngine:

@@ -1,0 +1,179 @@
+"""The ledger against vLLM's live counters (read/verify.py): the counters read from a real
+/metrics text, the newest run's totals, and `verify` against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.ledgers import ev, write_ledger
+from vllm_ledger.errors import BadArgument, LedgerUnavailable, RemoteError
+from vllm_ledger.read.verify import (
+    Difference,
+    fetch_metrics,
+    ledger_run_totals,
+    verify,
+    vllm_counters,
+)
+
+# Captured from vLLM 0.32.0 serving the tiny model (see tests/test_advise.py).
+METRICS = (Path(__file__).parent / "data" / "vllm-0.32.0-metrics.txt").read_text()
+AT = 1_800_000_000.0
+# What METRICS counts: 1065 prompt tokens (576 of them cached), 121 generated, 12 requests.
+COUNTED = {"input": 1065, "output": 121, "cached": 576, "requests": 12}
+
+
+class MetricsServer:
+    """A real HTTP server in a thread serving ``bodies`` at /metrics, one per request in order
+    (the last one again and again); it counts the requests."""
+
+    def __init__(self, bodies: list[str]) -> None:
+        self.bodies = bodies
+        self.requests = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path != "/metrics":
+                    self.send_error(404)
+                    return
+                body = outer.bodies[min(outer.requests, len(outer.bodies) - 1)].encode()
+                outer.requests += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/metrics"
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    def __enter__(self) -> MetricsServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()
+
+
+def _with_output(n: int) -> str:
+    line = 'vllm:generation_tokens_total{engine="0",model_name="tiny"} 121.0'
+    assert line in METRICS
+    return METRICS.replace(line, line.replace("121.0", f"{n}.0"))
+
+
+def _run(root: Path, run_id: str, start: float, *, prompt: int, gen: int, cached: int, n: int):
+    """A run whose ledger holds these totals, ``n`` finished requests among them."""
+    write_ledger(
+        root,
+        run_id,
+        start_ts=start,
+        end_ts=start + 100,
+        events=[ev(start + 10, prompt=prompt, gen=gen, cached=cached, finished=[(10, 0.5)] * n)],
+    )
+
+
+def test_counters_from_real_vllm_metrics() -> None:
+    assert vllm_counters(METRICS) == COUNTED
+    # Summed over engines (and over every finished_reason of request_success).
+    two_engines = METRICS + METRICS.replace('engine="0"', 'engine="1"')
+    assert vllm_counters(two_engines) == {k: 2 * v for k, v in COUNTED.items()}
+
+
+def test_metrics_without_the_counters_name_what_is_missing() -> None:
+    text = "\n".join(
+        ln
+        for ln in METRICS.splitlines()
+        if not ln.startswith(("vllm:prompt_tokens_cached_total", "vllm:request_success_total"))
+    )
+    with pytest.raises(RemoteError) as e:
+        vllm_counters(text)
+    assert str(e.value) == (
+        "/metrics has no vllm:prompt_tokens_cached_total, vllm:request_success_total:"
+        " is this a vLLM 0.32+ server?"
+    )
+
+
+def test_the_newest_run_is_the_one_that_started_last(tmp_path: Path) -> None:
+    # Named so that the newest by name is the oldest by time.
+    _run(tmp_path, "run-z", AT - 7200, prompt=5, gen=1, cached=0, n=1)
+    _run(tmp_path, "run-a", AT - 3600, prompt=1065, gen=121, cached=576, n=12)
+    assert ledger_run_totals([tmp_path], clock=lambda: AT) == ("run-a", COUNTED)
+    assert ledger_run_totals([tmp_path], clock=lambda: AT, run_id="run-z") == (
+        "run-z",
+        {"input": 5, "output": 1, "cached": 0, "requests": 1},
+    )
+    with pytest.raises(LedgerUnavailable) as e:
+        ledger_run_totals([tmp_path], clock=lambda: AT, run_id="run-q")
+    assert str(e.value) == "run run-q not found under the roots"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(LedgerUnavailable) as e:
+        ledger_run_totals([empty], clock=lambda: AT)
+    assert str(e.value) == f"no ledger under {empty}: is the plugin on (VLLM_LEDGER_DIR)?"
+
+
+def test_verify_matches_a_live_metrics_endpoint(tmp_path: Path) -> None:
+    _run(tmp_path, "run-a", AT - 3600, prompt=1065, gen=121, cached=576, n=12)
+    with MetricsServer([METRICS]) as server:
+        result = verify([tmp_path], server.url, clock=lambda: AT, sleep=_no_sleep)
+    assert result.match is True
+    assert (result.run_id, result.ledger, result.vllm) == ("run-a", COUNTED, COUNTED)
+    assert (result.differences, result.waited_s, server.requests) == ((), 0.0, 1)
+
+
+def _no_sleep(s: float) -> None:
+    raise AssertionError(f"verify slept {s} s after a match")
+
+
+def test_verify_waits_for_the_ledger_then_reports_the_difference(tmp_path: Path) -> None:
+    _run(tmp_path, "run-a", AT - 3600, prompt=1065, gen=121, cached=576, n=12)
+    now = [AT]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    # vLLM counts one more output token than the ledger ever will: re-checked every second
+    # until the wait is over, then named.
+    with MetricsServer([_with_output(122)]) as server:
+        result = verify([tmp_path], server.url, wait_s=3, clock=lambda: now[0], sleep=sleep)
+    assert result.match is False
+    assert result.differences == (
+        Difference("output", "vllm:generation_tokens_total", ledger=121, vllm=122),
+    )
+    assert (result.waited_s, slept, server.requests) == (3.0, [1.0, 1.0, 1.0], 4)
+
+    # The ledger catching up is the same as vLLM's counter settling: agreement ends the wait.
+    now[0], slept[:] = AT, []
+    with MetricsServer([_with_output(122), _with_output(122), METRICS]) as server:
+        result = verify([tmp_path], server.url, wait_s=10, clock=lambda: now[0], sleep=sleep)
+    assert (result.match, result.waited_s, slept, server.requests) == (True, 2.0, [1.0, 1.0], 3)
+
+
+def test_fetch_names_a_bad_url_and_a_server_that_is_not_there() -> None:
+    with pytest.raises(BadArgument) as e:
+        fetch_metrics("127.0.0.1:8000")
+    assert str(e.value) == (
+        "--metrics-url '127.0.0.1:8000' is not an http(s) URL: e.g. http://127.0.0.1:8000/metrics"
+    )
+    with MetricsServer([METRICS]) as server:
+        assert fetch_metrics(server.url) == METRICS
+        wrong_path = server.url.replace("/metrics", "/other")
+        with pytest.raises(RemoteError, match="HTTP Error 404"):
+            fetch_metrics(wrong_path)
+    # Stopped: nothing listens on the port any more.
+    with pytest.raises(RemoteError, match=r"Connection refused\S*; is vLLM running there\?$"):
+        fetch_metrics(server.url, timeout_s=5)
