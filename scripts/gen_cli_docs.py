@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import sys
@@ -22,9 +23,9 @@ def render() -> str:
     with redirect_stdout(buf):
         parser.print_help()
     parts += ["```", buf.getvalue().rstrip(), "```", ""]
-    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for mod in command_modules():
-        p = sub.choices[mod.NAME]  # type: ignore[attr-defined]
+        p = sub.choices[mod.NAME]
         buf = io.StringIO()
         with redirect_stdout(buf):
             p.print_help()

@@ -91,6 +91,22 @@ def test_bad_entries_are_refused_and_the_rest_still_run(
     assert "\n" not in line and line.startswith("usage[") and (not field or f".{field}:" in line)
 
 
+@pytest.mark.parametrize(
+    ("entry", "line"),
+    [
+        (_entry(target=""), "usage[19001].target: missing: give the SSH alias or host name"),
+        (_entry(data_dir=None), "usage[19001].data_dir: missing: give an absolute path"),
+        (
+            _entry(code_dir="/srv/../etc"),
+            "usage[19001].code_dir: '/srv/../etc' is not normalised: write it as '/etc'",
+        ),
+    ],
+)
+def test_a_refusal_says_what_to_do(entry: object, line: str) -> None:
+    _targets, refusals = validate_usage({"19001": entry})
+    assert [str(r) for r in refusals] == [line]
+
+
 def test_remote_command_and_argv_are_fixed() -> None:
     t = Target(19001, "example-primary", "/srv/LLMDeploy", "/srv/artifacts/usage")
     assert remote_command(t) == (
@@ -106,14 +122,29 @@ def test_remote_command_and_argv_are_fixed() -> None:
 
 
 def test_config_file_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError) as exc:
         load_usage(tmp_path / "missing.json")
+    assert str(exc.value) == (
+        f"cannot read {tmp_path / 'missing.json'}: No such file or directory: pass --config FILE"
+    )
+    assert (exc.value.hint, exc.value.key) == ("pass --config FILE", "")
+    (tmp_path / "big.json").write_bytes(b" " * (1024 * 1024 + 1))
+    with pytest.raises(ConfigError) as exc:
+        load_usage(tmp_path / "big.json")
+    assert str(exc.value) == (
+        f"{tmp_path / 'big.json'} is larger than 1 MiB: is it the notification config?"
+    )
     (tmp_path / "a.json").write_text("{")
     with pytest.raises(ConfigError, match="is not JSON"):
         load_usage(tmp_path / "a.json")
     (tmp_path / "b.json").write_text('{"nodes": {}}')
-    with pytest.raises(ConfigError, match='has no "usage" object'):
+    with pytest.raises(ConfigError) as exc:
         load_usage(tmp_path / "b.json")
+    assert (str(exc.value), exc.value.key) == (
+        f'{tmp_path / "b.json"} has no "usage" object: add '
+        '{"usage": {"PORT": {"target": ..., "code_dir": ..., "data_dir": ...}}}',
+        "usage",
+    )
     (tmp_path / "c.json").write_text('{"usage": []}')
     with pytest.raises(ConfigError, match="must map node ports"):
         load_usage(tmp_path / "c.json")

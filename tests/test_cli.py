@@ -2,23 +2,70 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from scripts.gen_cli_docs import render
 from tests.conftest import REPO, run_cli
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.cli import command_modules
+from vllm_ledger.cli import build_parser, command_modules
 
 EXTRAS = ("rich", "httpx", "matplotlib", "prometheus_client", "yaml", "pynvml", "PIL")
 
 
-def test_every_command_has_help_with_an_example() -> None:
+def test_every_command_has_help_with_an_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI configures only the chosen command; its --help is the full parser's, exactly."""
+    monkeypatch.setenv("COLUMNS", "100")
+    parser = build_parser()  # every command configured, as docs/cli.md is made
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    code, out, _ = run_cli("--help", env={"COLUMNS": "100"})
+    assert (code, out) == (0, parser.format_help())
     for mod in command_modules():
         assert mod.HELP and "example" in (getattr(mod, "EPILOG", "") or "").lower(), mod.NAME
-        code, out, _ = run_cli(mod.NAME, "--help")
-        assert code == 0 and out.startswith("usage: vllm-ledger " + mod.NAME), mod.NAME
+        code, out, _ = run_cli(mod.NAME, "--help", env={"COLUMNS": "100"})
+        assert (code, out) == (0, sub.choices[mod.NAME].format_help()), mod.NAME
+
+
+IMPORTED_COMMANDS = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from vllm_ledger.cli import main
+try:
+    main(json.loads(sys.argv[2]))
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("vllm_ledger.commands."))))
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "imported"),
+    [
+        (["--help"], []),
+        ([], []),
+        (["no-such-command"], []),
+        (["--version"], []),
+        (["report", "--help"], ["report"]),
+        (["ssh-key-line", "--help"], ["ssh_key_line"]),
+    ],
+)
+def test_help_imports_only_the_command_it_shows(argv: list[str], imported: list[str]) -> None:
+    p = subprocess.run(
+        [sys.executable, "-c", IMPORTED_COMMANDS, str(REPO), json.dumps(argv)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert [m for m in got if m != "vllm_ledger.commands._common"] == [
+        f"vllm_ledger.commands.{m}" for m in imported
+    ]
 
 
 def test_cli_reference_is_current() -> None:

@@ -153,6 +153,37 @@ def test_bad_host_files_are_refused_naming_the_key(data: Any, message: str) -> N
     assert "\n" not in text
 
 
+def test_a_refusal_keeps_what_and_what_to_do_apart(tmp_path: Path) -> None:
+    """The line the user reads is ``what: hint``; a caller gets the parts and the key."""
+    hf = tmp_path / "host.json"
+    hf.write_text(json.dumps({"model": "m", "extra_env": {"VLLM_API_KEY": "sk"}}))
+    with pytest.raises(ConfigError) as exc:
+        load_host(hf)
+    assert str(exc.value) == (
+        f"host file {hf}: extra_env.VLLM_API_KEY: the key must not be in the host file: "
+        'set api_key {"env": NAME} or {"file": PATH} instead'
+    )
+    assert (exc.value.what, exc.value.hint, exc.value.key) == (
+        f"host file {hf}: extra_env.VLLM_API_KEY: the key must not be in the host file",
+        'set api_key {"env": NAME} or {"file": PATH} instead',
+        "extra_env",
+    )
+    with pytest.raises(ConfigError) as exc:
+        load_host(tmp_path / "none.json")
+    assert (exc.value.what, exc.value.hint) == (
+        f"host file {tmp_path / 'none.json'} not found",
+        "pass --host HOST.json",
+    )
+    hf.write_text(json.dumps({"model": "m", "imgae": "x"}))
+    with pytest.raises(ConfigError) as exc:
+        load_host(hf)
+    assert (str(exc.value), exc.value.hint, exc.value.key) == (
+        f"host file {hf}: imgae: unknown key (did you mean image?)",
+        "",
+        "imgae",
+    )
+
+
 @pytest.mark.parametrize(
     ("changes", "mode", "usage", "message"),
     [
@@ -240,7 +271,7 @@ def test_same_input_same_bytes_whatever_the_key_order(tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(GPU_NODE))
     b.write_text(json.dumps(dict(reversed(list(GPU_NODE.items()))), indent=4))
-    outs = []
+    outs: list[bytes] = []
     for hf in (a, b, a):
         out = tmp_path / f"run-{len(outs)}.sh"
         rc, _, err = run_cli("render", "--host", str(hf), "--output", str(out), "--usage")

@@ -1,7 +1,7 @@
 """The one exception tree of vllm-ledger.
 
-    LedgerError                 base: every error this package raises on purpose
-    ├── BadArgument             a flag, file or value the user gave is wrong (.hint says what to do)
+    LedgerError                 base: every error this package raises on purpose (.what, .hint)
+    ├── BadArgument             a flag, file or value the user gave is wrong
     ├── ConfigError             a config file is malformed (.key names the offending entry)
     │   ├── DuplicateKey        a JSON object repeats a key (.key); also a ValueError
     │   └── FieldError          one field of one config entry is refused (.field); a ValueError
@@ -14,6 +14,12 @@
     └── NotARegularFile         a FIFO, socket, device or directory where a ledger file should be;
                                 an OSError (raised by the store before anything is opened)
 
+Every error reads as one line, ``str(exc)``: what went wrong, then what to do. The two parts
+are also apart, ``.what`` and ``.hint`` (``""`` where there is nothing to do, or where the
+raiser wrote both into one message); ``raise BadArgument("--at 'x' is not a time",
+hint="give seconds, e.g. --at 1796000000")`` prints ``--at 'x' is not a time: give seconds,
+e.g. --at 1796000000``.
+
 The read side turns BadValues and NotARegularFile into a file's status (``bad_values``,
 ``unreadable``), never into an exit; the others reach the CLI as one line and exit 2. Nothing
 in this tree is ever raised inside vLLM: the plugin counts faults instead.
@@ -23,7 +29,19 @@ from __future__ import annotations
 
 
 class LedgerError(Exception):
-    """Base of every error vllm-ledger raises on purpose."""
+    """Base of every error vllm-ledger raises on purpose; ``.hint`` says what to do."""
+
+    def __init__(self, *args: object, hint: str = "") -> None:
+        super().__init__(*args)
+        self.hint = hint
+
+    @property
+    def what(self) -> str:
+        """What went wrong, without the hint."""
+        return super().__str__()
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.hint}" if self.hint else self.what
 
 
 class BadArgument(LedgerError):
@@ -31,34 +49,35 @@ class BadArgument(LedgerError):
 
 
 class ConfigError(LedgerError):
-    """A config file or entry is malformed."""
+    """A config file or entry is malformed; ``.key`` names the entry ("" for the whole file)."""
 
-    def __init__(self, message: str, key: str = "") -> None:
-        super().__init__(message)
+    def __init__(self, message: str, key: str = "", *, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
         self.key = key
 
 
 class MissingExtra(LedgerError):
-    """An optional dependency is not installed."""
+    """An optional dependency is not installed; ``.extra`` names the extra that brings it."""
 
     def __init__(self, module: str, extra: str) -> None:
-        super().__init__(f"this command needs {module}: pip install 'vllm-ledger[{extra}]'")
+        super().__init__(f"this command needs {module}", hint=f"pip install 'vllm-ledger[{extra}]'")
+        self.module = module
         self.extra = extra
 
 
 class LedgerUnavailable(LedgerError):
-    """No ledger could be read under the given roots."""
+    """No ledger could be read under the given roots (``.roots``)."""
 
-    def __init__(self, message: str, roots: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, roots: tuple[str, ...] = (), *, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
         self.roots = roots
 
 
 class RemoteError(LedgerError):
-    """A remote status could not be fetched or parsed."""
+    """A remote status could not be fetched or parsed; ``.target`` names where from."""
 
-    def __init__(self, message: str, target: str = "") -> None:
-        super().__init__(message)
+    def __init__(self, message: str, target: str = "", *, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
         self.target = target
 
 
@@ -70,12 +89,12 @@ class DuplicateKey(ConfigError, ValueError):
 
 
 class FieldError(ConfigError, ValueError):
-    """One field of one config entry is refused; ``.field`` names it."""
+    """One field of one config entry is refused; ``.field`` names it, ``.message`` says why."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message, field)
+    def __init__(self, field: str, message: str, *, hint: str = "") -> None:
+        super().__init__(message, field, hint=hint)
         self.field = field
-        self.message = message
+        self.message = str(self)
 
 
 class StatusParseError(RemoteError, ValueError):

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from vllm_ledger.bot.validate import Target
-from vllm_ledger.errors import RemoteError
+from vllm_ledger.errors import RemoteError, StatusParseError
 from vllm_ledger.formats import status as status_format
 
 MAX_OUTPUT_BYTES = 64 * 1024
@@ -222,7 +222,7 @@ def classify(run: CappedRun) -> tuple[str, status_format.StatusDoc | None]:
         return "remote_failed", None
     try:
         return "ok", status_format.parse(run.stdout, max_bytes=MAX_OUTPUT_BYTES)
-    except status_format.StatusParseError:
+    except StatusParseError:
         return "unparseable", None
 
 
@@ -253,7 +253,7 @@ class Fetcher:
             )
         except FileNotFoundError as exc:
             raise RemoteError(
-                f"{SSH} is not installed here: install openssh-client", target=target.target
+                f"{SSH} is not installed here", target=target.target, hint="install openssh-client"
             ) from exc
 
     def __call__(self, target: Target) -> PollResult:

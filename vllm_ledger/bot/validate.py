@@ -81,7 +81,7 @@ def check_port_key(key: object) -> int:
 
 def check_target(value: object) -> str:
     if not isinstance(value, str) or not value:
-        raise FieldError("target", "missing: give the SSH alias or host name")
+        raise FieldError("target", "missing", hint="give the SSH alias or host name")
     if len(value) > MAX_TARGET_CHARS:
         raise FieldError("target", f"longer than {MAX_TARGET_CHARS} characters")
     user, sep, host = value.rpartition("@")
@@ -96,7 +96,7 @@ def check_target(value: object) -> str:
 
 def check_path(field: str, value: object) -> str:
     if not isinstance(value, str) or not value:
-        raise FieldError(field, "missing: give an absolute path")
+        raise FieldError(field, "missing", hint="give an absolute path")
     if len(value) > MAX_PATH_CHARS:
         raise FieldError(field, f"longer than {MAX_PATH_CHARS} characters")
     if not _PATH.fullmatch(value):
@@ -107,7 +107,8 @@ def check_path(field: str, value: object) -> str:
     if posixpath.normpath(value) != value:
         raise FieldError(
             field,
-            f"{_shown(value)} is not normalised: write it as {_shown(posixpath.normpath(value))}",
+            f"{_shown(value)} is not normalised",
+            hint=f"write it as {_shown(posixpath.normpath(value))}",
         )
     return value
 
@@ -171,20 +172,18 @@ def load_usage(path: Path) -> tuple[list[Target], list[Refusal]]:
     try:
         raw = Path(path).read_bytes()[: MAX_CONFIG_BYTES + 1]
     except OSError as exc:
-        raise ConfigError(
-            f"cannot read {path}: {exc.strerror}: pass --config FILE", key=""
-        ) from exc
+        raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="pass --config FILE") from exc
     if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path} is larger than 1 MiB: is it the notification config?")
+        raise ConfigError(f"{path} is larger than 1 MiB", hint="is it the notification config?")
     try:
         doc: Any = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"{path} is not JSON: {exc}") from exc
     if not isinstance(doc, Mapping) or "usage" not in doc:
         raise ConfigError(
-            f'{path} has no "usage" object: add '
-            '{"usage": {"PORT": {"target": ..., "code_dir": ..., "data_dir": ...}}}',
+            f'{path} has no "usage" object',
             key="usage",
+            hint='add {"usage": {"PORT": {"target": ..., "code_dir": ..., "data_dir": ...}}}',
         )
     return validate_usage(doc["usage"])
 

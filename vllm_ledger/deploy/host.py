@@ -304,7 +304,7 @@ def load_host(path: Path) -> Host:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise ConfigError(f"host file {path} not found: pass --host HOST.json") from exc
+        raise ConfigError(f"host file {path} not found", hint="pass --host HOST.json") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"host file {path} could not be read: {exc}") from exc
     try:
@@ -318,7 +318,7 @@ def load_host(path: Path) -> Host:
     try:
         return parse_host(data)
     except ConfigError as exc:
-        raise ConfigError(f"host file {path}: {exc}", key=exc.key) from exc
+        raise ConfigError(f"host file {path}: {exc.what}", key=exc.key, hint=exc.hint) from exc
 
 
 def parse_host(data: Any) -> Host:
@@ -418,8 +418,9 @@ def _check_extras(data: dict[str, Any]) -> None:
             key = _OWNED_FLAGS[flag]
             why = " (never the key itself)" if key == "api_key" else ""
             raise ConfigError(
-                f"extra_args[{i}]: {flag} has its own key: set {key}{why} instead",
+                f"extra_args[{i}]: {flag} has its own key",
                 key="extra_args",
+                hint=f"set {key}{why} instead",
             )
     for name in data.get("extra_env", {}):
         if name.startswith(_FORBIDDEN_ENV_PREFIX):
@@ -429,9 +430,9 @@ def _check_extras(data: dict[str, Any]) -> None:
             )
         if name == "VLLM_API_KEY":
             raise ConfigError(
-                "extra_env.VLLM_API_KEY: the key must not be in the host file: set api_key "
-                '{"env": NAME} or {"file": PATH} instead',
+                "extra_env.VLLM_API_KEY: the key must not be in the host file",
                 key="extra_env",
+                hint='set api_key {"env": NAME} or {"file": PATH} instead',
             )
 
 
