@@ -2,9 +2,13 @@
 
 The public API (everything else is private to its module)::
 
-    from vllm_ledger import build_report
-    report = build_report([Path("/srv/artifacts/usage")])
+    from vllm_ledger import LedgerSet, build_report, build_timeline
+    with LedgerSet.read([Path("/srv/artifacts/usage")]) as ledgers:  # every file read once
+        report = build_report(ledgers)
+        week = build_timeline(ledgers, window="7d", step="1d")
     report.window("today").output_tokens
+
+``build_report([root])`` reads a set itself where one view is all you need.
 
 Names are loaded on first use, so ``import vllm_ledger.plugin`` inside vLLM stays lean.
 """
@@ -18,18 +22,26 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "BadArgument": "vllm_ledger.errors",
+    "BadValues": "vllm_ledger.errors",
     "BreakdownRow": "vllm_ledger.read.report",
     "ConfigError": "vllm_ledger.errors",
+    "DuplicateKey": "vllm_ledger.errors",
+    "FieldError": "vllm_ledger.errors",
     "LedgerError": "vllm_ledger.errors",
+    "LedgerSet": "vllm_ledger.read.ledgerset",
     "LedgerUnavailable": "vllm_ledger.errors",
     "MissingExtra": "vllm_ledger.errors",
+    "NotARegularFile": "vllm_ledger.errors",
     "RemoteError": "vllm_ledger.errors",
     "Report": "vllm_ledger.read.report",
+    "StatusParseError": "vllm_ledger.errors",
+    "Timeline": "vllm_ledger.read.timeline",
     "VerifyResult": "vllm_ledger.read.verify",
     "Window": "vllm_ledger.read.windows",
     "WindowReport": "vllm_ledger.read.report",
     "WriterStatus": "vllm_ledger.read.report",
     "build_report": "vllm_ledger.read.report",
+    "build_timeline": "vllm_ledger.read.timeline",
     "bundle": "vllm_ledger.deploy.bundle",
     "check": "vllm_ledger.read.check",
     "verify": "vllm_ledger.read.verify",
@@ -38,19 +50,27 @@ _EXPORTS = {
 
 __all__ = [
     "BadArgument",
+    "BadValues",
     "BreakdownRow",
     "ConfigError",
+    "DuplicateKey",
+    "FieldError",
     "LedgerError",
+    "LedgerSet",
     "LedgerUnavailable",
     "MissingExtra",
+    "NotARegularFile",
     "RemoteError",
     "Report",
+    "StatusParseError",
+    "Timeline",
     "VerifyResult",
     "Window",
     "WindowReport",
     "WriterStatus",
     "__version__",
     "build_report",
+    "build_timeline",
     "bundle",
     "check",
     "verify",

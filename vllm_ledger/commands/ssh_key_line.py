@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from vllm_ledger.bot.poll import status_command
-from vllm_ledger.bot.validate import FieldError, check_path, check_python
-from vllm_ledger.errors import BadArgument
+from vllm_ledger.bot.validate import check_path, check_python
+from vllm_ledger.errors import BadArgument, FieldError
 
 NAME = "ssh-key-line"
 HELP = "print the authorized_keys line that lets a key run only the status command"
