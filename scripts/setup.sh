@@ -10,6 +10,7 @@ command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v strace >/dev/null 2>&1 || need_apt+=(strace)  # make bench counts file opens
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
