@@ -91,3 +91,20 @@ def test_check_gives_every_file_under_the_roots_a_verdict_on_the_clock_given(
     assert check([missing], lambda: T0) == [
         FileVerdict(missing, False, "unreadable", "cannot list: No such file or directory")
     ]
+
+
+def test_a_file_claimed_and_never_committed_is_not_damage(tmp_path: Path) -> None:
+    """A writer killed before its first commit leaves a 0-byte file and no marker: nothing was
+    lost (its run shows the writer missing), so cron's check does not fail on it forever."""
+    run = tmp_path / "run-z"
+    run.mkdir()
+    path = run / "w0.g0.ledger.sqlite"
+    path.touch()
+    mtime = path.stat().st_mtime
+    assert check_file(path, mtime + 3600) == FileVerdict(
+        path, True, "ok", "empty: truncated (never committed)"
+    )
+    # With a marker, commits were made and the file holds none: that is a loss.
+    store.write_sequence_marker(path, 2, mtime)
+    verdict = check_file(path, mtime + 3600)
+    assert (verdict.ok, verdict.verdict) == (False, "damaged")

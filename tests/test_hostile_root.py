@@ -314,3 +314,24 @@ def test_a_root_with_no_ledger_names_no_ledger_in_every_window(tmp_path: Path) -
     assert out.returncode == 0, out.stderr
     status = parse(out.stdout.encode())  # the bot's own parser accepts the new code
     assert all(dict(w.problems) == {"no_ledger": 1} for w in status.windows)
+
+
+def test_a_marker_the_reader_may_not_read_is_named_not_taken_for_none() -> None:
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="ledger-seq-000-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        root = base / "ledger"
+        good = _one_run(root)
+        Path(f"{good}.seq").chmod(0o000)  # root's own: uid 65534 cannot read it
+        out = _as_nobody("report", "--json", "--root", str(root), "--at", str(T0 + 61))
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        doc = json.loads(out.stdout)
+        assert [(Path(f["path"]).name, f["status"]) for f in doc["files"]] == [
+            (good.name, "denied")
+        ]
+        assert "Permission denied" in doc["files"][0]["detail"]
+        assert doc["windows"]["total"]["complete"] is False
+    finally:
+        shutil.rmtree(base)

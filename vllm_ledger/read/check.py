@@ -57,6 +57,12 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
             return FileVerdict(path, False, "unreadable", "not a regular file")
     except OSError as exc:
         return FileVerdict(path, False, "unreadable", str(exc))
+    # A file a writer claimed and never committed to (killed at start): nothing in it to lose,
+    # its run shows the writer missing; the report calls it empty. Not damage, unless its
+    # marker says commits were made.
+    snap = read_ledger(path, now_ts=now_ts, busy_timeout_s=busy_timeout_s)
+    if snap.status in ("empty", "starting"):
+        return FileVerdict(path, True, "ok", f"{snap.status}: {snap.detail} (never committed)")
     # The file's own header first: quick_check alone passes when page 1 comes from the -wal.
     damage = store.file_damage(path, expect_wal=False)
     if damage is not None:
@@ -65,7 +71,6 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
     if qc != "ok":
         kind = "busy" if "locked" in qc else "damaged"
         return FileVerdict(path, False, kind, f"quick_check: {qc}")
-    snap = read_ledger(path, now_ts=now_ts, busy_timeout_s=busy_timeout_s)
     if not snap.ok:
         return FileVerdict(path, False, "unreadable", f"{snap.status}: {snap.detail}")
     who = f"run {snap.run_id} writer {snap.writer_rank} gen {snap.generation}"

@@ -575,13 +575,14 @@ MARKER_MAX_BYTES = 256
 def read_sequence_marker(path: Path) -> tuple[int, float] | None:
     """The marker beside a ledger, or None where there is none or it cannot be parsed.
 
-    Raises ``NotARegularFile`` where something other than a file stands in its place: the
-    reader must not take that for "no marker" (it could hide lost commits).
+    Raises ``NotARegularFile`` where something other than a file stands in its place, and
+    ``PermissionError`` where the reader may not read it: the reader must not take either for
+    "no marker" (it could hide lost commits).
     """
     try:
         seq, ts = read_regular_file(f"{path}.seq", MARKER_MAX_BYTES).decode().split()
         return int(seq), float(ts)
-    except NotARegularFile:
-        raise
+    except (NotARegularFile, PermissionError):
+        raise  # something is there that we may not read: not the same as no marker
     except (OSError, ValueError):
         return None
