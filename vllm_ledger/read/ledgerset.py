@@ -183,13 +183,9 @@ class LedgerSet:
         (and ``late_failures`` counts it, so a view can recompute its coverage)."""
         try:
             return snap.window_sums(w)
-        except (sqlite3.Error, OSError) as exc:
-            snap.status, snap.detail = classify_error(exc), str(exc)
-            self.late_failures += 1
-            self._coverage.clear()
-            return {}
-        except BadValues as exc:
-            snap.status, snap.detail = "bad_values", str(exc)
+        except (sqlite3.Error, OSError, BadValues) as exc:
+            status = "bad_values" if isinstance(exc, BadValues) else classify_error(exc)
+            snap.status, snap.detail = status, str(exc)
             self.late_failures += 1
             self._coverage.clear()
             return {}
