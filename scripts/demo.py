@@ -32,6 +32,16 @@ def cli(*args: str) -> int:
     return subprocess.call([sys.executable, "-m", "vllm_ledger", *args], cwd=REPO)
 
 
+def _wait_for_watermark(ledger: Path, since_ts: float, timeout_s: float = 20.0) -> None:
+    """A live report ends where every writer has proven its counts (the watermark); the
+    writers prove once more about 2 s after the last event, so the report then holds all."""
+    from vllm_ledger.read.report import build_report
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and build_report([ledger]).cutoff_ts < int(since_ts):
+        time.sleep(0.5)
+
+
 def main() -> int:
     work = REPO / "build" / "demo"
     ledger = work / "ledger"
@@ -53,7 +63,7 @@ def main() -> int:
         with Progress() as progress:
             task = progress.add_task("sending requests", total=n)
             send_mix(server.url, "tiny", rounds=ROUNDS, progress=lambda _k: progress.advance(task))
-        time.sleep(2.5)  # the report leaves out the unfinished second
+        _wait_for_watermark(ledger, time.time())
         cli("report", "--root", str(ledger))
         code = cli("verify", "--root", str(ledger), "--metrics-url", server.url + "/metrics")
     finally:

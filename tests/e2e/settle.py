@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import time
+from pathlib import Path
 
 from devtools.vllm_server import VllmServer
 from vllm_ledger.promtext import parse_samples, sum_metric
+from vllm_ledger.read.report import build_report
 from vllm_ledger.read.verify import vllm_counters
 
 
@@ -21,7 +24,23 @@ def settle(server: VllmServer, timeout_s: float = 60.0) -> dict[str, int]:
         )
         now = vllm_counters(text)
         if busy == 0 and now == last:
+            ledger = server.env.get("VLLM_LEDGER_DIR")
+            if ledger:
+                caught_up(Path(ledger), time.time(), deadline)
             return now
         last = now
         time.sleep(1.0)
     raise TimeoutError("vLLM did not settle")
+
+
+def caught_up(root: Path, since_ts: float, deadline_mono: float) -> None:
+    """Wait until a live report's cutoff (the writers' watermark) reaches ``since_ts``.
+
+    A report is exact up to the instant every alive writer has proven; after traffic stops the
+    writers prove once more within about 2 s, so the report then holds every event.
+    """
+    while time.monotonic() < deadline_mono:
+        if build_report([root]).cutoff_ts >= math.floor(since_ts):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"the ledger's watermark did not reach {since_ts:.0f}")

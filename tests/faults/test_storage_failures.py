@@ -166,3 +166,25 @@ def test_directory_not_writable_by_the_writers_user() -> None:
         assert os.listdir(root) == []
     finally:
         shutil.rmtree(base)
+
+
+def test_a_writer_that_keeps_failing_logs_an_error_at_most_once_a_minute(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """150 s of failing commits (the root is a file: nothing can be created) on a fake clock:
+    three errors in vLLM's log (at 0, 60 and 120 s), each counting the failures since the last."""
+    root = tmp_path / "not-a-dir"
+    root.write_text("")
+    rec, clock = pumped_recorder(root, "run-1", T0)
+    rec.monotonic = clock  # the log's minute on the same fake clock
+    caplog.set_level("WARNING", logger="vllm.ledger.recorder")
+    for k in range(150):
+        clock.t = T0 + k
+        rec.submit(ev(clock.t - 0.5, prompt=1))
+        assert rec.pump() is False
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 3, errors
+    assert [m.split("(")[1].split(" ")[0] for m in errors] == ["1", "60", "60"]
+    assert all("Not a directory" in m or "File exists" in m for m in errors), errors
+    assert rec.commit_failures_total == 150
+    assert root.read_text() == ""  # nothing written anywhere

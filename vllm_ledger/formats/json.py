@@ -41,6 +41,8 @@ def report_dict(report: Report) -> dict[str, Any]:
         "generated_at": round(report.generated_ts, 3),
         "at": round(report.at_ts, 3),
         "cutoff": report.cutoff_ts,
+        # Seconds the cutoff (the live writers' watermark) is behind the query's second.
+        "behind_s": report.behind_s,
         "tz": report.tz,
         "roots": list(report.roots),
         "runs": report.runs,

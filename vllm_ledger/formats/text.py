@@ -5,6 +5,7 @@ Standard library only, so the report works wherever the plugin does.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -89,8 +90,13 @@ def render(report: Report) -> str:
     lines = [
         f"vLLM token ledger as of {_when(report.cutoff_ts, tz)} ({report.tz}); "
         f"{report.runs} run(s), {writers} writer(s)",
-        "",
     ]
+    if report.behind_s:
+        lines.append(
+            f"(live writers have proven their counts up to here: {report.behind_s} s behind "
+            f"the query at {_when(math.floor(report.at_ts), tz)})"
+        )
+    lines.append("")
     rows = [HEADER, *window_rows(report.windows)]
     lines += _table(rows, right=set(range(1, 8)))
     if report.breakdown_by is not None:

@@ -1,9 +1,16 @@
 """Which wall-clock time every expected writer can vouch for, and why the rest cannot. Pure.
 
-A writer vouches for the spans its heartbeats recorded. A writer that has not closed
-cleanly and whose last heartbeat is within ``STALE_AFTER_S`` of the report's clock is alive
-and vouches up to the cutoff; older than that it is stale from its last heartbeat on
-(``writer_state`` decides, with the one set of thresholds).
+A writer vouches for the spans its commits recorded (every commit, heartbeats included, ends
+a span at the instant it was made): nothing after its last proof is proven, and the second
+before it is not vouched for either (an event stamped then may still have been on its way to
+the queue). A writer that has not closed cleanly and whose last proof is within
+``STALE_AFTER_S`` of the report's clock is alive; older than that it is stale from its last
+proof on (``writer_state`` decides, with the one set of thresholds).
+
+A live report is cut at the watermark: the last instant *every* alive writer has proven.
+Everything before it is exact; the seconds between it and the query are not reported at all
+(the report says how far behind the query it is), so a writer whose commits fail holds the
+cutoff back at its last proof for up to ``STALE_AFTER_S``, and is ``heartbeat_stale`` after.
 
 A run is covered where *every* expected writer of it vouches (a writer that never came up
 leaves its run uncovered). An instance is covered where any of its runs is covered; the
@@ -67,6 +74,15 @@ class CoverageModel:
     # Nothing at all under the roots (no ledger file, nothing unreadable): the plugin is off,
     # never wrote, or the root is the wrong one. Named in every window, never read as zero.
     no_ledger: bool = False
+    # The last instant every alive writer has proven (a whole second, at most the query's
+    # cutoff): a live report ends here, so everything it calls complete is exact. None when no
+    # writer is alive (closed, stale and crashed writers never move it).
+    watermark_ts: int | None = None
+
+    def cutoff_at(self, at_ts: float) -> int:
+        """The report cutoff for a query at ``at_ts``: its second, or the watermark if earlier."""
+        cutoff = math.floor(at_ts)
+        return cutoff if self.watermark_ts is None else min(cutoff, self.watermark_ts)
 
     def uncovered_seconds(self, w: Window) -> int:
         covered = iv.measure(iv.clip(self.covered, w.start_ts, w.cutoff_ts))
@@ -236,7 +252,10 @@ def build(
     first_seconds += [problem_seconds[0][0]] if problem_seconds else []
     first_seconds += [math.ceil(s.spans[0][0]) for s in ok if s.spans]
     first_record = min(first_seconds) if first_seconds else None
+    alive_proofs = [w.last_ts for w in writers if w.state == "alive" and w.last_ts is not None]
+    watermark = min(cutoff, math.floor(min(alive_proofs) - TAIL_S)) if alive_proofs else None
     return CoverageModel(
+        watermark_ts=watermark,
         writers=writers,
         covered=covered,
         problem_seconds=problem_seconds,
@@ -281,12 +300,11 @@ def _writer(
     state = writer_state(
         clean_close_ts=newest.clean_close_ts, last_proof_ts=last, at_ts=at_ts, latest_run=latest
     )
-    if state == "alive":
-        assert last is not None
-        spans = iv.normalize([*spans, (last, float(cutoff))])
-    elif state != "closed" and spans:
-        # Events stamped just before the last commit may have been queued, not committed,
-        # when the writer died: its last second is not vouched for.
+    if state != "closed" and spans:
+        # Nothing after a writer's last proof is proven, alive or not, and events stamped just
+        # before it may still have been on their way to the queue (or queued, not committed,
+        # when the writer died): its last second before the proof is not vouched for either.
+        # A live report is exact up to the watermark instead (``CoverageModel.watermark_ts``).
         spans = iv.normalize([*spans[:-1], (spans[-1][0], spans[-1][1] - TAIL_S)])
     # Vouch only for whole seconds: a partial second at either end is not vouched for.
     whole = [(float(math.ceil(s)), float(math.floor(e))) for s, e in spans]

@@ -8,6 +8,7 @@ the bot status, cost and timeline read it, never the SQLite files. It is a view 
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -101,6 +102,11 @@ class Report:
     breakdown: tuple[BreakdownRow, ...] = ()
     instance_filter: int | None = None
     model_filter: str | None = None
+
+    @property
+    def behind_s(self) -> int:
+        """How far the cutoff (the live writers' watermark) is behind the query's second."""
+        return max(0, math.floor(self.at_ts) - self.cutoff_ts)
 
     def window(self, name: str) -> WindowReport:
         for w in self.windows:
@@ -237,7 +243,9 @@ def _build(
     at = ls.now_ts if at_ts is None else at_ts
     snaps = ls.select(instance, model)
     model_ = ls.coverage(snaps, at)
-    five = windows_at(at, zone, model_.first_record_ts)
+    # A live report ends at the watermark: the last instant every alive writer has proven.
+    cutoff = model_.cutoff_at(at)
+    five = windows_at(cutoff, zone, model_.first_record_ts)
     windows = _windows_for(ls, snaps, five, model_)
     breakdown: list[BreakdownRow] = []
     if by == "engine":
@@ -253,7 +261,7 @@ def _build(
             # A group's coverage is its own (an instance vouches for itself); computed from the
             # same read, no file is opened again.
             group_model = ls.coverage(groups[key], at)
-            group_five = windows_at(at, zone, group_model.first_record_ts)
+            group_five = windows_at(cutoff, zone, group_model.first_record_ts)
             breakdown.append(
                 BreakdownRow(key, _windows_for(ls, groups[key], group_five, group_model))
             )
@@ -261,7 +269,7 @@ def _build(
         schema=SCHEMA_VERSION,
         generated_ts=ls.now_ts,
         at_ts=at,
-        cutoff_ts=int(at // 1),
+        cutoff_ts=cutoff,
         tz=tz,
         roots=tuple(str(r) for r in ls.roots),
         windows=windows,

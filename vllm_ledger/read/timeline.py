@@ -147,10 +147,10 @@ def build_timeline(
     step_seconds = parse_duration(step, "--step")
     with as_ledger_set(ledgers, clock, 2.0) as ls:
         at = ls.now_ts if at_ts is None else at_ts
-        first_record: int | None = None
-        if window == "total":
-            first_record = ls.coverage(ls.select(instance, model), at).first_record_ts
-        start, cutoff = window_bounds(window, at, tz, first_record)
+        model_at = ls.coverage(ls.select(instance, model), at)
+        # Ends where the report does: at the live writers' watermark (the query's second when
+        # no writer is alive).
+        start, cutoff = window_bounds(window, model_at.cutoff_at(at), tz, model_at.first_record_ts)
         offset = datetime.fromtimestamp(cutoff, zone).utcoffset()
         offset_s = int(offset.total_seconds()) if offset is not None else 0
         edges = step_edges(start, cutoff, step_seconds, offset_s)

@@ -7,7 +7,8 @@ bounded queue. Everything else happens on the recorder's own daemon thread:
 * about every second the buckets are committed in one transaction that *adds* to the
   stored rows (``ON CONFLICT DO UPDATE SET x = x + excluded.x``), never overwrites them;
 * the writer's vouched span is extended on every commit and at least every 5 s
-  (the heartbeat), so readers can tell a live writer from a stale or crashed one;
+  (the heartbeat; 2 s after a commit that held events), so readers can tell a live writer
+  from a stale or crashed one, and a live report's watermark soon passes the last event;
 * a commit that fails is retried with the same batch; after ``max_retries`` the batch is
   counted as ``lost_events`` per second and the span is broken, so that stretch reads as
   uncovered;
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import queue
 import sqlite3
@@ -39,10 +41,15 @@ logger = logging.getLogger("vllm.ledger.recorder")
 QUEUE_SIZE = 4096
 FLUSH_INTERVAL_S = 1.0
 HEARTBEAT_INTERVAL_S = 5.0
+# The next heartbeat after a commit that held events: the reader trims the second before a
+# proof (an event stamped then may still be on its way), so a proof 2 s after the last event
+# lets a live report include it.
+PROVE_AFTER_EVENTS_S = 2.0
 DRAIN_TIMEOUT_S = 5.0
 MAX_RETRIES = 3
 MAX_PENDING_FAULT_SECONDS = 86_400
 SPAN_BREAK_S = 30.0  # a gap between commits longer than this starts a new span
+FAILURE_LOG_INTERVAL_S = 60.0  # a failing writer logs an error at most this often
 INTEGRITY_CHECK_INTERVAL_S = 60.0  # PRAGMA quick_check on a fresh read-only connection
 COMPACTION_INTERVAL_S = 3600.0
 
@@ -140,6 +147,8 @@ class Recorder:
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
         self._logged: set[str] = set()
+        self._next_failure_log = -math.inf
+        self._failures_unlogged = 0
 
     # ---- the hot path (vLLM's output loop) -------------------------------------------
 
@@ -251,9 +260,16 @@ class Recorder:
                 next_check = now + self.heartbeat_interval_s
                 self._check_file(now)
             if (now >= next_flush and self._pending_events) or now >= next_heartbeat:
+                had_events = self._pending_events > 0
                 self._flush()
                 next_flush = now + self.flush_interval_s
-                next_heartbeat = now + self.heartbeat_interval_s
+                # After events, prove once more soon (a commit with nothing in it), so a live
+                # report's watermark passes them within seconds, not a heartbeat later.
+                next_heartbeat = now + (
+                    min(self.heartbeat_interval_s, PROVE_AFTER_EVENTS_S)
+                    if had_events
+                    else self.heartbeat_interval_s
+                )
             elif now >= next_flush:
                 next_flush = now + self.flush_interval_s  # nothing to commit: wait, don't spin
             if now >= self._next_compaction:
@@ -393,7 +409,7 @@ class Recorder:
         self.commit_failures_total += 1
         self._failed_attempts += 1
         self.last_error = f"{type(exc).__name__}: {exc}"
-        self._log_once(f"fail:{self.last_error}", "vllm-ledger: write failed: %s", self.last_error)
+        self._log_failure()
         if self._is_damage(exc):
             self._rotate()
             return
@@ -480,6 +496,21 @@ class Recorder:
             )
         self._conn = conn
         return conn
+
+    def _log_failure(self) -> None:
+        """An error in vLLM's log at most once a minute while commits keep failing."""
+        self._failures_unlogged += 1
+        now = self.monotonic()
+        if now < self._next_failure_log:
+            return
+        self._next_failure_log = now + FAILURE_LOG_INTERVAL_S
+        logger.error(
+            "vllm-ledger: write failed (%d time(s) since the last such message): %s; "
+            "the events are kept for a retry, then counted as lost (write_failed)",
+            self._failures_unlogged,
+            self.last_error,
+        )
+        self._failures_unlogged = 0
 
     def _log_once(self, key: str, msg: str, *args: object) -> None:
         if key not in self._logged and len(self._logged) < 100:
