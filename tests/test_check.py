@@ -34,16 +34,24 @@ def test_a_cleanly_closed_file_is_ok_at_any_age(tmp_path: Path) -> None:
         )
 
 
-def test_a_writer_is_alive_for_30_s_after_its_last_heartbeat_then_it_exited_uncleanly(
+def test_a_writer_is_alive_for_30_s_after_its_last_heartbeat_stale_then_an_unclean_exit(
     tmp_path: Path,
 ) -> None:
     path = _ledger(tmp_path, clean=False)  # its last commit at T0+60, no clean close
     assert check_file(path, T0 + 90) == FileVerdict(path, True, "ok", f"{WHO}: alive, seq 14")
-    assert check_file(path, T0 + 91) == FileVerdict(
+    for now in (T0 + 91, T0 + 60 + 3600):
+        assert check_file(path, now) == FileVerdict(
+            path,
+            False,
+            "stale",
+            f"{WHO}: no clean close, last heartbeat {now - T0 - 60:.0f} s ago: frozen, failing "
+            "to write, or exited uncleanly (an hour of silence makes it unclean_exit)",
+        )
+    assert check_file(path, T0 + 60 + 3601) == FileVerdict(
         path,
         False,
         "unclean_exit",
-        f"{WHO}: no clean close, last heartbeat 31 s ago (its unflushed tail is lost)",
+        f"{WHO}: no clean close, last heartbeat 3601 s ago (its unflushed tail is lost)",
     )
 
 
@@ -84,7 +92,7 @@ def test_check_gives_every_file_under_the_roots_a_verdict_on_the_clock_given(
     later = check(roots, lambda: T0 + 91)
     assert {v.path: (v.ok, v.verdict) for v in later} == {
         closed: (True, "ok"),
-        silent: (False, "unclean_exit"),
+        silent: (False, "stale"),
     }
     # A root that is not there is never "all sound".
     missing = tmp_path / "nothing-here"

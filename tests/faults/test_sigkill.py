@@ -52,9 +52,12 @@ def test_sigkill_at_random_points(tmp_path: Path) -> None:
         assert snap.problem_seconds == []  # nothing dropped: the kill lost only an unflushed tail
         outcomes["acked" if snap.last_seq == acked_seq else "one_more"] += 1
         expected_events += events
-        # `check` calls the writer's exit unclean once its heartbeat is 30 s old.
+        # `check` calls the writer stale once its heartbeat is 30 s old, its exit unclean
+        # once it has been silent an hour.
         last = max(e for _, e in snap.spans)
         v = check_file(path, now_ts=last + 31)
+        assert (v.ok, v.verdict) == (False, "stale")
+        v = check_file(path, now_ts=last + 3601)
         assert (v.ok, v.verdict) == (False, "unclean_exit")
 
     assert outcomes["acked"] + outcomes["one_more"] >= KILLS * 5 // 6, outcomes

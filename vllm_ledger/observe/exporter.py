@@ -14,8 +14,17 @@ and serves:
   instance's current run, and writers per state;
 - GPU gauges from NVML (``observe.gpu``) where a GPU is present.
 
-``families(report, gpus)`` is pure; ``LedgerCollector`` adds the cache and the clock;
-``serve`` opens the HTTP port.
+The counters never go down while the exporter runs (``observe.counters``): each ledger file's
+largest counts are remembered, so a run folder that is archived or moved away keeps its
+contribution and is named (``vllm_ledger_runs_vanished``, the problem ``run_vanished`` in every
+window its time overlaps, ``vllm_ledger_files_held{reason="vanished"}``), as does a file that
+cannot be read for a moment (``reason="unreadable"``) or that holds less than before
+(``reason="shrank"``). A run that comes back is counted once; compaction changes no figure.
+
+``families(report, gpus)`` is pure; ``LedgerCollector`` adds the one read per scrape (a
+``LedgerSet``), the cache, the clock and the counters' memory; ``start`` opens the HTTP port
+(``observe.server``: a listen backlog, a deadline per request, a bound on connections) and
+``serve`` runs it until interrupted.
 """
 
 from __future__ import annotations
@@ -28,12 +37,29 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import BadArgument, LedgerError, MissingExtra
+from vllm_ledger.formats.safe import printable
+from vllm_ledger.observe.counters import (
+    COUNT_NAMES,
+    HOLD_REASONS,
+    CounterMemory,
+    FileCounts,
+    Held,
+    Sighting,
+    VanishedRun,
+)
 from vllm_ledger.observe.gpu import GpuReader, GpuReading
-from vllm_ledger.read.report import Report, build_report
+from vllm_ledger.observe.server import MAX_CONNECTIONS, REQUEST_DEADLINE_S, MetricsServer
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.report import Report, build_report, resolve_tz
+from vllm_ledger.read.snapshot import Sums
+from vllm_ledger.read.windows import Window
 
 PREFIX = "vllm_ledger"
 WRITER_STATES = ("alive", "closed", "stale", "crashed", "missing")
 _OPEN_STATES = ("alive", "stale", "missing")
+# A problem only a long-lived reader can see: a run it counted is no longer under the roots.
+# (Not in read.coverage.PROBLEM_CODES: a single report never sees a run go.)
+RUN_VANISHED = "run_vanished"
 
 
 def _say(line: str) -> None:
@@ -81,9 +107,18 @@ def _writer_gauges(report: Report) -> dict[str, dict[str, int]]:
 
 
 def families(
-    report: Report | None, gpus: Sequence[GpuReading], *, report_seconds: float = 0.0
+    report: Report | None,
+    gpus: Sequence[GpuReading],
+    *,
+    report_seconds: float = 0.0,
+    held: Held | None = None,
 ) -> list[Any]:
-    """The metric families of one scrape. ``report`` is None when it could not be built."""
+    """The metric families of one scrape. ``report`` is None when it could not be built.
+
+    ``held``: what the exporter's counter memory serves; without it the counters are the
+    report's ``total`` window (a single read, nothing held). With it, the counters are served
+    even when this read failed, once anything was counted.
+    """
     core = _client()
     gauge = core.GaugeMetricFamily
     out: list[Any] = []
@@ -93,30 +128,68 @@ def families(
     took = gauge(f"{PREFIX}_report_seconds", "Seconds the last ledger read took")
     took.add_metric([], report_seconds)
     out.append(took)
+    if held is not None and (report is not None or held.tracked_files or held.folded_runs):
+        out.extend(_counter_families(core, held.counts))
+    elif held is None and report is not None:
+        total = report.window("total")
+        out.extend(
+            _counter_families(
+                core,
+                (total.input_tokens, total.output_tokens, total.cached_tokens, total.requests),
+            )
+        )
+    out.extend(_held_families(core, held))
     if report is not None:
-        out.extend(_report_families(core, report))
+        out.extend(_report_families(core, report, held.vanished_runs if held else ()))
     out.extend(_gpu_families(core, gpus))
     return out
 
 
-def _report_families(core: Any, report: Report) -> list[Any]:
-    gauge, counter = core.GaugeMetricFamily, core.CounterMetricFamily
-    total = report.window("total")
+_COUNTERS: dict[str, tuple[str, str]] = {
+    "input_tokens": ("prompt_tokens", "Prompt (input) tokens in every ledger, ever"),
+    "output_tokens": ("generation_tokens", "Generated (output) tokens in every ledger, ever"),
+    "cached_tokens": ("cached_tokens", "Prompt tokens served from the prefix cache, ever"),
+    "requests": ("requests", "Finished requests in every ledger, ever"),
+}
+
+
+def _counter_families(core: Any, counts: Sequence[int]) -> list[Any]:
     out: list[Any] = []
-    for name, value, doc in (
-        ("prompt_tokens", total.input_tokens, "Prompt (input) tokens in every ledger, ever"),
-        (
-            "generation_tokens",
-            total.output_tokens,
-            "Generated (output) tokens in every ledger, ever",
-        ),
-        ("cached_tokens", total.cached_tokens, "Prompt tokens served from the prefix cache, ever"),
-        ("requests", total.requests, "Finished requests in every ledger, ever"),
-    ):
-        c = counter(f"{PREFIX}_{name}", doc + " (restart-proof)")
+    for field_name, value in zip(COUNT_NAMES, counts, strict=True):
+        name, doc = _COUNTERS[field_name]
+        c = core.CounterMetricFamily(f"{PREFIX}_{name}", doc + " (restart-proof)")
         c.add_metric([], float(value))
         out.append(c)
+    return out
 
+
+def _held_families(core: Any, held: Held | None) -> list[Any]:
+    gauge = core.GaugeMetricFamily
+    runs = gauge(
+        f"{PREFIX}_runs_vanished",
+        "Runs this exporter counted that are no longer under the roots; the counters keep them",
+    )
+    runs.add_metric([], float(len(held.vanished_runs)) if held else 0.0)
+    files = gauge(
+        f"{PREFIX}_files_held",
+        "Ledger files whose largest counts the counters keep although the file now is gone "
+        "(vanished), cannot be read (unreadable) or holds less (shrank)",
+        labels=["reason"],
+    )
+    for reason in HOLD_REASONS:
+        files.add_metric([reason], float(held.files_held[reason]) if held else 0.0)
+    return [runs, files]
+
+
+def _report_families(core: Any, report: Report, vanished: Sequence[VanishedRun] = ()) -> list[Any]:
+    gauge = core.GaugeMetricFamily
+    # A vanished run counts in the windows its time overlaps, and always in ``total``: the
+    # counters (the total) still hold it, the root no longer does.
+    gone = {
+        w.name: sum(1 for v in vanished if w.name == "total" or v.overlaps(w.start_ts, w.cutoff_ts))
+        for w in report.windows
+    }
+    out: list[Any] = []
     per_window: list[tuple[str, str, Callable[[Any], float | None]]] = [
         ("input_tokens", "Prompt tokens in the window", lambda w: w.input_tokens),
         ("output_tokens", "Generated tokens in the window", lambda w: w.output_tokens),
@@ -146,7 +219,7 @@ def _report_families(core: Any, report: Report) -> list[Any]:
         (
             "complete",
             "1 when every second of the window is vouched for and problem-free",
-            lambda w: 1.0 if w.complete else 0.0,
+            lambda w: 1.0 if w.complete and not gone[w.name] else 0.0,
         ),
     ]
     for suffix, doc, get in per_window:
@@ -162,7 +235,10 @@ def _report_families(core: Any, report: Report) -> list[Any]:
         labels=["window", "problem"],
     )
     for w in report.windows:
-        for code, n in sorted(w.problems.items()):
+        codes = dict(w.problems)
+        if gone[w.name]:
+            codes[RUN_VANISHED] = gone[w.name]
+        for code, n in sorted(codes.items()):
             problems.add_metric([w.name, code], float(n))
     out.append(problems)
 
@@ -223,8 +299,48 @@ def _gpu_families(core: Any, gpus: Sequence[GpuReading]) -> list[Any]:
     return out
 
 
+def sighting(ledgers: LedgerSet, report: Report) -> Sighting:
+    """What one read saw, file by file: each readable file's counts over the report's ``total``
+    window (the same memoised sums the report added up, so they add up to its total), and what
+    could not be read."""
+    total = report.window("total")
+    w = Window(total.name, total.start_ts, total.cutoff_ts)
+    roots = set(ledgers.roots)
+    files: list[FileCounts] = []
+    unreadable: set[tuple[str, int, int]] = set()
+    runs: set[str] = set()
+    unknown = False
+    for snap in ledgers.snapshots:
+        if snap.ok:
+            sums = Sums()
+            for by_engine in ledgers.sums(snap, w).values():
+                sums.add(by_engine)
+            if snap.ok:  # it may have failed just now
+                files.append(
+                    FileCounts(
+                        snap.run_id,
+                        snap.writer_rank,
+                        snap.generation,
+                        (sums.input_tokens, sums.output_tokens, sums.cached_tokens, sums.requests),
+                        snap.spans[0][0] if snap.spans else snap.first_bucket_ts,
+                        snap.last_proof_ts if snap.spans else snap.last_end_ts,
+                    )
+                )
+                continue
+        if snap.run_id and snap.writer_rank >= 0:
+            unreadable.add((snap.run_id, snap.writer_rank, snap.generation))
+        elif not snap.run_id or snap.path in roots:
+            unknown = True  # a root that could not be listed: any run may be behind it
+        else:  # a run folder that could not be listed, or a file in one that could not be seen
+            runs.add(snap.run_id)
+            if snap.path.parent not in roots:
+                runs.add(snap.path.parent.name)
+    return Sighting(files, frozenset(unreadable), frozenset(runs), unknown)
+
+
 class LedgerCollector:
-    """A prometheus_client collector: one Report per scrape, reused for ``cache_seconds``."""
+    """A prometheus_client collector: one read per scrape, reused for ``cache_seconds``, and
+    the counters' memory across scrapes."""
 
     def __init__(
         self,
@@ -236,6 +352,7 @@ class LedgerCollector:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         say: Callable[[str], None] = _say,
+        memory: CounterMemory | None = None,
     ) -> None:
         self.roots = list(roots)
         self.tz = tz
@@ -244,25 +361,51 @@ class LedgerCollector:
         self.clock = clock
         self.monotonic = monotonic
         self.say = say
+        self.memory = memory if memory is not None else CounterMemory()
         self._cached: tuple[float, list[Any]] | None = None
         self._lock = threading.Lock()  # concurrent scrapes share one read
         self._last_error: str | None = None
 
+    def _read(self) -> tuple[Report, Held]:
+        resolve_tz(self.tz)  # a bad zone is refused before anything is read
+        with LedgerSet.read(self.roots, clock=self.clock) as ledgers:
+            report = build_report(ledgers, tz=self.tz)
+            seen = sighting(ledgers, report)
+        held = self.memory.observe(seen)
+        self._say_changes(held)
+        return report, held
+
+    def _say_changes(self, held: Held) -> None:
+        for run_id in held.newly_vanished:
+            self.say(
+                f"run {printable(run_id)} is no longer under the roots; the counters keep "
+                f"what it counted ({RUN_VANISHED})"
+            )
+        for run_id in held.returned:
+            self.say(f"run {printable(run_id)} is back under the roots; it is counted once")
+        for run_id, rank, generation in held.newly_shrank:
+            self.say(
+                f"run {printable(run_id)} writer {rank} generation {generation} holds fewer "
+                "counts than before; the counters keep the larger figures"
+            )
+
     def _build(self) -> list[Any]:
         started = self.monotonic()
         report: Report | None
+        held = self.memory.last
         try:
-            report = build_report(self.roots, tz=self.tz, clock=self.clock)
-        except LedgerError as exc:
+            report, held = self._read()
+        except Exception as exc:  # any failure is report_ok 0, never an HTTP 500
             report = None
-            if str(exc) != self._last_error:  # say each distinct failure once
-                self.say(f"cannot read the ledgers: {exc}")
-            self._last_error = str(exc)
+            why = str(exc) if isinstance(exc, LedgerError) else f"{type(exc).__name__}: {exc}"
+            if why != self._last_error:  # say each distinct failure once
+                self.say(f"cannot read the ledgers: {printable(why)}")
+            self._last_error = why
         else:
             self._last_error = None
         took = self.monotonic() - started
         gpus = self.gpu.read() if self.gpu is not None else []
-        return families(report, gpus, report_seconds=took)
+        return families(report, gpus, report_seconds=took, held=held)
 
     def collect(self) -> Iterator[Any]:
         with self._lock:
@@ -282,6 +425,34 @@ def make_registry(collector: LedgerCollector) -> Any:
     return registry
 
 
+def start(
+    collector: LedgerCollector,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 9464,
+    request_deadline_s: float = REQUEST_DEADLINE_S,
+    max_connections: int = MAX_CONNECTIONS,
+) -> MetricsServer:
+    """Listen on ``host:port`` (0: any free port) and serve ``collector`` on a daemon thread;
+    ``server.stop()`` ends it. Raises ``BadArgument`` when the address cannot be listened on."""
+    registry = make_registry(collector)
+    try:
+        server = MetricsServer(
+            registry,
+            host,
+            port,
+            request_deadline_s=request_deadline_s,
+            max_connections=max_connections,
+            on_error=collector.say,
+        )
+    except OSError as exc:
+        raise BadArgument(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port or --host"
+        ) from exc
+    server.start()
+    return server
+
+
 def serve(
     roots: Sequence[Path],
     *,
@@ -293,30 +464,28 @@ def serve(
 ) -> None:
     """Serve /metrics until interrupted (the ``vllm-ledger exporter`` command)."""
     _client()
-    from prometheus_client import start_http_server
-
     reader = GpuReader(say=say) if gpu else None
-    collector = LedgerCollector(roots, tz=tz, gpu=reader, say=say)
-    registry = make_registry(collector)
     try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
-    except OSError as exc:
-        raise BadArgument(
-            f"cannot listen on {host}:{port}: {exc.strerror}; pick another --port or --host"
-        ) from exc
-    if reader is not None:
-        reader.read()  # NVML's absence is said once, at start (a scrape may beat us to it)
-    say(
-        f"serving http://{host}:{server.server_port}/metrics from "
-        f"{', '.join(str(r) for r in roots)}"
-    )
-    try:
-        while thread.is_alive():
-            thread.join(1.0)
+        server = start(LedgerCollector(roots, tz=tz, gpu=reader, say=say), host=host, port=port)
+        if reader is not None:
+            reader.read()  # NVML's absence is said once, at start (a scrape may beat us to it)
+        say(f"serving http://{host}:{server.port}/metrics from {', '.join(str(r) for r in roots)}")
+        try:
+            while server.serving:
+                time.sleep(1.0)
+        finally:
+            server.stop()
     finally:
-        server.shutdown()
         if reader is not None:
             reader.close()
 
 
-__all__ = ["LedgerCollector", "families", "make_registry", "serve"]
+__all__ = [
+    "RUN_VANISHED",
+    "LedgerCollector",
+    "families",
+    "make_registry",
+    "serve",
+    "sighting",
+    "start",
+]

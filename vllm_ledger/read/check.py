@@ -93,6 +93,16 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
     if state == "alive":
         return FileVerdict(path, True, "ok", f"{who}: alive, seq {snap.last_seq}")
     age = "never" if last is None else f"{now_ts - last:.0f} s ago"
+    if not writer_state.finished(clean_close_ts=None, last_proof_ts=last, at_ts=now_ts):
+        # Silent past the stale limit, not yet long enough to call it gone: frozen, wedged,
+        # failing to commit, or dead (its next run's start, or an hour, will tell).
+        return FileVerdict(
+            path,
+            False,
+            "stale",
+            f"{who}: no clean close, last heartbeat {age}: frozen, failing to write, or exited "
+            "uncleanly (an hour of silence makes it unclean_exit)",
+        )
     return FileVerdict(
         path,
         False,

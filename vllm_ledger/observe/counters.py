@@ -1,0 +1,266 @@
+"""Counters that never go down while the exporter runs. Pure: the exporter feeds it each read.
+
+Prometheus takes any fall of a counter for a reset, and ``increase()`` then counts the whole new
+value again. The ledgers' totals can fall for reasons that are no reset: a run folder archived
+or moved away, a file that cannot be read for a moment (compaction holds it, damage), a file
+replaced by an older, smaller copy. ``CounterMemory`` remembers, per ledger file, the largest
+counts it has seen, and the counters serve the sum of those:
+
+- a file that is gone keeps its last counts (``vanished``); a run none of whose files is there
+  any more is a vanished run, named ``run_vanished``;
+- a file that is there but cannot be read keeps its last counts (``unreadable``); so do the
+  files of a run folder that cannot be listed, and every missing file while something whose run
+  is unknown (a root) cannot be read, since it may hide them;
+- a file that holds less than before keeps its largest counts (``shrank``), field by field;
+- a file is known by its run, writer and generation (the key the reader de-duplicates by), not
+  by its path: a run folder that comes back, or moves to another root, is counted once, and
+  compaction, which rewrites rows inside the same file and leaves every total as it was, is
+  neither a loss nor a second count.
+
+Memory is a few numbers per file, for at most ``MAX_TRACKED_FILES`` files. Past that, the runs
+whose last proof is oldest are folded into one total per run (their files forgotten, about 200
+bytes a run), held the same way: a folded run serves the larger of its folded total and what its
+files add up to now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+COUNT_NAMES: tuple[str, ...] = ("input_tokens", "output_tokens", "cached_tokens", "requests")
+Counts = tuple[int, int, int, int]
+ZERO: Counts = (0, 0, 0, 0)
+
+HoldReason = Literal["vanished", "unreadable", "shrank"]
+HOLD_REASONS: tuple[HoldReason, ...] = ("vanished", "unreadable", "shrank")
+
+MAX_TRACKED_FILES = 20_000
+
+FileKey = tuple[int, int]  # (writer rank, generation) within a run
+
+
+@dataclass(frozen=True)
+class FileCounts:
+    """One readable ledger file as one read saw it: whole-file counts and the time it spans."""
+
+    run_id: str
+    writer_rank: int
+    generation: int
+    counts: Counts
+    first_ts: float | None = None
+    last_ts: float | None = None
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """What one read of the roots saw: the files it could read, and what it could not."""
+
+    files: Sequence[FileCounts]
+    # Files there that could not be read: (run id, writer rank, generation).
+    unreadable_files: frozenset[tuple[str, int, int]] = frozenset()
+    # Run folders (by name) that are there but could not be read or listed.
+    unreadable_runs: frozenset[str] = frozenset()
+    # Something unreadable whose run is unknown (a root that cannot be listed): any run may be
+    # behind it, so nothing missing is called vanished while it lasts.
+    unknown_unreadable: bool = False
+
+
+@dataclass(frozen=True)
+class VanishedRun:
+    run_id: str
+    first_ts: float | None
+    last_ts: float | None
+    counts: Counts
+
+    def overlaps(self, start_ts: float, cutoff_ts: float) -> bool:
+        """Whether the run's time falls in ``[start_ts, cutoff_ts)`` (unknown time: always)."""
+        return (self.first_ts is None or self.first_ts < cutoff_ts) and (
+            self.last_ts is None or self.last_ts >= start_ts
+        )
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the counters serve after a read, and what of it is held, and why."""
+
+    counts: Counts
+    files_held: dict[HoldReason, int]  # files (a folded run counts as its files) per reason
+    vanished_runs: tuple[VanishedRun, ...]
+    tracked_files: int
+    folded_runs: int
+    # What changed with this read, for the exporter to say once.
+    newly_vanished: tuple[str, ...] = ()
+    returned: tuple[str, ...] = ()
+    newly_shrank: tuple[tuple[str, int, int], ...] = ()
+
+    def count(self, name: str) -> int:
+        return self.counts[COUNT_NAMES.index(name)]
+
+
+EMPTY = Held(ZERO, dict.fromkeys(HOLD_REASONS, 0), (), 0, 0)
+
+
+class _File:
+    __slots__ = ("counts", "reason")
+
+    def __init__(self, counts: Counts) -> None:
+        self.counts = counts  # the largest seen, field by field
+        self.reason: HoldReason | None = None  # why it is held now, None when read in full
+
+
+@dataclass
+class _Run:
+    files: dict[FileKey, _File] = field(default_factory=dict)
+    folded: Counts | None = None  # the run's total once its files were forgotten
+    folded_files: int = 0
+    folded_reason: HoldReason | None = None
+    first_ts: float | None = None
+    last_ts: float | None = None
+    vanished: bool = False
+
+    def total(self) -> Counts:
+        if self.folded is not None:
+            return self.folded
+        return _sum(f.counts for f in self.files.values())
+
+
+def _sum(many: Iterable[Counts]) -> Counts:
+    a = b = c = d = 0
+    for w, x, y, z in many:
+        a, b, c, d = a + w, b + x, c + y, d + z
+    return (a, b, c, d)
+
+
+def _max(x: Counts, y: Counts) -> Counts:
+    return (max(x[0], y[0]), max(x[1], y[1]), max(x[2], y[2]), max(x[3], y[3]))
+
+
+def _below(now: Counts, held: Counts) -> bool:
+    return any(n < h for n, h in zip(now, held, strict=True))
+
+
+def _earliest(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _latest(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+class CounterMemory:
+    """The largest counts seen per ledger file, across the reads of one exporter process."""
+
+    def __init__(self, max_files: int = MAX_TRACKED_FILES) -> None:
+        self.max_files = max_files
+        self._runs: dict[str, _Run] = {}
+        self._tracked = 0
+        self.last: Held = EMPTY
+
+    def observe(self, seen: Sighting) -> Held:
+        """Take one read in; return what the counters serve now."""
+        by_run: dict[str, dict[FileKey, FileCounts]] = {}
+        for f in seen.files:
+            by_run.setdefault(f.run_id, {})[(f.writer_rank, f.generation)] = f
+        newly_shrank: list[tuple[str, int, int]] = []
+        for run_id, files in by_run.items():
+            run = self._runs.get(run_id)
+            if run is None:
+                run = self._runs[run_id] = _Run()
+            for f in files.values():
+                run.first_ts = _earliest(run.first_ts, f.first_ts)
+                run.last_ts = _latest(run.last_ts, f.last_ts)
+            if run.folded is not None:
+                now = _sum(f.counts for f in files.values())
+                run.folded_reason = "shrank" if _below(now, run.folded) else None
+                run.folded = _max(run.folded, now)
+                continue
+            for key, f in files.items():
+                memo = run.files.get(key)
+                if memo is None:
+                    run.files[key] = _File(f.counts)
+                    self._tracked += 1
+                    continue
+                shrank = _below(f.counts, memo.counts)
+                if shrank and memo.reason != "shrank":
+                    newly_shrank.append((run_id, *key))
+                memo.reason = "shrank" if shrank else None
+                memo.counts = _max(memo.counts, f.counts)
+
+        held = dict.fromkeys(HOLD_REASONS, 0)
+        vanished: list[VanishedRun] = []
+        newly_vanished: list[str] = []
+        returned: list[str] = []
+        there = {run_id for run_id, _rank, _gen in seen.unreadable_files}
+        for run_id, run in self._runs.items():
+            present = by_run.get(run_id)
+            blind = seen.unknown_unreadable or run_id in seen.unreadable_runs
+            if present is None and not blind and run_id not in there:
+                if not run.vanished:
+                    newly_vanished.append(run_id)
+                run.vanished = True
+                vanished.append(VanishedRun(run_id, run.first_ts, run.last_ts, run.total()))
+                held["vanished"] += run.folded_files if run.folded is not None else len(run.files)
+                continue
+            if run.vanished and present is not None:
+                returned.append(run_id)
+            run.vanished = False
+            if run.folded is not None:
+                if present is None:  # there, but nothing of it could be read
+                    held["unreadable"] += run.folded_files
+                elif run.folded_reason is not None:
+                    held[run.folded_reason] += 1
+                continue
+            for key, memo in run.files.items():
+                if present is not None and key in present:
+                    if memo.reason == "shrank":
+                        held["shrank"] += 1
+                    continue
+                gone: HoldReason = (
+                    "unreadable" if blind or (run_id, *key) in seen.unreadable_files else "vanished"
+                )
+                memo.reason = gone
+                held[gone] += 1
+        if self._tracked > self.max_files:
+            self._fold()
+        self.last = Held(
+            counts=_sum(run.total() for run in self._runs.values()),
+            files_held=held,
+            vanished_runs=tuple(sorted(vanished, key=lambda v: v.run_id)),
+            tracked_files=self._tracked,
+            folded_runs=sum(1 for r in self._runs.values() if r.folded is not None),
+            newly_vanished=tuple(sorted(newly_vanished)),
+            returned=tuple(sorted(returned)),
+            newly_shrank=tuple(sorted(newly_shrank)),
+        )
+        return self.last
+
+    def _fold(self) -> None:
+        """Fold the runs that ended longest ago into one total each, down to 3/4 of the cap."""
+        target = self.max_files * 3 // 4
+        order = sorted(
+            (r for r in self._runs.values() if r.folded is None and r.files),
+            key=lambda r: -1.0 if r.last_ts is None else r.last_ts,
+        )
+        for run in order:
+            if self._tracked <= target:
+                break
+            run.folded = run.total()
+            run.folded_files = len(run.files)
+            run.folded_reason = None
+            self._tracked -= len(run.files)
+            run.files = {}
+
+
+__all__ = [
+    "COUNT_NAMES",
+    "HOLD_REASONS",
+    "MAX_TRACKED_FILES",
+    "CounterMemory",
+    "FileCounts",
+    "Held",
+    "HoldReason",
+    "Sighting",
+    "VanishedRun",
+]
