@@ -17,7 +17,13 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "vllm_ledger"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("vllm_ledger", "vllm_ledger.errors", "vllm_ledger.promtext"),
+    (
+        "vllm_ledger",
+        "vllm_ledger.errors",
+        "vllm_ledger.outfile",
+        "vllm_ledger.promtext",
+        "vllm_ledger.strictjson",
+    ),
     ("vllm_ledger.write",),
     ("vllm_ledger.read",),
     (

@@ -84,8 +84,8 @@ def test_user_errors_are_one_line(tmp_path: Path) -> None:
     code, _, err = run_cli("report", "--root", str(tmp_path), "--tz", "Mars/Base")
     assert (code, err) == (
         2,
-        "vllm-ledger: error: unknown time zone 'Mars/Base': use an IANA name such as "
-        "Asia/Shanghai\n",
+        "vllm-ledger: error: --tz 'Mars/Base' is not a known time zone: use an IANA name, "
+        "e.g. --tz Asia/Shanghai\n",
     )
     code, _, err = run_cli("report", "--root", str(tmp_path), "--at", "yesterday")
     assert code == 2 and err.count("\n") == 1 and "--at 'yesterday' is not a time" in err

@@ -140,7 +140,10 @@ def test_bad_flags_are_one_line_errors(tmp_path: Path, args: list[str], message:
 def test_bad_threshold_is_refused_by_argparse(tmp_path: Path) -> None:
     code, _out, err = run_cli("observability", str(tmp_path / "s"), "--kv-cache-threshold", "90")
     assert code == 2
-    assert "90 is not a fraction in (0, 1], e.g. 0.90" in err
+    assert err == (
+        "vllm-ledger: error: --kv-cache-threshold '90' looks like a percentage: "
+        "give a fraction, e.g. --kv-cache-threshold 0.9\n"
+    )
     code, _out, err = run_cli("observability", str(tmp_path / "s"), "--ttft-for", "5 minutes")
     assert code == 2
     assert "is not a Prometheus duration" in err

@@ -4,21 +4,36 @@ Commands live in ``vllm_ledger/commands/<name>.py``, one per module, each with `
 ``HELP``, ``configure(parser)`` and ``run(args) -> int``, and are registered in
 ``commands.COMMANDS``. Only the module of the command that runs is imported: every other
 command appears in ``--help`` from the registry, without its module.
+
+Whatever the input, what reaches the user on failure is one line on stderr, made safe for a
+terminal, and an exit status: 2 for a usage error or a refused value (argparse's own errors
+included: an unknown flag, a missing one, a bad choice), 1 for an error of the system (a full
+disk) or one this code did not foresee (``VLLM_LEDGER_TRACEBACK=1`` shows its traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from vllm_ledger import __version__
 from vllm_ledger.commands import COMMANDS
-from vllm_ledger.errors import LedgerError
+from vllm_ledger.errors import BadArgument, LedgerError
+from vllm_ledger.formats.safe import printable
 
 PROG = "vllm-ledger"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors raised as one line instead of usage + error printed."""
+
+    def error(self, message: str) -> NoReturn:
+        raise BadArgument(message, hint=f"see {self.prog} --help")
 
 
 def command_module(name: str) -> ModuleType:
@@ -44,7 +59,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with ``argv``, only the command it names is configured (its module
     imported), and without, every command is."""
     chosen = _chosen(argv) if argv is not None else None
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="A restart-proof per-second token ledger for self-hosted vLLM.",
     )
@@ -69,20 +84,46 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(args_in)
-    args = parser.parse_args(args_in)
-    if not getattr(args, "_run", None):
-        parser.print_help()
-        return 2
     try:
+        parser = build_parser(args_in)
+        args = _parse(parser, args_in)
+        if not getattr(args, "_run", None):
+            parser.print_help()
+            return 2
         return int(args._run(args) or 0)
     except LedgerError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc), 2)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the system said no: a full disk, a denied folder
+        where = f": {exc.filename}" if exc.filename else ""
+        return _fail(f"{exc.strerror or exc}{where}", 1)
+    except Exception as exc:  # a bug: still one line, with the way to see more
+        if os.environ.get("VLLM_LEDGER_TRACEBACK"):
+            raise
+        return _fail(
+            f"internal error ({type(exc).__name__}: {exc}): please report it; "
+            "VLLM_LEDGER_TRACEBACK=1 shows the traceback",
+            1,
+        )
+
+
+def _parse(parser: argparse.ArgumentParser, args_in: list[str]) -> argparse.Namespace:
+    """``parser.parse_args``; an unknown argument names the command whose help lists the rest."""
+    args, extra = parser.parse_known_args(args_in)
+    if extra:
+        chosen = _chosen(args_in)
+        where = f"{PROG} {chosen}" if chosen else PROG
+        raise BadArgument(f"unrecognized arguments: {' '.join(extra)}", hint=f"see {where} --help")
+    return args
+
+
+def _fail(message: str, code: int) -> int:
+    """One line on stderr, whatever the message holds (a newline or escape is shown, not run)."""
+    print(f"{PROG}: error: {printable(message)}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,11 +2,19 @@
 
 vLLM's OpenAI server answers ``GET /health`` with 200 when its engine is alive. The probe
 keeps only the status code: no response byte reaches a message. Standard library only.
+
+``timeout_s`` is a total deadline per probe, connection, headers and body together: a server
+that drips its answer a byte at a time is cut when it passes (a watchdog shuts the socket
+down), and counts as ``down``. At most ``MAX_PARALLEL_PROBES`` probes run at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import socket
+import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -14,6 +22,8 @@ from dataclasses import dataclass
 from vllm_ledger.bot.validate import Target
 
 DEFAULT_TIMEOUT_S = 3.0
+MAX_PARALLEL_PROBES = 8
+MAX_BODY_BYTES = 1024
 HEALTH_STATES: tuple[str, ...] = ("healthy", "unhealthy", "down", "unknown")
 
 
@@ -30,33 +40,56 @@ class Health:
 def probe(
     host: str, port: int, *, timeout_s: float = DEFAULT_TIMEOUT_S, path: str = "/health"
 ) -> Health:
-    """One GET; redirects are not followed; the body is read at most 1 KiB and dropped."""
+    """One GET, all of it within ``timeout_s``; redirects are not followed; the body is read
+    at most 1 KiB and dropped."""
+    began = time.monotonic()
     conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
+    cut = threading.Event()
+    watchdog: threading.Timer | None = None
     try:
+        conn.connect()
+        watchdog = threading.Timer(
+            max(0.0, timeout_s - (time.monotonic() - began)), _cut, (conn.sock, cut)
+        )
+        watchdog.daemon = True
+        watchdog.start()
         conn.request("GET", path, headers={"Connection": "close"})
         resp = conn.getresponse()
-        resp.read(1024)
+        resp.read(MAX_BODY_BYTES)
         code = resp.status
     except (OSError, http.client.HTTPException, ValueError):
         return Health(port, "down")
     finally:
+        if watchdog is not None:
+            watchdog.cancel()
         conn.close()
+    if cut.is_set():  # the answer did not end in time: what was read may be a fragment
+        return Health(port, "down")
     if not 100 <= code <= 599:
         return Health(port, "unhealthy")
     return Health(port, "healthy" if code == 200 else "unhealthy", code)
 
 
+def _cut(sock: socket.socket | None, cut: threading.Event) -> None:
+    """Wake a read blocked on ``sock`` (it then sees the end of the stream), once."""
+    cut.set()
+    if sock is not None:
+        with contextlib.suppress(OSError):  # closed meanwhile: nothing to wake
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 def probe_all(
     targets: Sequence[Target], *, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> dict[int, Health]:
-    """Probe every target with a ``host`` concurrently; the others are ``unknown``."""
+    """Probe every target with a ``host``, ``MAX_PARALLEL_PROBES`` at a time; the others are
+    ``unknown``."""
     out = {t.port: Health(t.port, "unknown") for t in targets if t.host is None}
     probed = [t for t in targets if t.host is not None]
     if probed:
-        with ThreadPoolExecutor(max_workers=len(probed)) as pool:
+        with ThreadPoolExecutor(max_workers=min(len(probed), MAX_PARALLEL_PROBES)) as pool:
             for h in pool.map(lambda t: probe(str(t.host), t.port, timeout_s=timeout_s), probed):
                 out[h.port] = h
     return out
 
 
-__all__ = ["HEALTH_STATES", "Health", "probe", "probe_all"]
+__all__ = ["HEALTH_STATES", "MAX_PARALLEL_PROBES", "Health", "probe", "probe_all"]

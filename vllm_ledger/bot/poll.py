@@ -15,9 +15,12 @@ bad key, no route), ``timeout`` (deadline passed), ``unparseable`` (too much out
 valid status document), ``remote_failed`` (the status command itself exited non-zero: a
 ledger-side fault, e.g. a missing data_dir).
 
-``Poller`` polls every target concurrently, once or every ``interval_s`` in a background
-thread, and keeps a cache stamped with the *local* receive time (monotonic, for staleness)
-and the estimated clock offset of the remote host.
+``Poller`` polls the targets concurrently, at most ``MAX_PARALLEL_SSH`` ssh processes at once
+(the others wait for a free slot), once or every ``interval_s`` in a background thread, and
+keeps a cache stamped with the *local* receive time (monotonic, for staleness) and the
+estimated clock offset of the remote host. Each ssh has its own total deadline (output that
+trickles in does not extend it), so a round of N targets ends within
+``ceil(N / MAX_PARALLEL_SSH) * deadline_s`` whatever the remotes do.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ DEFAULT_INTERVAL_S = 30.0
 STALE_AFTER_S = 90.0
 CLOCK_HINT_S = 5.0
 SSH = "ssh"
+MAX_PARALLEL_SSH = 8  # ssh processes alive at once, per Poller
 
 STATES: tuple[str, ...] = ("ok", "unreachable", "timeout", "unparseable", "remote_failed")
 
@@ -72,10 +76,11 @@ def ssh_argv(
     *,
     ssh_options: Sequence[str] = (),
     connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
+    ssh: str | None = None,
 ) -> list[str]:
     """The ssh argv. Our options come first: for ssh the first value given wins."""
     return [
-        SSH,
+        ssh or SSH,
         "-o",
         "BatchMode=yes",
         "-o",
@@ -123,7 +128,10 @@ def run_capped(
     monotonic: Callable[[], float] = time.monotonic,
     env: dict[str, str] | None = None,
 ) -> CappedRun:
-    """Run ``argv`` (no shell) in a new process group; kill the group at the deadline or cap."""
+    """Run ``argv`` (no shell) in a new process group; kill the group at the deadline or cap.
+
+    The deadline is for the whole run, not for each read: output that trickles in (a byte
+    every second) does not extend it."""
     deadline = monotonic() + deadline_s
     proc = subprocess.Popen(
         list(argv),
@@ -231,7 +239,8 @@ Runner = Callable[[Target], CappedRun]
 
 @dataclass
 class Fetcher:
-    """Fetch one target's status; its options come from code and the command line only."""
+    """Fetch one target's status; its options come from code and the command line only.
+    ``ssh`` is the client program (tests pass a stand-in; default: ``ssh`` on PATH)."""
 
     ssh_options: Sequence[str] = ()
     deadline_s: float = DEFAULT_DEADLINE_S
@@ -239,10 +248,14 @@ class Fetcher:
     max_bytes: int = MAX_OUTPUT_BYTES
     clock: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic
+    ssh: str | None = None
 
     def run(self, target: Target) -> CappedRun:
         argv = ssh_argv(
-            target, ssh_options=self.ssh_options, connect_timeout_s=self.connect_timeout_s
+            target,
+            ssh_options=self.ssh_options,
+            connect_timeout_s=self.connect_timeout_s,
+            ssh=self.ssh,
         )
         try:
             return run_capped(
@@ -253,7 +266,13 @@ class Fetcher:
             )
         except FileNotFoundError as exc:
             raise RemoteError(
-                f"{SSH} is not installed here", target=target.target, hint="install openssh-client"
+                f"{argv[0]} is not installed here",
+                target=target.target,
+                hint="install openssh-client",
+            ) from exc
+        except OSError as exc:
+            raise RemoteError(
+                f"{argv[0]} could not be started: {exc.strerror}", target=target.target
             ) from exc
 
     def __call__(self, target: Target) -> PollResult:
@@ -293,7 +312,8 @@ class CacheEntry:
 
 
 class Poller:
-    """Poll targets concurrently; keep a cache; optionally every ``interval_s`` in a thread."""
+    """Poll targets concurrently, at most ``max_parallel`` at once; keep a cache; optionally
+    every ``interval_s`` in a thread."""
 
     def __init__(
         self,
@@ -302,8 +322,12 @@ class Poller:
         *,
         interval_s: float = DEFAULT_INTERVAL_S,
         monotonic: Callable[[], float] = time.monotonic,
+        max_parallel: int = MAX_PARALLEL_SSH,
     ) -> None:
+        if max_parallel < 1:
+            raise ValueError(f"max_parallel must be at least 1, not {max_parallel}")
         self.targets = list(targets)
+        self.max_parallel = max_parallel
         self.fetch = fetch
         self.interval_s = interval_s
         self.monotonic = monotonic
@@ -325,11 +349,13 @@ class Poller:
         return result
 
     def poll_once(self) -> dict[int, PollResult]:
-        """Poll every target at once; returns when the slowest has ended (by its deadline)."""
+        """Poll every target, ``max_parallel`` at a time; returns when the last has ended (each
+        by its own deadline)."""
         if not self.targets:
             return {}
         with ThreadPoolExecutor(
-            max_workers=len(self.targets), thread_name_prefix="vllm-ledger-poll"
+            max_workers=min(len(self.targets), self.max_parallel),
+            thread_name_prefix="vllm-ledger-poll",
         ) as pool:
             results = list(pool.map(self._one, self.targets))
         self.rounds_total += 1
@@ -364,6 +390,7 @@ class Poller:
 __all__ = [
     "CLOCK_HINT_S",
     "MAX_OUTPUT_BYTES",
+    "MAX_PARALLEL_SSH",
     "STALE_AFTER_S",
     "STATES",
     "CacheEntry",

@@ -18,7 +18,6 @@ naming its key and field; the other entries still run.
 from __future__ import annotations
 
 import ipaddress
-import json
 import posixpath
 import re
 from collections.abc import Mapping
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import ConfigError, FieldError
+from vllm_ledger.strictjson import load_file
 
 MAX_TARGET_CHARS = 253
 MAX_PATH_CHARS = 1024
@@ -170,15 +170,11 @@ def validate_usage(usage: object) -> tuple[list[Target], list[Refusal]]:
 def load_usage(path: Path) -> tuple[list[Target], list[Refusal]]:
     """Read a notification config file (JSON with a ``usage`` object) and validate it."""
     try:
-        raw = Path(path).read_bytes()[: MAX_CONFIG_BYTES + 1]
+        doc: Any = load_file(
+            path, max_bytes=MAX_CONFIG_BYTES, hint="is it the notification config?"
+        )
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="pass --config FILE") from exc
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path} is larger than 1 MiB", hint="is it the notification config?")
-    try:
-        doc: Any = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{path} is not JSON: {exc}") from exc
     if not isinstance(doc, Mapping) or "usage" not in doc:
         raise ConfigError(
             f'{path} has no "usage" object',

@@ -1,16 +1,247 @@
-"""Flags shared by several commands."""
+"""Flags shared by several commands, and the checks every flag's value passes at parse time.
+
+Each ``type=`` function here refuses a bad value with one line that names the flag and gives
+an example of a good value (``--interval-s 'nan' is not finite: give seconds from 1 to 86400,
+e.g. --interval-s 30``). They raise ``BadArgument``, which argparse does not catch (it catches
+only ``ArgumentTypeError``, ``TypeError`` and ``ValueError``), so it reaches ``cli.main`` and is
+printed as every other error is: one line, exit 2. Values are checked before any ledger,
+config or URL is touched, so a bad flag costs nothing and can make nothing hang.
+
+Rules shared by every number: NaN and infinities are refused; so is a value outside the flag's
+range, and a seconds flag given what looks like milliseconds (above its range, and in range
+once divided by 1000) is refused with the seconds it probably meant.
+"""
 
 from __future__ import annotations
 
 import argparse
 import math
 import os
+import re
+import stat
+import urllib.parse
+import zoneinfo
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.outfile import check_target, kind_of
 from vllm_ledger.read.windows import DEFAULT_TZ
 from vllm_ledger.write.identity import default_root
+
+MAX_TEXT = 256  # a model name, run id, label, host: longer is a mistake
+
+
+# ---- numbers ---------------------------------------------------------------------------------
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.0f}".replace(",", "") if x == int(x) and abs(x) >= 1e6 else f"{x:g}"
+
+
+def number(
+    flag: str,
+    lo: float,
+    hi: float,
+    example: str,
+    *,
+    unit: str = "a number",
+    lo_open: bool = False,
+    integer: bool = False,
+    seconds: bool = False,
+    fraction: bool = False,
+) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``).
+
+    ``seconds``: a value above ``hi`` that is in range once divided by 1000 is refused as
+    milliseconds. ``fraction``: a value in (1, 100] is refused as a percentage.
+    ``integer``: whole numbers only (returned as ``int``).
+    """
+    low = f"above {_fmt(lo)}" if lo_open else f"from {_fmt(lo)}"
+    wanted = f"{unit} {low} to {_fmt(hi)}"
+
+    def parse(text: str) -> float:
+        shown = f"{flag} {text!r}"
+        try:
+            x = float(text)
+        except (TypeError, ValueError):
+            raise BadArgument(
+                f"{shown} is not a number: give {wanted}, e.g. {flag} {example}"
+            ) from None
+        if not math.isfinite(x):
+            raise BadArgument(f"{shown} is not finite: give {wanted}, e.g. {flag} {example}")
+        if seconds and x > hi and (lo < x / 1000 <= hi):
+            raise BadArgument(
+                f"{shown} looks like milliseconds: give seconds, e.g. {flag} {_fmt(x / 1000)}"
+            )
+        if fraction and 1 < x <= 100 and lo < x / 100 <= hi:
+            raise BadArgument(
+                f"{shown} looks like a percentage: give a fraction, e.g. {flag} {x / 100:g}"
+            )
+        if x < lo or (lo_open and x == lo) or x > hi:
+            raise BadArgument(f"{shown} is out of range: give {wanted}, e.g. {flag} {example}")
+        if integer:
+            if x != int(x) or not re.fullmatch(r"\s*[+-]?\d+\s*", text):
+                raise BadArgument(
+                    f"{shown} is not a whole number: give {wanted}, e.g. {flag} {example}"
+                )
+            return int(x)
+        return x
+
+    return parse
+
+
+def seconds(
+    flag: str, lo: float, hi: float, example: str, *, lo_open: bool = False
+) -> Callable[[str], float]:
+    """A duration in seconds: finite, in range, and not milliseconds."""
+    return number(flag, lo, hi, example, unit="seconds", lo_open=lo_open, seconds=True)
+
+
+def port(flag: str, example: str = "8000", *, zero: bool = False) -> Callable[[str], float]:
+    """A TCP port, 1-65535 (0 too with ``zero``: the system picks one)."""
+    return number(flag, 0 if zero else 1, 65535, example, unit="a port", integer=True)
+
+
+# ---- text ------------------------------------------------------------------------------------
+
+
+def text(flag: str, example: str, *, max_len: int = MAX_TEXT) -> Callable[[str], str]:
+    """A short single-line value (a model name, run id, label): no control characters."""
+
+    def parse(value: str) -> str:
+        if not value or len(value) > max_len or not value.isprintable():
+            what = "empty" if not value else "too long" if len(value) > max_len else "unprintable"
+            raise BadArgument(
+                f"{flag} {value[:40]!r} is {what}: give up to {max_len} printable characters, "
+                f"e.g. {flag} {example}"
+            )
+        return value
+
+    return parse
+
+
+def url(flag: str, example: str) -> Callable[[str], str]:
+    """An http(s) URL with a host (and a valid port, if any)."""
+
+    def parse(value: str) -> str:
+        problem = ""
+        try:
+            parts = urllib.parse.urlsplit(value)
+            parts.port  # noqa: B018  (raises ValueError on a port out of range)
+        except ValueError:
+            problem = "is not a URL"
+        else:
+            if len(value) > 2048 or not value.isprintable() or any(c.isspace() for c in value):
+                problem = "is not a URL"
+            elif parts.scheme not in ("http", "https"):
+                problem = "is not an http:// or https:// URL"
+            elif not parts.hostname:
+                problem = "names no host"
+        if problem:
+            raise BadArgument(f"{flag} {value[:80]!r} {problem}: give e.g. {flag} {example}")
+        return value
+
+    return parse
+
+
+def tz_name(flag: str = "--tz") -> Callable[[str], str]:
+    """An IANA time zone name that this machine's zone database knows."""
+
+    def parse(value: str) -> str:
+        ok = len(value) <= 64 and re.fullmatch(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*", value)
+        if ok:
+            try:
+                zoneinfo.ZoneInfo(value)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+                ok = None
+        if not ok:
+            raise BadArgument(
+                f"{flag} {value[:70]!r} is not a known time zone: use an IANA name, "
+                f"e.g. {flag} Asia/Shanghai"
+            )
+        return value
+
+    return parse
+
+
+# ---- paths -----------------------------------------------------------------------------------
+
+
+def input_file(
+    flag: str, example: str, *, max_bytes: int, what: str = "", hint: str = ""
+) -> Callable[[str], Path]:
+    """A file to read: it exists, is a regular file (never a FIFO or device, which would
+    block or never end), is readable and at most ``max_bytes`` long. Nothing is opened."""
+    what = what or flag
+    hint = hint or f"pass {flag} {example}"
+
+    def parse(value: str) -> Path:
+        path = Path(value)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise BadArgument(f"{what} {path} not found: {hint}") from None
+        except (OSError, ValueError) as exc:
+            why = getattr(exc, "strerror", None) or "not a path"
+            raise BadArgument(f"{what} {path} cannot be read ({why}): {hint}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise BadArgument(f"{what} {path} is {kind_of(st.st_mode)}, not a regular file: {hint}")
+        if st.st_size > max_bytes:
+            raise BadArgument(
+                f"{what} {path} is larger than {max_bytes // 1024} KiB (the wrong file?): {hint}"
+            )
+        if not os.access(path, os.R_OK):
+            raise BadArgument(f"{what} {path} is not readable: {hint}")
+        return path
+
+    return parse
+
+
+def output_file(flag: str, example: str, *, stdout: bool = False) -> Callable[[str], str]:
+    """A file to write: nothing yet, or a regular file, in an existing folder (``-``: stdout
+    with ``stdout``). The write itself goes through ``outfile.write_file``."""
+
+    def parse(value: str) -> str:
+        if stdout and value == "-":
+            return value
+        check_target(value, flag=flag, example=f"{flag} {example}")
+        return value
+
+    return parse
+
+
+def output_dir(flag: str, example: str, names: tuple[str, ...]) -> Callable[[str], Path]:
+    """A folder to write ``names`` into: nothing yet or a directory, and each of ``names`` in
+    it nothing yet or a regular file."""
+
+    def parse(value: str) -> Path:
+        path = Path(value)
+        if not value:
+            raise BadArgument(f"{flag} '' is not a folder name: give one, e.g. {flag} {example}")
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return path  # created when written
+        except (OSError, ValueError) as exc:
+            why = getattr(exc, "strerror", None) or "not a path"
+            raise BadArgument(
+                f"{flag} {path}: {why}: give a folder, e.g. {flag} {example}"
+            ) from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise BadArgument(
+                f"{flag} {path} is {'a file' if stat.S_ISREG(st.st_mode) else kind_of(st.st_mode)},"
+                f" not a folder: give a folder, e.g. {flag} {example}"
+            )
+        for name in names:
+            check_target(path / name, flag=flag, example=f"{flag} {example}")
+        return path
+
+    return parse
+
+
+# ---- ledger roots and time -------------------------------------------------------------------
 
 
 def add_roots(p: argparse.ArgumentParser) -> None:
@@ -33,15 +264,23 @@ def roots_of(args: argparse.Namespace) -> list[Path]:
     return roots
 
 
-def add_time(p: argparse.ArgumentParser) -> None:
+def add_tz(p: argparse.ArgumentParser, what: str = "'today'") -> None:
     p.add_argument(
         "--tz",
+        type=tz_name(),
         default=DEFAULT_TZ,
         metavar="ZONE",
-        help=f"time zone for 'today' (default {DEFAULT_TZ})",
+        help=f"time zone for {what} (default {DEFAULT_TZ})",
     )
+
+
+def add_time(p: argparse.ArgumentParser) -> None:
+    add_tz(p)
     p.add_argument(
-        "--at", metavar="TIME", help="report as of TIME: Unix seconds or ISO 8601 (default: now)"
+        "--at",
+        type=at_time,
+        metavar="TIME",
+        help="report as of TIME: Unix seconds or ISO 8601 (default: now)",
     )
 
 
@@ -49,10 +288,18 @@ EARLIEST_AT = 946_684_800.0  # 2000-01-01T00:00:00Z: no ledger is older
 LATEST_AT = 4_102_444_800.0  # 2100-01-01T00:00:00Z
 
 
-def parse_at(value: str | None) -> float | None:
-    """``--at``: Unix seconds or ISO 8601 with an offset, between 2000 and 2100."""
-    if value is None:
-        return None
+def at_time(value: str) -> float:
+    """``--at`` as argparse's ``type``: the instant, or one line saying what is wrong."""
+    ts = parse_at(value)
+    assert ts is not None
+    return ts
+
+
+def parse_at(value: str | float | None) -> float | None:
+    """``--at``: Unix seconds or ISO 8601 with an offset, between 2000 and 2100 (a number
+    already parsed is passed through)."""
+    if value is None or isinstance(value, float):
+        return value
     example = "give Unix seconds or ISO 8601, e.g. --at 2026-11-29T08:00:00+08:00"
     try:
         ts = float(value)
@@ -77,4 +324,7 @@ def _iso_seconds(value: str, example: str) -> float:
         raise BadArgument(f"--at {value!r} is not a time: {example}") from exc
     if dt.tzinfo is None:
         raise BadArgument(f"--at {value!r} has no UTC offset: add one, e.g. +08:00")
-    return dt.timestamp()
+    try:
+        return dt.timestamp()
+    except (OverflowError, OSError, ValueError) as exc:  # year 1 with an offset, say
+        raise BadArgument(f"--at {value!r} is outside 2000-2100: {example}") from exc

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from vllm_ledger.commands._common import input_file, number, seconds, url
+from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.advise import render_json, render_text
 from vllm_ledger.plan.advise import Thresholds, advise, take_readings
 
@@ -19,16 +20,28 @@ EPILOG = """example:
 """
 
 
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+MAX_SAMPLES = 3600  # --sample-seconds / --interval: snapshots held in memory at once
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--metrics-url", metavar="URL", help="a vLLM /metrics to sample live")
     src.add_argument(
-        "--prometheus", metavar="URL", help="a Prometheus that scrapes vLLM (and GPUs)"
+        "--metrics-url",
+        type=url("--metrics-url", "http://127.0.0.1:8000/metrics"),
+        metavar="URL",
+        help="a vLLM /metrics to sample live",
+    )
+    src.add_argument(
+        "--prometheus",
+        type=url("--prometheus", "http://127.0.0.1:9090"),
+        metavar="URL",
+        help="a Prometheus that scrapes vLLM (and GPUs)",
     )
     src.add_argument(
         "--snapshot",
         action="append",
-        type=Path,
+        type=input_file("--snapshot", "m0.txt", max_bytes=MAX_SNAPSHOT_BYTES),
         metavar="FILE",
         help="recorded /metrics texts taken --interval seconds apart, oldest first "
         "(repeat, at least twice; GPU lines may be appended to each)",
@@ -36,6 +49,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--gpu-metrics-url",
         action="append",
+        type=url("--gpu-metrics-url", "http://127.0.0.1:9400/metrics"),
         default=[],
         metavar="URL",
         help="also sample this /metrics for GPU readings (DCGM exporter or "
@@ -43,34 +57,34 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--sample-seconds",
-        type=float,
+        type=seconds("--sample-seconds", 1, 3600, "30"),
         default=10.0,
         metavar="S",
         help="how long to sample --metrics-url (default 10)",
     )
     p.add_argument(
         "--interval",
-        type=float,
+        type=seconds("--interval", 0.1, 3600, "15"),
         default=1.0,
         metavar="S",
         help="seconds between samples (default 1)",
     )
     p.add_argument(
         "--range",
-        type=float,
+        type=seconds("--range", 10, 30 * 86400, "1800"),
         default=600.0,
         metavar="S",
         help="seconds of Prometheus history to read (default 600)",
     )
     p.add_argument(
         "--power-limit-watts",
-        type=float,
+        type=number("--power-limit-watts", 0, 1e6, "2800", unit="watts", lo_open=True),
         metavar="W",
         help="the GPUs' power limit, summed (default: read from the GPU metrics)",
     )
     p.add_argument(
         "--ttft-p99-seconds",
-        type=float,
+        type=seconds("--ttft-p99-seconds", 0, 600, "3", lo_open=True),
         default=Thresholds.ttft_p99_seconds,
         metavar="S",
         help="TTFT P99 above this is high (default 3, the write-up's alert)",
@@ -79,6 +93,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.metrics_url and args.sample_seconds / args.interval > MAX_SAMPLES:
+        raise BadArgument(
+            f"--sample-seconds {args.sample_seconds:g} at --interval {args.interval:g} is more "
+            f"than {MAX_SAMPLES} samples: use a larger --interval, e.g. --interval 1"
+        )
     readings = take_readings(
         snapshots=args.snapshot or (),
         metrics_url=args.metrics_url,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from pathlib import Path
+from collections.abc import Callable
 
+from vllm_ledger.commands._common import number, output_dir, seconds
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.observe.alerts import Thresholds, check_duration
 from vllm_ledger.observe.stack import (
@@ -15,9 +17,11 @@ from vllm_ledger.observe.stack import (
     GRAFANA_PORT,
     StackSpec,
     check_target,
+    documents,
     is_loopback,
     write_stack,
 )
+from vllm_ledger.outfile import check_target as check_output
 
 NAME = "observability"
 HELP = "write prometheus.yml, alerts.yml, a Grafana dashboard and compose.yaml to a folder"
@@ -30,36 +34,49 @@ itself, so give the host's address or {DEFAULT_VLLM_TARGET.split(":")[0]}:PORT.
 """
 
 
-def _fraction(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not 0.0 < x <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value} is not a fraction in (0, 1], e.g. 0.90")
-    return x
+def _fraction(flag: str, example: str) -> Callable[[str], float]:
+    return number(flag, 0, 1, example, unit="a fraction", lo_open=True, fraction=True)
 
 
-def _nonneg(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if x < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative")
-    return x
+_PROM_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+_PROM_PART = re.compile(r"([0-9]+)(ms|s|m|h|d|w|y)")
 
 
-def _duration(value: str) -> str:
-    try:
-        return check_duration(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _duration(flag: str, lo_s: float, hi_s: float, example: str) -> Callable[[str], str]:
+    """A Prometheus duration (30s, 5m, 1h30m) from ``lo_s`` to ``hi_s`` seconds long."""
+
+    def parse(value: str) -> str:
+        wanted = f"give a Prometheus duration like {example}, e.g. {flag} {example}"
+        try:
+            if len(value) > 40:
+                raise ValueError(value)
+            check_duration(value)
+        except ValueError:
+            raise BadArgument(
+                f"{flag} {value[:40]!r} is not a Prometheus duration: {wanted}"
+            ) from None
+        total = sum(int(n) * _PROM_UNITS[u] for n, u in _PROM_PART.findall(value))
+        if not lo_s <= total <= hi_s:
+            raise BadArgument(
+                f"{flag} {value!r} is out of range: give {lo_s:g} s to {hi_s / 86400:g} days, "
+                f"e.g. {flag} {example}"
+            )
+        return value
+
+    return parse
+
+
+WEEK_S = 7 * 86400
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     d = Thresholds()
-    p.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="folder to write the stack to")
+    p.add_argument(
+        "out_dir",
+        type=output_dir("OUT_DIR", "./monitoring", ()),
+        metavar="OUT_DIR",
+        help="folder to write the stack to",
+    )
     p.add_argument(
         "--vllm",
         action="append",
@@ -85,7 +102,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--scrape-interval",
-        type=_duration,
+        type=_duration("--scrape-interval", 1, 3600, "15s"),
         default="15s",
         metavar="DURATION",
         help="Prometheus scrape and rule interval (default 15s)",
@@ -93,77 +110,77 @@ def configure(p: argparse.ArgumentParser) -> None:
     a = p.add_argument_group("alert thresholds (defaults from the write-up)")
     a.add_argument(
         "--kv-cache-threshold",
-        type=_fraction,
+        type=_fraction("--kv-cache-threshold", "0.90"),
         default=d.kv_cache_fraction,
         metavar="FRACTION",
         help=f"KV cache use that trips (default {d.kv_cache_fraction:.2f})",
     )
     a.add_argument(
         "--kv-cache-for",
-        type=_duration,
+        type=_duration("--kv-cache-for", 0, WEEK_S, "10m"),
         default=d.kv_cache_for,
         metavar="DURATION",
         help=f"averaged over and held for (default {d.kv_cache_for})",
     )
     a.add_argument(
         "--ttft-p99-seconds",
-        type=_nonneg,
+        type=seconds("--ttft-p99-seconds", 0, 600, "3", lo_open=True),
         default=d.ttft_p99_seconds,
         metavar="S",
         help=f"TTFT P99 that trips (default {d.ttft_p99_seconds:g})",
     )
     a.add_argument(
         "--ttft-for",
-        type=_duration,
+        type=_duration("--ttft-for", 0, WEEK_S, "5m"),
         default=d.ttft_for,
         metavar="DURATION",
         help=f"held for (default {d.ttft_for})",
     )
     a.add_argument(
         "--gpu-mem-threshold",
-        type=_fraction,
+        type=_fraction("--gpu-mem-threshold", "0.95"),
         default=d.gpu_memory_fraction,
         metavar="FRACTION",
         help=f"GPU memory used that trips (default {d.gpu_memory_fraction:.2f})",
     )
     a.add_argument(
         "--gpu-mem-for",
-        type=_duration,
+        type=_duration("--gpu-mem-for", 0, WEEK_S, "5m"),
         default=d.gpu_memory_for,
         metavar="DURATION",
         help=f"held for (default {d.gpu_memory_for})",
     )
     a.add_argument(
         "--queue-waiting",
-        type=_nonneg,
+        type=number("--queue-waiting", 0, 1e6, "0", unit="requests"),
         default=d.queue_waiting,
         metavar="N",
         help=f"waiting requests above which the queue is building (default {d.queue_waiting:g})",
     )
     a.add_argument(
         "--queue-for",
-        type=_duration,
+        type=_duration("--queue-for", 0, WEEK_S, "5m"),
         default=d.queue_for,
         metavar="DURATION",
         help=f"held for (default {d.queue_for})",
     )
     a.add_argument(
         "--ledger-uncovered-seconds",
-        type=_nonneg,
+        type=seconds("--ledger-uncovered-seconds", 0, WEEK_S, "60"),
         default=d.ledger_uncovered_seconds,
         metavar="S",
         help=f"newly uncovered ledger seconds that trip (default {d.ledger_uncovered_seconds:g})",
     )
     a.add_argument(
         "--ledger-uncovered-range",
-        type=_duration,
+        type=_duration("--ledger-uncovered-range", 60, WEEK_S, "15m"),
         default=d.ledger_uncovered_range,
         metavar="DURATION",
         help=f"... within this range (default {d.ledger_uncovered_range})",
     )
     a.add_argument(
         "--ledger-writer-for",
-        type=_duration,
+        type=_duration("--ledger-writer-for", 0, WEEK_S, "5m"),
         default=d.ledger_writer_for,
         metavar="DURATION",
         help=f"a writer missing or stale for this long trips (default {d.ledger_writer_for})",
@@ -199,6 +216,9 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
 
 def run(args: argparse.Namespace) -> int:
     spec = spec_of(args)
+    for rel in documents(spec):  # each file only ever a regular one (a FIFO would hang us)
+        if (args.out_dir / rel).parent.is_dir():
+            check_output(args.out_dir / rel, flag="OUT_DIR", example="OUT_DIR ./monitoring")
     written = write_stack(args.out_dir, spec)
     for path in written:
         print(path)

@@ -7,7 +7,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from vllm_ledger.bot.health import Health, probe_all
@@ -21,8 +20,9 @@ from vllm_ledger.bot.poll import (
     Fetcher,
     Poller,
 )
-from vllm_ledger.bot.validate import Refusal, Target, load_usage
-from vllm_ledger.errors import BadArgument, ConfigError
+from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, load_usage
+from vllm_ledger.commands._common import input_file, number, seconds
+from vllm_ledger.errors import ConfigError
 from vllm_ledger.formats.status import doc_dict
 
 NAME = "poll"
@@ -40,7 +40,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
         required=True,
-        type=Path,
+        type=input_file("--config", "/etc/notify/private.json", max_bytes=MAX_CONFIG_BYTES),
         metavar="FILE",
         help='the notification config (JSON with a "usage" object)',
     )
@@ -53,28 +53,30 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lang", choices=LANGS, default="zh", help="message language (default zh)")
     p.add_argument(
         "--interval-s",
-        type=float,
+        type=seconds("--interval-s", 1, 86400, "30"),
         default=DEFAULT_INTERVAL_S,
         metavar="S",
         help=f"seconds between polls (default {DEFAULT_INTERVAL_S:g})",
     )
     p.add_argument(
         "--deadline-s",
-        type=float,
+        type=seconds("--deadline-s", 0, 3600, "20", lo_open=True),
         default=DEFAULT_DEADLINE_S,
         metavar="S",
         help=f"hard limit per host and poll (default {DEFAULT_DEADLINE_S:g})",
     )
     p.add_argument(
         "--connect-timeout-s",
-        type=int,
+        type=number(
+            "--connect-timeout-s", 1, 600, "5", unit="whole seconds", integer=True, seconds=True
+        ),
         default=DEFAULT_CONNECT_TIMEOUT_S,
         metavar="S",
         help=f"ssh ConnectTimeout (default {DEFAULT_CONNECT_TIMEOUT_S})",
     )
     p.add_argument(
         "--ssh-config",
-        type=Path,
+        type=input_file("--ssh-config", "~/.ssh/bot_config", max_bytes=MAX_CONFIG_BYTES),
         metavar="FILE",
         help="an ssh client config for the targets (ssh -F FILE)",
     )
@@ -132,10 +134,6 @@ def render_once(
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.deadline_s <= 3600 or not 1 <= args.connect_timeout_s <= 600:
-        raise BadArgument("--deadline-s must be in (0, 3600] and --connect-timeout-s in 1..600")
-    if args.interval_s < 1:
-        raise BadArgument("--interval-s must be at least 1")
     targets, refusals = load_usage(args.config)
     for r in refusals:
         print(f"vllm-ledger: refused: {r}", file=sys.stderr)
@@ -145,8 +143,6 @@ def run(args: argparse.Namespace) -> int:
         )
     options: list[str] = []
     if args.ssh_config is not None:
-        if not args.ssh_config.is_file():
-            raise BadArgument(f"--ssh-config {args.ssh_config} is not a file")
         options = ["-F", str(args.ssh_config.resolve())]
     fetch = Fetcher(
         ssh_options=options, deadline_s=args.deadline_s, connect_timeout_s=args.connect_timeout_s

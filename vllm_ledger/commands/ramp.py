@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from vllm_ledger.commands._common import number, output_dir, seconds, text, url
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.plan.ramp import find_knee, render_table, run_ramp, write_outputs
+from vllm_ledger.plan.ramp import OUTPUT_NAMES, find_knee, render_table, run_ramp, write_outputs
 
 NAME = "ramp"
 HELP = "drive an OpenAI-compatible server at rising concurrency; chart throughput, TTFT, KV"
@@ -17,19 +17,49 @@ EPILOG = """example:
 """
 
 
-def _concurrency(text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list like 1,2,4,8") from exc
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: give positive integers like 1,2,4,8")
+MAX_CONCURRENCY = 4096  # requests in flight at once (each a connection and a thread)
+MAX_STEPS = 64
+MAX_PROMPT_CHARS = 1_000_000
+
+
+def _concurrency(value: str) -> list[int]:
+    """``--concurrency``: 1 to 64 whole numbers from 1 to 4096, comma-separated."""
+    example = "give whole numbers from 1 to 4096, e.g. --concurrency 1,2,4,8"
+    parts = value.split(",")
+    if len(value) > 1000 or len(parts) > MAX_STEPS:
+        raise BadArgument(
+            f"--concurrency {value[:40]!r}... has too many steps (at most 64): {example}"
+        )
+    step = number("--concurrency", 1, MAX_CONCURRENCY, "8", unit="whole numbers", integer=True)
+    values = [int(step(x)) for x in parts if x.strip()]
+    if not values:
+        raise BadArgument(f"--concurrency {value!r} is empty: {example}")
     return values
 
 
+def _prompt(value: str) -> str:
+    if not value or len(value) > MAX_PROMPT_CHARS:
+        raise BadArgument(
+            f"--prompt is {'empty' if not value else 'longer than 1,000,000 characters'}: "
+            "give a prompt, e.g. --prompt 'Write a story.'"
+        )
+    return value
+
+
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--url", required=True, help="the server's base URL, e.g. http://127.0.0.1:8000")
-    p.add_argument("--model", required=True, metavar="NAME", help="the served model name")
+    p.add_argument(
+        "--url",
+        required=True,
+        type=url("--url", "http://127.0.0.1:8000"),
+        help="the server's base URL, e.g. http://127.0.0.1:8000",
+    )
+    p.add_argument(
+        "--model",
+        required=True,
+        type=text("--model", "qwen3-8b"),
+        metavar="NAME",
+        help="the served model name",
+    )
     p.add_argument(
         "--concurrency",
         type=_concurrency,
@@ -39,35 +69,37 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--duration",
-        type=float,
+        type=seconds("--duration", 0, 3600, "60", lo_open=True),
         default=30.0,
         metavar="S",
         help="seconds each step starts requests for (default 30)",
     )
     p.add_argument(
         "--max-tokens",
-        type=int,
+        type=number("--max-tokens", 1, 1_000_000, "64", unit="tokens", integer=True),
         default=64,
         metavar="N",
         help="output tokens per request (ignore_eos; default 64)",
     )
-    p.add_argument("--prompt", help="the prompt (each request gets a unique prefix)")
+    p.add_argument("--prompt", type=_prompt, help="the prompt (each request gets a unique prefix)")
     p.add_argument(
-        "--metrics-url", metavar="URL", help="the server's /metrics (default URL/metrics)"
+        "--metrics-url",
+        type=url("--metrics-url", "http://127.0.0.1:8000/metrics"),
+        metavar="URL",
+        help="the server's /metrics (default URL/metrics)",
     )
     p.add_argument(
         "--out",
-        type=Path,
-        default=Path("ramp"),
+        type=output_dir("--out", "ramp-2026-11-29", OUTPUT_NAMES),
+        default="ramp",  # a string: argparse checks it as it checks a given one
         metavar="DIR",
-        help="where ramp.png, ramp.html, ramp.json and ramp.csv go (default ./ramp)",
+        help="where ramp.png, ramp.html, ramp.json and ramp.csv go (default ./ramp); "
+        "each a regular file, replaced whole",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.duration <= 0 or args.max_tokens < 1:
-        raise BadArgument("--duration must be above 0 and --max-tokens at least 1")
     extra = {} if args.prompt is None else {"prompt": args.prompt}
     steps = run_ramp(
         args.url,

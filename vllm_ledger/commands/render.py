@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
-from pathlib import Path
 
+from vllm_ledger.commands._common import input_file, output_file
 from vllm_ledger.deploy.host import MODES, load_host, schema_json
 from vllm_ledger.deploy.launch import render_script
 from vllm_ledger.errors import BadArgument, ConfigError
+from vllm_ledger.outfile import write_file
 
 NAME = "render"
 HELP = "write a vLLM launch script (docker run or vllm serve) from a host file"
@@ -22,9 +21,22 @@ The script is only written, never started: review it (git diff), then run it you
 """
 
 
+MAX_HOST_BYTES = 1024 * 1024
+
+
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", type=Path, metavar="HOST.json", help="the host file (JSON)")
-    p.add_argument("--output", metavar="FILE", help="script to write, mode 0755 ('-': stdout)")
+    p.add_argument(
+        "--host",
+        type=input_file("--host", "HOST.json", max_bytes=MAX_HOST_BYTES, what="host file"),
+        metavar="HOST.json",
+        help="the host file (JSON)",
+    )
+    p.add_argument(
+        "--output",
+        type=output_file("--output", "run.sh", stdout=True),
+        metavar="FILE",
+        help="script to write, mode 0755, a regular file replaced whole ('-': stdout)",
+    )
     p.add_argument(
         "--usage",
         action="store_true",
@@ -56,27 +68,11 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(text)
         return 0
-    out = Path(args.output)
-    _write_atomically(out, text)
+    out = args.output
+    write_file(out, text.encode("utf-8"), flag="--output", example="--output run.sh", mode=0o755)
     ledger = "on" if args.usage else "off"
     print(
         f"wrote {out} ({mode} mode, ledger {ledger}); review it, then start it: bash {out}",
         file=sys.stderr,
     )
     return 0
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    if path.is_dir():
-        raise BadArgument(f"--output {path} is a directory: give a file name like run.sh")
-    if not path.parent.is_dir():
-        raise BadArgument(f"--output {path}: folder {path.parent} does not exist: create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import add_roots, add_time, parse_at, roots_of
+from vllm_ledger.commands._common import add_roots, add_time, output_file, port, roots_of, text
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -24,16 +24,28 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_time(p)
     p.add_argument("--json", action="store_true", help="print the schema-1 JSON document")
     p.add_argument("--by", choices=BREAKDOWN_KEYS, help="break every window down by this key")
-    p.add_argument("--instance", type=int, metavar="PORT", help="only the instance on this port")
-    p.add_argument("--model", metavar="NAME", help="only runs serving this model name")
-    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page")
+    p.add_argument(
+        "--instance", type=port("--instance"), metavar="PORT", help="only the instance on this port"
+    )
+    p.add_argument(
+        "--model",
+        type=text("--model", "qwen3-8b"),
+        metavar="NAME",
+        help="only runs serving this model name",
+    )
+    p.add_argument(
+        "--html",
+        type=output_file("--html", "usage.html"),
+        metavar="FILE",
+        help="also write a self-contained HTML page (a regular file; replaced whole)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     with LedgerSet.read(roots_of(args)) as ledgers:  # one read feeds the report and the page
         report = build_report(
             ledgers,
-            at_ts=parse_at(args.at),
+            at_ts=args.at,
             tz=args.tz,
             by=args.by,
             instance=args.instance,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from pathlib import Path
 
 from vllm_ledger.bot.poll import status_command
 from vllm_ledger.bot.validate import check_path, check_python
+from vllm_ledger.commands._common import input_file
 from vllm_ledger.errors import BadArgument, FieldError
 
 NAME = "ssh-key-line"
@@ -21,6 +21,7 @@ EPILOG = """example:
 command whatever the client asks for, so a stolen bot key can only read the status.
 """
 
+MAX_KEY_BYTES = 64 * 1024  # one OpenSSH public key line is at most a few KiB
 _KEY_TYPE = re.compile(
     r"^(?:ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)"
     r"|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com)$"
@@ -82,7 +83,18 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="PATTERNS",
         help="also restrict the key to these source addresses (from=...)",
     )
-    p.add_argument("key_file", type=Path, metavar="KEYFILE.pub", help="the bot's public key")
+    p.add_argument(
+        "key_file",
+        type=input_file(
+            "KEYFILE.pub",
+            "bot_ed25519.pub",
+            max_bytes=MAX_KEY_BYTES,
+            what="key file",
+            hint="pass the bot's .pub key file, e.g. bot_ed25519.pub",
+        ),
+        metavar="KEYFILE.pub",
+        help="the bot's public key",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

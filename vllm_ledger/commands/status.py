@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import add_roots, roots_of
+from vllm_ledger.commands._common import add_roots, add_tz, roots_of
 from vllm_ledger.formats import status as status_format
 from vllm_ledger.read.report import build_report
-from vllm_ledger.read.windows import DEFAULT_TZ
 
 NAME = "status"
 HELP = "print the bounded status JSON for the bot (numbers only, < 4 KiB)"
@@ -21,12 +20,7 @@ This is the only command the poller runs remotely; see `vllm-ledger ssh-key-line
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
-    p.add_argument(
-        "--tz",
-        default=DEFAULT_TZ,
-        metavar="ZONE",
-        help=f"time zone for 'today' (default {DEFAULT_TZ})",
-    )
+    add_tz(p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
-from vllm_ledger.commands._common import add_roots, add_time, parse_at, roots_of
+from vllm_ledger.commands._common import add_roots, add_time, roots_of
+from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.timeline import render_csv, render_json, render_text
-from vllm_ledger.read.timeline import DEFAULT_STEP, DEFAULT_WINDOW, build_timeline
+from vllm_ledger.read.timeline import (
+    DEFAULT_STEP,
+    DEFAULT_WINDOW,
+    MAX_STEPS,
+    build_timeline,
+    parse_duration,
+)
 
 NAME = "timeline"
 HELP = "a window in steps: input, output, cached, hit rate, speed and uncovered time per step"
@@ -17,18 +25,56 @@ EPILOG = """example:
 """
 
 
+MAX_SPAN_S = 100 * 366 * 86400  # a century: no ledger is older (2000-2100)
+
+
+def span(flag: str, *, named: tuple[str, ...] = ()) -> Callable[[str], str]:
+    """``--window``/``--step``: a duration such as 90m, 24h or 7d, at most a century long
+    (``named``: words taken as they are, such as today and total)."""
+
+    def parse(value: str) -> str:
+        value = value.strip()
+        if value in named:
+            return value
+        if len(value) > 24:
+            raise BadArgument(
+                f"{flag} {value[:40]!r} is not a duration: give a number and a unit, e.g. 1h or 7d"
+            )
+        seconds = parse_duration(value, flag)  # one line naming the flag if not a duration
+        if seconds > MAX_SPAN_S:
+            raise BadArgument(f"{flag} {value!r} is longer than a century: give e.g. {flag} 7d")
+        return value
+
+    return parse
+
+
+def check_steps(window: str, step: str) -> None:
+    """Refuse a window that ``step`` would cut into more than MAX_STEPS before any ledger is
+    read (``today`` and ``total`` are checked by the timeline, once their start is known)."""
+    if window in ("today", "total"):
+        return
+    steps = -(-parse_duration(window, "--window") // parse_duration(step, "--step"))
+    if steps > MAX_STEPS:
+        raise BadArgument(
+            f"--window {window} at --step {step} makes {steps} steps: "
+            f"use a larger --step (at most {MAX_STEPS} steps)"
+        )
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
     add_time(p)
     p.add_argument(
         "--window",
         default=DEFAULT_WINDOW,
+        type=span("--window", named=("today", "total")),
         metavar="SPAN",
         help=f"today, total, or a span ending now such as 24h or 7d (default {DEFAULT_WINDOW})",
     )
     p.add_argument(
         "--step",
         default=DEFAULT_STEP,
+        type=span("--step"),
         metavar="SPAN",
         help=f"step length such as 5m, 1h or 1d (default {DEFAULT_STEP})",
     )
@@ -38,8 +84,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_steps(args.window, args.step)
     tl = build_timeline(
-        roots_of(args), window=args.window, step=args.step, at_ts=parse_at(args.at), tz=args.tz
+        roots_of(args), window=args.window, step=args.step, at_ts=args.at, tz=args.tz
     )
     render = render_json if args.json else render_csv if args.csv else render_text
     sys.stdout.write(render(tl))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vllm_ledger.commands._common import add_roots, roots_of
+from vllm_ledger.commands._common import add_roots, roots_of, seconds, text, url
 from vllm_ledger.read.verify import verify
 
 NAME = "verify"
@@ -16,16 +16,27 @@ exit status: 0 match, 1 differences, 2 could not check
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--metrics-url", required=True, metavar="URL", help="vLLM's /metrics URL")
+    p.add_argument(
+        "--metrics-url",
+        required=True,
+        type=url("--metrics-url", "http://127.0.0.1:8000/metrics"),
+        metavar="URL",
+        help="vLLM's /metrics URL",
+    )
     add_roots(p)
     p.add_argument(
         "--wait",
-        type=float,
+        type=seconds("--wait", 0, 600, "10"),
         default=10.0,
         metavar="S",
         help="re-check for up to S seconds while the ledger catches up (default 10)",
     )
-    p.add_argument("--run", metavar="RUN_ID", help="compare this run instead of the newest")
+    p.add_argument(
+        "--run",
+        type=text("--run", "20261129-080000-a1b2"),
+        metavar="RUN_ID",
+        help="compare this run instead of the newest",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

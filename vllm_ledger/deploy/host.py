@@ -6,6 +6,9 @@ its defaults from it, so the documented schema (``vllm-ledger render --print-sch
 checks cannot drift apart. Every refusal is one line naming the key, e.g.
 ``port: 70000 is above the maximum 65535``.
 
+Beyond the schema, no string may hold a control character other than tab and newline, nor a
+bidi or line-separator mark (``_UNSAFE_CHAR``).
+
 The host file never holds the API key itself: ``api_key`` names an environment variable or a
 file that holds it, read by the script when it runs.
 """
@@ -19,12 +22,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.errors import ConfigError, DuplicateKey
+from vllm_ledger.errors import ConfigError
+from vllm_ledger.strictjson import load_file, shown_key
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
 MODES = ("docker", "bare")
+MAX_HOST_FILE_BYTES = 1024 * 1024
+
+# Every pattern describes the WHOLE value and is applied with re.fullmatch (JSON Schema's
+# ECMA-262 reading of ^...$ is the same: "$" never accepts a trailing newline there).
 ENV_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*$"
-ABSOLUTE_PATH_PATTERN = "^/"
+ABSOLUTE_PATH_PATTERN = "^/[^\\x00-\\x1f\\x7f]*$"
+NOT_AN_OPTION_PATTERN = "^[^-][\\s\\S]*$"  # a positional word: "-x" would be read as a flag
+ADDRESS_PATTERN = "^[A-Za-z0-9_.:%][A-Za-z0-9_.:%-]*$"
 
 _POSITIVE_INT: dict[str, Any] = {"type": "integer", "minimum": 1}
 
@@ -51,17 +61,19 @@ SCHEMA: dict[str, Any] = {
         "model": {
             "type": "string",
             "minLength": 1,
-            "pattern": "^[^-]",
+            "pattern": NOT_AN_OPTION_PATTERN,
             "description": "model path or name, the positional argument of `vllm serve`",
         },
         "served_model_name": {
             "type": "string",
             "minLength": 1,
+            "pattern": NOT_AN_OPTION_PATTERN,
             "description": "--served-model-name: the name clients send",
         },
         "host": {
             "type": "string",
             "minLength": 1,
+            "pattern": ADDRESS_PATTERN,
             "default": "0.0.0.0",
             "description": "address to listen on (bare: --host; docker: the address the port "
             "is published on, vLLM listens on 0.0.0.0 inside the container)",
@@ -76,6 +88,7 @@ SCHEMA: dict[str, Any] = {
         "image": {
             "type": "string",
             "minLength": 1,
+            "pattern": NOT_AN_OPTION_PATTERN,
             "description": "docker mode, required: the vLLM OpenAI image, pinned, "
             "e.g. vllm/vllm-openai:v0.32.0",
         },
@@ -155,7 +168,7 @@ SCHEMA: dict[str, Any] = {
         },
         "quantization": {
             "type": "string",
-            "pattern": "^[A-Za-z0-9_-]+$",
+            "pattern": "^[A-Za-z0-9_][A-Za-z0-9_-]*$",
             "description": "--quantization method, e.g. awq, gptq, fp8",
         },
         "shutdown_timeout_seconds": {
@@ -202,6 +215,7 @@ SCHEMA: dict[str, Any] = {
         "ledger_python": {
             "type": "string",
             "minLength": 1,
+            "pattern": NOT_AN_OPTION_PATTERN,
             "default": "python3",
             "description": "with --usage and ledger_code_dir: the Python that runs the bundle "
             "step on the host (standard library only)",
@@ -302,19 +316,11 @@ def schema_json() -> str:
 def load_host(path: Path) -> Host:
     """Read and validate a host file; any problem is one ConfigError line naming the key."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = load_file(path, max_bytes=MAX_HOST_FILE_BYTES, what=f"host file {path}")
     except FileNotFoundError as exc:
         raise ConfigError(f"host file {path} not found", hint="pass --host HOST.json") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"host file {path} could not be read: {exc}") from exc
-    try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"host file {path} is not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from exc
-    except DuplicateKey as exc:
-        raise ConfigError(f"host file {path}: {exc.key}: key given twice", key=exc.key) from exc
+    except OSError as exc:
+        raise ConfigError(f"host file {path} could not be read: {exc.strerror}") from exc
     try:
         return parse_host(data)
     except ConfigError as exc:
@@ -366,8 +372,44 @@ def parse_host(data: Any) -> Host:
     )
 
 
+def host_data(host: Host) -> dict[str, Any]:
+    """The host file a ``Host`` stands for, defaults written out (``parse_host``'s inverse)."""
+    data: dict[str, Any] = {
+        "mode": host.mode,
+        "model": host.model,
+        "gpus": host.gpus if isinstance(host.gpus, str) else list(host.gpus),
+        "volumes": [
+            {"host": v.host, "container": v.container, "read_only": v.read_only}
+            for v in host.volumes
+        ],
+        "extra_args": list(host.extra_args),
+        "extra_env": dict(host.extra_env),
+    }
+    for key in SCHEMA["properties"]:
+        if key not in data and key not in ("$schema", "api_key"):
+            value = getattr(host, key)
+            if value is not None:
+                data[key] = value
+    api_key = {"env": host.api_key_env, "file": host.api_key_file}
+    api_key = {k: v for k, v in api_key.items() if v is not None}
+    if api_key:
+        data["api_key"] = api_key
+    return data
+
+
+def check_values(host: Host) -> None:
+    """Check every value of ``host`` against the schema again, however the Host was built:
+    what reaches a script is exactly what a host file may hold."""
+    data = host_data(host)
+    if len(data["extra_env"]) != len(host.extra_env):
+        raise ConfigError("extra_env: a name given twice", key="extra_env")
+    validate(data, SCHEMA, "")
+    _check_extras(data)
+
+
 def check_for(host: Host, mode: str, usage: bool) -> None:
-    """The checks that depend on how the host file is rendered."""
+    """The checks that depend on how the host file is rendered (after ``check_values``)."""
+    check_values(host)
     if mode not in MODES:
         raise ConfigError(f"mode: {mode!r} is not one of docker, bare", key="mode")
     if mode == "docker":
@@ -425,7 +467,8 @@ def _check_extras(data: dict[str, Any]) -> None:
     for name in data.get("extra_env", {}):
         if name.startswith(_FORBIDDEN_ENV_PREFIX):
             raise ConfigError(
-                f"extra_env.{name}: ledger settings come from --usage, not from extra_env",
+                f"extra_env.{shown_key(name)}: ledger settings come from --usage, "
+                "not from extra_env",
                 key="extra_env",
             )
         if name == "VLLM_API_KEY":
@@ -456,6 +499,14 @@ _TYPE_WORDS = {
 }
 
 
+# Never in a host-file string: control characters but tab and newline (a newline is quoted like
+# any other character), and the bidi and line-separator marks that make a terminal show
+# something other than what the script holds.
+_UNSAFE_CHAR = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
 def _is_type(value: Any, name: str) -> bool:
     if isinstance(value, bool) and name != "boolean":
         return False
@@ -463,8 +514,10 @@ def _is_type(value: Any, name: str) -> bool:
 
 
 def _show(value: Any) -> str:
+    """A value as one safe line: JSON, with anything unprintable (bidi overrides, U+2028, ...)
+    escaped as \\uXXXX."""
     text = json.dumps(value, ensure_ascii=False)
-    text = text.replace("\n", "\\n")
+    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -494,12 +547,18 @@ def validate(value: Any, schema: dict[str, Any], where: str) -> None:
     if t is not None and not _is_type(value, t):
         fail(f"must be {_TYPE_WORDS[t]}, not {_show(value)}")
     if isinstance(value, str):
-        if "\x00" in value:
-            fail("contains a NUL character")
+        bad = _UNSAFE_CHAR.search(value)
+        if bad is not None:
+            c = bad.group()
+            fail(
+                "contains a NUL character"
+                if c == "\x00"
+                else f"contains the character U+{ord(c):04X}"
+            )
         if len(value) < schema.get("minLength", 0):
             fail("must not be empty")
         pattern = schema.get("pattern")
-        if pattern is not None and not re.search(pattern, value):
+        if pattern is not None and not re.fullmatch(pattern, value):
             fail(f"{_show(value)} {_pattern_words(pattern)}")
     if _is_type(value, "number"):
         if "minimum" in schema and value < schema["minimum"]:
@@ -521,19 +580,20 @@ def _validate_object(value: dict[str, Any], schema: dict[str, Any], where: str, 
     extra = schema.get("additionalProperties", True)
     names = schema.get("propertyNames")
     for key, item in value.items():
+        path = f"{prefix}{shown_key(key)}"
         if names is not None:
-            validate(key, {"type": "string", **names}, f"{prefix}{key}")
+            validate(key, {"type": "string", **names}, path)
         if key in props:
-            validate(item, props[key], f"{prefix}{key}")
+            validate(item, props[key], path)
         elif extra is False:
             allowed = sorted(k for k in props if not k.startswith("$"))
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {close[0]}?" if close else f"allowed: {', '.join(allowed)}"
             if "x-unknown-key-note" in schema:
                 hint += f"; {schema['x-unknown-key-note']}"
-            raise ConfigError(f"{prefix}{key}: unknown key ({hint})", key=f"{prefix}{key}")
+            raise ConfigError(f"{path}: unknown key ({hint})", key=path)
         elif isinstance(extra, dict):
-            validate(item, extra, f"{prefix}{key}")
+            validate(item, extra, path)
     for key in schema.get("required", []):
         if key not in value:
             raise ConfigError(f"{prefix}{key}: required", key=f"{prefix}{key}")
@@ -545,16 +605,8 @@ def _validate_object(value: dict[str, Any], schema: dict[str, Any], where: str, 
 
 def _pattern_words(pattern: str) -> str:
     return {
-        ABSOLUTE_PATH_PATTERN: "must be an absolute path",
-        ENV_NAME_PATTERN: "is not an environment variable name",
-        "^[^-]": "must not start with '-'",
+        ABSOLUTE_PATH_PATTERN: "must be an absolute path without control characters",
+        ENV_NAME_PATTERN: "is not an environment variable name (letters, digits, _)",
+        NOT_AN_OPTION_PATTERN: "must not start with '-'",
+        ADDRESS_PATTERN: "is not an address or host name",
     }.get(pattern, f"does not match {pattern}")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise DuplicateKey(k)
-        out[k] = v
-    return out

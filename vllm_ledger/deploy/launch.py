@@ -21,11 +21,13 @@ shell in the script is fixed text written here.
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass
 
 from vllm_ledger import __version__
-from vllm_ledger.deploy.host import Host, check_for
+from vllm_ledger.deploy.host import ENV_NAME_PATTERN, Host, check_for
+from vllm_ledger.errors import ConfigError
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
 PLUGIN_SUBDIR = "ledger-plugin"
@@ -49,6 +51,14 @@ Word = str | Raw
 
 def q(word: Word) -> str:
     return word.text if isinstance(word, Raw) else shlex.quote(word)
+
+
+def env_name(name: str, key: str = "extra_env") -> str:
+    """``name`` if it is a POSIX environment variable name (the whole of it), else ConfigError:
+    a name is written unquoted (``export NAME=``, ``${NAME:?}``), so it is checked right here."""
+    if not re.fullmatch(ENV_NAME_PATTERN, name):
+        raise ConfigError(f"{key}: {name!a} is not an environment variable name", key=key)
+    return name
 
 
 def plugin_dir(host: Host) -> str:
@@ -148,13 +158,13 @@ def _bare_env(host: Host) -> list[str]:
         lines.append(f"export CUDA_VISIBLE_DEVICES={q(devices)}")
     elif isinstance(host.gpus, tuple):
         lines.append("export CUDA_VISIBLE_DEVICES=''")
-    lines += [f"export {name}={q(value)}" for name, value in host.extra_env]
+    lines += [f"export {env_name(name)}={q(value)}" for name, value in host.extra_env]
     return [*lines, ""] if lines else []
 
 
 def _api_key(host: Host) -> list[str]:
     if host.api_key_env:
-        name = host.api_key_env
+        name = env_name(host.api_key_env, "api_key.env")
         return [
             f"# API key: read from ${name} now, given to vLLM as VLLM_API_KEY (never in argv).",
             f'VLLM_API_KEY="${{{name}:?the API key variable {name} is not set}}"',
@@ -211,6 +221,7 @@ def _usage_setup(host: Host, mode: str) -> list[str]:
 
 def docker_run_words(host: Host, usage: bool) -> list[list[Word]]:
     """The ``docker run`` command as groups of words (one group per script line)."""
+    assert host.image is not None and not host.image.startswith("-"), "check_for first"
     groups: list[list[Word]] = [["docker", "run", "--detach"], ["--name", host.name]]
     if usage:
         groups.append(["--hostname", Raw('"${HOSTNAME}"')])
@@ -239,9 +250,8 @@ def docker_run_words(host: Host, usage: bool) -> list[list[Word]]:
         env["VLLM_LEDGER_WRITERS"] = str(host.api_server_count)
         env["VLLM_LEDGER_PORT"] = str(host.port)
     for name in sorted(env):
-        groups.append(["--env", f"{name}={env[name]}"])
+        groups.append(["--env", f"{env_name(name)}={env[name]}"])
     groups.append(["--entrypoint", "vllm"])
-    assert host.image is not None
     groups.append([host.image])
     args = serve_args(host, mode="docker", usage=usage)
     groups.append([*args[:2]])

@@ -16,16 +16,14 @@ import html
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.formats.text import duration
+from vllm_ledger.outfile import write_file
 from vllm_ledger.read.page import Page
 from vllm_ledger.read.report import BreakdownRow, Report, WindowReport
 from vllm_ledger.read.timeline import CAUSE_TEXT, CAUSES, Timeline
@@ -109,23 +107,10 @@ svg text { font: 11px system-ui, sans-serif; fill: #444; }
 
 
 def write(page: Page, path: str | os.PathLike[str]) -> None:
-    """Write ``page`` to ``path`` (atomically: a reader never sees half)."""
-    _write_atomic(Path(path), render(page.report, page.timeline, page.instances))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise BadArgument(f"--html {path}: folder {folder} does not exist; create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``page`` to ``path``: only as a regular file (a directory, FIFO or device there is
+    refused with one line), and atomically: a reader never sees half."""
+    text = render(page.report, page.timeline, page.instances)
+    write_file(path, text.encode("utf-8"), flag="--html", example="--html usage.html")
 
 
 # ---- rendering (pure) ------------------------------------------------------------------------

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from vllm_ledger.errors import StatusParseError
+from vllm_ledger import strictjson
+from vllm_ledger.errors import ConfigError, StatusParseError
 from vllm_ledger.read.coverage import PROBLEM_CODES
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.windows import WINDOW_NAMES
@@ -37,6 +38,7 @@ MAX_CLOCK_TS = 10**10  # 2286
 MAX_SPEED = 10**9  # tokens per second
 MAX_TZ_OFFSET_S = 18 * 3600
 MAX_NUMBER_CHARS = 32  # no numeral in a valid document is longer
+STATUS_MAX_DEPTH = 8  # a valid document nests four deep (windows -> a window -> problems)
 
 
 @dataclass(frozen=True)
@@ -136,10 +138,6 @@ def render(report: Report) -> str:
 # ---- parsing (remote bytes) -----------------------------------------------------------
 
 
-def _reject_constant(name: str) -> Any:
-    raise StatusParseError(f"non-finite number {name[:16]!r}")
-
-
 def _parse_float(text: str) -> float:
     if len(text) > MAX_NUMBER_CHARS:
         raise StatusParseError("number too long")
@@ -153,15 +151,6 @@ def _parse_int(text: str) -> int:
     if len(text) > MAX_NUMBER_CHARS:
         raise StatusParseError("number too long")
     return int(text)
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise StatusParseError("duplicate key")
-        out[k] = v
-    return out
 
 
 def _obj(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -244,19 +233,17 @@ def _loads(data: bytes) -> Any:
         raise StatusParseError("not ASCII") from exc
     if any(c < " " and c not in "\n\r\t" for c in text):
         raise StatusParseError("control character")
-    parse_constant: Callable[[str], Any] = _reject_constant
     try:
-        return json.loads(
+        return strictjson.loads(
             text,
+            max_bytes=len(data),  # the caller has bounded the bytes
+            what="status",
+            max_depth=STATUS_MAX_DEPTH,
             parse_float=_parse_float,
             parse_int=_parse_int,
-            parse_constant=parse_constant,
-            object_pairs_hook=_unique_pairs,
         )
-    except StatusParseError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        raise StatusParseError("not JSON") from exc
+    except ConfigError as exc:
+        raise StatusParseError(exc.what) from exc
 
 
 def parse(data: bytes, max_bytes: int = 64 * 1024) -> StatusDoc:

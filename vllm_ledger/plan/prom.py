@@ -5,22 +5,55 @@ Standard library only. Every failure is a ``RemoteError`` naming the URL and wha
 
 from __future__ import annotations
 
-import json
 import math
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 
-from vllm_ledger.errors import RemoteError
+from vllm_ledger.errors import ConfigError, RemoteError
+from vllm_ledger.strictjson import loads
 
 Fetch = Callable[[str], bytes]
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+DEADLINE_S = 30.0
 
 
-def http_get(url: str, timeout_s: float = 10.0) -> bytes:
+def http_get(
+    url: str,
+    timeout_s: float = 10.0,
+    *,
+    max_bytes: int = MAX_ANSWER_BYTES,
+    deadline_s: float = DEADLINE_S,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> bytes:
+    """The body at ``url``: at most ``max_bytes``, read within ``deadline_s`` in all (a server
+    that drips its answer is cut at the deadline, whatever the pace); ``timeout_s`` bounds
+    each socket operation, the connection and the headers included."""
+    deadline = monotonic() + deadline_s
+    chunks: list[bytes] = []
+    size = 0
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as r:
-            return bytes(r.read())
+        with urllib.request.urlopen(url, timeout=min(timeout_s, deadline_s)) as r:
+            while True:
+                if monotonic() > deadline:
+                    raise RemoteError(
+                        f"{url} did not answer within {deadline_s:g} s",
+                        url,
+                        hint="check that Prometheus is up and not overloaded",
+                    )
+                chunk = r.read1(65536)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > max_bytes:
+                    raise RemoteError(
+                        f"{url} answered more than {max_bytes // (1 << 20)} MiB",
+                        url,
+                        hint="narrow the query",
+                    )
     except (urllib.error.URLError, OSError, ValueError) as exc:
         msg = f"cannot read {url}: {exc}; check the URL and that it is up"
         raise RemoteError(msg, url) from exc
@@ -36,20 +69,25 @@ def instant_query(
     url = base_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode(params)
     raw = fetch(url)
     try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        raise RemoteError(f"{base_url} did not answer a Prometheus query with JSON", url) from exc
+        doc = loads(raw, max_bytes=MAX_ANSWER_BYTES, what=f"{base_url}'s answer")
+    except ConfigError as exc:
+        raise RemoteError(
+            f"{base_url} did not answer a Prometheus query with JSON it can trust: {exc.what}", url
+        ) from exc
+    if not isinstance(doc, dict):
+        raise RemoteError(f"{base_url} did not answer a Prometheus query with an object", url)
     if doc.get("status") != "success":
         raise RemoteError(f"Prometheus at {base_url} refused {expr!r}: {doc.get('error')}", url)
-    data = doc.get("data", {})
+    data = doc.get("data")
+    data = data if isinstance(data, dict) else {}
     result = data.get("result", [])
     if data.get("resultType") == "scalar":
         result = [{"value": result}]
     out: list[float] = []
-    for item in result:
+    for item in result if isinstance(result, list) else []:
         try:
             v = float(item["value"][1])
-        except (KeyError, IndexError, TypeError, ValueError):
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError):
             continue
         if not math.isnan(v):
             out.append(v)

@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import MissingExtra, RemoteError
+from vllm_ledger.outfile import write_file
 from vllm_ledger.promtext import has_metric, parse_samples, sum_metric
+from vllm_ledger.strictjson import loads
 
 PROMPT_COUNTER = "vllm:prompt_tokens_total"
 OUTPUT_COUNTER = "vllm:generation_tokens_total"
@@ -296,15 +298,22 @@ def render_html(steps: Sequence[StepResult], knee: Knee | None, title: str, svg:
     )
 
 
+OUTPUT_NAMES = tuple(f"ramp.{k}" for k in ("png", "html", "json", "csv"))
+
+
 def write_outputs(
     steps: Sequence[StepResult], knee: Knee | None, out_dir: Path, title: str
 ) -> dict[str, Path]:
-    """ramp.png, ramp.html (self-contained, inline SVG), ramp.json and ramp.csv."""
+    """ramp.png, ramp.html (self-contained, inline SVG), ramp.json and ramp.csv.
+
+    Each is written whole and only as a regular file: a directory, FIFO or device already
+    at one of those names is refused with one line (``outfile.write_file``).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     fig = figure(steps, knee, title)
-    paths = {k: out_dir / f"ramp.{k}" for k in ("png", "html", "json", "csv")}
-    fig.savefig(paths["png"], format="png")
-    paths["html"].write_text(render_html(steps, knee, title, svg_of(fig)))
+    paths = {name.split(".")[1]: out_dir / name for name in OUTPUT_NAMES}
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
     doc = {
         "title": title,
         "knee": None if knee is None else asdict(knee),
@@ -312,11 +321,18 @@ def write_outputs(
             {**asdict(s), "throughput_tokens_per_s": s.throughput_tokens_per_s} for s in steps
         ],
     }
-    paths["json"].write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
-    with paths["csv"].open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(COLUMNS)
-        w.writerows(table_rows(steps))
+    table = io.StringIO(newline="")
+    w = csv.writer(table)
+    w.writerow(COLUMNS)
+    w.writerows(table_rows(steps))
+    data = {
+        "png": png.getvalue(),
+        "html": render_html(steps, knee, title, svg_of(fig)).encode("utf-8"),
+        "json": (json.dumps(doc, indent=2, allow_nan=False) + "\n").encode("utf-8"),
+        "csv": table.getvalue().encode("utf-8"),
+    }
+    for key, path in paths.items():
+        write_file(path, data[key], flag="--out", example="--out ramp-2026-11-29")
     return paths
 
 
@@ -401,7 +417,7 @@ def one_request(client: Any, url: str, body: dict[str, Any]) -> RequestResult:
             for line in r.iter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
-                chunk = json.loads(line[6:])
+                chunk = loads(line[6:], max_bytes=1 << 20, what="an SSE chunk")
                 if chunk.get("choices"):
                     last = time.monotonic()
                     if first is None:
@@ -615,6 +631,7 @@ def _with_bar(
 
 
 __all__ = [
+    "OUTPUT_NAMES",
     "Knee",
     "RequestResult",
     "StepResult",

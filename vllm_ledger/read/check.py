@@ -17,7 +17,7 @@ from pathlib import Path
 
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Unseen, discover
-from vllm_ledger.read.snapshot import read_ledger
+from vllm_ledger.read.snapshot import LedgerSnapshot, read_ledger
 from vllm_ledger.write import store
 
 
@@ -51,7 +51,16 @@ def _bad_values(path: Path, busy_timeout_s: float) -> str | None:
     return None
 
 
-def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVerdict:
+def check_file(
+    path: Path,
+    now_ts: float,
+    busy_timeout_s: float = 2.0,
+    *,
+    snap: LedgerSnapshot | None = None,
+    latest_run: bool = True,
+) -> FileVerdict:
+    """One file's verdict. ``snap``: its snapshot if already read; ``latest_run``: whether its
+    run is its instance's newest (a silent writer of an older run was replaced: it crashed)."""
     try:  # never open a FIFO, socket or device named like a ledger
         if not stat.S_ISREG(os.stat(path).st_mode):
             return FileVerdict(path, False, "unreadable", "not a regular file")
@@ -60,7 +69,8 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
     # A file a writer claimed and never committed to (killed at start): nothing in it to lose,
     # its run shows the writer missing; the report calls it empty. Not damage, unless its
     # marker says commits were made.
-    snap = read_ledger(path, now_ts=now_ts, busy_timeout_s=busy_timeout_s)
+    if snap is None:
+        snap = read_ledger(path, now_ts=now_ts, busy_timeout_s=busy_timeout_s)
     if snap.status in ("empty", "starting"):
         return FileVerdict(path, True, "ok", f"{snap.status}: {snap.detail} (never committed)")
     # The file's own header first: quick_check alone passes when page 1 comes from the -wal.
@@ -86,14 +96,16 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
         )
     last = snap.last_proof_ts
     state = writer_state.writer_state(
-        clean_close_ts=snap.clean_close_ts, last_proof_ts=last, at_ts=now_ts, latest_run=True
+        clean_close_ts=snap.clean_close_ts, last_proof_ts=last, at_ts=now_ts, latest_run=latest_run
     )
     if state == "closed":
         return FileVerdict(path, True, "ok", f"{who}: closed cleanly, seq {snap.last_seq}")
     if state == "alive":
         return FileVerdict(path, True, "ok", f"{who}: alive, seq {snap.last_seq}")
     age = "never" if last is None else f"{now_ts - last:.0f} s ago"
-    if not writer_state.finished(clean_close_ts=None, last_proof_ts=last, at_ts=now_ts):
+    if state == "stale" and not writer_state.finished(
+        clean_close_ts=None, last_proof_ts=last, at_ts=now_ts
+    ):
         # Silent past the stale limit, not yet long enough to call it gone: frozen, wedged,
         # failing to commit, or dead (its next run's start, or an hour, will tell).
         return FileVerdict(
@@ -114,8 +126,44 @@ def check_file(path: Path, now_ts: float, busy_timeout_s: float = 2.0) -> FileVe
 def check(roots: Sequence[Path], clock: Callable[[], float] = time.time) -> list[FileVerdict]:
     now = clock()
     unseen: list[Unseen] = []
-    verdicts = [check_file(f.path, now) for f in discover(roots, unseen)]
+    found = [f.path for f in discover(roots, unseen)]
+    snaps = {p: read_ledger(p, now_ts=now) for p in found if _regular(p)}
+    latest = _latest_runs(list(snaps.values()))
+    verdicts = [
+        check_file(
+            p,
+            now,
+            snap=snaps.get(p),
+            latest_run=p not in snaps or snaps[p].run_id in latest,
+        )
+        for p in found
+    ]
     for u in unseen:  # a folder it cannot list may hide ledgers: never "all sound"
         kind = "denied" if isinstance(u.error, PermissionError) else "unreadable"
         verdicts.append(FileVerdict(u.path, False, kind, f"cannot list: {u.error.strerror}"))
     return verdicts
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _latest_runs(snaps: Sequence[LedgerSnapshot]) -> set[str]:
+    """The newest run of each instance (by its first proof), as the report's coverage sees it:
+    a silent writer of any other run was replaced by a later launch."""
+    newest: dict[str, tuple[float, str]] = {}
+    for s in snaps:
+        if not s.ok or not s.spans:
+            continue
+        start = min(a for a, _b in s.spans)
+        key = s.instance.key
+        cur = newest.get(key)
+        if cur is None or (start, s.run_id) > cur:
+            newest[key] = (start, s.run_id)
+    runs = {run for _start, run in newest.values()}
+    # A run none of whose files has a proof yet is as new as can be.
+    runs |= {s.run_id for s in snaps if s.ok and not s.spans}
+    return runs

@@ -118,7 +118,7 @@ class Report:
 def resolve_tz(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # "America" is a directory
         raise BadArgument(
             f"unknown time zone {name!r}: use an IANA name such as Asia/Shanghai"
         ) from exc

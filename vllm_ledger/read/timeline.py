@@ -153,6 +153,14 @@ def build_timeline(
         start, cutoff = window_bounds(window, model_at.cutoff_at(at), tz, model_at.first_record_ts)
         offset = datetime.fromtimestamp(cutoff, zone).utcoffset()
         offset_s = int(offset.total_seconds()) if offset is not None else 0
+        # Counted before the edges are made: `total` at --step 1s on a ledger years old would
+        # otherwise build 10^8 edges first.
+        least = (cutoff - start) // step_seconds  # a window holds at least this many steps
+        if least > MAX_STEPS:
+            raise BadArgument(
+                f"--window {window} at --step {step} makes at least {least} steps: "
+                f"use a larger --step (at most {MAX_STEPS} steps)"
+            )
         edges = step_edges(start, cutoff, step_seconds, offset_s)
         if len(edges) - 1 > MAX_STEPS:
             raise BadArgument(

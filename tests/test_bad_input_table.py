@@ -1,0 +1,487 @@
+"""The bad-input table: every command and flag with its bad values.
+
+Each row is (argv, exit code, a substring of the one line). Every row must end with that exit
+code and exactly one line on stderr, ``vllm-ledger: error: ...``, holding the substring,
+printable (no escape reaches the terminal), with no traceback and no "internal error" (the
+CLI's last-resort line for a bug), within DEADLINE_S = 20 seconds: a SIGALRM hang guard fails a
+row that takes longer instead of hanging the suite. A row for a numeric flag also asserts that
+the line names the flag and gives an example (``e.g.``).
+
+Rows run in-process through ``vllm_ledger.cli.main`` so the table is fast; a few run the real
+``python -m vllm_ledger`` to show the same line end to end. Commands that talk to a remote are
+pointed at a closed port on 127.0.0.1 (refused at once) and otherwise only have their flags
+checked. Nothing here needs the network, a GPU or root.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from tests.conftest import REPO
+from vllm_ledger.cli import main
+
+DEADLINE_S = 20
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHnPOYPU6RUqDm43PC0TF4ZzHKrHLi3xHA0SmNX8mK0r bot@notify"
+PRICES = (
+    "--electricity-price=1",
+    "--hardware-price=20000",
+    "--lifetime-years=3",
+    "--ops-per-hour=0.1",
+)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+CLOSED = f"http://127.0.0.1:{_closed_port()}"
+
+# The least each command needs to get as far as parsing the flag under test.
+BASE: dict[str, tuple[str, ...]] = {
+    "advise": ("advise", "--metrics-url", f"{CLOSED}/metrics"),
+    "bundle": ("bundle", "{new}"),
+    "check": ("check", "--root", "{root}"),
+    "compact": ("compact", "--root", "{root}"),
+    "cost": ("cost", "--root", "{root}"),
+    "exporter": ("exporter", "--root", "{root}"),
+    "observability": ("observability", "{new}"),
+    "poll": ("poll", "--config", "{file}"),
+    "ramp": ("ramp", "--url", CLOSED, "--model", "m", "--out", "{new}"),
+    "render": ("render", "--print-schema"),
+    "report": ("report", "--root", "{root}"),
+    "ssh-key-line": ("ssh-key-line", "--code-dir", "/srv/a", "--data-dir", "/srv/b", "{key}"),
+    "status": ("status", "--root", "{root}"),
+    "timeline": ("timeline", "--root", "{root}"),
+    "verify": ("verify", "--metrics-url", f"{CLOSED}/metrics", "--root", "{root}"),
+}
+
+# (command, flag, a value in milliseconds that is in range once divided by 1000, or None,
+#  whole numbers only)
+NUMERIC: list[tuple[str, str, str | None, bool]] = [
+    ("advise", "--sample-seconds", "30000", False),
+    ("advise", "--interval", "15000", False),
+    ("advise", "--range", "1800000000", False),
+    ("advise", "--power-limit-watts", None, False),
+    ("advise", "--ttft-p99-seconds", "3000", False),
+    ("cost", "--power-watts", None, False),
+    ("cost", "--electricity-price", None, False),
+    ("cost", "--hardware-price", None, False),
+    ("cost", "--lifetime-years", None, False),
+    ("cost", "--ops-per-hour", None, False),
+    ("cost", "--cloud-input-price", None, False),
+    ("cost", "--cloud-output-price", None, False),
+    ("cost", "--cloud-cached-price", None, False),
+    ("exporter", "--port", None, True),
+    ("observability", "--kv-cache-threshold", None, False),
+    ("observability", "--gpu-mem-threshold", None, False),
+    ("observability", "--ttft-p99-seconds", "3000", False),
+    ("observability", "--queue-waiting", None, False),
+    ("observability", "--ledger-uncovered-seconds", "3600000", False),
+    ("poll", "--interval-s", "3600000", False),
+    ("poll", "--deadline-s", "20000", False),
+    ("poll", "--connect-timeout-s", "5000", True),
+    ("ramp", "--duration", "60000", False),
+    ("ramp", "--max-tokens", None, True),
+    ("report", "--instance", None, True),
+    ("verify", "--wait", "10000", False),
+]
+
+BAD_NUMBERS = {
+    "nan": "is not finite",
+    "inf": "is not finite",
+    "-inf": "is not finite",
+    "NaN": "is not finite",
+    "-1": "is out of range",
+    "1e308": "is out of range",
+    "1e999": "is not finite",
+    "abc": "is not a number",
+    "": "is not a number",
+    "0x10": "is not a number",
+}
+
+Row = tuple[str, tuple[str, ...], int, str]
+
+
+def _numeric_rows() -> Iterator[Row]:
+    for command, flag, ms, integer in NUMERIC:
+        for value, says in BAD_NUMBERS.items():
+            yield (f"{command} {flag}={value}", (*BASE[command], f"{flag}={value}"), 2, says)
+        if ms is not None:
+            argv = (*BASE[command], f"{flag}={ms}")
+            yield (f"{command} {flag}={ms}", argv, 2, "looks like milliseconds: give seconds")
+        if integer:
+            yield (f"{command} {flag}=1.5", (*BASE[command], f"{flag}=1.5"), 2, "whole number")
+
+
+def _unknown_flag_rows() -> Iterator[Row]:
+    for command, base in BASE.items():
+        yield (
+            f"{command} unknown flag",
+            (*base, "--no-such-flag"),
+            2,
+            f"unrecognized arguments: --no-such-flag: see vllm-ledger {command} --help",
+        )
+
+
+AT_BAD = {
+    "1796065409000": "looks like milliseconds: give seconds, e.g. --at 1796065409",
+    "nan": "is not a time",
+    "inf": "is not a time",
+    "-inf": "is not a time",
+    "-5": "is outside 2000-2100",
+    "1e308": "is outside 2000-2100",
+    "2026-11-29T08:00:00": "has no UTC offset",
+    "0001-01-01T00:00:00+14:00": "is outside 2000-2100",
+    "yesterday": "is not a time",
+    "": "is not a time",
+}
+TZ_BAD = ["Mars/Base", "America", "", "../../etc/passwd", "/etc/localtime", "UTC\n", "a" * 300]
+
+
+def _time_rows() -> Iterator[Row]:
+    for command in ("report", "timeline", "cost"):
+        for value, says in AT_BAD.items():
+            yield (f"{command} --at={value}", (*BASE[command], f"--at={value}"), 2, says)
+    for command in ("report", "timeline", "cost", "status", "exporter"):
+        for value in TZ_BAD:
+            argv = (*BASE[command], f"--tz={value}")
+            yield (f"{command} --tz={value[:20]!r}", argv, 2, "is not a known time zone")
+
+
+SPANS_BAD = {
+    ("--window", "0h"): "--window '0h' is not a duration",
+    ("--window", "1y"): "--window '1y' is not a duration",
+    ("--window", "nan"): "--window 'nan' is not a duration",
+    ("--window", "-1h"): "--window '-1h' is not a duration",
+    ("--window", "1.5h"): "--window '1.5h' is not a duration",
+    ("--window", "99999999999999w"): "is longer than a century",
+    ("--window", "9" * 5000 + "d"): "is not a duration",
+    ("--step", "0s"): "--step '0s' is not a duration",
+    ("--step", "inf"): "--step 'inf' is not a duration",
+    ("--step", "1h30m"): "--step '1h30m' is not a duration",
+    ("--step", "40000d"): "is longer than a century",
+}
+
+
+def _timeline_rows() -> Iterator[Row]:
+    for (flag, value), says in SPANS_BAD.items():
+        argv = (*BASE["timeline"], f"{flag}={value}")
+        yield (f"timeline {flag}={value[:20]}", argv, 2, says)
+    yield (
+        "timeline 30d in 1s steps",
+        (*BASE["timeline"], "--window", "30d", "--step", "1s"),
+        2,
+        "makes 2592000 steps: use a larger --step (at most 5000 steps)",
+    )
+    yield (
+        "timeline 100 years in 1s steps",
+        (*BASE["timeline"], "--window", "36500d", "--step", "1s"),
+        2,
+        "use a larger --step",
+    )
+
+
+def _root_rows() -> Iterator[Row]:
+    commands = {
+        "report": ("report",),
+        "timeline": ("timeline",),
+        "status": ("status",),
+        "check": ("check",),
+        "compact": ("compact",),
+        "exporter": ("exporter",),
+        "cost": ("cost", "--power-watts=300", *PRICES),
+        "verify": ("verify", "--metrics-url", f"{CLOSED}/metrics"),
+    }
+    for command, argv in commands.items():
+        for what, root in (("missing", "{missing}"), ("a file", "{file}"), ("a FIFO", "{fifo}")):
+            yield (
+                f"{command} root is {what}",
+                (*argv, "--root", root),
+                2,
+                "is not a directory: pass --root DIR where the ledgers are",
+            )
+
+
+def _output_rows() -> Iterator[Row]:
+    render = ("render", "--host", "{file}", "--output")
+    report = ("report", "--root", "{root}", "--html")
+    ramp = ("ramp", "--url", CLOSED, "--model", "m", "--out")
+    for argv, flag in ((render, "--output"), (report, "--html")):
+        cmd = argv[0]
+        yield (f"{cmd} {flag} a directory", (*argv, "{dir}"), 2, f"{flag} {{dir}} is a directory")
+        yield (f"{cmd} {flag} a FIFO", (*argv, "{fifo}"), 2, f"{flag} {{fifo}} is a FIFO")
+        yield (f"{cmd} {flag} /dev/null", (*argv, "/dev/null"), 2, "is a character device")
+        yield (f"{cmd} {flag} a link to a FIFO", (*argv, "{fifo_link}"), 2, "is a FIFO")
+        yield (f"{cmd} {flag} no folder", (*argv, "{missing}/x"), 2, "does not exist")
+        yield (f"{cmd} {flag} ''", (*argv, ""), 2, "is not a file name")
+    yield ("ramp --out a file", (*ramp, "{file}"), 2, "--out {file} is a file, not a folder")
+    yield ("ramp --out a FIFO", (*ramp, "{fifo}"), 2, "is a FIFO, not a folder")
+    yield ("ramp --out /dev/null", (*ramp, "/dev/null"), 2, "is a character device")
+    yield ("ramp --out holds a FIFO", (*ramp, "{ramp_fifo}"), 2, "ramp.html is a FIFO")
+    yield ("ramp --out holds a dir", (*ramp, "{ramp_dir}"), 2, "ramp.png is a directory")
+    obs = ("observability",)
+    yield ("observability OUT_DIR a file", (*obs, "{file}"), 2, "is a file, not a folder")
+    yield ("observability OUT_DIR a FIFO", (*obs, "{fifo}"), 2, "is a FIFO, not a folder")
+    yield ("observability holds a FIFO", (*obs, "{obs_fifo}"), 2, "prometheus.yml is a FIFO")
+
+
+def _input_file_rows() -> Iterator[Row]:
+    files = {
+        "render --host": ("render", "--output", "-", "--host"),
+        "poll --config": ("poll", "--config"),
+        "poll --ssh-config": ("poll", "--config", "{file}", "--ssh-config"),
+        "cost --config": ("cost", "--root", "{root}", "--config"),
+        "advise --snapshot": ("advise", "--snapshot", "{file}", "--snapshot"),
+        "ssh-key-line KEYFILE": ("ssh-key-line", "--code-dir", "/a", "--data-dir", "/b"),
+    }
+    cases = {
+        "{fifo}": "is a FIFO, not a regular file",
+        "{dir}": "is a directory, not a regular file",
+        "/dev/zero": "is a character device, not a regular file",
+        "{missing}": "not found",
+        "{big}": "is larger than",
+    }
+    for name, argv in files.items():
+        for path, says in cases.items():
+            if path == "{big}" and name == "advise --snapshot":
+                continue  # 64 MiB are allowed there
+            yield (f"{name} {path}", (*argv, path), 2, says)
+
+
+OTHER: list[Row] = [
+    # choices, required flags, commands
+    ("report --by", (*BASE["report"], "--by", "colour"), 2, "argument --by: invalid choice"),
+    ("cost --window", (*BASE["cost"], "--window", "1y"), 2, "argument --window: invalid choice"),
+    ("render --mode", ("render", "--mode", "vm"), 2, "argument --mode: invalid choice"),
+    ("poll --lang", (*BASE["poll"], "--lang", "fr"), 2, "argument --lang: invalid choice"),
+    ("poll without --config", ("poll",), 2, "the following arguments are required: --config"),
+    ("ramp without --url", ("ramp",), 2, "the following arguments are required: --url"),
+    ("unknown command", ("frobnicate",), 2, "argument COMMAND: invalid choice: 'frobnicate'"),
+    ("a flag with no value", (*BASE["report"], "--at"), 2, "argument --at: expected one"),
+    ("an escape in a flag", (*BASE["report"], "--\x1b[2Jx"), 2, "--\\x1b[2Jx"),
+    ("a newline in a root", ("report", "--root", "/no\nwhere"), 2, "/no\\x0awhere"),
+    # text
+    ("report --model empty", (*BASE["report"], "--model="), 2, "--model '' is empty"),
+    ("report --model escape", (*BASE["report"], "--model=\x1b[2J"), 2, "is unprintable"),
+    ("report --model long", (*BASE["report"], "--model=" + "m" * 300), 2, "is too long"),
+    ("verify --run newline", (*BASE["verify"], "--run=a\nb"), 2, "--run 'a\\nb' is unprintable"),
+    ("cost --currency long", (*BASE["cost"], "--currency=" + "C" * 17), 2, "is too long"),
+    ("exporter --host escape", (*BASE["exporter"], "--host=\x1b]0;x\x07"), 2, "is unprintable"),
+    # URLs
+    ("advise url no scheme", ("advise", "--metrics-url", "127.0.0.1:8000"), 2, "http://"),
+    ("advise url ftp", ("advise", "--prometheus", "ftp://h/"), 2, "is not an http:// or https://"),
+    ("advise url no host", ("advise", "--metrics-url", "http://"), 2, "names no host"),
+    ("advise gpu url", (*BASE["advise"], "--gpu-metrics-url", "x y"), 2, "is not a URL"),
+    ("verify url port", ("verify", "--metrics-url", "http://h:99999/"), 2, "is not a URL"),
+    ("ramp url", ("ramp", "--url", "localhost:8000", "--model", "m"), 2, "--url 'localhost:8000'"),
+    ("cost --prometheus", (*BASE["cost"], "--prometheus", "http:///x"), 2, "names no host"),
+    # lists and limits
+    ("ramp --concurrency 0", (*BASE["ramp"], "--concurrency", "0,1"), 2, "--concurrency '0'"),
+    ("ramp --concurrency x", (*BASE["ramp"], "--concurrency", "1,x"), 2, "is not a number"),
+    ("ramp --concurrency big", (*BASE["ramp"], "--concurrency", "5000"), 2, "out of range"),
+    ("ramp --concurrency nan", (*BASE["ramp"], "--concurrency", "nan"), 2, "is not finite"),
+    ("ramp --concurrency many", (*BASE["ramp"], "--concurrency", "1," * 70), 2, "too many"),
+    ("ramp --concurrency ''", (*BASE["ramp"], "--concurrency", ","), 2, "is empty"),
+    ("ramp --prompt ''", (*BASE["ramp"], "--prompt="), 2, "--prompt is empty"),
+    (
+        "advise too many samples",
+        (*BASE["advise"], "--sample-seconds", "3600", "--interval", "0.1"),
+        2,
+        "is more than 3600 samples",
+    ),
+    ("kv threshold as %", ("observability", "{new}", "--kv-cache-threshold", "90"), 2, "percent"),
+    # Prometheus durations
+    ("scrape 0s", ("observability", "{new}", "--scrape-interval", "0s"), 2, "is out of range"),
+    ("scrape words", ("observability", "{new}", "--ttft-for", "5 minutes"), 2, "not a Prometheus"),
+    ("for 99999y", ("observability", "{new}", "--queue-for", "99999y"), 2, "is out of range"),
+    ("for nan", ("observability", "{new}", "--gpu-mem-for", "nan"), 2, "not a Prometheus"),
+    (
+        "uncovered range 10s",
+        ("observability", "{new}", "--ledger-uncovered-range", "10s"),
+        2,
+        "is out of range",
+    ),
+    # a remote that refuses at once: one line, well inside the deadline
+    ("advise closed port", (*BASE["advise"], "--sample-seconds", "1"), 2, "cannot read"),
+    ("advise closed Prometheus", ("advise", "--prometheus", CLOSED), 2, "cannot read"),
+    ("verify closed port", (*BASE["verify"], "--wait", "0"), 2, "cannot read"),
+    (
+        "ramp closed port",
+        (*BASE["ramp"], "--duration", "1", "--concurrency", "1", "--no-progress"),
+        2,
+        "",  # "cannot read" (or, without the [http] extra, what to install)
+    ),
+    (
+        "cost closed Prometheus",
+        ("cost", "--root", "{root}", *PRICES, "--prometheus", CLOSED),
+        2,
+        "cannot read",
+    ),
+    ("bundle DIR a file", ("bundle", "{file}"), 2, "exists and is not a directory"),
+]
+
+ROWS: list[Row] = [
+    *_numeric_rows(),
+    *_unknown_flag_rows(),
+    *_time_rows(),
+    *_timeline_rows(),
+    *_root_rows(),
+    *_output_rows(),
+    *_input_file_rows(),
+    *OTHER,
+]
+
+
+@pytest.fixture(scope="module")
+def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Paths the rows name: an empty root, a file, a FIFO, a folder, a missing path..."""
+    base = tmp_path_factory.mktemp("bad-input")
+    (base / "root").mkdir()
+    (base / "file").write_text("x\n")
+    os.mkfifo(base / "fifo")
+    (base / "dir").mkdir()
+    (base / "fifo_link").symlink_to(base / "fifo")
+    (base / "key.pub").write_text(KEY + "\n")
+    with (base / "big").open("wb") as f:
+        f.truncate(2 * 1024 * 1024)
+    (base / "ramp_fifo").mkdir()
+    os.mkfifo(base / "ramp_fifo" / "ramp.html")
+    (base / "ramp_dir").mkdir()
+    (base / "ramp_dir" / "ramp.png").mkdir()
+    (base / "obs_fifo").mkdir()
+    os.mkfifo(base / "obs_fifo" / "prometheus.yml")
+    names = ("root", "file", "fifo", "dir", "fifo_link", "big", "ramp_fifo", "ramp_dir")
+    out = {name: str(base / name) for name in names}
+    out.update(
+        key=str(base / "key.pub"),
+        missing=str(base / "missing"),
+        new=str(base / "new"),
+        obs_fifo=str(base / "obs_fifo"),
+    )
+    return out
+
+
+def _fill(text: str, places: dict[str, str]) -> str:
+    for name, path in places.items():
+        text = text.replace("{" + name + "}", path)
+    return text
+
+
+class Hung(BaseException):
+    """A row ran past its deadline (a BaseException: the CLI's last-resort handler lets it by)."""
+
+
+def _alarm(signum: int, frame: FrameType | None) -> None:
+    raise Hung(f"no answer within {DEADLINE_S} s")
+
+
+def _check_line(err: str, says: str, code: int, expected: int) -> None:
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and err.endswith("\n"), f"not one line: {err!r}"
+    line = lines[0]
+    assert code == expected, (code, line)
+    assert line.startswith("vllm-ledger: error: "), line
+    assert "internal error" not in line, line
+    assert line.isprintable(), f"unsafe characters reach the terminal: {line!r}"
+    assert says in line, (says, line)
+
+
+@pytest.mark.parametrize(("argv", "code", "says"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_bad_input_is_one_line_and_an_exit_code(
+    argv: tuple[str, ...],
+    code: int,
+    says: str,
+    places: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """In-process; each row has DEADLINE_S (20 s) before the hang guard fails it."""
+    args = [_fill(a, places) for a in argv]
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(DEADLINE_S)
+    try:
+        try:
+            got = main(args)
+        except SystemExit as exc:  # only --help and --version exit; a bad input returns
+            got = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out
+    _check_line(err, _fill(says, places), got, code)
+    last = argv[-1]
+    flag = last.split("=")[0] if last.startswith("--") and "=" in last else None
+    if flag in {f for _c, f, _m, _i in NUMERIC}:
+        assert f"{flag} " in err and "e.g." in err, err  # names the flag, shows a good value
+    assert not Path(places["new"]).exists(), "a refused command wrote its output"
+
+
+END_TO_END: list[tuple[str, ...]] = [
+    ("report", "--root", "{root}", "--at", "nan"),
+    ("timeline", "--root", "{root}", "--window=9999999999w"),
+    ("poll", "--config", "{fifo}", "--interval-s=nan"),
+    ("poll", "--config", "{file}", "--interval-s=inf"),
+    ("render", "--host", "{file}", "--output", "/dev/null"),
+    ("report", "--root", "{root}", "--html", "{fifo}"),
+    ("status", "--root", "{root}", "--no-such-flag"),
+    ("verify", "--metrics-url", "http://127.0.0.1:1/metrics", "--wait", "0"),
+]
+
+
+@pytest.mark.parametrize("argv", END_TO_END, ids=[" ".join(a[:1] + a[3:]) for a in END_TO_END])
+def test_the_real_command_line_prints_one_line(
+    argv: tuple[str, ...], places: dict[str, str]
+) -> None:
+    """``python -m vllm_ledger`` as a user runs it: exit 2, one line, within DEADLINE_S."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("VLLM_LEDGER_TRACEBACK", None)
+    start = time.monotonic()
+    p = subprocess.run(
+        [sys.executable, "-m", "vllm_ledger", *(_fill(a, places) for a in argv)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=DEADLINE_S,
+    )
+    assert time.monotonic() - start < DEADLINE_S
+    _check_line(p.stderr, "", p.returncode, 2)
+    assert p.stdout == ""
+
+
+def test_the_table_covers_every_command() -> None:
+    from vllm_ledger.commands import COMMANDS
+
+    assert {argv[0] for _id, argv, _code, _says in ROWS} >= set(COMMANDS)
+
+
+def test_a_bug_is_one_line_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], places: dict[str, str]
+) -> None:
+    """The last resort: an exception nobody foresaw is one line and exit 1, not a traceback."""
+    from vllm_ledger.commands import status
+
+    def boom(_args: object) -> int:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(status, "run", boom)
+    monkeypatch.delenv("VLLM_LEDGER_TRACEBACK", raising=False)
+    assert main(["status", "--root", places["root"]]) == 1
+    _out, err = capsys.readouterr()
+    assert err == (
+        "vllm-ledger: error: internal error (ZeroDivisionError: division by zero): please "
+        "report it; VLLM_LEDGER_TRACEBACK=1 shows the traceback\n"
+    )

@@ -1,0 +1,184 @@
+"""The poller's and the probes' work is bounded: at most ``MAX_PARALLEL_SSH`` ssh processes at
+once, each killed at its deadline; a remote that drips a byte at a time cannot stretch a poll,
+a ``/health`` probe or a Prometheus query past its total deadline.
+
+The ssh here is a real executable stand-in (a shell script handed to ``Fetcher(ssh=...)``) and
+the slow servers are real sockets on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vllm_ledger.bot.health import Health, probe
+from vllm_ledger.bot.poll import MAX_PARALLEL_SSH, Fetcher, Poller, run_capped
+from vllm_ledger.bot.validate import Target
+from vllm_ledger.errors import RemoteError
+from vllm_ledger.plan.prom import http_get
+
+# Each stand-in notes its pid in LIVE, then counts the stand-ins alive (itself included) and
+# appends the count to COUNTS: the largest count is the most that ever ran at once (a finished
+# one is reaped before the poller starts the next, so it is never counted).
+STAND_IN = """#!/bin/sh
+live={live}
+: > "$live/$$"
+n=0
+for f in "$live"/*; do
+  kill -0 "${{f##*/}}" 2>/dev/null && n=$((n + 1))
+done
+echo "$n" >> {counts}
+{then}
+"""
+DRIP = "while :; do printf x; sleep 0.2; done"  # never ends, never quiet for long
+
+
+def stand_in(tmp_path: Path, then: str) -> tuple[Path, Path, Path]:
+    live, counts = tmp_path / "live", tmp_path / "counts"
+    live.mkdir()
+    script = tmp_path / "ssh"
+    script.write_text(STAND_IN.format(live=live, counts=counts, then=then))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script, live, counts
+
+
+def targets(n: int) -> list[Target]:
+    return [Target(19001 + i, f"h{i}", "/c", "/d") for i in range(n)]
+
+
+def alive(live: Path) -> list[int]:
+    out = []
+    for f in live.iterdir():
+        try:
+            os.kill(int(f.name), 0)
+        except ProcessLookupError:
+            continue
+        out.append(int(f.name))
+    return out
+
+
+def test_at_most_max_parallel_ssh_run_at_once_and_each_is_cut_at_its_deadline(
+    tmp_path: Path,
+) -> None:
+    ssh, live, counts = stand_in(tmp_path, DRIP)
+    n = MAX_PARALLEL_SSH + 2  # two waves
+    poller = Poller(targets(n), Fetcher(ssh=str(ssh), deadline_s=1.0), interval_s=3600)
+    began = time.monotonic()
+    results = poller.poll_once()
+    took = time.monotonic() - began
+    seen = [int(line) for line in counts.read_text().split()]
+    assert len(seen) == n  # every target ran
+    assert max(seen) == MAX_PARALLEL_SSH  # never more at once; as many as allowed
+    assert {r.state for r in results.values()} == {"timeout"}
+    assert all(r.round_trip_s < 3.0 for r in results.values())
+    # two waves of one 1 s deadline each, the trickle notwithstanding (generous for a busy CI)
+    assert took < 2 * 1.0 + 3.0, took
+    assert alive(live) == []  # each killed (its whole process group), none left behind
+
+
+def test_the_limit_is_the_pollers_to_set(tmp_path: Path) -> None:
+    ssh, live, counts = stand_in(tmp_path, "sleep 0.3; exit 255")
+    poller = Poller(targets(5), Fetcher(ssh=str(ssh), deadline_s=5.0), max_parallel=2)
+    results = poller.poll_once()
+    assert max(int(line) for line in counts.read_text().split()) == 2
+    assert {r.state for r in results.values()} == {"unreachable"}
+    assert alive(live) == []
+    with pytest.raises(ValueError, match="max_parallel must be at least 1"):
+        Poller(targets(1), Fetcher(ssh=str(ssh)), max_parallel=0)
+
+
+def test_a_trickle_does_not_extend_the_deadline(tmp_path: Path) -> None:
+    began = time.monotonic()
+    run = run_capped(["sh", "-c", "while :; do printf x; sleep 0.1; done"], deadline_s=0.8)
+    took = time.monotonic() - began
+    assert run.ended == "timeout" and run.exit_code is None
+    assert 3 <= len(run.stdout) <= 20 and set(run.stdout) == {ord("x")}
+    assert took < 0.8 + 2.0, took
+
+
+def test_a_stand_in_that_cannot_start_is_one_line(tmp_path: Path) -> None:
+    ssh = tmp_path / "ssh"
+    ssh.write_text("#!/bin/sh\n")  # not executable
+    with pytest.raises(RemoteError, match=r"could not be started: Permission denied$"):
+        Fetcher(ssh=str(ssh))(targets(1)[0])
+
+
+# ---- slow HTTP servers -------------------------------------------------------------------
+
+
+class DripServer:
+    """Answers every connection with ``head``, then drips ``drip`` a byte every 0.2 s until the
+    client goes away."""
+
+    def __init__(self, head: bytes, drip: bytes) -> None:
+        self.head, self.drip = head, drip
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            try:
+                conn.sendall(self.head)
+                i = 0
+                while not self.stop.wait(0.2):
+                    conn.sendall(self.drip[i % len(self.drip) : i % len(self.drip) + 1])
+                    i += 1
+            except OSError:
+                return  # the client hung up: what we want
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+@pytest.fixture
+def drip_server(request: pytest.FixtureRequest) -> Iterator[DripServer]:
+    head, drip = request.param
+    server = DripServer(head, drip)
+    yield server
+    server.close()
+
+
+HEADERS_DRIP = (b"HTTP/1.1 200 OK\r\n", b"X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n")
+BODY_DRIP = (b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", b"{")
+
+
+@pytest.mark.parametrize("drip_server", [HEADERS_DRIP, BODY_DRIP], indirect=True)
+def test_health_probe_is_cut_at_its_deadline(drip_server: DripServer) -> None:
+    began = time.monotonic()
+    assert probe("127.0.0.1", drip_server.port, timeout_s=1.0) == Health(drip_server.port, "down")
+    took = time.monotonic() - began
+    assert 0.9 <= took < 1.0 + 2.0, took
+
+
+@pytest.mark.parametrize("drip_server", [BODY_DRIP], indirect=True)
+def test_prometheus_answer_is_cut_at_its_deadline(drip_server: DripServer) -> None:
+    url = f"http://127.0.0.1:{drip_server.port}/api/v1/query?query=up"
+    began = time.monotonic()
+    with pytest.raises(RemoteError) as exc:
+        http_get(url, timeout_s=5.0, deadline_s=1.0)
+    took = time.monotonic() - began
+    assert str(exc.value) == (
+        f"{url} did not answer within 1 s: check that Prometheus is up and not overloaded"
+    )
+    assert took < 1.0 + 2.0, took
