@@ -171,7 +171,7 @@ def test_health_probe_is_cut_at_its_deadline(drip_server: DripServer) -> None:
     assert 0.9 <= took < 1.0 + 2.0, took
 
 
-@pytest.mark.parametrize("drip_server", [BODY_DRIP], indirect=True)
+@pytest.mark.parametrize("drip_server", [HEADERS_DRIP, BODY_DRIP], indirect=True)
 def test_prometheus_answer_is_cut_at_its_deadline(drip_server: DripServer) -> None:
     url = f"http://127.0.0.1:{drip_server.port}/api/v1/query?query=up"
     began = time.monotonic()

@@ -5,11 +5,13 @@ Standard library only. Every failure is a ``RemoteError`` naming the URL and wha
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import math
+import socket
+import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 
 from vllm_ledger.errors import ConfigError, RemoteError
@@ -28,35 +30,80 @@ def http_get(
     deadline_s: float = DEADLINE_S,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> bytes:
-    """The body at ``url``: at most ``max_bytes``, read within ``deadline_s`` in all (a server
-    that drips its answer is cut at the deadline, whatever the pace); ``timeout_s`` bounds
-    each socket operation, the connection and the headers included."""
-    deadline = monotonic() + deadline_s
-    chunks: list[bytes] = []
-    size = 0
+    """The body at ``url``: at most ``max_bytes``, all of it (connection, headers, body) within
+    ``deadline_s``: a server that drips its headers or its body is cut at the deadline, whatever
+    the pace (a watchdog shuts the socket). ``timeout_s`` bounds each socket operation."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RemoteError(f"cannot read {url}: not an http(s) URL", url, hint="check the URL")
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    timeout = min(timeout_s, deadline_s)
+    began = monotonic()
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     try:
-        with urllib.request.urlopen(url, timeout=min(timeout_s, deadline_s)) as r:
-            while True:
-                if monotonic() > deadline:
-                    raise RemoteError(
-                        f"{url} did not answer within {deadline_s:g} s",
-                        url,
-                        hint="check that Prometheus is up and not overloaded",
-                    )
-                chunk = r.read1(65536)
-                if not chunk:
-                    return b"".join(chunks)
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > max_bytes:
-                    raise RemoteError(
-                        f"{url} answered more than {max_bytes // (1 << 20)} MiB",
-                        url,
-                        hint="narrow the query",
-                    )
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+        conn = cls(parts.hostname, parts.port, timeout=timeout)
+    except ValueError as exc:  # a port that is not a number
+        raise RemoteError(f"cannot read {url}: {exc}", url, hint="check the URL") from exc
+    cut = threading.Event()
+    watchdog: threading.Timer | None = None
+    late = RemoteError(
+        f"{url} did not answer within {deadline_s:g} s",
+        url,
+        hint="check that Prometheus is up and not overloaded",
+    )
+    try:
+        conn.connect()
+        watchdog = threading.Timer(max(0.0, deadline_s - (monotonic() - began)), _cut, (conn, cut))
+        watchdog.daemon = True
+        watchdog.start()
+        conn.request("GET", target, headers={"Accept": "application/json", "Connection": "close"})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            body = resp.read(2048).decode("utf-8", "replace")
+            raise RemoteError(
+                f"cannot read {url}: HTTP {resp.status} {resp.reason}: {body[:200]!r}",
+                url,
+                hint="check the URL and that it is up",
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            if monotonic() - began > deadline_s:
+                raise late
+            chunk = resp.read1(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                raise RemoteError(
+                    f"{url} answered more than {max_bytes // (1 << 20)} MiB",
+                    url,
+                    hint="narrow the query",
+                )
+    except RemoteError:
+        raise
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        if cut.is_set():
+            raise late from exc
         msg = f"cannot read {url}: {exc}; check the URL and that it is up"
         raise RemoteError(msg, url) from exc
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
+        conn.close()
+    if cut.is_set():  # the stream ended because the watchdog shut it: a fragment
+        raise late
+    return b"".join(chunks)
+
+
+def _cut(conn: http.client.HTTPConnection, cut: threading.Event) -> None:
+    """Wake a read blocked on the connection's socket (it then sees the end), once."""
+    cut.set()
+    sock = conn.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):  # closed meanwhile: nothing to wake
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def instant_query(
