@@ -11,13 +11,15 @@ command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v strace >/dev/null 2>&1 || need_apt+=(strace)  # make bench counts file opens
+command -v prometheus-alertmanager >/dev/null 2>&1 || need_apt+=(prometheus-alertmanager)
+command -v victoria-metrics >/dev/null 2>&1 || need_apt+=(victoria-metrics)  # the fleet's store
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${need_apt[@]}"
   # The Debian packages start services we do not want: the tests start their own, by pid.
-  for svc in prometheus ssh; do
+  for svc in prometheus prometheus-alertmanager victoria-metrics ssh; do
     command -v systemctl >/dev/null 2>&1 && $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
     [ -x "/etc/init.d/$svc" ] && $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
   done
