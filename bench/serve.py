@@ -159,6 +159,13 @@ class CpuWindow:
 def _server(model: Path, tmp: Path, tag: str, *, plugin: Path | None, env: dict[str, str]) -> Any:
     from devtools.vllm_server import VllmServer
 
+    # .venv has vllm-ledger installed, so vLLM loads its entry point in the baseline too; with
+    # no VLLM_LEDGER_DIR it records nothing, and VLLM_LEDGER_DISABLE says so outright.
+    if plugin is None:
+        env = {
+            **{k: v for k, v in env.items() if k != "VLLM_LEDGER_DIR"},
+            "VLLM_LEDGER_DISABLE": "1",
+        }
     return VllmServer(
         model,
         env=env,

