@@ -27,9 +27,13 @@ from vllm_ledger.deploy.bundle import bundle  # noqa: E402
 ROUNDS = 3
 
 
+# `make setup` installs the checkout into .venv: the command printed is the command run.
+VLLM_LEDGER = Path(sys.executable).parent / "vllm-ledger"
+
+
 def cli(*args: str) -> int:
-    print(f"\n$ vllm-ledger {' '.join(args)}", flush=True)
-    return subprocess.call([sys.executable, "-m", "vllm_ledger", *args], cwd=REPO)
+    print(f"\n$ .venv/bin/vllm-ledger {' '.join(args)}", flush=True)
+    return subprocess.call([str(VLLM_LEDGER), *args], cwd=REPO)
 
 
 def _wait_for_watermark(ledger: Path, since_ts: float, timeout_s: float = 20.0) -> None:
@@ -70,7 +74,7 @@ def main() -> int:
         server.stop()
     print(
         "\nserver stopped; the ledger stays: "
-        f"python -m vllm_ledger report --root {ledger.relative_to(REPO)}"
+        f".venv/bin/vllm-ledger report --root {ledger.relative_to(REPO)}"
     )
     return code
 
