@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup demo test lint typecheck unit e2e bench clean
+.PHONY: setup demo test lint typecheck unit e2e fuzz bench dist clean
 
 setup:
 	@bash scripts/setup.sh
@@ -26,8 +26,18 @@ unit: setup
 e2e: setup
 	$(PY) -m pytest -m e2e
 
+# The ledger property (tests/test_property_ledgers.py) with many more examples and a random
+# seed; a failure prints the example and a @reproduce_failure blob.
+fuzz: setup
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/test_property_ledgers.py
+
 bench: setup
 	$(PY) bench/run.py
+
+# A wheel of the project in dist/ (what `pip install` takes on a host without this checkout).
+dist: setup
+	$(PY) -m pip wheel --no-deps --no-build-isolation -q -w dist .
+	@ls dist/vllm_ledger-*.whl
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -88,3 +89,16 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, st
         timeout=120,
     )
     return p.returncode, p.stdout, p.stderr
+
+
+# Hypothesis: "ci" (the default, and what CI runs) is fixed and small enough for `make test`;
+# "fuzz" (`make fuzz`, HYPOTHESIS_PROFILE=fuzz) runs many more examples from a random seed.
+# No example database: nothing is written into the checkout; a failure prints its blob for
+# @reproduce_failure.
+settings.register_profile(
+    "ci", max_examples=200, derandomize=True, deadline=None, print_blob=True, database=None
+)
+settings.register_profile(
+    "fuzz", max_examples=3000, derandomize=False, deadline=None, print_blob=True, database=None
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")

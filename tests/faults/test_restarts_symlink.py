@@ -68,8 +68,19 @@ def test_two_writers_three_restarts_root_reached_twice(tmp_path: Path) -> None:
     assert total["complete"] is False
     assert total["problems"] == {}
 
-    # One writer of the last run never came up: its run is uncovered and the writer named.
+    # A ledger deleted with its sequence marker left: a loss, named (the marker counts commits
+    # the reader cannot see), never a writer that merely did not come up.
     (root / "run-3" / "w1.g0.ledger.sqlite").unlink()
+    code, out, _ = run_cli("report", "--root", str(root), "--at", str(end), "--tz", "UTC", "--json")
+    doc = json.loads(out)
+    assert doc["windows"]["total"]["problems"] == {"ledger_unreadable": 1, "writer_missing": 1}
+    assert [(f["status"], f["detail"]) for f in doc["files"]] == [
+        ("unreadable", "cannot read: ledger file missing; its sequence marker remains")
+    ]
+
+    # One writer of the last run never came up (no file, no marker): its run is uncovered and
+    # the writer named.
+    (root / "run-3" / "w1.g0.ledger.sqlite.seq").unlink()
     code, out, _ = run_cli("report", "--root", str(root), "--at", str(end), "--tz", "UTC", "--json")
     doc = json.loads(out)
     missing = [w for w in doc["writers"] if w["state"] == "missing"]

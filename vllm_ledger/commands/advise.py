@@ -71,7 +71,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--range",
-        type=seconds("--range", 10, 30 * 86400, "1800"),
+        type=seconds("--range", 5, 30 * 86400, "1800"),
         default=600.0,
         metavar="S",
         help="seconds of Prometheus history to read (default 600)",

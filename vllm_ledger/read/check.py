@@ -18,7 +18,7 @@ from pathlib import Path
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Unseen, discover
 from vllm_ledger.read.snapshot import LedgerSnapshot, read_ledger
-from vllm_ledger.write import store
+from vllm_ledger.write import paths, store
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,8 @@ def check(roots: Sequence[Path], clock: Callable[[], float] = time.time) -> list
     ]
     for u in unseen:  # a folder it cannot list may hide ledgers: never "all sound"
         kind = "denied" if isinstance(u.error, PermissionError) else "unreadable"
-        verdicts.append(FileVerdict(u.path, False, kind, f"cannot list: {u.error.strerror}"))
+        what = "cannot read" if paths.parse_ledger_name(u.path.name) else "cannot list"
+        verdicts.append(FileVerdict(u.path, False, kind, f"{what}: {u.error.strerror}"))
     return verdicts
 
 

@@ -66,7 +66,9 @@ class CoverageModel:
     writers: list[WriterCoverage]
     covered: list[iv.Interval]
     problem_seconds: list[tuple[int, int, int, int]]
-    unreadable_since: list[float]  # a lower bound of each unreadable file's time
+    # (since, until) of each file that could not be read: the time it may hide, from its run's
+    # start (or -inf: unknown) to the next run of its instance (or inf: unknown).
+    unreadable: list[tuple[float, float]]
     busy: int
     first_record_ts: int | None
     # (from, to, commits): commits a writer made that its file no longer holds
@@ -78,6 +80,13 @@ class CoverageModel:
     # cutoff): a live report ends here, so everything it calls complete is exact. None when no
     # writer is alive (closed, stale and crashed writers never move it).
     watermark_ts: int | None = None
+    # Seconds not covered, but declared idle (an operator declared those instances stopped on
+    # purpose, and every other instance there vouched): never counted as covered, nor as
+    # uncovered.
+    declared: list[iv.Interval] = field(default_factory=list)
+
+    def declared_seconds(self, w: Window) -> int:
+        return round(iv.measure(iv.clip(self.declared, w.start_ts, w.cutoff_ts)))
 
     def cutoff_at(self, at_ts: float) -> int:
         """The report cutoff for a query at ``at_ts``: its second, or the watermark if earlier."""
@@ -86,7 +95,8 @@ class CoverageModel:
 
     def uncovered_seconds(self, w: Window) -> int:
         covered = iv.measure(iv.clip(self.covered, w.start_ts, w.cutoff_ts))
-        return max(0, math.ceil(w.seconds - covered - 1e-6))
+        declared = iv.measure(iv.clip(self.declared, w.start_ts, w.cutoff_ts))
+        return max(0, math.ceil(w.seconds - covered - declared - 1e-6))
 
     def problems(self, w: Window, imprecise: bool = False) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
@@ -115,14 +125,9 @@ class CoverageModel:
                     counts["rejected_input"] += rejected
                 if lost:
                     counts["write_failed"] += lost
-        for since in self.unreadable_since:
-            # From the file's run start to the next instant the report can vouch for again; a
-            # file whose time cannot be bounded (an unknown run) may hide any window's data.
-            until = (
-                math.inf
-                if since == -math.inf
-                else next((a for a, _b in self.covered if a > since), math.inf)
-            )
+        for since, until in self.unreadable:
+            # Another instance vouching, or a later run's proof, says nothing of what the file
+            # holds: only its own instance's next launch bounds it.
             if since < w.cutoff_ts and until > w.start_ts:
                 counts["ledger_unreadable"] += 1
         for lo, hi, n in self.gaps:
@@ -147,11 +152,16 @@ def _crash_effect_end(model: CoverageModel, wr: WriterCoverage, w: Window) -> fl
 
 
 def build(
-    snapshots: Sequence[LedgerSnapshot], at_ts: float, no_ledger: bool = False
+    snapshots: Sequence[LedgerSnapshot],
+    at_ts: float,
+    no_ledger: bool = False,
+    declared: Sequence[tuple[str, float, float]] = (),
 ) -> CoverageModel:
     """Coverage from the ledgers' spans, as seen at ``at_ts`` (the report's clock).
 
     ``no_ledger``: the roots hold nothing at all (not: nothing matched a filter).
+    ``declared``: (instance key, from, until) stretches an operator declared stopped on purpose;
+    only instances these ledgers know count.
     """
     ok = [s for s in snapshots if s.ok]
     by_writer: dict[tuple[str, int], list[LedgerSnapshot]] = defaultdict(list)
@@ -248,24 +258,55 @@ def build(
     problem_seconds = sorted(ps for s in ok for ps in s.problem_seconds)
     bad = iv.normalize((ts, ts + 1) for ts, *_ in problem_seconds)
     covered = iv.subtract(covered, bad)
+    # Declared idle: where each instance there either vouches or was declared stopped (and
+    # one was declared), minus what is covered anyway. Whole seconds only.
+    decl: dict[str, list[iv.Interval]] = defaultdict(list)
+    for inst, lo, hi in declared:
+        if inst in instance_active or inst in instance_cover:
+            decl[inst].append((float(math.ceil(lo)), float(math.floor(hi))))
+    declared_idle: list[iv.Interval] = []
+    if decl:
+        ok_by_inst = {
+            inst: iv.normalize([*instance_cover.get(inst, []), *decl.get(inst, [])])
+            for inst in set(instance_active) | set(decl)
+        }
+        accounted = iv.subtract(
+            iv.normalize(c for v in ok_by_inst.values() for c in v),
+            iv.normalize(
+                u
+                for inst, active in instance_active.items()
+                for u in iv.subtract(iv.normalize(active), ok_by_inst.get(inst, []))
+            ),
+        )
+        declared_idle = iv.subtract(iv.subtract(accounted, covered), bad)
+    # "empty": a writer that never committed (no marker) holds no data to lose; its run shows
+    # it as writer_missing instead.
+    unreadable = [
+        (
+            _run_start_estimate(s.run_id, run_start),
+            min(
+                _next_launch(s.run_id, run_start, run_instance),
+                _next_generation(s, by_writer.get(s.writer_key, [])),
+            ),
+        )
+        for s in snapshots
+        if s.status in ("unreadable", "denied", "bad_values")
+    ]
     first_seconds: list[int] = [s.first_bucket_ts for s in ok if s.first_bucket_ts is not None]
+    # An unreadable file's run start counts as a record: `total` must reach back over it.
+    first_seconds += [math.floor(a) for a, _b in unreadable if math.isfinite(a)]
     first_seconds += [problem_seconds[0][0]] if problem_seconds else []
     first_seconds += [math.ceil(s.spans[0][0]) for s in ok if s.spans]
     first_record = min(first_seconds) if first_seconds else None
     alive_proofs = [w.last_ts for w in writers if w.state == "alive" and w.last_ts is not None]
     watermark = min(cutoff, math.floor(min(alive_proofs) - TAIL_S)) if alive_proofs else None
     return CoverageModel(
+        declared=declared_idle,
         watermark_ts=watermark,
         writers=writers,
         covered=covered,
         problem_seconds=problem_seconds,
-        unreadable_since=[
-            _run_start_estimate(s.run_id, run_start)
-            for s in snapshots
-            # "empty": a writer that never committed (no marker) holds no data to lose; its run
-            # shows it as writer_missing instead.
-            if s.status in ("unreadable", "denied", "bad_values")
-        ],
+        unreadable=unreadable,
         gaps=[
             (
                 max((e for _, e in s.spans), default=-math.inf),
@@ -310,6 +351,28 @@ def _writer(
     whole = [(float(math.ceil(s)), float(math.floor(e))) for s, e in spans]
     return WriterCoverage(
         run_id, rank, expected, inst, state, iv.normalize(whole), first, last, files=len(snaps)
+    )
+
+
+def _next_launch(run_id: str, run_start: dict[str, float], run_instance: dict[str, str]) -> float:
+    """Where a run's time ends at the latest: the start of its instance's next run (a port
+    serves one launch at a time). Unknown (inf) when none of the run's files could be read."""
+    inst = run_instance.get(run_id)
+    if inst is None:
+        return math.inf
+    start = run_start.get(run_id, math.inf)
+    later = [
+        t for r, t in run_start.items() if run_instance.get(r) == inst and start < t < math.inf
+    ]
+    return min(later, default=math.inf)
+
+
+def _next_generation(bad: LedgerSnapshot, same_writer: Sequence[LedgerSnapshot]) -> float:
+    """A writer writes one file at a time: a damaged file's time ends where the same writer's
+    next generation begins (its first proof). inf when there is none."""
+    return min(
+        (a for s in same_writer if s.generation > bad.generation for a, _b in s.spans),
+        default=math.inf,
     )
 
 

@@ -6,6 +6,7 @@ writer and generation (a new generation starts when a file is found damaged).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterator
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from vllm_ledger.write.store import LEDGER_SUFFIX
 
+SEQ_SUFFIX = ".seq"  # the sequence marker beside each ledger (``store.write_sequence_marker``)
+MISSING_LEDGER = "ledger file missing; its sequence marker remains"
 _NAME = re.compile(r"^w(\d{1,4})\.g(\d{1,6})" + re.escape(LEDGER_SUFFIX) + r"$")
 
 
@@ -73,6 +76,17 @@ def iter_ledger_entries(
             if unseen is not None:
                 unseen.append((Path(entry.path), exc))
             continue
+        names = {f.name for f in files}
         for f in files:
             if parse_ledger_name(f.name) is not None:
                 yield entry.name, f.name, f.path
+            elif (
+                f.name.endswith(SEQ_SUFFIX)
+                and parse_ledger_name(f.name[: -len(SEQ_SUFFIX)]) is not None
+                and f.name[: -len(SEQ_SUFFIX)] not in names
+                and unseen is not None
+            ):
+                # A sequence marker whose ledger is gone (deleted, moved): the commits it
+                # counts are somewhere the reader cannot see. Named, never skipped.
+                gone = f.path[: -len(SEQ_SUFFIX)]
+                unseen.append((Path(gone), FileNotFoundError(errno.ENOENT, MISSING_LEDGER, gone)))
