@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from pathlib import Path
 
 import pytest
 
-from tests.test_status import GOOD
+from tests.ledgers import ev, write_ledger
+from tests.test_status import GOOD, GOOD_ROWS
 from vllm_ledger.bot.health import Health, probe
 from vllm_ledger.bot.message import (
     InstanceView,
@@ -21,6 +23,10 @@ from vllm_ledger.bot.message import (
 )
 from vllm_ledger.bot.poll import CacheEntry, CappedRun, Poller, PollResult, classify
 from vllm_ledger.bot.validate import Target
+from vllm_ledger.formats.status import render as status_render
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.ports import port_rows
+from vllm_ledger.read.report import build_report
 
 
 def _doc(**total: object) -> bytes:
@@ -74,6 +80,7 @@ EXPECTED_ZH = """\
 ── .12:19001 ──
 vLLM 健康 · 统计 正常
 12秒前 · 截至部署机时间 11-29 17:18:38 UTC+8
+以下为整个数据目录的合计:部署机的版本未按端口细分
 窗口    输入  输出  缓存  命中率  均速/s  生成/s  覆盖
 今天      10     5     4   40.0%     0.1       -  ✓
 24小时    10     5     4   40.0%     0.1       -  ✓
@@ -352,3 +359,123 @@ def test_a_missing_ssh_is_one_line_error(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(poll, "SSH", "/nonexistent/ssh")
     with pytest.raises(RemoteError, match="is not installed here: install openssh-client"):
         poll.Fetcher()(Target(19001, "h", "/c", "/d"))
+
+
+# ---- two instances sharing one data dir ------------------------------------------------------
+
+AT = 1_800_000_000  # 2027-01-15 16:00:00 in Asia/Shanghai
+
+
+def _shared_root_doc(root: Path) -> bytes:
+    """The real status document of one data dir shared by two instances: 19001 (model qwen,
+    a writer still alive at AT) and 19002 (model llama, closed), written by the Recorder."""
+    write_ledger(
+        root,
+        "run-19001",
+        start_ts=AT - 3 * 3600,
+        end_ts=AT - 5,
+        events=[
+            ev(AT - 7200, prompt=120_000, gen=3_400, cached=90_000, finished=[(3_400, 40.0)]),
+            ev(AT - 600, prompt=5_000, gen=250, cached=1_000, finished=[(250, 5.0)]),
+        ],
+        port=19001,
+        model="qwen",
+        clean=False,  # its last heartbeat 5 s before AT: alive
+    )
+    write_ledger(
+        root,
+        "run-19002",
+        start_ts=AT - 2 * 3600,
+        end_ts=AT - 3600,
+        events=[ev(AT - 5400, prompt=700, gen=70, cached=0, finished=[(70, 7.0)])],
+        port=19002,
+        model="llama",
+    )
+    with LedgerSet.read([root], clock=lambda: AT + 0.5) as ls:
+        report = build_report(ls)
+        return status_render(report, port_rows(ls, report)).encode()
+
+
+def _shared_result(port: int, data: bytes) -> PollResult:
+    state, doc = classify(CappedRun("exit", 0, data))
+    assert state == "ok" and doc is not None
+    return PollResult(port, state, doc, AT + 0.1, AT + 0.6, 100.0, 0.5)
+
+
+EXPECTED_SHARED_ZH = """\
+小鲁班 · 状态
+部署 2 个:健康 2
+── .12:19001 ──
+vLLM 健康 · 统计 正常
+2秒前 · 截至部署机时间 01-15 15:59:54 UTC+8
+窗口    输入  输出   缓存  命中率  均速/s  生成/s  覆盖
+今天    125K  3.6K  91.0K   72.8%     0.1    81.1  缺13时
+24小时  125K  3.6K  91.0K   72.8%    0.04    81.1  缺21时
+3天     125K  3.6K  91.0K   72.8%    0.01    81.1  缺2天
+7天     125K  3.6K  91.0K   72.8%    0.01    81.1  缺6天
+累计    125K  3.6K  91.0K   72.8%     0.3    81.1  ✓
+记录器:运行 1
+── .13:19002 ──
+vLLM 健康 · 统计 无运行中的记录器(统计故障,不是 vLLM 故障)
+2秒前 · 截至部署机时间 01-15 15:59:54 UTC+8
+窗口    输入  输出  缓存  命中率  均速/s  生成/s  覆盖
+今天     700    70     0    0.0%   <0.01     9.9  缺14时
+24小时   700    70     0    0.0%   <0.01     9.9  缺23时
+3天      700    70     0    0.0%   <0.01     9.9  缺2天
+7天      700    70     0    0.0%   <0.01     9.9  缺6天
+累计     700    70     0    0.0%    0.01     9.9  缺59分
+记录器:已关闭 1
+覆盖:✓ 完整;缺N 未覆盖时长;! 有问题
+注:统计故障不等同于 vLLM 故障。
+"""
+
+
+def test_two_instances_sharing_a_data_dir_each_show_their_own_figures(tmp_path: Path) -> None:
+    data = _shared_root_doc(tmp_path)  # one forced command, one document, for both ports
+    views = [
+        _view(19002, _shared_result(19002, data), host="10.0.0.13"),
+        _view(19001, _shared_result(19001, data)),
+    ]
+    text = render_message(views, now_monotonic=102.0)
+    assert text == EXPECTED_SHARED_ZH
+    doc = classify(CappedRun("exit", 0, data))[1]
+    assert doc is not None and doc.window("total").input_tokens == 125_700
+    # The exact figures behind each line: 125,000 / 3,650 / 91,000 and 700 / 70 / 0.
+    for port, figures in ((19001, (125_000, 3_650, 91_000)), (19002, (700, 70, 0))):
+        row = doc.instance(port)
+        assert row is not None
+        total = row.window("total")
+        assert (total.input_tokens, total.output_tokens, total.cached_tokens) == figures
+
+
+def test_no_row_for_the_node_port_shows_the_whole_data_dir_and_says_so(tmp_path: Path) -> None:
+    data = _shared_root_doc(tmp_path)
+    view = _view(19003, _shared_result(19003, data))
+    zh = render_message([view], now_monotonic=102.0).splitlines()
+    assert "以下为整个数据目录的合计:其中没有端口 19003 的实例" in zh
+    assert any(line.startswith("累计") and "126K" in line for line in zh)  # 125,700
+    en = render_message([view], now_monotonic=102.0, lang="en").splitlines()
+    assert "figures for the whole data dir: it holds no instance on port 19003" in en
+    old = render_message([_view(19001, _result(19001, _doc()))], now_monotonic=112.0, lang="en")
+    assert (
+        "figures for the whole data dir: the host's version does not break them down by port" in old
+    )
+
+
+def test_a_truncated_row_list_is_named_when_the_port_is_missing() -> None:
+    doc = json.loads(json.dumps(GOOD_ROWS))
+    doc["instances_truncated"] = 5
+    view = _view(19009, _result(19009, json.dumps(doc).encode()))
+    zh = render_message([view], now_monotonic=112.0)
+    assert "以下为整个数据目录的合计:其中没有端口 19009 的实例(实例过多,只列出 2 个)" in zh
+    en = render_message([view], now_monotonic=112.0, lang="en")
+    assert "no instance on port 19009 (too many instances: 2 listed)" in en
+
+
+def test_a_hostile_row_list_is_unparseable_never_shown() -> None:
+    doc = json.loads(json.dumps(GOOD_ROWS))
+    doc["instances"] = [doc["instances"][0]] * 17
+    bad = _result(19001, json.dumps(doc).encode())
+    assert bad.state == "unparseable" and bad.status is None
+    text = render_message([_view(19001, bad)], now_monotonic=112.0, lang="en")
+    assert "ledger answer unparseable" in text and "five windows: unknown (not 0)" in text

@@ -27,7 +27,8 @@ def _scrape(collector: LedgerCollector) -> list[tuple[str, dict[str, str], float
     return parse_samples(generate_latest(make_registry(collector)).decode())
 
 
-def _value(samples: list, name: str, **labels: str) -> float | None:
+def _value(samples: list, name: str, **labels: str | None) -> float | None:
+    """The one sample of ``name`` with ``labels`` (a label given as None must be absent)."""
     hits = [
         v
         for n, lab, v in samples
@@ -90,11 +91,11 @@ def test_counters_and_window_gauges_equal_the_report(tmp_path: Path) -> None:
         assert _value(samples, "vllm_ledger_window_output_tokens", window=w.name) == w.output_tokens
         assert _value(samples, "vllm_ledger_window_cached_tokens", window=w.name) == w.cached_tokens
         assert _value(samples, "vllm_ledger_window_requests", window=w.name) == w.requests
+        root = {"window": w.name, "ledger_instance": None}  # the whole root's coverage
         assert (
-            _value(samples, "vllm_ledger_window_uncovered_seconds", window=w.name)
-            == w.uncovered_seconds
+            _value(samples, "vllm_ledger_window_uncovered_seconds", **root) == w.uncovered_seconds
         )
-        assert _value(samples, "vllm_ledger_window_complete", window=w.name) == float(w.complete)
+        assert _value(samples, "vllm_ledger_window_complete", **root) == float(w.complete)
         assert _value(samples, "vllm_ledger_window_hit_ratio", window=w.name) == w.hit_rate
         assert (
             _value(samples, "vllm_ledger_window_gen_speed_tokens_per_second", window=w.name)
@@ -110,8 +111,35 @@ def test_counters_and_window_gauges_equal_the_report(tmp_path: Path) -> None:
         == (29 + 8 + 4) / 2.25
     )
     # The gap between the runs (100 s) and the second after the last close are uncovered.
-    assert _value(samples, "vllm_ledger_window_uncovered_seconds", window="total") == 101
-    assert _value(samples, "vllm_ledger_window_complete", window="total") == 0
+    root = {"window": "total", "ledger_instance": None}
+    assert _value(samples, "vllm_ledger_window_uncovered_seconds", **root) == 101
+    assert _value(samples, "vllm_ledger_window_complete", **root) == 0
+    # One instance: its own coverage is the root's, labelled.
+    inst = {"window": "total", "ledger_instance": "testhost:8000"}
+    assert _value(samples, "vllm_ledger_window_uncovered_seconds", **inst) == 101
+    assert _value(samples, "vllm_ledger_window_wall_seconds", **inst) == 301
+    # Every figure carries its instance and model.
+    assert (
+        _value(
+            samples,
+            "vllm_ledger_window_input_tokens",
+            window="total",
+            ledger_instance="testhost:8000",
+            model_name="tiny",
+        )
+        == 170
+    )
+    assert (
+        _value(
+            samples,
+            "vllm_ledger_prompt_tokens_total",
+            ledger_instance="testhost:8000",
+            model_name="tiny",
+        )
+        == 170
+    )
+    assert _value(samples, "vllm_ledger_decode_tokens_total") == 29 + 8 + 4
+    assert _value(samples, "vllm_ledger_decode_seconds_total") == 2.25
     assert _value(samples, "vllm_ledger_runs") == 2
     assert _value(samples, "vllm_ledger_report_ok") == 1
     # Both runs are closed: the instance expects nobody now; two writers closed.
@@ -150,10 +178,17 @@ def test_a_missing_writer_and_an_alive_one(tmp_path: Path) -> None:
     assert _value(samples, "vllm_ledger_writers_alive", **labels) == 1
     assert _value(samples, "vllm_ledger_writers", state="missing", **labels) == 1
     assert _value(samples, "vllm_ledger_writers", state="alive", **labels) == 1
-    assert (
-        _value(samples, "vllm_ledger_window_problems", window="total", problem="writer_missing")
-        == 1
-    )
+    for inst in (None, "testhost:8000"):  # the root's problems and the instance's own
+        assert (
+            _value(
+                samples,
+                "vllm_ledger_window_problems",
+                window="total",
+                problem="writer_missing",
+                ledger_instance=inst,
+            )
+            == 1
+        )
     # Much later the alive writer has gone stale: still expected, no longer alive.
     later = _scrape(LedgerCollector([root], tz="UTC", clock=FakeClock(T0 + 600)))
     assert _value(later, "vllm_ledger_writers_expected", **labels) == 2

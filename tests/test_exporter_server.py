@@ -125,7 +125,10 @@ def test_a_burst_of_100_connections_waits_in_the_backlog(
             while chunk := s.recv(65536):
                 answer += chunk
             assert answer.startswith(b"HTTP/1.0 200 OK\r\n"), answer[:80]
-            assert b"\nvllm_ledger_prompt_tokens_total 8.0\n" in answer
+            assert (
+                b'\nvllm_ledger_prompt_tokens_total{ledger_instance="testhost:8000",'
+                b'model_name="tiny"} 8.0\n'
+            ) in answer
     finally:
         for s in socks:
             s.close()

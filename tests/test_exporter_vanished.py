@@ -56,7 +56,8 @@ def exporter() -> Iterator[type[Exporter]]:
         e.server.stop()
 
 
-def _value(samples: Samples, name: str, **labels: str) -> float | None:
+def _value(samples: Samples, name: str, **labels: str | None) -> float | None:
+    """The one sample of ``name`` with ``labels`` (a label given as None must be absent)."""
     hits = [
         v
         for n, lab, v in samples
@@ -117,8 +118,13 @@ def test_a_run_folder_moved_away_keeps_its_counts_and_back_is_counted_once(
     assert _value(gone, "vllm_ledger_window_input_tokens", window="total") == 10
     assert _value(gone, "vllm_ledger_runs_vanished") == 1
     assert _held(gone) == {"vanished": 1, "unreadable": 0, "shrank": 0}
-    assert _value(gone, "vllm_ledger_window_problems", window="total", problem="run_vanished") == 1
-    assert _value(gone, "vllm_ledger_window_complete", window="total") == 0
+    whole = {"window": "total", "ledger_instance": None}
+    assert _value(gone, "vllm_ledger_window_problems", problem="run_vanished", **whole) == 1
+    assert _value(gone, "vllm_ledger_window_complete", **whole) == 0
+    # The instance whose run went says so in its own coverage too.
+    inst = {"window": "total", "ledger_instance": "testhost:8000"}
+    assert _value(gone, "vllm_ledger_window_problems", problem="run_vanished", **inst) == 1
+    assert _value(gone, "vllm_ledger_window_complete", **inst) == 0
     assert e.said == [
         "run run-1 is no longer under the roots; the counters keep what it counted (run_vanished)"
     ]
@@ -204,7 +210,13 @@ def test_a_file_damaged_between_scrapes_keeps_its_counts(
     assert _value(broken, "vllm_ledger_runs_vanished") == 0  # there, only unreadable
     assert _value(broken, "vllm_ledger_files_unreadable") == 1
     assert (
-        _value(broken, "vllm_ledger_window_problems", window="total", problem="ledger_unreadable")
+        _value(
+            broken,
+            "vllm_ledger_window_problems",
+            window="total",
+            problem="ledger_unreadable",
+            ledger_instance=None,
+        )
         == 1
     )
 
@@ -234,15 +246,15 @@ def test_compaction_between_scrapes_changes_no_figure(
 # ---------------------------------------------------------------- the memory alone (pure)
 
 
-def _file(run: str, rank: int, counts: tuple[int, int, int, int], last: float) -> FileCounts:
-    return FileCounts(run, rank, 0, counts, last - 10, last)
+def _file(run: str, rank: int, counts: tuple[int, ...], last: float) -> FileCounts:
+    return FileCounts(run, rank, 0, (*counts, 0, 0), last - 10, last)
 
 
 def test_memory_is_bounded_by_folding_the_oldest_runs() -> None:
     memory = CounterMemory(max_files=8)
     files = [_file(f"run-{r}", w, (r + 1, 1, 0, 1), 1000.0 * r) for r in range(6) for w in range(2)]
     held = memory.observe(Sighting(files))
-    assert held.counts == (2 * 21, 12, 0, 12)
+    assert held.counts == (2 * 21, 12, 0, 12, 0, 0)
     assert held.tracked_files <= 8 * 3 // 4
     assert held.folded_runs == 3  # the three oldest runs, each now one total
     # The same files again: nothing doubled; a folded run that is gone is still held.
@@ -259,7 +271,7 @@ def test_nothing_is_called_vanished_while_a_root_cannot_be_listed() -> None:
     memory = CounterMemory()
     memory.observe(Sighting([_file("run-1", 0, (10, 2, 0, 1), 100.0)]))
     blind = memory.observe(Sighting([], unknown_unreadable=True))
-    assert blind.counts == (10, 2, 0, 1)
+    assert blind.counts == (10, 2, 0, 1, 0, 0)
     assert blind.vanished_runs == ()
     assert blind.files_held == {"vanished": 0, "unreadable": 1, "shrank": 0}
     denied = memory.observe(Sighting([], unreadable_runs=frozenset({"run-1"})))

@@ -13,9 +13,18 @@ from tests.conftest import run_cli
 from tests.e2e.sshd import write_instance_ledger
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import status as status_format
-from vllm_ledger.formats.status import MAX_STATUS_BYTES, StatusParseError, parse, render
+from vllm_ledger.formats.status import (
+    MAX_BASE_BYTES,
+    MAX_STATUS_BYTES,
+    MAX_STATUS_INSTANCES,
+    StatusParseError,
+    parse,
+    render,
+)
 from vllm_ledger.read.coverage import PROBLEM_CODES
-from vllm_ledger.read.report import Report, WindowReport, WriterStatus, build_report
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.ports import PortRow, PortRows, port_rows
+from vllm_ledger.read.report import BreakdownRow, Report, WindowReport, WriterStatus, build_report
 from vllm_ledger.read.windows import WINDOW_NAMES
 
 NOW = time.time()
@@ -115,7 +124,7 @@ def _window(name: str, big: int) -> WindowReport:
     )
 
 
-def test_worst_case_status_is_well_under_4_kib() -> None:
+def test_worst_case_status_without_rows_is_well_under_4_kib() -> None:
     big = 10**15
     report = Report(
         schema=1,
@@ -132,11 +141,74 @@ def test_worst_case_status_is_well_under_4_kib() -> None:
         runs=big,
     )
     text = render(report)
-    assert len(text.encode()) < MAX_STATUS_BYTES * 0.8
+    assert len(text.encode()) < MAX_BASE_BYTES * 0.8
     assert text.isascii() and "x" * 10 not in text and "rrrr" not in text
     doc = parse(text.encode())
     assert doc.window("7d").input_tokens == big
     assert dict(doc.writers)["missing"] == 1000
+
+
+def _worst_report(by: str | None = None, rows: int = 0) -> Report:
+    big = 10**15
+    windows = tuple(_window(n, big) for n in WINDOW_NAMES)
+    return Report(
+        schema=1,
+        generated_ts=9_999_999_999.123456,
+        at_ts=9_999_999_999.5,
+        cutoff_ts=9_999_999_999,
+        tz="Asia/Shanghai",
+        roots=("/x",),
+        windows=windows,
+        writers=(),
+        files=(),
+        runs=big,
+        breakdown_by=by,
+        breakdown=tuple(BreakdownRow("\u202e" * 300 + str(i), windows) for i in range(rows)),
+    )
+
+
+def _worst_ports(n: int, truncated: int = 0) -> PortRows:
+    big = 10**15
+    windows = tuple(_window(name, big) for name in WINDOW_NAMES)
+    writers = {s: big for s in status_format.WRITER_STATES}
+    return PortRows(
+        tuple(PortRow(65535 - i, big, writers, windows) for i in reversed(range(n))), truncated
+    )
+
+
+def test_worst_case_with_16_ports_fits_the_bound_and_parses() -> None:
+    text = render(_worst_report(), _worst_ports(16, truncated=10**6))
+    assert len(text.encode()) <= MAX_STATUS_BYTES < 64 * 1024
+    doc = parse(text.encode())
+    assert doc.instances is not None and len(doc.instances) == MAX_STATUS_INSTANCES == 16
+    assert doc.instances_truncated == 10**6
+    assert [i.port for i in doc.instances] == list(range(65520, 65536))
+    assert doc.instances[0].window("today").input_tokens == 10**15
+
+
+def test_a_big_breakdown_is_cut_to_the_bound_and_counted_ports_kept() -> None:
+    text = render(_worst_report("run", rows=40), _worst_ports(16))
+    assert len(text.encode()) <= MAX_STATUS_BYTES
+    got = json.loads(text)
+    kept = len(got["breakdown"]["rows"])
+    assert 0 < kept < 16 and got["breakdown"]["truncated"] == 40 - kept
+    assert len(got["instances"]) == 16 and got["instances_truncated"] == 0
+    assert text.isascii() and "\\u202e" in text  # ledger text stays escaped, cut to 64
+    assert all(len(r["key"]) == 64 for r in got["breakdown"]["rows"])
+    assert parse(text.encode()).instances is not None  # the bot ignores the breakdown
+
+
+def test_a_port_row_round_trips_through_the_strict_parser(ledger: Path) -> None:
+    at = time.time()
+    with LedgerSet.read([ledger], clock=lambda: at) as ls:
+        report = build_report(ls, at_ts=at)
+        ports = port_rows(ls, report)
+    text = render(report, ports)
+    doc = parse(text.encode())
+    assert status_format.doc_dict(doc) == json.loads(text)
+    row = doc.instance(19001)
+    assert row is not None and doc.instance(19002) is None
+    assert [w.input_tokens for w in row.windows] == [w.input_tokens for w in doc.windows]
 
 
 GOOD = {
@@ -167,13 +239,25 @@ GOOD = {
 }
 
 
-def _with(path: str, value: object) -> bytes:
-    doc = json.loads(json.dumps(GOOD))
+def _row(port: int, **total: object) -> dict[str, object]:
+    windows = json.loads(json.dumps(GOOD["windows"]))
+    windows["total"].update(total)
+    return {"port": port, "runs": 1, "writers": dict(GOOD["writers"]), "windows": windows}  # type: ignore[call-overload]
+
+
+GOOD_ROWS = {**GOOD, "instances": [_row(19001), _row(19002)], "instances_truncated": 0}
+
+
+def _with(path: str, value: object, base: dict[str, object] = GOOD) -> bytes:
+    doc = json.loads(json.dumps(base))
     *parents, last = path.split(".")
     node = doc
     for p in parents:
-        node = node[p]
-    node[last] = value
+        node = node[int(p)] if isinstance(node, list) else node[p]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
     return json.dumps(doc).encode()
 
 
@@ -225,5 +309,60 @@ def test_extra_keys_are_ignored_but_never_kept() -> None:
     ],
 )
 def test_hostile_documents_are_refused(data: bytes) -> None:
+    with pytest.raises(StatusParseError):
+        parse(data)
+
+
+def test_a_document_with_port_rows_parses() -> None:
+    doc = parse(json.dumps(GOOD_ROWS).encode())
+    assert doc.instances is not None and [i.port for i in doc.instances] == [19001, 19002]
+    assert doc.instance(19002) is not None and doc.instance(8000) is None
+    assert parse(json.dumps(GOOD).encode()).instances is None  # an older host: no rows
+
+
+def _rows_with(rows: object, **top: object) -> bytes:
+    return json.dumps({**GOOD, "instances": rows, "instances_truncated": 0, **top}).encode()
+
+
+def _many(n: int) -> list[dict[str, object]]:
+    return [_row(1000 + i) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _rows_with(_many(17)),  # more rows than any host sends
+        _rows_with(_many(5000)),
+        _rows_with({"19001": _row(19001)}),  # not a list
+        _rows_with("19001"),
+        _rows_with([_row(19001), _row(19001)]),  # a port given twice
+        _rows_with([7]),
+        _rows_with([None]),
+        _with("instances.0.port", 0, GOOD_ROWS),
+        _with("instances.0.port", 65536, GOOD_ROWS),
+        _with("instances.0.port", -19001, GOOD_ROWS),
+        _with("instances.0.port", "19001", GOOD_ROWS),
+        _with("instances.0.port", 19001.0, GOOD_ROWS),
+        _with("instances.0.port", True, GOOD_ROWS),
+        _with("instances.0.port", 2**80, GOOD_ROWS),
+        _with("instances.0.port", None, GOOD_ROWS),
+        _with("instances.0.runs", -1, GOOD_ROWS),
+        _with("instances.0.writers", {"alive": 1}, GOOD_ROWS),
+        _with("instances.0.writers", {**GOOD["writers"], "evil": 1}, GOOD_ROWS),  # type: ignore[dict-item]
+        _with("instances.0.windows", {}, GOOD_ROWS),
+        _with("instances.0.windows.today.input", -5, GOOD_ROWS),
+        _with("instances.0.windows.today.input", 10**16, GOOD_ROWS),
+        _with("instances.0.windows.today.hit_rate", float("1e308"), GOOD_ROWS),
+        _with("instances.0.windows.today.problems", {"\x1b[2J": 1}, GOOD_ROWS),
+        # A port claiming more than the whole data dir in the same window.
+        _with("instances.1.windows.today.input", 11, GOOD_ROWS),
+        _with("instances.1.windows.total.requests", 2, GOOD_ROWS),
+        _with("instances_truncated", -1, GOOD_ROWS),
+        _with("instances_truncated", "0", GOOD_ROWS),
+        _with("instances_truncated", 10**16, GOOD_ROWS),
+        json.dumps({**GOOD, "instances": []}).encode(),  # rows without their count
+    ],
+)
+def test_hostile_port_rows_refuse_the_document(data: bytes) -> None:
     with pytest.raises(StatusParseError):
         parse(data)

@@ -15,6 +15,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.ledgers import FakeClock, ev, write_ledger
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.formats.timeline import render_json
+from vllm_ledger.read import timeline as timeline_module
 from vllm_ledger.read.report import build_report
 from vllm_ledger.read.timeline import build_timeline, parse_duration, step_edges
 from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
@@ -291,3 +293,65 @@ def test_bad_flags_are_one_line_errors(tmp_path: Path) -> None:
         "timeline", "--root", str(tmp_path), "--window", "30d", "--step", "1m", "--at", str(AT)
     )
     assert code == 2 and "makes 43200 steps: use a larger --step" in err
+
+
+def _two_ports(root: Path) -> None:
+    """:8000 (model a) for the last 6 h and :8001 (model b) for the last 3 h, one root."""
+    write_ledger(
+        root,
+        "run-a",
+        start_ts=AT - 6 * H,
+        end_ts=AT,
+        events=[ev(AT - 5 * H + 10, prompt=100, gen=10), ev(AT - H + 10, prompt=5, gen=1)],
+        port=8000,
+        model="a",
+    )
+    write_ledger(
+        root,
+        "run-b",
+        start_ts=AT - 3 * H,
+        end_ts=AT,
+        events=[ev(AT - 2 * H + 10, prompt=40, gen=4, cached=20)],
+        port=8001,
+        model="b",
+    )
+
+
+def test_by_rows_share_the_steps_and_add_up_to_the_whole(tmp_path: Path) -> None:
+    _two_ports(tmp_path)
+    for by, keys in (
+        ("instance", ["testhost:8000", "testhost:8001"]),
+        ("model", ["a", "b"]),
+        ("run", ["run-a", "run-b"]),
+    ):
+        tl = build_timeline([tmp_path], window="6h", step="1h", at_ts=AT, tz="UTC", by=by)
+        assert [r.key for r in tl.breakdown] == keys and tl.breakdown_by == by
+        for i, step in enumerate(tl.steps):
+            rows = [r.steps[i] for r in tl.breakdown]
+            assert all((s.start_ts, s.cutoff_ts) == (step.start_ts, step.cutoff_ts) for s in rows)
+            assert sum(s.input_tokens for s in rows) == step.input_tokens
+            assert sum(s.cached_tokens for s in rows) == step.cached_tokens
+        b = tl.breakdown[1]
+        # :8001 vouches for its own 3 h: the 3 h before it are its uncovered time.
+        assert b.window.uncovered_seconds == 3 * H and b.window.input_tokens == 40
+        assert [u.cause for u in b.uncovered] == ["not_recording"]
+    doc = json.loads(render_json(build_timeline([tmp_path], window="6h", at_ts=AT, by="model")))
+    assert [r["key"] for r in doc["breakdown"]["rows"]] == ["a", "b"]
+    assert doc["breakdown"]["by"] == "model" and "filter" not in doc
+    plain = json.loads(render_json(build_timeline([tmp_path], window="6h", at_ts=AT)))
+    assert "breakdown" not in plain and "filter" not in plain  # schema 1 as it was
+
+
+def test_by_and_filters_are_refused_or_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _two_ports(tmp_path)
+    with pytest.raises(BadArgument, match="unknown breakdown 'engine'"):
+        build_timeline([tmp_path], window="6h", at_ts=AT, by="engine")
+    # Within MAX_STEPS per row is not enough: keys x steps must stay within MAX_ROW_STEPS.
+    monkeypatch.setattr(timeline_module, "MAX_STEPS", 10**6)
+    with pytest.raises(BadArgument, match="makes 2 rows of 43200 steps"):
+        build_timeline([tmp_path], window="12h", step="1s", at_ts=AT, by="instance")
+    only_b = build_timeline([tmp_path], window="6h", at_ts=AT, instance="testhost:8001")
+    assert only_b.window.input_tokens == 40 and only_b.instance_filter == "testhost:8001"
+    assert build_timeline([tmp_path], window="6h", at_ts=AT, model="a").window.input_tokens == 105

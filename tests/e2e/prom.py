@@ -148,3 +148,141 @@ class Prometheus:
             t["labels"]["job"] + "/" + t["labels"]["instance"]: t["health"]
             for t in doc["data"]["activeTargets"]
         }
+
+
+VICTORIA_METRICS = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
+
+
+@dataclass
+class VictoriaMetrics:
+    """A real VictoriaMetrics single-node (Debian's /usr/bin/victoria-metrics) on 127.0.0.1: a
+    remote-write target (``write_url``) with Prometheus' query API at ``url``. Fresh samples are
+    queryable at once (``-search.latencyOffset=0s``; the default hides the last 30 s). Stopped
+    by pid."""
+
+    data_dir: Path
+    log_path: Path
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def write_url(self) -> str:
+        return f"{self.url}/api/v1/write"
+
+    def start(self, timeout_s: float = 60.0) -> VictoriaMetrics:
+        self.port = self.port or free_port()
+        log = open(self.log_path, "ab")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [
+                VICTORIA_METRICS,
+                f"-storageDataPath={self.data_dir}",
+                f"-httpListenAddr=127.0.0.1:{self.port}",
+                "-retentionPeriod=1d",
+                "-search.latencyOffset=0s",
+                "-search.disableCache",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"victoria-metrics exited with {self.proc.returncode}; log: {self.log_path}"
+                )
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            time.sleep(0.2)
+        self.stop()
+        raise TimeoutError(f"victoria-metrics not ready after {timeout_s} s; log: {self.log_path}")
+
+    def stop(self) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        self.proc = None
+
+
+ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
+
+
+@dataclass
+class Alertmanager:
+    """A real Alertmanager (Debian's prometheus-alertmanager) on 127.0.0.1, clustering off,
+    its state under the test's tmp folder; stopped by pid."""
+
+    config: Path
+    data_dir: Path
+    log_path: Path
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 30.0) -> Alertmanager:
+        self.port = self.port or free_port()
+        log = open(self.log_path, "ab")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [
+                ALERTMANAGER,
+                f"--config.file={self.config}",
+                f"--storage.path={self.data_dir}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--cluster.listen-address=",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"alertmanager exited with {self.proc.returncode}; log: {self.log_path}"
+                )
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            time.sleep(0.2)
+        self.stop()
+        raise TimeoutError(f"alertmanager not ready after {timeout_s} s; log: {self.log_path}")
+
+    def stop(self) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        self.proc = None
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """The alerts it holds now (/api/v2/alerts)."""
+        with urllib.request.urlopen(self.url + "/api/v2/alerts", timeout=10) as r:
+            doc: list[dict[str, Any]] = json.loads(r.read())
+        return doc

@@ -59,6 +59,9 @@ HOSTILE = (
     + b', "EVIL": "\xff\xfe\xc3(", "windows": {}}\n'
 )
 CLOCK_AHEAD_S = 30.0
+# One data dir shared by two instances (the renderer's default artifacts_dir/usage).
+EVENTS_S1 = [(NOW - 7200, 0, 4000, 200, 1000, ((200, 4.0),))]
+EVENTS_S2 = [(NOW - 300, 0, 60, 6, 0, ((6, 0.5),))]
 
 
 @dataclass
@@ -86,14 +89,17 @@ def _usage(world: World, **aliases: tuple[int, str]) -> dict[str, dict[str, str]
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory, plugin_bundle: Path) -> Iterator[World]:
     base = tmp_path_factory.mktemp("ssh")
-    ledgers = {"a": base / "ledger-a", "b": base / "ledger-b"}
+    ledgers = {"a": base / "ledger-a", "b": base / "ledger-b", "shared": base / "usage"}
     write_instance_ledger(ledgers["a"], 19001, EVENTS_A, run_id="run-a", host_name="host-a")
     write_instance_ledger(ledgers["b"], 19002, EVENTS_B, run_id="run-b", host_name="host-b")
+    for port, events, run in ((19011, EVENTS_S1, "run-s1"), (19012, EVENTS_S2, "run-s2")):
+        write_instance_ledger(ledgers["shared"], port, events, run_id=run, host_name="host-s")
     # Instance a's code is a bundle folder, b's is the checkout: both forms must work.
     code_dirs = {"a": plugin_bundle, "b": REPO}
     sshd = Sshd(base / "sshd")
     keys = {
-        n: keygen(base / f"key-{n}", n) for n in ("a", "b", "sleep", "flood", "hostile", "clock")
+        n: keygen(base / f"key-{n}", n)
+        for n in ("a", "b", "shared", "sleep", "flood", "hostile", "clock")
     }
     pidfile = base / "sleepers.pid"
     hostile = base / "hostile.bin"
@@ -107,11 +113,11 @@ def world(tmp_path_factory: pytest.TempPathFactory, plugin_bundle: Path) -> Iter
         f"status --root {ledgers['a']}\n"
     )
     lines = []
-    for name, ledger in (("a", "a"), ("b", "b")):
+    for name, ledger in (("a", "a"), ("b", "b"), ("shared", "shared")):
         rc, out, err = run_cli(
             "ssh-key-line",
             "--code-dir",
-            str(code_dirs[name]),
+            str(code_dirs.get(name, REPO)),
             "--data-dir",
             str(ledgers[ledger]),
             f"{keys[name]}.pub",
@@ -132,6 +138,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, plugin_bundle: Path) -> Iter
     hosts = [
         ClientHost("inst-a", sshd.port, keys["a"], known),
         ClientHost("inst-b", sshd.port, keys["b"], known),
+        ClientHost("inst-shared", sshd.port, keys["shared"], known),
         ClientHost("sleeper1", sshd.port, keys["sleep"], known),
         ClientHost("sleeper2", sshd.port, keys["sleep"], known),
         ClientHost("flood", sshd.port, keys["flood"], known),
@@ -205,6 +212,63 @@ def test_a_full_poll_gives_the_report_numbers(world: World) -> None:
     totals = [line.split()[:4] for line in text.splitlines() if line.startswith("累计")]
     assert totals == [["累计", "8.5K", "351", "2.7K"], ["累计", "90.0K", "4.0K", "81.0K"]]
     assert "统计 无运行中的记录器" in text  # the test writers have closed: no live writer
+
+
+@pytest.mark.e2e
+def test_two_instances_sharing_one_data_dir_each_line_shows_its_own(world: World) -> None:
+    """The forced command is the same for both node ports (`status --root usage`); each line
+    picks its port's row; a port with no instance in the data dir shows the whole, marked."""
+    entry = {
+        "target": "inst-shared",
+        "code_dir": str(REPO),
+        "data_dir": str(world.ledgers["shared"]),
+    }
+    usage = {str(port): entry for port in (19011, 19012, 19013)}
+    rc, out, err, _ = _poll(world, usage, "--json")
+    assert rc == 0, err
+    by_port = {i["port"]: i for i in json.loads(out)["instances"]}
+    assert [by_port[p]["state"] for p in (19011, 19012, 19013)] == ["ok"] * 3
+    for port in (19011, 19012):
+        status = by_port[port]["status"]
+        assert [i["port"] for i in status["instances"]] == [19011, 19012]
+        row = next(i for i in status["instances"] if i["port"] == port)
+        rc, full_out, err = run_cli(
+            "report",
+            "--json",
+            "--root",
+            str(world.ledgers["shared"]),
+            "--at",
+            repr(status["clock"]),
+            "--instance",
+            f"host-s:{port}",
+        )
+        assert rc == 0, err
+        full = json.loads(full_out)
+        for name in WINDOW_NAMES:
+            for key in FIGURES:
+                assert row["windows"][name][key] == full["windows"][name][key], (port, name, key)
+    rows = {i["port"]: i for i in by_port[19011]["status"]["instances"]}
+    assert [rows[19011]["windows"]["total"][k] for k in ("input", "output", "cached")] == [
+        4000,
+        200,
+        1000,
+    ]
+    assert [rows[19012]["windows"]["total"][k] for k in ("input", "output", "cached")] == [60, 6, 0]
+
+    rc, text, err, _ = _poll(world, usage)
+    assert rc == 0, err
+    blocks = {int(b.split(" ──", 1)[0]): b for b in text.split("── :")[1:]}  # port -> its lines
+    totals = {
+        port: next(ln.split()[:4] for ln in block.splitlines() if ln.startswith("累计"))
+        for port, block in blocks.items()
+    }
+    assert totals == {
+        19011: ["累计", "4.0K", "200", "1.0K"],
+        19012: ["累计", "60", "6", "0"],
+        19013: ["累计", "4.1K", "206", "1.0K"],  # the whole data dir, and it says so
+    }
+    assert "整个数据目录" not in blocks[19011] and "整个数据目录" not in blocks[19012]
+    assert "以下为整个数据目录的合计:其中没有端口 19013 的实例" in blocks[19013]
 
 
 @pytest.mark.e2e

@@ -1,9 +1,13 @@
 """The generated stack against live parts: a real Prometheus scraping a real vLLM on CPU and the
 ledger exporter while traffic runs, then across a vLLM restart.
 
-- every PromQL expression of the dashboard and of the alerts (their signal, before the
-  threshold) returns data, except exactly those that read only GPU metrics, which parse and
-  come back empty on a host with neither DCGM nor NVML;
+- every PromQL expression of the dashboard, with its variables set to each instance and model
+  (and to "All") as Grafana would set them, and of the alerts (their signal, before the
+  threshold) returns data, except those that read only GPU metrics, which parse and come back
+  empty on a host with neither DCGM nor NVML; while the exporter serves no ``ledger_instance``
+  on its counters yet, the expressions that select the ledger by it need only parse;
+- the vLLM target is named as the ledger names its instance (``--vllm ADDRESS=NAME``), so one
+  ``$instance`` value selects vLLM's series and the ledger's;
 - ``sum(rate(vllm:generation_tokens_total[1m]))`` is non-zero during traffic;
 - the exporter's counters equal ``vllm-ledger report --json`` totals and vLLM's own counters,
   and keep rising across a vLLM restart where vLLM's counters fall back to zero.
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -32,8 +37,9 @@ from tests.conftest import REPO, run_cli
 from tests.e2e.prom import Prometheus, is_gpu_metric, metric_names, promtool
 from tests.e2e.settle import settle
 from vllm_ledger.observe.alerts import alert_rules
-from vllm_ledger.observe.dashboard import expressions
+from vllm_ledger.observe.dashboard import INSTANCE_QUERY, MODEL_QUERY, expressions, interpolate
 from vllm_ledger.promtext import parse_samples, sum_metric
+from vllm_ledger.write.identity import host_name
 
 pytestmark = pytest.mark.e2e
 
@@ -163,6 +169,42 @@ def _signals(stack: Path) -> list[str]:
     return [r.signal for r in lib]
 
 
+def _gpu_only(expr: str) -> bool:
+    names = metric_names(expr.replace("$max_model_len", "1"))
+    return bool(names) and all(is_gpu_metric(n) for n in names)
+
+
+def _variable_values(prom: Prometheus) -> dict[str, list[str]]:
+    """$host, $instance and $model_name's options, found as Grafana's variable queries find
+    them (label_values through the series API, query_result through an instant query)."""
+    ups = prom.api("label/instance/values", **{"match[]": "up"})["data"]
+    hosts = sorted({m.group(1) for v in ups if (m := re.match(r"^(.+):[0-9]+$", v))})
+    inner = interpolate(INSTANCE_QUERY, {"host": ".*"})
+    inner = inner[len("query_result(") : -1]
+    instances = sorted({r["metric"]["instance"] for r in prom.vector(inner)})
+    selector = re.match(r"label_values\((.*), model_name\)$", MODEL_QUERY)
+    assert selector is not None
+    models = prom.api("label/model_name/values", **{"match[]": selector.group(1)})["data"]
+    return {"host": hosts, "instance": instances, "model_name": sorted(models)}
+
+
+def _value_sets(v: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Each instance with each model (its host chosen), then "All" of each."""
+    sets: list[dict[str, Any]] = [
+        {
+            "host": [i.rsplit(":", 1)[0]],
+            "instance": [i],
+            "model_name": [m],
+            "max_model_len": "32768",
+        }
+        for i in v["instance"]
+        for m in v["model_name"]
+    ]
+    sets.append({"host": ".*", "instance": v["instance"], "model_name": ".*",
+                 "max_model_len": "32768"})  # fmt: skip
+    return sets
+
+
 def _evaluate(prom: Prometheus, exprs: list[str]) -> dict[str, list[Any]]:
     results = {}
     for e in exprs:
@@ -180,26 +222,24 @@ def test_stack_against_live_vllm_exporter_and_prometheus(
     s1 = vllm_server(root, port=vport)
     eport = exporter(root)
     dcgm_port = free_port()  # no DCGM here: its job is down, the GPU expressions are empty
+    host = host_name()  # as the plugin names this host in the ledger
     stack = tmp_path / "stack"
     code, _out, err = run_cli(
         "observability",
         str(stack),
-        "--vllm",
-        f"127.0.0.1:{vport}",
-        "--exporter",
-        f"127.0.0.1:{eport}",
-        "--dcgm",
-        f"127.0.0.1:{dcgm_port}",
-        "--scrape-interval",
-        "1s",
-    )
+        "--vllm", f"127.0.0.1:{vport}={host}:{vport}",
+        "--exporter", f"127.0.0.1:{eport}={host}:{eport}",
+        "--dcgm", f"127.0.0.1:{dcgm_port}={host}:{dcgm_port}",
+        "--alertmanager", f"127.0.0.1:{free_port()}",  # none: alerts are not sent here
+        "--scrape-interval", "1s",
+    )  # fmt: skip
     assert code == 0, err
     r = promtool("check", "config", str(stack / "prometheus.yml"))
     assert r.returncode == 0, r.stdout + r.stderr
     prom = Prometheus(stack / "prometheus.yml", tmp_path / "tsdb", tmp_path / "prometheus.log")
     prom.start()
     try:
-        _run_checks(prom, root, stack, s1, vllm_server, vport, eport, dcgm_port)
+        _run_checks(prom, root, stack, s1, vllm_server, host, vport, eport, dcgm_port)
     finally:
         prom.stop()
 
@@ -210,6 +250,7 @@ def _run_checks(
     stack: Path,
     s1: Any,
     vllm_server: Any,
+    host: str,
     vport: int,
     eport: int,
     dcgm_port: int,
@@ -218,9 +259,15 @@ def _run_checks(
     dash_exprs = expressions(model)
     alert_exprs = [r.expr for r in alert_rules()]
     signals = _signals(stack)
-    every = list(dict.fromkeys([*dash_exprs, *signals]))
-    gpu_only = {e for e in every if all(is_gpu_metric(n) for n in metric_names(e))}
-    assert len(gpu_only) == 4  # utilisation, memory (panel = alert signal), temperature, power
+    raw = list(dict.fromkeys([*dash_exprs, *signals]))
+    gpu_raw = {e for e in raw if _gpu_only(e)}
+    # utilisation, memory, temperature, power (panels); memory and temperature (alerts)
+    assert len(gpu_raw) == 6
+    name = f"{host}:{vport}"  # the instance as the ledger and the vLLM target are named
+    labelled = "ledger_instance=" in next(
+        (line for line in (_exporter_text(eport) or "").splitlines()
+         if line.startswith("vllm_ledger_prompt_tokens_total")), ""
+    )  # fmt: skip
 
     with Traffic(s1.url) as traffic:
         rate = wait_for(
@@ -229,13 +276,33 @@ def _run_checks(
         )
         assert rate > 0
 
+        # The variables' values, as Grafana's queries find them.
+        variables = wait_for(
+            f"$instance offers {name}",
+            lambda: (v := _variable_values(prom)) and name in v["instance"] and v,
+            timeout_s=60,
+        )
+        assert variables["host"] == sorted({host})  # every target is named on this host
+        assert "tiny" in variables["model_name"]
+        # Each dashboard expression with each instance and model chosen, and with "All";
+        # the alerts' signals as they are.
+        every: dict[str, str] = {e: e for e in signals}
+        for values in _value_sets(variables):
+            every.update({interpolate(e, values): e for e in dash_exprs})
+        gpu_only = {e for e, r in every.items() if r in gpu_raw}
+
+        def needs_data(e: str) -> bool:
+            return e not in gpu_only and (labelled or "ledger_instance" not in every[e])
+
         # Every expression, retried until the slowest (rates over the exporter's counters,
         # which need two scrapes of a changed value) has data.
         def all_have_data() -> dict[str, list[Any]] | None:
-            res = _evaluate(prom, every)
-            return res if all(res[e] for e in every if e not in gpu_only) else None
+            res = _evaluate(prom, list(every))
+            return res if all(res[e] for e in every if needs_data(e)) else None
 
-        results = wait_for("data for every non-GPU expression", all_have_data, timeout_s=60)
+        results = wait_for(
+            "data for every non-GPU expression", all_have_data, timeout_s=90, every_s=2
+        )
         # Two rounds at least, so that the second launch's single round is smaller.
         wait_for("two rounds of traffic", lambda: traffic.rounds >= 2, timeout_s=300)
         full = _evaluate(prom, alert_exprs)  # the thresholded forms parse and evaluate too
@@ -243,14 +310,15 @@ def _run_checks(
         gpus = prom.scalar("sum(vllm_ledger_gpus)")
         assert gpus is not None
         empty = {e for e, res in results.items() if not res}
-        if gpus == 0:  # no NVML; DCGM is down: exactly the GPU-only expressions are empty
-            assert empty == gpu_only
+        if gpus == 0:  # no NVML; DCGM is down: the GPU-only expressions are empty
+            assert gpu_only <= empty
         else:  # a GPU host: the NVML fallback fills the hardware row
-            assert empty == set()
+            assert not gpu_only & empty
+        assert {e for e in empty if needs_data(e)} == set()
         assert prom.targets_up() == {
-            f"vllm/127.0.0.1:{vport}": "up",
-            f"dcgm/127.0.0.1:{dcgm_port}": "down",
-            f"vllm-ledger/127.0.0.1:{eport}": "up",
+            f"vllm/{name}": "up",
+            f"dcgm/{host}:{dcgm_port}": "down",
+            f"vllm-ledger/{host}:{eport}": "up",
         }
 
         # The rules Prometheus loaded from alerts.yml evaluate without error on live data.
@@ -266,6 +334,9 @@ def _run_checks(
 
     # Quiet: vLLM's counters, the ledger, report --json and the exporter all agree.
     counters1 = settle(s1)
+    code, out, err = run_cli("report", "--root", str(root), "--by", "instance")
+    assert code == 0, err
+    assert name in out  # the name the vLLM target was given is the ledger's
     first = _agreed(root, eport, counters1)
     assert first["output"] > 0 and first["cached"] > 0
     wait_for(

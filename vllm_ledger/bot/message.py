@@ -9,6 +9,11 @@ by display width so the columns line up in a monospaced chat block.
 A ledger fault (the status could not be fetched; a writer is stale or missing; a ledger
 file is bad; problems today; no live writer) is never reported as a vLLM fault, nor the
 other way round: each instance has one word for each. Coverage is shown per window.
+
+Each line shows the figures of the instance on its node port: the document's ``instances``
+row whose port equals the config key (every instance on that port in the data dir). Without
+such a row (a host whose version sends none, or no instance on that port in the data dir) it
+shows the whole data dir's figures, and says so on a line of its own.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.poll import STALE_AFTER_S, CacheEntry
-from vllm_ledger.formats.status import StatusDoc, StatusWindow
+from vllm_ledger.formats.status import StatusDoc, StatusInstance, StatusWindow
 
 LANGS = ("zh", "en")
 
@@ -64,6 +69,9 @@ _ZH: dict[str, Any] = {
     "fast": "快",
     "slow": "慢",
     "unknown_figures": "五个窗口:未知(不是 0)",
+    "whole.old": "以下为整个数据目录的合计:部署机的版本未按端口细分",
+    "whole.absent": "以下为整个数据目录的合计:其中没有端口 {port} 的实例",
+    "whole.truncated": "(实例过多,只列出 {n} 个)",
     "cols": ("窗口", "输入", "输出", "缓存", "命中率", "均速/s", "生成/s", "覆盖"),
     "windows": {"today": "今天", "24h": "24小时", "3d": "3天", "7d": "7天", "total": "累计"},
     "writers": "记录器",
@@ -125,6 +133,10 @@ _EN: dict[str, Any] = {
     "fast": "ahead of",
     "slow": "behind",
     "unknown_figures": "five windows: unknown (not 0)",
+    "whole.old": "figures for the whole data dir: the host's version does not break them down "
+    "by port",
+    "whole.absent": "figures for the whole data dir: it holds no instance on port {port}",
+    "whole.truncated": " (too many instances: {n} listed)",
     "cols": ("window", "input", "output", "cached", "hit", "avg/s", "gen/s", "cover"),
     "windows": {"today": "today", "24h": "24h", "3d": "3d", "7d": "7d", "total": "total"},
     "writers": "writers",
@@ -275,9 +287,28 @@ def _host_time(doc: StatusDoc) -> str:
     return f"{time.strftime('%m-%d %H:%M:%S', t)} {zone}"
 
 
-def _figures(doc: StatusDoc, w: dict) -> list[str]:
+Figures = StatusDoc | StatusInstance
+
+
+def figures_for(doc: StatusDoc, port: int) -> tuple[Figures, str | None]:
+    """The figures a node port's line shows, and why they are the whole data dir's (``old``:
+    the host sent no per-port rows; ``absent``: none for this port), or None."""
+    if doc.instances is None:
+        return doc, "old"
+    row = doc.instance(port)
+    return (doc, "absent") if row is None else (row, None)
+
+
+def _whole_note(doc: StatusDoc, port: int, why: str, w: dict) -> str:
+    line = str(w[f"whole.{why}"]).format(port=port)
+    if why == "absent" and doc.instances_truncated:
+        line += str(w["whole.truncated"]).format(n=len(doc.instances or ()))
+    return line
+
+
+def _figures(doc: StatusDoc, part: Figures, w: dict) -> list[str]:
     rows: list[list[str]] = [list(w["cols"])]
-    for win in doc.windows:
+    for win in part.windows:
         rows.append(
             [
                 w["windows"][win.name],
@@ -291,28 +322,29 @@ def _figures(doc: StatusDoc, w: dict) -> list[str]:
             ]
         )
     lines = _table(rows)
-    writers = dict(doc.writers)
+    writers = dict(part.writers)
     parts = [f"{w['w.' + s]} {n}" for s, n in writers.items() if n]
-    if doc.files_bad:
+    if doc.files_bad:  # a file that cannot be read has no known owner: every port shows it
         parts.append(str(w["files_bad"]).format(n=doc.files_bad))
     if parts:
         lines.append(f"{w['writers']}{w['colon']}" + str(w["sep"]).join(parts))
-    total = doc.window("total")
+    total = part.window("total")
     if total.problems:
         probs = str(w["list"]).join(f"{w['p'][c]} {n}" for c, n in total.problems)
         lines.append(f"{w['problems']}{w['colon']}{probs}")
     return lines
 
 
-def _ledger_word(entry: CacheEntry | None) -> tuple[str, bool]:
+def _ledger_word(entry: CacheEntry | None, port: int) -> tuple[str, bool]:
     """(key of the ledger line, whether it is a ledger fault) from the latest poll."""
     if entry is None:
         return "ledger.pending", False
     if entry.latest.state != "ok" or entry.latest.status is None:
         return f"ledger.{entry.latest.state}", True
     doc = entry.latest.status
-    writers = dict(doc.writers)
-    if writers["stale"] or writers["missing"] or doc.files_bad or doc.window("today").problems:
+    part, _why = figures_for(doc, port)
+    writers = dict(part.writers)
+    if writers["stale"] or writers["missing"] or doc.files_bad or part.window("today").problems:
         return "ledger.degraded", True
     if not writers["alive"]:
         return "ledger.idle", True
@@ -322,7 +354,7 @@ def _ledger_word(entry: CacheEntry | None) -> tuple[str, bool]:
 def _instance(
     v: InstanceView, now_monotonic: float, w: dict, stale_after_s: float
 ) -> tuple[list[str], bool]:
-    key, fault = _ledger_word(v.entry)
+    key, fault = _ledger_word(v.entry, v.port)
     vllm_healthy = v.health is not None and v.health.state == "healthy"
     if key == "ledger.idle" and not vllm_healthy:
         fault = False  # no live writer follows from vLLM being down: not a ledger fault
@@ -345,7 +377,10 @@ def _instance(
         lines.append(
             str(w["clock"]).format(dir=w["fast"] if off > 0 else w["slow"], s=round(abs(off)))
         )
-    lines.extend(_figures(ok.status, w))
+    part, why = figures_for(ok.status, v.port)
+    if why is not None:
+        lines.append(_whole_note(ok.status, v.port, why, w))
+    lines.extend(_figures(ok.status, part, w))
     return lines, fault
 
 
@@ -386,6 +421,7 @@ __all__ = [
     "LANGS",
     "InstanceView",
     "display_width",
+    "figures_for",
     "human_count",
     "human_rate",
     "human_seconds",

@@ -122,6 +122,53 @@ def text(flag: str, example: str, *, max_len: int = MAX_TEXT) -> Callable[[str],
     return parse
 
 
+def instance(flag: str = "--instance") -> Callable[[str], int | str]:
+    """An instance as ``report --by instance`` prints it (``gpu1:8000``; ``HOST:MODEL`` for a
+    writer that knew no port), returned as given; or a bare port (``8000``), returned as an
+    int, which selects the instances on that port on every host."""
+    as_port = port(flag, "8000")
+    as_text = text(flag, "gpu1:8000")
+
+    def parse(value: str) -> int | str:
+        if ":" not in value and _numeral(value):
+            return int(as_port(value))  # a port, or one line on why the number is not one
+        if ":" not in value or value.startswith(":"):
+            as_text(value)  # an unprintable or overlong value gets that line first
+            raise BadArgument(
+                f"{flag} {value[:40]!r} is neither HOST:PORT nor a port: give an instance as "
+                f"`report --by instance` prints it, e.g. {flag} gpu1:8000, or a port, "
+                f"e.g. {flag} 8000"
+            )
+        return as_text(value)
+
+    return parse
+
+
+def _numeral(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def add_filters(p: argparse.ArgumentParser, what: str = "") -> None:
+    """``--instance`` and ``--model``, as every read command takes them."""
+    p.add_argument(
+        "--instance",
+        type=instance(),
+        metavar="HOST:PORT",
+        help=f"only this instance{what}, as `--by instance` prints it (gpu1:8000); a bare "
+        "port (8000) takes that port's instances on every host",
+    )
+    p.add_argument(
+        "--model",
+        type=text("--model", "qwen3-8b"),
+        metavar="NAME",
+        help=f"only runs serving this model name{what}",
+    )
+
+
 def url(flag: str, example: str) -> Callable[[str], str]:
     """An http(s) URL with a host (and a valid port, if any)."""
 

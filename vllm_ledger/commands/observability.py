@@ -1,4 +1,4 @@
-"""vllm-ledger observability: write a ready Prometheus + Grafana + DCGM stack to a folder."""
+"""vllm-ledger observability: write a ready Prometheus + Alertmanager + Grafana + DCGM stack."""
 
 from __future__ import annotations
 
@@ -7,15 +7,25 @@ import re
 import sys
 from collections.abc import Callable
 
-from vllm_ledger.commands._common import number, output_dir, seconds
+from vllm_ledger.commands._common import number, output_dir, seconds, url
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.observe.alerts import Thresholds, check_duration
+from vllm_ledger.observe.alerts import (
+    ALERT_SETS,
+    DEFAULT_RUNBOOK,
+    MINIMAL,
+    Thresholds,
+    check_duration,
+)
+from vllm_ledger.observe.dashboard import DEFAULT_MAX_MODEL_LEN
 from vllm_ledger.observe.stack import (
+    ALERTMANAGER_SERVICE_TARGET,
     DCGM_SERVICE_TARGET,
     DEFAULT_EXPORTER_TARGET,
     DEFAULT_VLLM_TARGET,
     GRAFANA_PORT,
+    PLACEHOLDER_WEBHOOK,
     StackSpec,
+    check_named_target,
     check_target,
     documents,
     is_loopback,
@@ -24,13 +34,16 @@ from vllm_ledger.observe.stack import (
 from vllm_ledger.outfile import check_target as check_output
 
 NAME = "observability"
-HELP = "write prometheus.yml, alerts.yml, a Grafana dashboard and compose.yaml to a folder"
+HELP = "write prometheus.yml, alert rules, alertmanager.yml, a Grafana dashboard and compose.yaml"
 EPILOG = f"""example:
-  vllm-ledger observability ./monitoring --vllm 192.168.1.10:8000 --exporter 192.168.1.10:9464
+  vllm-ledger observability ./monitoring --vllm 192.168.1.10:8000=gpu1:8000 \\
+      --exporter 192.168.1.10:9464=gpu1:9464 --webhook-url http://192.168.1.5:9095/alerts
   cd monitoring && docker compose up -d   # Grafana on http://HOST:{GRAFANA_PORT}
 
 Targets are scraped from inside the Prometheus container: 127.0.0.1 there is the container
-itself, so give the host's address or {DEFAULT_VLLM_TARGET.split(":")[0]}:PORT.
+itself, so give the host's address or {DEFAULT_VLLM_TARGET.split(":")[0]}:PORT. ADDRESS=NAME
+names a target: for a vLLM, give the name `vllm-ledger report --by instance` prints, so the
+dashboard's $instance picks vLLM's series and the ledger's with one value.
 """
 
 
@@ -67,6 +80,17 @@ def _duration(flag: str, lo_s: float, hi_s: float, example: str) -> Callable[[st
 
 
 WEEK_S = 7 * 86400
+_RUNBOOK = re.compile(r"^[A-Za-z0-9_.~:/?&=%+@!$,;-]+$")
+
+
+def _runbook(value: str) -> str:
+    """An http(s) URL or a relative path; the alert's anchor is added after a '#'."""
+    if not 0 < len(value) <= 2048 or not _RUNBOOK.match(value) or value.startswith("-"):
+        raise BadArgument(
+            f"--runbook-url {value[:80]!r} is not a URL or path without spaces or '#': give e.g. "
+            "--runbook-url https://git.example.com/ops/vllm-ledger/blob/main/docs/runbook.md"
+        )
+    return value
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -80,12 +104,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--vllm",
         action="append",
-        metavar="HOST:PORT",
-        help=f"a vLLM server to scrape (repeatable; default {DEFAULT_VLLM_TARGET})",
+        metavar="HOST:PORT[=NAME]",
+        help="a vLLM server to scrape, NAME its instance label (the ledger's HOST:PORT, as "
+        f"`report --by instance` prints it; repeatable; default {DEFAULT_VLLM_TARGET})",
     )
     p.add_argument(
         "--dcgm",
-        metavar="HOST:PORT",
+        metavar="HOST:PORT[=NAME]",
         help="an already running DCGM exporter (default: run one in the compose file, "
         f"scraped at {DCGM_SERVICE_TARGET})",
     )
@@ -96,9 +121,46 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--exporter",
-        metavar="HOST:PORT",
+        metavar="HOST:PORT[=NAME]",
         default=DEFAULT_EXPORTER_TARGET,
         help=f"the `vllm-ledger exporter` (default {DEFAULT_EXPORTER_TARGET})",
+    )
+    p.add_argument(
+        "--alertmanager",
+        metavar="HOST:PORT",
+        help="an already running Alertmanager (default: run one in the compose file, "
+        f"at {ALERTMANAGER_SERVICE_TARGET})",
+    )
+    p.add_argument(
+        "--webhook-url",
+        type=url("--webhook-url", "http://192.168.1.5:9095/alerts"),
+        default=PLACEHOLDER_WEBHOOK,
+        metavar="URL",
+        help="where Alertmanager posts alerts: the notifier's webhook (default a placeholder "
+        f"that never resolves, {PLACEHOLDER_WEBHOOK})",
+    )
+    p.add_argument(
+        "--alerts",
+        choices=ALERT_SETS,
+        default="full",
+        help=f"minimal: the write-up's three ({', '.join(MINIMAL)}); full: every rule "
+        "(default full)",
+    )
+    p.add_argument(
+        "--runbook-url",
+        type=_runbook,
+        default=DEFAULT_RUNBOOK,
+        metavar="URL",
+        help="the runbook each alert's runbook_url links to, with #alertname added "
+        f"(default {DEFAULT_RUNBOOK}, this project's page; give where your team reads it)",
+    )
+    p.add_argument(
+        "--max-model-len",
+        type=number("--max-model-len", 1, 1e8, "32768", unit="tokens", integer=True),
+        default=DEFAULT_MAX_MODEL_LEN,
+        metavar="TOKENS",
+        help="the vLLM's --max-model-len, drawn against the mean tokens per request (default "
+        f"{DEFAULT_MAX_MODEL_LEN}; the dashboard's max_model_len box changes it later)",
     )
     p.add_argument(
         "--scrape-interval",
@@ -165,6 +227,41 @@ def configure(p: argparse.ArgumentParser) -> None:
         help=f"held for (default {d.queue_for})",
     )
     a.add_argument(
+        "--down-for",
+        type=_duration("--down-for", 0, WEEK_S, "1m"),
+        default=d.down_for,
+        metavar="DURATION",
+        help=f"a vLLM or exporter target not answering for this long trips (default {d.down_for})",
+    )
+    a.add_argument(
+        "--gpu-temp-celsius",
+        type=number("--gpu-temp-celsius", 1, 200, "85", unit="degrees Celsius"),
+        default=d.gpu_temperature_celsius,
+        metavar="C",
+        help=f"GPU temperature that trips (default {d.gpu_temperature_celsius:g})",
+    )
+    a.add_argument(
+        "--gpu-temp-for",
+        type=_duration("--gpu-temp-for", 0, WEEK_S, "3m"),
+        default=d.gpu_temperature_for,
+        metavar="DURATION",
+        help=f"held for (default {d.gpu_temperature_for})",
+    )
+    a.add_argument(
+        "--error-threshold",
+        type=_fraction("--error-threshold", "0.05"),
+        default=d.error_fraction,
+        metavar="FRACTION",
+        help=f"share of HTTP requests answered 5xx that trips (default {d.error_fraction:g})",
+    )
+    a.add_argument(
+        "--error-for",
+        type=_duration("--error-for", 0, WEEK_S, "5m"),
+        default=d.error_for,
+        metavar="DURATION",
+        help=f"held for (default {d.error_for})",
+    )
+    a.add_argument(
         "--ledger-uncovered-seconds",
         type=seconds("--ledger-uncovered-seconds", 0, WEEK_S, "60"),
         default=d.ledger_uncovered_seconds,
@@ -190,14 +287,21 @@ def configure(p: argparse.ArgumentParser) -> None:
 def spec_of(args: argparse.Namespace) -> StackSpec:
     if args.no_dcgm and args.dcgm:
         raise BadArgument("--dcgm and --no-dcgm contradict each other: give one")
-    vllm = tuple(check_target(t) for t in (args.vllm or [DEFAULT_VLLM_TARGET]))
-    dcgm = None if args.no_dcgm else check_target(args.dcgm or DCGM_SERVICE_TARGET)
+    vllm = tuple(check_named_target(t) for t in (args.vllm or [DEFAULT_VLLM_TARGET]))
+    dcgm = None if args.no_dcgm else check_named_target(args.dcgm or DCGM_SERVICE_TARGET)
+    am = check_target(args.alertmanager or ALERTMANAGER_SERVICE_TARGET)
     return StackSpec(
         vllm_targets=vllm,
-        exporter_target=check_target(args.exporter),
+        exporter_target=check_named_target(args.exporter),
         dcgm_target=dcgm,
-        dcgm_service=dcgm == DCGM_SERVICE_TARGET,
+        dcgm_service=dcgm == (DCGM_SERVICE_TARGET, None),
+        alertmanager_target=am,
+        alertmanager_service=args.alertmanager is None,
+        webhook_url=args.webhook_url,
         scrape_interval=args.scrape_interval,
+        alerts=args.alerts,
+        runbook=args.runbook_url,
+        max_model_len=int(args.max_model_len),
         thresholds=Thresholds(
             kv_cache_fraction=args.kv_cache_threshold,
             kv_cache_for=args.kv_cache_for,
@@ -207,6 +311,11 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
             gpu_memory_for=args.gpu_mem_for,
             queue_waiting=args.queue_waiting,
             queue_for=args.queue_for,
+            down_for=args.down_for,
+            gpu_temperature_celsius=args.gpu_temp_celsius,
+            gpu_temperature_for=args.gpu_temp_for,
+            error_fraction=args.error_threshold,
+            error_for=args.error_for,
             ledger_uncovered_seconds=args.ledger_uncovered_seconds,
             ledger_uncovered_range=args.ledger_uncovered_range,
             ledger_writer_for=args.ledger_writer_for,
@@ -222,9 +331,11 @@ def run(args: argparse.Namespace) -> int:
     written = write_stack(args.out_dir, spec)
     for path in written:
         print(path)
-    targets = [*spec.vllm_targets, spec.exporter_target]
+    targets = [a for a, _n in spec.vllm_targets] + [spec.exporter_target[0]]
     if spec.dcgm_target:
-        targets.append(spec.dcgm_target)
+        targets.append(spec.dcgm_target[0])
+    if not spec.alertmanager_service:
+        targets.append(spec.alertmanager_target)
     for t in targets:
         if is_loopback(t):
             print(
@@ -232,4 +343,10 @@ def run(args: argparse.Namespace) -> int:
                 "container itself; fine for a Prometheus on the host",
                 file=sys.stderr,
             )
+    if spec.webhook_url == PLACEHOLDER_WEBHOOK:
+        print(
+            f"note: alerts go to the placeholder {PLACEHOLDER_WEBHOOK}: give your notifier's "
+            "--webhook-url",
+            file=sys.stderr,
+        )
     return 0

@@ -1,29 +1,44 @@
-"""vllm-ledger status: the bounded status JSON the bot reads over SSH (one line, < 4 KiB)."""
+"""vllm-ledger status: the bounded status JSON the bot reads over SSH (one line, < 60 KiB)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from vllm_ledger.commands._common import add_roots, add_tz, roots_of
+from vllm_ledger.commands._common import add_filters, add_roots, add_tz, roots_of
 from vllm_ledger.formats import status as status_format
-from vllm_ledger.read.report import build_report
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.ports import port_rows
+from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report
 
 NAME = "status"
-HELP = "print the bounded status JSON for the bot (numbers only, < 4 KiB)"
+HELP = "print the bounded status JSON for the bot (numbers only, per port, < 60 KiB)"
 EPILOG = """example:
   vllm-ledger status --root /srv/artifacts/usage
+  vllm-ledger status --root /srv/artifacts/usage --instance gpu1:8000
 
-This is the only command the poller runs remotely; see `vllm-ledger ssh-key-line`.
+This is the only command the poller runs remotely (with --root only); see
+`vllm-ledger ssh-key-line`. The document always carries the figures per API port
+("instances", at most 16), which the bot picks by node port.
 """
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
     add_tz(p)
+    p.add_argument(
+        "--by",
+        choices=BREAKDOWN_KEYS,
+        help="add a breakdown by this key (at most 16 rows; the bot does not read it)",
+    )
+    add_filters(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    report = build_report(roots_of(args), tz=args.tz)
-    sys.stdout.write(status_format.render(report))
+    with LedgerSet.read(roots_of(args)) as ledgers:  # one read: the whole and every port
+        report = build_report(
+            ledgers, tz=args.tz, by=args.by, instance=args.instance, model=args.model
+        )
+        ports = port_rows(ledgers, report)
+    sys.stdout.write(status_format.render(report, ports))
     return 0

@@ -6,13 +6,14 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from vllm_ledger.commands._common import add_roots, add_time, roots_of
+from vllm_ledger.commands._common import add_filters, add_roots, add_time, roots_of
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.timeline import render_csv, render_json, render_text
 from vllm_ledger.read.timeline import (
     DEFAULT_STEP,
     DEFAULT_WINDOW,
     MAX_STEPS,
+    TIMELINE_BREAKDOWN_KEYS,
     build_timeline,
     parse_duration,
 )
@@ -22,6 +23,8 @@ HELP = "a window in steps: input, output, cached, hit rate, speed and uncovered 
 EPILOG = """example:
   vllm-ledger timeline --root /srv/artifacts/usage
   vllm-ledger timeline --root /srv/artifacts/usage --window 24h --step 1h --csv
+  vllm-ledger timeline --root /srv/artifacts/usage --window today --by instance
+  vllm-ledger timeline --root /srv/artifacts/usage --instance gpu1:8000 --json
 """
 
 
@@ -78,6 +81,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="SPAN",
         help=f"step length such as 5m, 1h or 1d (default {DEFAULT_STEP})",
     )
+    p.add_argument(
+        "--by",
+        choices=TIMELINE_BREAKDOWN_KEYS,
+        help="add one row of steps per key (each with its own coverage)",
+    )
+    add_filters(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print every step as JSON")
     out.add_argument("--csv", action="store_true", help="print every step as CSV")
@@ -86,7 +95,14 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_steps(args.window, args.step)
     tl = build_timeline(
-        roots_of(args), window=args.window, step=args.step, at_ts=args.at, tz=args.tz
+        roots_of(args),
+        window=args.window,
+        step=args.step,
+        at_ts=args.at,
+        tz=args.tz,
+        instance=args.instance,
+        model=args.model,
+        by=args.by,
     )
     render = render_json if args.json else render_csv if args.csv else render_text
     sys.stdout.write(render(tl))

@@ -1,14 +1,22 @@
 """The bounded status document the bot reads over SSH, and its strict parser. Standard library.
 
-``render(report)`` writes one line of ASCII JSON with fixed keys, numbers only (counts are
-integers, ratios floats or null), problem codes from ``coverage.PROBLEM_CODES``, the host's
-clock and a schema version. Its size is bounded by construction (``MAX_STATUS_BYTES``).
+``render(report, ports)`` writes one line of ASCII JSON with fixed keys, numbers only (counts
+are integers, ratios floats or null), problem codes from ``coverage.PROBLEM_CODES``, the host's
+clock and a schema version; ``instances`` adds the same figures per API port (at most
+``MAX_STATUS_INSTANCES``, the rest counted in ``instances_truncated``), so the bot's line for a
+node port shows that port's instance even when several share a data dir. With ``--by`` a
+``breakdown`` (keys are ledger text, ASCII-escaped and cut to ``MAX_KEY_CHARS``; the bot never
+reads it) is added. Its size is bounded by construction: the document without rows stays
+under ``MAX_BASE_BYTES``, and rows are dropped (and counted) until the whole is at most
+``MAX_STATUS_BYTES``, below what the bot reads (64 KiB).
 
 ``parse(data)`` is the other side: it takes bytes from a remote host that may be hostile and
 returns a ``StatusDoc`` holding only range-checked numbers and this module's own constant
 strings, or raises ``StatusParseError``. Unknown keys are ignored (keys are only ever added
 within a schema version); a known key that is missing, of the wrong type or out of range
-rejects the whole document: a value that cannot be trusted is unknown, never 0.
+rejects the whole document: a value that cannot be trusted is unknown, never 0. So does an
+``instances`` list longer than ``MAX_STATUS_INSTANCES``, a port given twice, or a port's count
+above the whole data dir's in the same window. The ``breakdown`` is never read.
 """
 
 from __future__ import annotations
@@ -23,11 +31,16 @@ from typing import Any
 from vllm_ledger import strictjson
 from vllm_ledger.errors import ConfigError, StatusParseError
 from vllm_ledger.read.coverage import PROBLEM_CODES
+from vllm_ledger.read.ports import MAX_PORT_ROWS, PortRow, PortRows
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.windows import WINDOW_NAMES
 
 STATUS_SCHEMA = 1
-MAX_STATUS_BYTES = 4096
+MAX_BASE_BYTES = 4096  # the document without instances or breakdown rows
+MAX_STATUS_BYTES = 60 * 1024  # the whole line; the bot reads at most 64 KiB
+MAX_STATUS_INSTANCES = MAX_PORT_ROWS  # 16
+MAX_BREAKDOWN_ROWS = 16
+MAX_KEY_CHARS = 64
 WRITER_STATES: tuple[str, ...] = ("alive", "closed", "stale", "crashed", "missing")
 
 # Range checks for what a remote host may claim.
@@ -38,7 +51,7 @@ MAX_CLOCK_TS = 10**10  # 2286
 MAX_SPEED = 10**9  # tokens per second
 MAX_TZ_OFFSET_S = 18 * 3600
 MAX_NUMBER_CHARS = 32  # no numeral in a valid document is longer
-STATUS_MAX_DEPTH = 8  # a valid document nests four deep (windows -> a window -> problems)
+STATUS_MAX_DEPTH = 8  # a valid document nests seven deep (breakdown -> rows -> windows ...)
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,22 @@ class StatusWindow:
 
 
 @dataclass(frozen=True)
+class StatusInstance:
+    """The instances on one API port of the data dir (validated numbers only)."""
+
+    port: int
+    runs: int
+    writers: tuple[tuple[str, int], ...]
+    windows: tuple[StatusWindow, ...]
+
+    def window(self, name: str) -> StatusWindow:
+        for w in self.windows:
+            if w.name == name:
+                return w
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
 class StatusDoc:
     schema: int
     clock_ts: float
@@ -68,12 +97,20 @@ class StatusDoc:
     files_bad: int
     writers: tuple[tuple[str, int], ...]
     windows: tuple[StatusWindow, ...]
+    instances: tuple[StatusInstance, ...] | None = None  # None: the host sent no breakdown
+    instances_truncated: int = 0
 
     def window(self, name: str) -> StatusWindow:
         for w in self.windows:
             if w.name == name:
                 return w
         raise KeyError(name)
+
+    def instance(self, port: int) -> StatusInstance | None:
+        for i in self.instances or ():
+            if i.port == port:
+                return i
+        return None
 
 
 # ---- producing -------------------------------------------------------------------------
@@ -108,14 +145,28 @@ def _tz_offset_seconds(report: Report) -> int:
     return int(off.total_seconds()) if off is not None else 0
 
 
-def status_dict(report: Report) -> dict[str, Any]:
-    """The status document as a dict (see docs/bot-status.md for every key)."""
+def _windows_dict(windows: tuple[WindowReport, ...]) -> dict[str, Any]:
+    by_name = {w.name: w for w in windows}
+    return {n: _window_dict(by_name[n]) for n in WINDOW_NAMES if n in by_name}
+
+
+def _port_dict(row: PortRow) -> dict[str, Any]:
+    return {
+        "port": int(row.port),
+        "runs": int(row.runs),
+        "writers": {s: int(row.writers.get(s, 0)) for s in WRITER_STATES},
+        "windows": _windows_dict(row.windows),
+    }
+
+
+def status_dict(report: Report, ports: PortRows | None = None) -> dict[str, Any]:
+    """The status document as a dict (see docs/bot-status.md for every key), before the byte
+    bound (``render`` applies it)."""
     writers = {s: 0 for s in WRITER_STATES}
     for w in report.writers:
         if w.state in writers:
             writers[w.state] += 1
-    by_name = {w.name: w for w in report.windows}
-    return {
+    out: dict[str, Any] = {
         "schema": STATUS_SCHEMA,
         "clock": round(report.generated_ts, 3),
         "cutoff": int(report.cutoff_ts),
@@ -123,15 +174,45 @@ def status_dict(report: Report) -> dict[str, Any]:
         "runs": int(report.runs),
         "files_bad": len(report.files),
         "writers": writers,
-        "windows": {n: _window_dict(by_name[n]) for n in WINDOW_NAMES if n in by_name},
+        "windows": _windows_dict(report.windows),
     }
+    if ports is not None:
+        rows = ports.rows[:MAX_STATUS_INSTANCES]
+        out["instances"] = [_port_dict(r) for r in rows]
+        out["instances_truncated"] = int(ports.truncated) + len(ports.rows) - len(rows)
+    if report.breakdown_by is not None:
+        rows_ = report.breakdown[:MAX_BREAKDOWN_ROWS]
+        out["breakdown"] = {
+            "by": report.breakdown_by,
+            "rows": [
+                {"key": r.key[:MAX_KEY_CHARS], "windows": _windows_dict(r.windows)} for r in rows_
+            ],
+            "truncated": len(report.breakdown) - len(rows_),
+        }
+    return out
 
 
-def render(report: Report) -> str:
-    """One line of ASCII JSON, well under ``MAX_STATUS_BYTES``."""
-    text = json.dumps(
-        status_dict(report), separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    )
+def _dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def render(report: Report, ports: PortRows | None = None) -> str:
+    """One line of ASCII JSON of at most ``MAX_STATUS_BYTES``: breakdown rows are dropped and
+    counted until it fits (16 port rows fit even with every count at its largest: tested;
+    were that ever false, the highest ports would go next, counted the same way)."""
+    doc = status_dict(report, ports)
+    text = _dumps(doc)
+    while len(text) + 1 > MAX_STATUS_BYTES:
+        bd = doc.get("breakdown")
+        if bd and bd["rows"]:
+            bd["rows"].pop()
+            bd["truncated"] += 1
+        elif doc.get("instances"):
+            doc["instances"].pop()
+            doc["instances_truncated"] += 1
+        else:  # pragma: no cover  (the base document is bounded far below: tested)
+            raise AssertionError("status document over its bound without rows")
+        text = _dumps(doc)
     return text + "\n"
 
 
@@ -256,9 +337,15 @@ def parse(data: bytes, max_bytes: int = 64 * 1024) -> StatusDoc:
     schema = _int(doc, "schema", 0, 10**6)
     if schema != STATUS_SCHEMA:
         raise StatusParseError("unsupported schema")
-    windows = _obj(doc, "windows")
+    windows_obj = _obj(doc, "windows")
     clock = _float(doc, "clock", MIN_CLOCK_TS, MAX_CLOCK_TS)
     assert clock is not None
+    windows = tuple(_window(n, _obj(windows_obj, n)) for n in WINDOW_NAMES)
+    instances = None
+    truncated = 0
+    if "instances" in doc:
+        instances = _instances(doc["instances"], windows)
+        truncated = _int(doc, "instances_truncated", 0, MAX_COUNT)
     return StatusDoc(
         schema=schema,
         clock_ts=clock,
@@ -267,13 +354,69 @@ def parse(data: bytes, max_bytes: int = 64 * 1024) -> StatusDoc:
         runs=_int(doc, "runs", 0, MAX_COUNT),
         files_bad=_int(doc, "files_bad", 0, MAX_COUNT),
         writers=_codes(doc, "writers", WRITER_STATES, require_all=True),
-        windows=tuple(_window(n, _obj(windows, n)) for n in WINDOW_NAMES),
+        windows=windows,
+        instances=instances,
+        instances_truncated=truncated,
     )
 
 
-def doc_dict(doc: StatusDoc) -> dict[str, Any]:
-    """A parsed document back in the status form (validated numbers only)."""
+def _instances(value: object, whole: tuple[StatusWindow, ...]) -> tuple[StatusInstance, ...]:
+    """The per-port rows: a bounded list, one row per port, no count above the whole's."""
+    if not isinstance(value, list):
+        raise StatusParseError("instances: not a list")
+    if len(value) > MAX_STATUS_INSTANCES:
+        raise StatusParseError("instances: too many")
+    out: list[StatusInstance] = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise StatusParseError("instances: not an object")
+        port = _int(item, "port", 1, 65535)
+        if any(i.port == port for i in out):
+            raise StatusParseError("instances: a port given twice")
+        windows_obj = _obj(item, "windows")
+        windows = tuple(_window(n, _obj(windows_obj, n)) for n in WINDOW_NAMES)
+        for part, all_ in zip(windows, whole, strict=True):
+            if (
+                part.input_tokens > all_.input_tokens
+                or part.output_tokens > all_.output_tokens
+                or part.cached_tokens > all_.cached_tokens
+                or part.requests > all_.requests
+            ):
+                raise StatusParseError("instances: a port above the whole data dir")
+        out.append(
+            StatusInstance(
+                port=port,
+                runs=_int(item, "runs", 0, MAX_COUNT),
+                writers=_codes(item, "writers", WRITER_STATES, require_all=True),
+                windows=windows,
+            )
+        )
+    return tuple(out)
+
+
+def _parsed_windows(windows: tuple[StatusWindow, ...]) -> dict[str, Any]:
     return {
+        w.name: {
+            "start": w.start_ts,
+            "cutoff": w.cutoff_ts,
+            "input": w.input_tokens,
+            "output": w.output_tokens,
+            "cached": w.cached_tokens,
+            "requests": w.requests,
+            "hit_rate": w.hit_rate,
+            "avg_speed": w.avg_speed,
+            "gen_speed": w.gen_speed,
+            "uncovered_seconds": w.uncovered_seconds,
+            "complete": w.complete,
+            "problems": dict(w.problems),
+        }
+        for w in windows
+    }
+
+
+def doc_dict(doc: StatusDoc) -> dict[str, Any]:
+    """A parsed document back in the status form (validated numbers only; no breakdown)."""
+    out: dict[str, Any] = {
         "schema": doc.schema,
         "clock": doc.clock_ts,
         "cutoff": doc.cutoff_ts,
@@ -281,30 +424,29 @@ def doc_dict(doc: StatusDoc) -> dict[str, Any]:
         "runs": doc.runs,
         "files_bad": doc.files_bad,
         "writers": dict(doc.writers),
-        "windows": {
-            w.name: {
-                "start": w.start_ts,
-                "cutoff": w.cutoff_ts,
-                "input": w.input_tokens,
-                "output": w.output_tokens,
-                "cached": w.cached_tokens,
-                "requests": w.requests,
-                "hit_rate": w.hit_rate,
-                "avg_speed": w.avg_speed,
-                "gen_speed": w.gen_speed,
-                "uncovered_seconds": w.uncovered_seconds,
-                "complete": w.complete,
-                "problems": dict(w.problems),
-            }
-            for w in doc.windows
-        },
+        "windows": _parsed_windows(doc.windows),
     }
+    if doc.instances is not None:
+        out["instances"] = [
+            {
+                "port": i.port,
+                "runs": i.runs,
+                "writers": dict(i.writers),
+                "windows": _parsed_windows(i.windows),
+            }
+            for i in doc.instances
+        ]
+        out["instances_truncated"] = doc.instances_truncated
+    return out
 
 
 __all__ = [
+    "MAX_BASE_BYTES",
     "MAX_STATUS_BYTES",
+    "MAX_STATUS_INSTANCES",
     "STATUS_SCHEMA",
     "StatusDoc",
+    "StatusInstance",
     "StatusParseError",
     "StatusWindow",
     "doc_dict",

@@ -9,14 +9,16 @@ import csv
 import io
 import json
 import math
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.json import window_dict
+from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.text import duration, pct, rate
 from vllm_ledger.read.report import SCHEMA_VERSION, WindowReport
-from vllm_ledger.read.timeline import Timeline
+from vllm_ledger.read.timeline import Timeline, UncoveredSpan
 
 CHART_COLUMNS = 56  # label (9) + chart (56) + scale (<= 12) stays within 80 columns
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -26,8 +28,17 @@ MAX_SPANS_SHOWN = 10
 # ---- JSON and CSV ---------------------------------------------------------------------------
 
 
+def _spans(spans: tuple[UncoveredSpan, ...]) -> list[dict[str, Any]]:
+    return [
+        {"start": u.start_ts, "end": u.end_ts, "seconds": u.seconds, "cause": u.cause}
+        for u in spans
+    ]
+
+
 def timeline_dict(tl: Timeline) -> dict[str, Any]:
-    return {
+    """Schema 1; ``filter`` and ``breakdown`` only appear when asked for (keys are only ever
+    added within a schema)."""
+    out: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "at": round(tl.at_ts, 3),
         "cutoff": tl.cutoff_ts,
@@ -35,11 +46,24 @@ def timeline_dict(tl: Timeline) -> dict[str, Any]:
         "step_seconds": tl.step_seconds,
         "window": {"name": tl.window.name, **window_dict(tl.window)},
         "steps": [window_dict(s) for s in tl.steps],
-        "uncovered_spans": [
-            {"start": u.start_ts, "end": u.end_ts, "seconds": u.seconds, "cause": u.cause}
-            for u in tl.uncovered
-        ],
+        "uncovered_spans": _spans(tl.uncovered),
     }
+    if tl.instance_filter is not None or tl.model_filter is not None:
+        out["filter"] = {"instance": tl.instance_filter, "model": tl.model_filter}
+    if tl.breakdown_by is not None:
+        out["breakdown"] = {
+            "by": tl.breakdown_by,
+            "rows": [
+                {
+                    "key": r.key,
+                    "window": {"name": r.window.name, **window_dict(r.window)},
+                    "steps": [window_dict(s) for s in r.steps],
+                    "uncovered_spans": _spans(r.uncovered),
+                }
+                for r in tl.breakdown
+            ],
+        }
+    return out
 
 
 def render_json(tl: Timeline) -> str:
@@ -63,14 +87,20 @@ CSV_FIELDS = (
 
 
 def render_csv(tl: Timeline) -> str:
+    """One row per step; with ``--by``, one row per key and step, the key first."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
+    by = tl.breakdown_by is not None
+    w.writerow(("key", *CSV_FIELDS) if by else CSV_FIELDS)
     tz = ZoneInfo(tl.tz)
-    for s in tl.steps:
+    keyed = (
+        [(r.key, s) for r in tl.breakdown for s in r.steps] if by else [("", s) for s in tl.steps]
+    )
+    for key, s in keyed:
         d = window_dict(s)
         w.writerow(
-            [
+            ([key] if by else [])
+            + [
                 s.start_ts,
                 s.cutoff_ts,
                 datetime.fromtimestamp(s.start_ts, tz).isoformat(),
@@ -196,7 +226,45 @@ def render_text(tl: Timeline) -> str:
             lines.append(
                 f"  ... and {len(tl.uncovered) - MAX_SPANS_SHOWN} earlier (--json lists all)"
             )
+    if tl.breakdown_by is not None:
+        lines += _rows_text(tl, when)
     return "\n".join(lines) + "\n"
+
+
+def _rows_text(tl: Timeline, when: Callable[[int], str]) -> list[str]:
+    """Per key (``--by``): its totals, then its steps (or its output as a strip if too many)."""
+    lines = ["", f"by {tl.breakdown_by}:"]
+    if not tl.breakdown:
+        lines.append("  (no readable ledger in the selection)")
+    for r in tl.breakdown:
+        w = r.window
+        lines += [
+            "",
+            f"-- {printable(r.key)} --",
+            f"input {w.input_tokens:,}  output {w.output_tokens:,}  cached {w.cached_tokens:,}  "
+            f"hit rate {pct(w.hit_rate)}  avg {rate(w.avg_speed)} tok/s  "
+            f"uncovered {duration(w.uncovered_seconds)}" + ("" if w.complete else "  INCOMPLETE"),
+        ]
+        if len(r.steps) <= TABLE_MAX_STEPS:
+            lines.append(_row("step start", "input", "output", "cached", "hit", "avg/s", "uncov."))
+            for s in r.steps:
+                lines.append(
+                    _row(
+                        when(s.start_ts),
+                        f"{s.input_tokens:,}",
+                        f"{s.output_tokens:,}",
+                        f"{s.cached_tokens:,}",
+                        pct(s.hit_rate),
+                        rate(s.avg_speed),
+                        duration(s.uncovered_seconds),
+                    )
+                )
+        else:
+            _per, cols = _columns(r.steps, CHART_COLUMNS)
+            values = [float(sum(s.output_tokens for s in c)) for c in cols]
+            top = max(values)
+            lines.append(f"{'output':<8} {sparkline(values, top)}  max {compact(top)}")
+    return lines
 
 
 __all__ = [

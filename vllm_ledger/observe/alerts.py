@@ -1,21 +1,43 @@
-"""The alert rules: the write-up's three, the queue's leading indicator, and two for the ledger.
+"""The alert rules, one alert per instance: the write-up's three, the targets' health, GPU heat,
+the error rate, the queue's leading indicator, and two for the ledger.
 
 Pure: ``alert_rules(thresholds)`` returns the rules as data; ``rules_document`` wraps them in
 the group Prometheus loads from ``alerts.yml``. Every rule is a *signal* (a PromQL expression
 that has data whenever its metrics exist) compared with a threshold, so a test can evaluate the
 signal alone against a live Prometheus and see that no metric name is wrong, firing or not.
 
+No rule sums over the fleet: each aggregation keeps ``instance`` (Prometheus's target label),
+``model_name`` where the metric has one, and ``ledger_instance`` (the ledger's HOST:PORT, as
+``report --by instance`` prints it) for the ledger's own rules, so an alert names the instance
+to look at and Alertmanager can route and group by it.
+
 Metric names are those vLLM 0.32 really exports (``vllm:kv_cache_usage_perc``, not the older
-``vllm:gpu_cache_usage_perc``), DCGM's, and the ledger exporter's (``vllm_ledger_*``).
+``vllm:gpu_cache_usage_perc``), its API server's (``http_requests_total`` from
+prometheus-fastapi-instrumentator, status grouped as ``2xx``/``5xx``), DCGM's, and the ledger
+exporter's (``vllm_ledger_*``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 GROUP_NAME = "vllm-alerts"
+
+# Prometheus job names of the generated prometheus.yml; the rules select targets by them.
+VLLM_JOB = "vllm"
+DCGM_JOB = "dcgm"
+EXPORTER_JOB = "vllm-ledger"
+
+# Where each alert's runbook_url points unless --runbook-url says otherwise: the runbook in
+# this project's docs, one section per alert (anchor: the alert's name in lower case).
+DEFAULT_RUNBOOK = "docs/runbook.md"
+
+AlertSet = Literal["minimal", "full"]
+ALERT_SETS: tuple[AlertSet, ...] = ("minimal", "full")
+# The write-up's three, which it says to start with.
+MINIMAL = ("KVCacheNearFull", "TTFTP99High", "GPUMemNearFull")
 
 # GPU memory in use as a fraction, from DCGM (MiB figures) or, on a host without DCGM, from the
 # ledger exporter's NVML gauges. `or on (UUID)` keeps DCGM's series and adds NVML's only for GPUs
@@ -24,6 +46,20 @@ GPU_MEMORY_FRACTION = (
     "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
     " or on (UUID) vllm_ledger_gpu_memory_used_bytes / vllm_ledger_gpu_memory_total_bytes"
 )
+GPU_TEMPERATURE = "DCGM_FI_DEV_GPU_TEMP or on (UUID) vllm_ledger_gpu_temperature_celsius"
+
+
+def http_error_fraction(matchers: str = "") -> str:
+    """The share of HTTP requests answered 5xx per instance (``matchers`` narrows the targets).
+
+    The ``or 0 * ...`` makes it 0 rather than empty while an instance has served no 5xx at all:
+    the instrumentator creates the 5xx series on the first one.
+    """
+    sel = f'job="{VLLM_JOB}"' + (f",{matchers}" if matchers else "")
+    every = f"sum by (instance) (rate(http_requests_total{{{sel}}}[5m]))"
+    errors = f'sum by (instance) (rate(http_requests_total{{{sel},status=~"5.."}}[5m]))'
+    return f"({errors} or 0 * {every}) / {every}"
+
 
 _DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 
@@ -37,7 +73,8 @@ def check_duration(value: str) -> str:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Where each alert trips and for how long it must hold. Defaults are the write-up's."""
+    """Where each alert trips and for how long it must hold. Defaults are the write-up's, and
+    the issue's for the rules it added (down 1m, 85 C for 3m, 5 % errors)."""
 
     kv_cache_fraction: float = 0.90
     kv_cache_for: str = "10m"
@@ -47,6 +84,11 @@ class Thresholds:
     gpu_memory_for: str = "5m"
     queue_waiting: float = 0.0
     queue_for: str = "5m"
+    down_for: str = "1m"
+    gpu_temperature_celsius: float = 85.0
+    gpu_temperature_for: str = "3m"
+    error_fraction: float = 0.05
+    error_for: str = "5m"
     ledger_uncovered_seconds: float = 60.0
     ledger_uncovered_range: str = "15m"
     ledger_writer_for: str = "2m"
@@ -60,20 +102,30 @@ class AlertRule:
     threshold: float
     for_: str
     severity: str
-    summary: str
-    action: str
+    summary: str  # one line, with the labels that name the instance
+    description: str  # what it means and what to do
+    runbook_url: str = ""
     labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def expr(self) -> str:
         return f"({self.signal}) {self.op} {_number(self.threshold)}"
 
+    @property
+    def anchor(self) -> str:
+        """The runbook section's anchor: the heading ``## Name`` as GitHub and MkDocs make it."""
+        return self.name.lower()
+
     def to_rule(self) -> dict[str, Any]:
         rule: dict[str, Any] = {"alert": self.name, "expr": self.expr}
         if self.for_ not in ("0s", "0m"):
             rule["for"] = self.for_
         rule["labels"] = {"severity": self.severity, **self.labels}
-        rule["annotations"] = {"summary": self.summary, "action": self.action}
+        rule["annotations"] = {
+            "summary": self.summary,
+            "description": self.description,
+            "runbook_url": self.runbook_url,
+        }
         return rule
 
 
@@ -85,9 +137,16 @@ def _percent(fraction: float) -> str:
     return f"{fraction * 100:g}%"
 
 
-def alert_rules(t: Thresholds | None = None) -> list[AlertRule]:
+def runbook_link(runbook: str, name: str) -> str:
+    return f"{runbook}#{name.lower()}"
+
+
+def alert_rules(
+    t: Thresholds | None = None, which: AlertSet = "full", runbook: str = DEFAULT_RUNBOOK
+) -> list[AlertRule]:
+    """The rules of ``which`` set, each linking to its section of ``runbook``."""
     t = t or Thresholds()
-    return [
+    rules = [
         AlertRule(
             "KVCacheNearFull",
             f"avg_over_time(vllm:kv_cache_usage_perc[{t.kv_cache_for}])",
@@ -96,25 +155,31 @@ def alert_rules(t: Thresholds | None = None) -> list[AlertRule]:
             t.kv_cache_for,
             "warning",
             summary=(
-                f"KV cache of {{{{ $labels.instance }}}} (engine {{{{ $labels.engine }}}}) "
-                f"above {_percent(t.kv_cache_fraction)} for {t.kv_cache_for}: "
-                "capacity overdrawn, preemption is next"
+                "KV cache of {{ $labels.model_name }} on {{ $labels.instance }} "
+                f"(engine {{{{ $labels.engine }}}}) above {_percent(t.kv_cache_fraction)} "
+                f"for {t.kv_cache_for}"
             ),
-            action="Lower --max-model-len or serve a quantized model.",
+            description=(
+                "Capacity is overdrawn and preemption is next: requests will be recomputed and "
+                "throughput falls off a cliff. Lower --max-model-len or serve a quantized model."
+            ),
         ),
         AlertRule(
             "TTFTP99High",
-            "histogram_quantile(0.99, sum by (le) "
+            "histogram_quantile(0.99, sum by (instance, model_name, le) "
             "(rate(vllm:time_to_first_token_seconds_bucket[5m])))",
             ">",
             t.ttft_p99_seconds,
             t.ttft_for,
             "warning",
             summary=(
-                f"Time to first token P99 above {_number(t.ttft_p99_seconds)} s "
-                f"for {t.ttft_for}: users already feel it"
+                "Time to first token P99 of {{ $labels.model_name }} on {{ $labels.instance }} "
+                f"above {_number(t.ttft_p99_seconds)} s for {t.ttft_for}"
             ),
-            action="Check the queue (vllm:num_requests_waiting) and rate-limit upstream.",
+            description=(
+                "Users already feel it. Check the queue (vllm:num_requests_waiting) and "
+                "rate-limit upstream."
+            ),
         ),
         AlertRule(
             "GPUMemNearFull",
@@ -124,47 +189,114 @@ def alert_rules(t: Thresholds | None = None) -> list[AlertRule]:
             t.gpu_memory_for,
             "critical",
             summary=(
-                f"GPU {{{{ $labels.gpu }}}} ({{{{ $labels.UUID }}}}) on "
-                f"{{{{ $labels.instance }}}} has less than "
-                f"{_percent(1 - t.gpu_memory_fraction)} memory free for "
-                f"{t.gpu_memory_for}: out-of-memory is near"
+                "GPU {{ $labels.gpu }} ({{ $labels.UUID }}) on {{ $labels.instance }} has less "
+                f"than {_percent(1 - t.gpu_memory_fraction)} memory free for {t.gpu_memory_for}"
             ),
-            action="Check whether another process has squeezed onto the card (nvidia-smi).",
+            description=(
+                "Out-of-memory is near. Check whether another process has squeezed onto the "
+                "card (nvidia-smi)."
+            ),
+        ),
+        AlertRule(
+            "VLLMTargetDown",
+            f'up{{job="{VLLM_JOB}"}}',
+            "==",
+            0,
+            t.down_for,
+            "critical",
+            summary=f"vLLM {{{{ $labels.instance }}}} has not answered a scrape for {t.down_for}",
+            description=(
+                "The server is down, restarting, or unreachable from Prometheus: no request "
+                "is served there. Check the process and its log, then /health and /metrics "
+                "from the Prometheus host."
+            ),
+        ),
+        AlertRule(
+            "LedgerExporterDown",
+            f'up{{job="{EXPORTER_JOB}"}}',
+            "==",
+            0,
+            t.down_for,
+            "warning",
+            summary=(
+                f"The ledger exporter {{{{ $labels.instance }}}} has been absent for {t.down_for}"
+            ),
+            description=(
+                "Prometheus cannot scrape `vllm-ledger exporter`: the ledger's figures and its "
+                "own alerts are blind there (the ledger itself keeps recording inside vLLM). "
+                "Restart the exporter; check its --host and port from the Prometheus host."
+            ),
+        ),
+        AlertRule(
+            "GPUTemperatureHigh",
+            GPU_TEMPERATURE,
+            ">",
+            t.gpu_temperature_celsius,
+            t.gpu_temperature_for,
+            "critical",
+            summary=(
+                "GPU {{ $labels.gpu }} ({{ $labels.UUID }}) on {{ $labels.instance }} above "
+                f"{_number(t.gpu_temperature_celsius)} C for {t.gpu_temperature_for}"
+            ),
+            description=(
+                "The card will throttle its clocks (throughput drops) and may shut down. Check "
+                "the fans, the airflow and the room; nvidia-smi -q -d TEMPERATURE,PERFORMANCE "
+                "shows whether it is already slowing down."
+            ),
+        ),
+        AlertRule(
+            "RequestErrorRateHigh",
+            http_error_fraction(),
+            ">",
+            t.error_fraction,
+            t.error_for,
+            "critical",
+            summary=(
+                f"More than {_percent(t.error_fraction)} of HTTP requests to "
+                f"{{{{ $labels.instance }}}} answered 5xx for {t.error_for}"
+            ),
+            description=(
+                "Clients are getting server errors. The vLLM log says why (engine error, "
+                "KV transfer failure, out of memory); vllm:request_success_total"
+                '{finished_reason="error"} shows which model.'
+            ),
         ),
         AlertRule(
             "QueueBuildUp",
-            "sum(vllm:num_requests_waiting)",
+            "sum by (instance, model_name) (vllm:num_requests_waiting)",
             ">",
             t.queue_waiting,
             t.queue_for,
             "warning",
             summary=(
-                f"Requests have been waiting for {t.queue_for}: "
-                "TTFT will climb within minutes (the leading indicator)"
+                "Requests for {{ $labels.model_name }} have been waiting on "
+                f"{{{{ $labels.instance }}}} for {t.queue_for}"
             ),
-            action=(
-                "Find the cause before users do: KV cache full (see KVCacheNearFull), "
-                "a traffic spike (rate-limit upstream) or too small "
-                "--max-num-seqs / --max-num-batched-tokens; add capacity if it persists."
+            description=(
+                "The leading indicator: TTFT will climb within minutes. Find the cause before "
+                "users do: KV cache full (see KVCacheNearFull), a traffic spike (rate-limit "
+                "upstream) or too small --max-num-seqs / --max-num-batched-tokens; add "
+                "capacity if it persists."
             ),
         ),
         AlertRule(
             "LedgerWindowIncomplete",
-            'delta(vllm_ledger_window_uncovered_seconds{window="total"}'
+            'delta(vllm_ledger_window_uncovered_seconds{window="total",ledger_instance!=""}'
             f"[{t.ledger_uncovered_range}])",
             ">",
             t.ledger_uncovered_seconds,
             "0s",
             "warning",
             summary=(
-                f"The ledger read by {{{{ $labels.instance }}}} could not vouch for more "
-                f"than {_number(t.ledger_uncovered_seconds)} s of the last "
-                f"{t.ledger_uncovered_range}: its windows are incomplete"
+                "The ledger of {{ $labels.ledger_instance }} (exporter {{ $labels.instance }}) "
+                f"could not vouch for more than {_number(t.ledger_uncovered_seconds)} s of "
+                f"the last {t.ledger_uncovered_range}"
             ),
-            action=(
-                "Run `vllm-ledger report` for the uncovered seconds and their problem codes; "
-                "if vLLM was stopped on purpose, silence this; otherwise restart the instance "
-                "whose writer stopped and check VLLM_LEDGER_DIR and the disk."
+            description=(
+                "Its windows are incomplete. Run `vllm-ledger report --by instance` for the "
+                "uncovered seconds and their problem codes; if vLLM was stopped on purpose, "
+                "silence this; otherwise restart the instance whose writer stopped and check "
+                "VLLM_LEDGER_DIR and the disk."
             ),
         ),
         AlertRule(
@@ -175,29 +307,42 @@ def alert_rules(t: Thresholds | None = None) -> list[AlertRule]:
             t.ledger_writer_for,
             "warning",
             summary=(
-                f"vLLM instance {{{{ $labels.ledger_instance }}}} has an expected ledger "
-                f"writer missing or stale for {t.ledger_writer_for}: its tokens are not "
-                "all being recorded"
+                "vLLM instance {{ $labels.ledger_instance }} has an expected ledger writer "
+                f"missing or stale for {t.ledger_writer_for}"
             ),
-            action=(
-                "Check that every API process of that vLLM loads the plugin "
-                "(VLLM_LEDGER_DIR, PYTHONPATH or the installed package) and that the ledger "
-                "disk is writable; `vllm-ledger report` names the writer and its state."
+            description=(
+                "Its tokens are not all being recorded. Check that every API process of that "
+                "vLLM loads the plugin (VLLM_LEDGER_DIR, PYTHONPATH or the installed package) "
+                "and that the ledger disk is writable; `vllm-ledger report` names the writer "
+                "and its state."
             ),
         ),
     ]
+    chosen = [r for r in rules if which == "full" or r.name in MINIMAL]
+    return [replace(r, runbook_url=runbook_link(runbook, r.name)) for r in chosen]
 
 
-def rules_document(t: Thresholds | None = None) -> dict[str, Any]:
+def rules_document(
+    t: Thresholds | None = None, which: AlertSet = "full", runbook: str = DEFAULT_RUNBOOK
+) -> dict[str, Any]:
     """The content of alerts.yml."""
-    return {"groups": [{"name": GROUP_NAME, "rules": [r.to_rule() for r in alert_rules(t)]}]}
+    rules = [r.to_rule() for r in alert_rules(t, which, runbook)]
+    return {"groups": [{"name": GROUP_NAME, "rules": rules}]}
 
 
 __all__ = [
+    "ALERT_SETS",
+    "DEFAULT_RUNBOOK",
+    "EXPORTER_JOB",
     "GPU_MEMORY_FRACTION",
+    "GPU_TEMPERATURE",
+    "MINIMAL",
+    "VLLM_JOB",
     "AlertRule",
+    "AlertSet",
     "Thresholds",
     "alert_rules",
     "check_duration",
+    "http_error_fraction",
     "rules_document",
 ]

@@ -17,6 +17,11 @@ counts it has seen, and the counters serve the sum of those:
   compaction, which rewrites rows inside the same file and leaves every total as it was, is
   neither a loss nor a second count.
 
+Each file carries its label pair (``Labels``: the instance as ``report --by instance`` names it,
+the served model names as ``report --by model`` does), remembered with its counts, so whatever
+is held is held in its own pair's series (``Held.by_labels``): every pair's counts never go
+down either, and the pairs add up to ``Held.counts``.
+
 Memory is a few numbers per file, for at most ``MAX_TRACKED_FILES`` files. Past that, the runs
 whose last proof is oldest are folded into one total per run (their files forgotten, about 200
 bytes a run), held the same way: a folded run serves the larger of its folded total and what its
@@ -29,9 +34,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-COUNT_NAMES: tuple[str, ...] = ("input_tokens", "output_tokens", "cached_tokens", "requests")
-Counts = tuple[int, int, int, int]
-ZERO: Counts = (0, 0, 0, 0)
+COUNT_NAMES: tuple[str, ...] = (
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "requests",
+    "decode_tokens",
+    "decode_us",
+)
+Counts = tuple[int, ...]  # one figure per COUNT_NAMES, in that order
+ZERO: Counts = (0,) * len(COUNT_NAMES)
+# (ledger_instance, model_name): as ``report --by instance`` and ``--by model`` name them.
+Labels = tuple[str, str]
+NO_LABELS: Labels = ("", "")
 
 HoldReason = Literal["vanished", "unreadable", "shrank"]
 HOLD_REASONS: tuple[HoldReason, ...] = ("vanished", "unreadable", "shrank")
@@ -51,6 +66,7 @@ class FileCounts:
     counts: Counts
     first_ts: float | None = None
     last_ts: float | None = None
+    labels: Labels = NO_LABELS
 
 
 @dataclass(frozen=True)
@@ -73,6 +89,7 @@ class VanishedRun:
     first_ts: float | None
     last_ts: float | None
     counts: Counts
+    instances: tuple[str, ...] = ()  # the ledger_instance(s) its files belonged to
 
     def overlaps(self, start_ts: float, cutoff_ts: float) -> bool:
         """Whether the run's time falls in ``[start_ts, cutoff_ts)`` (unknown time: always)."""
@@ -94,6 +111,8 @@ class Held:
     newly_vanished: tuple[str, ...] = ()
     returned: tuple[str, ...] = ()
     newly_shrank: tuple[tuple[str, int, int], ...] = ()
+    # The counts per label pair (sorted); they add up to ``counts``.
+    by_labels: tuple[tuple[Labels, Counts], ...] = ()
 
     def count(self, name: str) -> int:
         return self.counts[COUNT_NAMES.index(name)]
@@ -103,38 +122,55 @@ EMPTY = Held(ZERO, dict.fromkeys(HOLD_REASONS, 0), (), 0, 0)
 
 
 class _File:
-    __slots__ = ("counts", "reason")
+    __slots__ = ("counts", "labels", "reason")
 
-    def __init__(self, counts: Counts) -> None:
+    def __init__(self, counts: Counts, labels: Labels) -> None:
         self.counts = counts  # the largest seen, field by field
+        self.labels = labels
         self.reason: HoldReason | None = None  # why it is held now, None when read in full
 
 
 @dataclass
 class _Run:
     files: dict[FileKey, _File] = field(default_factory=dict)
-    folded: Counts | None = None  # the run's total once its files were forgotten
+    # The run's totals per label pair once its files were forgotten.
+    folded: dict[Labels, Counts] | None = None
     folded_files: int = 0
     folded_reason: HoldReason | None = None
     first_ts: float | None = None
     last_ts: float | None = None
     vanished: bool = False
 
-    def total(self) -> Counts:
+    def by_labels(self) -> dict[Labels, Counts]:
         if self.folded is not None:
             return self.folded
-        return _sum(f.counts for f in self.files.values())
+        return _by_labels((f.labels, f.counts) for f in self.files.values())
+
+    def total(self) -> Counts:
+        return _sum(self.by_labels().values())
+
+
+def _by_labels(many: Iterable[tuple[Labels, Counts]]) -> dict[Labels, Counts]:
+    out: dict[Labels, Counts] = {}
+    for labels, counts in many:
+        out[labels] = _sum((out.get(labels, ZERO), counts))
+    return out
 
 
 def _sum(many: Iterable[Counts]) -> Counts:
-    a = b = c = d = 0
-    for w, x, y, z in many:
-        a, b, c, d = a + w, b + x, c + y, d + z
-    return (a, b, c, d)
+    total = list(ZERO)
+    for counts in many:
+        for i, v in enumerate(counts):
+            total[i] += v
+    return tuple(total)
 
 
 def _max(x: Counts, y: Counts) -> Counts:
-    return (max(x[0], y[0]), max(x[1], y[1]), max(x[2], y[2]), max(x[3], y[3]))
+    return tuple(max(a, b) for a, b in zip(x, y, strict=True))
+
+
+def _max_by_labels(x: dict[Labels, Counts], y: dict[Labels, Counts]) -> dict[Labels, Counts]:
+    return {k: _max(x.get(k, ZERO), y.get(k, ZERO)) for k in sorted({*x, *y})}
 
 
 def _below(now: Counts, held: Counts) -> bool:
@@ -172,14 +208,15 @@ class CounterMemory:
                 run.first_ts = _earliest(run.first_ts, f.first_ts)
                 run.last_ts = _latest(run.last_ts, f.last_ts)
             if run.folded is not None:
-                now = _sum(f.counts for f in files.values())
-                run.folded_reason = "shrank" if _below(now, run.folded) else None
-                run.folded = _max(run.folded, now)
+                now = _by_labels((f.labels, f.counts) for f in files.values())
+                shrank = any(_below(now.get(k, ZERO), c) for k, c in run.folded.items())
+                run.folded_reason = "shrank" if shrank else None
+                run.folded = _max_by_labels(run.folded, now)
                 continue
             for key, f in files.items():
                 memo = run.files.get(key)
                 if memo is None:
-                    run.files[key] = _File(f.counts)
+                    run.files[key] = _File(f.counts, f.labels)
                     self._tracked += 1
                     continue
                 shrank = _below(f.counts, memo.counts)
@@ -200,7 +237,10 @@ class CounterMemory:
                 if not run.vanished:
                     newly_vanished.append(run_id)
                 run.vanished = True
-                vanished.append(VanishedRun(run_id, run.first_ts, run.last_ts, run.total()))
+                instances = tuple(sorted({labels[0] for labels in run.by_labels()}))
+                vanished.append(
+                    VanishedRun(run_id, run.first_ts, run.last_ts, run.total(), instances)
+                )
                 held["vanished"] += run.folded_files if run.folded is not None else len(run.files)
                 continue
             if run.vanished and present is not None:
@@ -224,8 +264,11 @@ class CounterMemory:
                 held[gone] += 1
         if self._tracked > self.max_files:
             self._fold()
+        by_labels = _by_labels(
+            item for run in self._runs.values() for item in run.by_labels().items()
+        )
         self.last = Held(
-            counts=_sum(run.total() for run in self._runs.values()),
+            counts=_sum(by_labels.values()),
             files_held=held,
             vanished_runs=tuple(sorted(vanished, key=lambda v: v.run_id)),
             tracked_files=self._tracked,
@@ -233,6 +276,7 @@ class CounterMemory:
             newly_vanished=tuple(sorted(newly_vanished)),
             returned=tuple(sorted(returned)),
             newly_shrank=tuple(sorted(newly_shrank)),
+            by_labels=tuple(sorted(by_labels.items())),
         )
         return self.last
 
@@ -246,7 +290,7 @@ class CounterMemory:
         for run in order:
             if self._tracked <= target:
                 break
-            run.folded = run.total()
+            run.folded = run.by_labels()
             run.folded_files = len(run.files)
             run.folded_reason = None
             self._tracked -= len(run.files)
@@ -261,6 +305,7 @@ __all__ = [
     "FileCounts",
     "Held",
     "HoldReason",
+    "Labels",
     "Sighting",
     "VanishedRun",
 ]

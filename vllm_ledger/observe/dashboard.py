@@ -1,122 +1,280 @@
-"""The Grafana dashboard: three rows from the write-up (now, experience, headroom) and a ledger row.
+"""The Grafana dashboard: the write-up's rows (now, experience, headroom), the GPUs, the ledger per
+instance and the fleet, filtered by template variables and importable through Grafana's import
+form.
 
-Pure: ``dashboard(datasource_uid)`` returns the dashboard JSON model (schemaVersion 39, which
-Grafana 10.3 to 11 load as is). Every target queries metric names the pinned vLLM 0.32 really
-exports, DCGM's, or the ledger exporter's. The hardware panels read DCGM and fall back, per GPU
-UUID, to the exporter's NVML gauges, so a host without DCGM still gets the hardware row.
+Pure: ``dashboard()`` returns the dashboard JSON model (schemaVersion 39, which Grafana 10.3 to
+11 load as is). Every target queries metric names the pinned vLLM 0.32 really exports, DCGM's,
+or the ledger exporter's.
+
+Variables (every panel is filtered by them):
+
+- ``$datasource``: the Prometheus to read. Its default is ``${DS_PROMETHEUS}``, the data source
+  picked in Grafana's import form (``__inputs``); a provisioned copy, where nothing replaces
+  it, falls back to the default Prometheus data source.
+- ``$host``: the host part of every scrape target (``up``'s ``instance``), for the GPU panels
+  (a GPU belongs to a host, not to one vLLM) and the fleet row.
+- ``$instance``: the vLLM instances on the chosen hosts, as Prometheus's ``instance`` label of
+  the vLLM targets and as the ledger's ``ledger_instance`` (HOST:PORT as ``report --by
+  instance`` prints it). The two are one value when the vLLM targets are named as the ledger
+  names them (``observability --vllm ADDRESS=NAME``).
+- ``$model_name``: the served model names, vLLM's and the ledger's ``model_name``.
+- ``$max_model_len``: a text box holding the ``--max-model-len`` the instances were launched
+  with (vLLM exports it nowhere), drawn against the mean tokens per request.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from vllm_ledger.observe.alerts import GPU_MEMORY_FRACTION
+from vllm_ledger.observe.alerts import EXPORTER_JOB, VLLM_JOB, http_error_fraction
 
 SCHEMA_VERSION = 39
 DASHBOARD_UID = "vllm-ledger"
 DASHBOARD_TITLE = "vLLM and its ledger"
 GRID_WIDTH = 24
+GRAFANA_MIN_VERSION = "10.3.0"  # the first Grafana whose schemaVersion is 39
+
+DS_INPUT = "DS_PROMETHEUS"  # the import form's data-source input
+DS_VAR = "${datasource}"  # every panel and target reads the $datasource variable
+DEFAULT_MAX_MODEL_LEN = 32768  # the write-up's example; set it to the instances' flag
 
 TTFT = "vllm:time_to_first_token_seconds_bucket"
 TPOT = "vllm:inter_token_latency_seconds_bucket"  # vLLM 0.32's time per output token
 
+# Label matchers: vLLM's series by Prometheus's `instance`, the ledger's by `ledger_instance`,
+# GPU series (DCGM's or the exporter's NVML gauges) by the host of their target.
+V = 'instance=~"$instance"'
+VM = 'instance=~"$instance",model_name=~"$model_name"'
+L = 'ledger_instance=~"$instance"'
+LM = 'ledger_instance=~"$instance",model_name=~"$model_name"'
+G = 'instance=~"$host:[0-9]+"'
+HOST_OF_LEDGER = '"host", "$1", "ledger_instance", "(.+):[0-9]+"'
 
-def _quantile(q: float, bucket: str) -> str:
-    return f"histogram_quantile({q}, sum by (le) (rate({bucket}[5m])))"
+TOKENS_PER_S = "suffix: tokens/s"  # Grafana's custom unit: the number, a space, tokens/s
+
+
+def _quantiles(bucket: str) -> list[tuple[str, str]]:
+    def q(x: float, by: str) -> str:
+        return f"histogram_quantile({x}, sum by ({by}) (rate({bucket}{{{VM}}}[5m])))"
+
+    return [
+        (q(0.5, "instance, model_name, le"), "{{instance}} {{model_name}} P50"),
+        (q(0.99, "instance, model_name, le"), "{{instance}} {{model_name}} P99"),
+        (q(0.99, "le"), "all selected P99"),
+    ]
 
 
 def _gpu(dcgm: str, nvml: str) -> str:
-    return f"{dcgm} or on (UUID) {nvml}"
+    return f"{dcgm}{{{G}}} or on (UUID) {nvml}{{{G}}}"
 
 
-# (title, kind, unit, [(expr, legend)], width)
-Panel = tuple[str, str, str, list[tuple[str, str]], int]
+def _mean_per_request(hist: str) -> str:
+    by = "sum by (instance, model_name)"
+    return f"{by} (rate({hist}_sum{{{VM}}}[5m])) / {by} (rate({hist}_count{{{VM}}}[5m]))"
+
+
+def _window_sum(figure: str, window: str) -> str:
+    return f'sum(vllm_ledger_window_{figure}_tokens{{window="{window}",{LM}}})'
+
+
+def _per_host(expr: str) -> str:
+    return f"label_replace({expr}, {HOST_OF_LEDGER})"
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    kind: str  # timeseries, stat, bargauge
+    unit: str  # a Grafana unit id
+    targets: Sequence[tuple[str, str]]  # (expr, legend)
+    width: int
+    description: str = ""
+    up_down: bool = False  # map 0/1 to down/up
+
 
 ROWS: list[tuple[str, list[Panel]]] = [
     (
         "Now: how is it doing",
         [
-            (
-                "Requests running and waiting",
+            Panel(
+                "vLLM targets up",
+                "stat",
+                "none",
+                [(f'up{{job="{VLLM_JOB}",{V}}}', "{{instance}}")],
+                6,
+                up_down=True,
+            ),
+            Panel(
+                "Uptime",
+                "stat",
+                "s",
+                [
+                    (
+                        "time() - max by (instance) "
+                        f'(process_start_time_seconds{{job="{VLLM_JOB}",{V}}})',
+                        "{{instance}}",
+                    )
+                ],
+                6,
+                "Since the API server process started (a restart sets it back to 0).",
+            ),
+            Panel(
+                "Request rate",
+                "timeseries",
+                "reqps",
+                [
+                    (
+                        "sum by (instance, model_name) "
+                        f"(rate(vllm:request_success_total{{{VM}}}[1m]))",
+                        "{{instance}} {{model_name}}",
+                    ),
+                    (f"sum(rate(vllm:request_success_total{{{VM}}}[1m]))", "all selected"),
+                ],
+                12,
+                "Finished requests per second, whatever their finished_reason.",
+            ),
+            Panel(
+                "Running batch size (requests running)",
                 "timeseries",
                 "short",
                 [
-                    ("sum(vllm:num_requests_running)", "running"),
-                    ("sum(vllm:num_requests_waiting)", "waiting"),
+                    (
+                        f"sum by (instance, model_name) (vllm:num_requests_running{{{VM}}})",
+                        "{{instance}} {{model_name}}",
+                    ),
+                    (f"sum(vllm:num_requests_running{{{VM}}})", "all selected"),
                 ],
-                8,
+                12,
             ),
-            (
+            Panel(
+                "Requests waiting",
+                "timeseries",
+                "short",
+                [
+                    (
+                        f"sum by (instance, model_name) (vllm:num_requests_waiting{{{VM}}})",
+                        "{{instance}} {{model_name}}",
+                    ),
+                    (f"sum(vllm:num_requests_waiting{{{VM}}})", "all selected"),
+                ],
+                12,
+                "The leading indicator: above 0 for minutes, TTFT climbs next.",
+            ),
+            Panel(
                 "Tokens per second",
                 "timeseries",
-                "short",
+                TOKENS_PER_S,
                 [
-                    ("sum(rate(vllm:generation_tokens_total[1m]))", "generated"),
-                    ("sum(rate(vllm:prompt_tokens_total[1m]))", "prompt"),
+                    (
+                        "sum by (instance, model_name) "
+                        f"(rate(vllm:generation_tokens_total{{{VM}}}[1m]))",
+                        "{{instance}} {{model_name}} generated",
+                    ),
+                    (
+                        "sum by (instance, model_name) "
+                        f"(rate(vllm:prompt_tokens_total{{{VM}}}[1m]))",
+                        "{{instance}} {{model_name}} prompt",
+                    ),
+                    (
+                        f"sum(rate(vllm:generation_tokens_total{{{VM}}}[1m]))",
+                        "all selected generated",
+                    ),
                 ],
-                8,
+                12,
             ),
-            (
-                "Finished requests ending in error or abort",
+            Panel(
+                "Errors",
                 "timeseries",
                 "percentunit",
                 [
                     (
-                        'sum(rate(vllm:request_success_total{finished_reason="error"}[5m]))'
-                        " / sum(rate(vllm:request_success_total[5m]))",
-                        "error",
+                        "sum by (instance, model_name) "
+                        f'(rate(vllm:request_success_total{{{VM},finished_reason="error"}}[5m]))'
+                        " / sum by (instance, model_name) "
+                        f"(rate(vllm:request_success_total{{{VM}}}[5m]))",
+                        "{{instance}} {{model_name}} engine error",
                     ),
                     (
-                        'sum(rate(vllm:request_success_total{finished_reason="abort"}[5m]))'
-                        " / sum(rate(vllm:request_success_total[5m]))",
-                        "aborted",
+                        "sum by (instance, model_name) "
+                        f'(rate(vllm:request_success_total{{{VM},finished_reason="abort"}}[5m]))'
+                        " / sum by (instance, model_name) "
+                        f"(rate(vllm:request_success_total{{{VM}}}[5m]))",
+                        "{{instance}} {{model_name}} aborted",
                     ),
+                    (http_error_fraction(V), "{{instance}} HTTP 5xx"),
                 ],
-                8,
+                12,
+                "Finished requests ending in an engine error or an abort, per model; HTTP "
+                "requests answered 5xx, per instance (also those that never reached the engine).",
             ),
         ],
     ),
     (
         "Experience: how fast it feels",
         [
-            (
-                "Time to first token",
-                "timeseries",
-                "s",
-                [
-                    (_quantile(0.5, TTFT), "P50"),
-                    (_quantile(0.99, TTFT), "P99"),
-                ],
-                12,
-            ),
-            (
-                "Time per output token",
-                "timeseries",
-                "s",
-                [
-                    (_quantile(0.5, TPOT), "P50"),
-                    (_quantile(0.99, TPOT), "P99"),
-                ],
-                12,
-            ),
+            Panel("Time to first token", "timeseries", "s", _quantiles(TTFT), 12),
+            Panel("Time per output token", "timeseries", "s", _quantiles(TPOT), 12),
         ],
     ),
     (
         "Headroom: how much is left",
         [
-            (
+            Panel(
                 "KV cache usage",
                 "timeseries",
                 "percentunit",
                 [
                     (
-                        "max by (instance, engine) (vllm:kv_cache_usage_perc)",
-                        "{{instance}} engine {{engine}}",
+                        f"max by (instance, model_name, engine) (vllm:kv_cache_usage_perc{{{VM}}})",
+                        "{{instance}} {{model_name}} engine {{engine}}",
+                    ),
+                ],
+                8,
+            ),
+            Panel(
+                "Tokens per request against --max-model-len",
+                "timeseries",
+                "short",
+                [
+                    (
+                        _mean_per_request("vllm:request_prompt_tokens"),
+                        "{{instance}} {{model_name}} mean prompt",
+                    ),
+                    (
+                        _mean_per_request("vllm:request_generation_tokens"),
+                        "{{instance}} {{model_name}} mean output",
+                    ),
+                    ("vector($max_model_len)", "--max-model-len"),
+                ],
+                10,
+                "Mean prompt and output tokens of the requests finished in the last 5 minutes, "
+                "and the --max-model-len set in the dashboard's max_model_len box. A mean far "
+                "below it is KV cache reserved for nothing: lower --max-model-len (and raise "
+                "--max-num-seqs).",
+            ),
+            Panel(
+                "Mean request's share of --max-model-len",
+                "stat",
+                "percentunit",
+                [
+                    (
+                        f"({_mean_per_request('vllm:request_prompt_tokens')}"
+                        f" + {_mean_per_request('vllm:request_generation_tokens')})"
+                        " / $max_model_len",
+                        "{{instance}} {{model_name}}",
                     ),
                 ],
                 6,
             ),
-            (
+        ],
+    ),
+    (
+        "GPUs: is the card healthy (per host)",
+        [
+            Panel(
                 "GPU utilisation",
                 "timeseries",
                 "percent",
@@ -124,162 +282,297 @@ ROWS: list[tuple[str, list[Panel]]] = [
                     (
                         _gpu("DCGM_FI_DEV_GPU_UTIL", "vllm_ledger_gpu_utilization_percent"),
                         "{{instance}} GPU {{gpu}}",
-                    ),
+                    )
                 ],
                 6,
             ),
-            (
+            Panel(
                 "GPU memory used",
                 "timeseries",
                 "percentunit",
                 [
-                    (GPU_MEMORY_FRACTION, "{{instance}} GPU {{gpu}}"),
+                    (
+                        f"DCGM_FI_DEV_FB_USED{{{G}}} / (DCGM_FI_DEV_FB_USED{{{G}}} + "
+                        f"DCGM_FI_DEV_FB_FREE{{{G}}}) or on (UUID) "
+                        f"vllm_ledger_gpu_memory_used_bytes{{{G}}} / "
+                        f"vllm_ledger_gpu_memory_total_bytes{{{G}}}",
+                        "{{instance}} GPU {{gpu}}",
+                    )
                 ],
                 6,
             ),
-            (
-                "GPU temperature and power",
+            Panel(
+                "GPU temperature",
                 "timeseries",
-                "short",
+                "celsius",
                 [
                     (
                         _gpu("DCGM_FI_DEV_GPU_TEMP", "vllm_ledger_gpu_temperature_celsius"),
-                        "{{instance}} GPU {{gpu}} °C",
-                    ),
+                        "{{instance}} GPU {{gpu}}",
+                    )
+                ],
+                6,
+            ),
+            Panel(
+                "GPU power",
+                "timeseries",
+                "watt",
+                [
                     (
                         _gpu("DCGM_FI_DEV_POWER_USAGE", "vllm_ledger_gpu_power_watts"),
-                        "{{instance}} GPU {{gpu}} W",
-                    ),
+                        "{{instance}} GPU {{gpu}}",
+                    )
                 ],
                 6,
             ),
         ],
     ),
     (
-        "Ledger: what was served, restart-proof",
+        "Ledger: what was served, restart-proof (per instance)",
         [
-            (
+            Panel(
                 "Tokens today",
                 "stat",
                 "short",
                 [
-                    ('sum(vllm_ledger_window_input_tokens{window="today"})', "input"),
-                    ('sum(vllm_ledger_window_output_tokens{window="today"})', "output"),
-                    ('sum(vllm_ledger_window_cached_tokens{window="today"})', "cached"),
+                    (f'sum(vllm_ledger_window_input_tokens{{window="today",{LM}}})', "input"),
+                    (f'sum(vllm_ledger_window_output_tokens{{window="today",{LM}}})', "output"),
+                    (f'sum(vllm_ledger_window_cached_tokens{{window="today",{LM}}})', "cached"),
                 ],
                 6,
             ),
-            (
+            Panel(
                 "Tokens, last 7 days",
                 "stat",
                 "short",
                 [
-                    ('sum(vllm_ledger_window_input_tokens{window="7d"})', "input"),
-                    ('sum(vllm_ledger_window_output_tokens{window="7d"})', "output"),
-                    ('sum(vllm_ledger_window_cached_tokens{window="7d"})', "cached"),
+                    (f'sum(vllm_ledger_window_input_tokens{{window="7d",{LM}}})', "input"),
+                    (f'sum(vllm_ledger_window_output_tokens{{window="7d",{LM}}})', "output"),
+                    (f'sum(vllm_ledger_window_cached_tokens{{window="7d",{LM}}})', "cached"),
                 ],
                 6,
             ),
-            (
+            Panel(
                 "Prefix-cache hit rate",
                 "stat",
                 "percentunit",
                 [
                     (
-                        'sum by (window) (vllm_ledger_window_cached_tokens{window=~"today|7d"})'
-                        ' / sum by (window) (vllm_ledger_window_input_tokens{window=~"today|7d"})',
+                        "sum by (window) "
+                        f'(vllm_ledger_window_cached_tokens{{window=~"today|7d",{LM}}})'
+                        " / sum by (window) "
+                        f'(vllm_ledger_window_input_tokens{{window=~"today|7d",{LM}}})',
                         "{{window}}",
                     ),
                 ],
                 4,
             ),
-            (
-                "Uncovered time",
-                "stat",
-                "s",
-                [
-                    (
-                        "max by (window) "
-                        '(vllm_ledger_window_uncovered_seconds{window=~"today|7d|total"})',
-                        "{{window}}",
-                    ),
-                ],
-                4,
-            ),
-            (
+            Panel(
                 "Ledger writers",
                 "stat",
                 "short",
                 [
-                    ("sum(vllm_ledger_writers_alive)", "alive"),
-                    ("sum(vllm_ledger_writers_expected)", "expected"),
+                    (
+                        f"sum by (ledger_instance) (vllm_ledger_writers_alive{{{L}}})",
+                        "{{ledger_instance}} alive",
+                    ),
+                    (
+                        f"sum by (ledger_instance) (vllm_ledger_writers_expected{{{L}}})",
+                        "{{ledger_instance}} expected",
+                    ),
                 ],
-                4,
+                8,
             ),
-            (
-                "Tokens per second from the ledger",
-                "timeseries",
-                "short",
+            Panel(
+                "Uncovered time per instance",
+                "stat",
+                "s",
                 [
-                    ("sum(rate(vllm_ledger_generation_tokens_total[5m]))", "generated"),
-                    ("sum(rate(vllm_ledger_prompt_tokens_total[5m]))", "prompt"),
-                    ("sum(rate(vllm_ledger_cached_tokens_total[5m]))", "cached"),
+                    (
+                        "max by (ledger_instance, window) (vllm_ledger_window_uncovered_seconds"
+                        f'{{window=~"today|7d|total",{L}}})',
+                        "{{ledger_instance}} {{window}}",
+                    ),
                 ],
                 12,
+                "Seconds of each window the ledger cannot vouch for: 0 means complete.",
             ),
-            (
-                "Windows complete (1 = every second vouched for)",
+            Panel(
+                "Windows complete per instance (1 = every second vouched for)",
                 "stat",
                 "short",
                 [
-                    ("min by (window) (vllm_ledger_window_complete)", "{{window}}"),
+                    (
+                        f"min by (ledger_instance, window) (vllm_ledger_window_complete{{{L}}})",
+                        "{{ledger_instance}} {{window}}",
+                    ),
                 ],
                 12,
+            ),
+            Panel(
+                "Tokens per second from the ledger",
+                "timeseries",
+                TOKENS_PER_S,
+                [
+                    (
+                        "sum by (ledger_instance, model_name) "
+                        f"(rate(vllm_ledger_generation_tokens_total{{{LM}}}[5m]))",
+                        "{{ledger_instance}} {{model_name}} generated",
+                    ),
+                    (
+                        "sum by (ledger_instance, model_name) "
+                        f"(rate(vllm_ledger_prompt_tokens_total{{{LM}}}[5m]))",
+                        "{{ledger_instance}} {{model_name}} prompt",
+                    ),
+                    (
+                        f"sum(rate(vllm_ledger_generation_tokens_total{{{LM}}}[5m]))",
+                        "all selected generated",
+                    ),
+                    (
+                        f"sum(rate(vllm_ledger_cached_tokens_total{{{LM}}}[5m]))",
+                        "all selected cached",
+                    ),
+                ],
+                24,
+                "Throughput that survives vLLM restarts (the exporter's counters never go down).",
+            ),
+        ],
+    ),
+    (
+        "Fleet: every host and the total",
+        [
+            Panel(
+                "Output tokens today per host",
+                "bargauge",
+                "short",
+                [
+                    (
+                        "sum by (host) ("
+                        + _per_host(f'vllm_ledger_window_output_tokens{{window="today",{LM}}}')
+                        + ")",
+                        "{{host}}",
+                    ),
+                ],
+                8,
+            ),
+            Panel(
+                "Output tokens today per instance and model",
+                "bargauge",
+                "short",
+                [
+                    (
+                        "sum by (ledger_instance, model_name) "
+                        f'(vllm_ledger_window_output_tokens{{window="today",{LM}}})',
+                        "{{ledger_instance}} {{model_name}}",
+                    ),
+                ],
+                8,
+            ),
+            Panel(
+                "Fleet total",
+                "stat",
+                "short",
+                [
+                    (_window_sum("input", "today"), "input today"),
+                    (_window_sum("output", "today"), "output today"),
+                    (_window_sum("input", "7d"), "input 7 days"),
+                    (_window_sum("output", "7d"), "output 7 days"),
+                ],
+                8,
+            ),
+            Panel(
+                "Instances with today incomplete",
+                "stat",
+                "short",
+                [
+                    (
+                        "count(min by (ledger_instance) "
+                        f'(vllm_ledger_window_complete{{window="today",{L}}}) == 0) or vector(0)',
+                        "incomplete",
+                    ),
+                ],
+                6,
+                "0: every selected instance's ledger vouches for every second of today.",
+            ),
+            Panel(
+                "Uncovered time today per host",
+                "bargauge",
+                "s",
+                [
+                    (
+                        "max by (host) ("
+                        + _per_host(f'vllm_ledger_window_uncovered_seconds{{window="today",{L}}}')
+                        + ")",
+                        "{{host}}",
+                    ),
+                ],
+                9,
+            ),
+            Panel(
+                "Ledger exporters up",
+                "stat",
+                "none",
+                [(f'up{{job="{EXPORTER_JOB}",{G}}}', "{{instance}}")],
+                9,
+                up_down=True,
             ),
         ],
     ),
 ]
 
-PANEL_HEIGHT = {"timeseries": 8, "stat": 5}
+PANEL_HEIGHT = {"timeseries": 8, "stat": 5, "bargauge": 8}
+PANEL_VERSIONS = {"timeseries": "", "stat": "", "bargauge": ""}  # core panels: Grafana's version
+
+UP_DOWN = [
+    {
+        "type": "value",
+        "options": {
+            "0": {"text": "down", "color": "red", "index": 0},
+            "1": {"text": "up", "color": "green", "index": 1},
+        },
+    }
+]
 
 
-def _datasource(uid: str) -> dict[str, str]:
-    return {"type": "prometheus", "uid": uid}
+def _datasource() -> dict[str, str]:
+    return {"type": "prometheus", "uid": DS_VAR}
 
 
-def _panel(
-    pid: int,
-    title: str,
-    kind: str,
-    unit: str,
-    targets: list[tuple[str, str]],
-    grid: dict[str, int],
-    uid: str,
-) -> dict[str, Any]:
+def _panel(pid: int, p: Panel, grid: dict[str, int]) -> dict[str, Any]:
+    defaults: dict[str, Any] = {"unit": p.unit}
+    if p.up_down:
+        defaults["mappings"] = UP_DOWN
     panel: dict[str, Any] = {
         "id": pid,
-        "type": kind,
-        "title": title,
-        "datasource": _datasource(uid),
+        "type": p.kind,
+        "title": p.title,
+        "description": p.description,
+        "datasource": _datasource(),
         "gridPos": grid,
-        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-        "options": {},
+        "fieldConfig": {"defaults": defaults, "overrides": []},
         "targets": [
             {
                 "refId": chr(ord("A") + i),
-                "datasource": _datasource(uid),
+                "datasource": _datasource(),
                 "expr": expr,
                 "legendFormat": legend,
-                "range": True,
+                "range": p.kind == "timeseries",
+                "instant": p.kind != "timeseries",
             }
-            for i, (expr, legend) in enumerate(targets)
+            for i, (expr, legend) in enumerate(p.targets)
         ],
     }
-    if kind == "stat":
+    if p.kind == "stat":
         panel["options"] = {
             "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
             "textMode": "value_and_name",
             "colorMode": "value",
+        }
+    elif p.kind == "bargauge":
+        panel["options"] = {
+            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+            "orientation": "horizontal",
+            "displayMode": "basic",
         }
     else:
         panel["options"] = {
@@ -289,8 +582,90 @@ def _panel(
     return panel
 
 
-def dashboard(datasource_uid: str) -> dict[str, Any]:
-    """The dashboard JSON model; every panel and target points at ``datasource_uid``."""
+def _query_variable(
+    name: str, query: str, regex: str = "", all_value: str | None = ".*"
+) -> dict[str, Any]:
+    var: dict[str, Any] = {
+        "name": name,
+        "label": name,
+        "type": "query",
+        "datasource": _datasource(),
+        "query": query,
+        "definition": query,
+        "regex": regex,
+        "refresh": 2,  # on time range change: new instances appear
+        "multi": True,
+        "includeAll": True,
+        "current": {},
+        "options": [],
+        "sort": 1,
+        "hide": 0,
+    }
+    if all_value is not None:
+        var["allValue"] = all_value
+    return var
+
+
+# The vLLM instances scraped on the chosen hosts, and those the ledger knows (a vLLM that is
+# down, or not scraped, still has its ledger): one `instance` label for both.
+INSTANCE_QUERY = (
+    'query_result(count by (instance) (vllm:num_requests_running{instance=~"$host:[0-9]+"})'
+    " or count by (instance) (label_replace("
+    'vllm_ledger_writers_expected{ledger_instance=~"$host:[0-9]+"},'
+    ' "instance", "$1", "ledger_instance", "(.*)")))'
+)
+MODEL_QUERY = (
+    'label_values({__name__=~"vllm:num_requests_running|vllm_ledger_window_requests"}, model_name)'
+)
+HOST_QUERY = "label_values(up, instance)"
+
+
+def variables(max_model_len: int = DEFAULT_MAX_MODEL_LEN) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "datasource",
+            "label": "Prometheus",
+            "type": "datasource",
+            "query": "prometheus",
+            "regex": "",
+            "current": {"selected": False, "text": "Prometheus", "value": "${" + DS_INPUT + "}"},
+            "options": [],
+            "refresh": 1,
+            "hide": 0,
+            "multi": False,
+            "includeAll": False,
+        },
+        _query_variable("host", HOST_QUERY, regex="/^(.+):[0-9]+$/"),
+        # No allValue: "All" is the instances of the chosen hosts, not every instance.
+        _query_variable("instance", INSTANCE_QUERY, regex='/instance="([^"]+)"/', all_value=None),
+        _query_variable("model_name", MODEL_QUERY),
+        {
+            "name": "max_model_len",
+            "label": "--max-model-len",
+            "type": "textbox",
+            "query": str(max_model_len),
+            "current": {"selected": False, "text": str(max_model_len), "value": str(max_model_len)},
+            "options": [
+                {"selected": True, "text": str(max_model_len), "value": str(max_model_len)}
+            ],
+            "hide": 0,
+        },
+    ]
+
+
+def _requires(kinds: set[str]) -> list[dict[str, str]]:
+    req = [
+        {"type": "grafana", "id": "grafana", "name": "Grafana", "version": GRAFANA_MIN_VERSION},
+        {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"},
+    ]
+    names = {"timeseries": "Time series", "stat": "Stat", "bargauge": "Bar gauge"}
+    for k in sorted(kinds):
+        req.append({"type": "panel", "id": k, "name": names[k], "version": PANEL_VERSIONS[k]})
+    return req
+
+
+def dashboard(max_model_len: int = DEFAULT_MAX_MODEL_LEN) -> dict[str, Any]:
+    """The dashboard JSON model, in Grafana's import format (``__inputs``, ``__requires``)."""
     panels: list[dict[str, Any]] = []
     y = 0
     pid = 1
@@ -309,27 +684,28 @@ def dashboard(datasource_uid: str) -> dict[str, Any]:
         y += 1
         x = 0
         line_height = 0
-        for title, kind, unit, targets, width in row_panels:
-            if x + width > GRID_WIDTH:
+        for p in row_panels:
+            if x + p.width > GRID_WIDTH:
                 y += line_height
                 x, line_height = 0, 0
-            h = PANEL_HEIGHT[kind]
-            panels.append(
-                _panel(
-                    pid,
-                    title,
-                    kind,
-                    unit,
-                    targets,
-                    {"h": h, "w": width, "x": x, "y": y},
-                    datasource_uid,
-                )
-            )
+            h = PANEL_HEIGHT[p.kind]
+            panels.append(_panel(pid, p, {"h": h, "w": p.width, "x": x, "y": y}))
             pid += 1
-            x += width
+            x += p.width
             line_height = max(line_height, h)
         y += line_height
     return {
+        "__inputs": [
+            {
+                "name": DS_INPUT,
+                "label": "Prometheus",
+                "description": "the Prometheus that scrapes vLLM, DCGM and the ledger exporter",
+                "type": "datasource",
+                "pluginId": "prometheus",
+                "pluginName": "Prometheus",
+            }
+        ],
+        "__requires": _requires({p.kind for _t, row in ROWS for p in row}),
         "uid": DASHBOARD_UID,
         "title": DASHBOARD_TITLE,
         "tags": ["vllm", "vllm-ledger"],
@@ -341,7 +717,7 @@ def dashboard(datasource_uid: str) -> dict[str, Any]:
         "refresh": "30s",
         "time": {"from": "now-1h", "to": "now"},
         "timepicker": {},
-        "templating": {"list": []},
+        "templating": {"list": variables(max_model_len)},
         "annotations": {"list": []},
         "links": [],
         "panels": panels,
@@ -353,4 +729,33 @@ def expressions(model: dict[str, Any]) -> list[str]:
     return [t["expr"] for p in model["panels"] for t in p.get("targets", [])]
 
 
-__all__ = ["DASHBOARD_UID", "SCHEMA_VERSION", "dashboard", "expressions"]
+_VAR = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
+_REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
+
+
+def interpolate(expr: str, values: Mapping[str, Sequence[str] | str]) -> str:
+    """``expr`` with each ``$name`` replaced as Grafana does for Prometheus: one value
+    regex-escaped, several as ``(a|b)``; a plain string (``.*``, a number) goes in as is."""
+
+    def value(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        if name not in values:
+            return m.group(0)
+        v = values[name]
+        if isinstance(v, str):
+            return v
+        escaped = [_REGEX_SPECIAL.sub(r"\\\\\1", s) for s in v]
+        return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
+
+    return _VAR.sub(value, expr)
+
+
+__all__ = [
+    "DASHBOARD_UID",
+    "DEFAULT_MAX_MODEL_LEN",
+    "SCHEMA_VERSION",
+    "dashboard",
+    "expressions",
+    "interpolate",
+    "variables",
+]

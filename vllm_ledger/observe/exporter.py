@@ -2,14 +2,20 @@
 
 The plugin inside vLLM opens no port; this process reads the ledgers (through
 ``build_report``, never the SQLite files) on each scrape, at most once per ``cache_seconds``,
-and serves:
+and serves (docs/fleet.md has the table of every metric and label):
 
-- restart-proof counters from the ``total`` window: ``vllm_ledger_prompt_tokens_total``,
-  ``vllm_ledger_generation_tokens_total``, ``vllm_ledger_cached_tokens_total``,
-  ``vllm_ledger_requests_total``. They keep rising across vLLM restarts, where vLLM's own
-  counters fall back to zero;
-- window gauges labelled ``window`` (today, 24h, 3d, 7d, total): tokens, requests, hit rate,
-  average and generation speed, uncovered seconds, a complete flag, problem counts;
+- restart-proof counters per (``ledger_instance``, ``model_name``) pair, from each ledger
+  file's ``total``: ``vllm_ledger_{prompt,generation,cached,decode}_tokens_total``,
+  ``vllm_ledger_requests_total``, ``vllm_ledger_decode_seconds_total``. They keep rising across
+  vLLM restarts, where vLLM's own counters fall back to zero. ``ledger_instance`` is the
+  instance as ``report --by instance`` names it (HOST:PORT), ``model_name`` the served model
+  names as ``report --by model`` does; Prometheus's own ``instance`` stays the scrape target;
+- window figures labelled ``window`` (today, 24h, 3d, 7d, total) and the pair: tokens,
+  requests, decode tokens and seconds, hit rate, average and generation speed. Their ``sum()``
+  is the report's figure: there is no unlabelled copy to count twice;
+- window coverage (uncovered seconds, wall seconds, a complete flag, problem counts) per
+  ``ledger_instance`` (the instance's own, as ``report --by instance``) and for the whole root
+  (the series without ``ledger_instance``);
 - coverage gauges per vLLM instance (``ledger_instance``): writers expected and alive in the
   instance's current run, and writers per state;
 - GPU gauges from NVML (``observe.gpu``) where a GPU is present.
@@ -21,18 +27,21 @@ window its time overlaps, ``vllm_ledger_files_held{reason="vanished"}``), as doe
 cannot be read for a moment (``reason="unreadable"``) or that holds less than before
 (``reason="shrank"``). A run that comes back is counted once; compaction changes no figure.
 
-``families(report, gpus)`` is pure; ``LedgerCollector`` adds the one read per scrape (a
-``LedgerSet``), the cache, the clock and the counters' memory; ``start`` opens the HTTP port
+``families(report, gpus, pairs=...)`` is pure; ``pair_rows`` cuts one read into pairs;
+``LedgerCollector`` adds the one read per scrape (a ``LedgerSet``), the cache, the clock and the
+counters' memory (kept per file, so per pair); ``start`` opens the HTTP port
 (``observe.server``: a listen backlog, a deadline per request, a bound on connections) and
 ``serve`` runs it until interrupted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +50,20 @@ from vllm_ledger.formats.safe import printable
 from vllm_ledger.observe.counters import (
     COUNT_NAMES,
     HOLD_REASONS,
+    NO_LABELS,
     CounterMemory,
+    Counts,
     FileCounts,
     Held,
+    Labels,
     Sighting,
     VanishedRun,
 )
 from vllm_ledger.observe.gpu import GpuReader, GpuReading
 from vllm_ledger.observe.server import MAX_CONNECTIONS, REQUEST_DEADLINE_S, MetricsServer
 from vllm_ledger.read.ledgerset import LedgerSet
-from vllm_ledger.read.report import Report, build_report, resolve_tz
-from vllm_ledger.read.snapshot import Sums
+from vllm_ledger.read.report import Report, WindowReport, build_report, resolve_tz
+from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
 from vllm_ledger.read.windows import Window
 
 PREFIX = "vllm_ledger"
@@ -106,17 +118,68 @@ def _writer_gauges(report: Report) -> dict[str, dict[str, int]]:
     return out
 
 
+def model_key(names: Sequence[str]) -> str:
+    """The ``model_name`` label: the served model names as ``report --by model`` names them."""
+    return ",".join(names) or "?"
+
+
+@dataclass(frozen=True)
+class PairRow:
+    """One (ledger_instance, model_name) pair's five windows: its own figures, over the
+    windows of its instance, with its instance's coverage (as ``report --by instance``)."""
+
+    labels: Labels
+    windows: tuple[WindowReport, ...]
+
+
+def pair_rows(ledgers: LedgerSet, report: Report) -> tuple[PairRow, ...]:
+    """The figures of every (instance, model) pair over the windows of the instance's row in
+    ``report`` (built ``by="instance"`` from ``ledgers``); sums are the set's memoised ones, so
+    the pairs of an instance add up to its row, and all pairs to the report's windows."""
+    rows = {row.key: row for row in report.breakdown} if report.breakdown_by == "instance" else {}
+    groups: dict[Labels, list[LedgerSnapshot]] = {}
+    for s in ledgers.snapshots:
+        if s.ok:
+            labels = (s.instance.key, model_key(s.instance.served_model_names))
+            groups.setdefault(labels, []).append(s)
+    out: list[PairRow] = []
+    for labels in sorted(groups):
+        row = rows.get(labels[0])
+        if row is None:  # not in the report (a file that failed since): left out this scrape
+            continue
+        windows = []
+        for w in row.windows:
+            window = Window(w.name, w.start_ts, w.cutoff_ts)
+            sums, _imprecise = ledgers.total(groups[labels], window)
+            windows.append(
+                dataclasses.replace(
+                    w,
+                    input_tokens=sums.input_tokens,
+                    output_tokens=sums.output_tokens,
+                    cached_tokens=sums.cached_tokens,
+                    requests=sums.requests,
+                    decode_tokens=sums.decode_tokens,
+                    decode_seconds=sums.decode_us / 1e6,
+                )
+            )
+        out.append(PairRow(labels, tuple(windows)))
+    return tuple(out)
+
+
 def families(
     report: Report | None,
     gpus: Sequence[GpuReading],
     *,
+    pairs: Sequence[PairRow] | None = None,
     report_seconds: float = 0.0,
     held: Held | None = None,
 ) -> list[Any]:
     """The metric families of one scrape. ``report`` is None when it could not be built.
 
+    ``pairs``: the per (instance, model) figures (``pair_rows``); without them (a report
+    alone) the report's own windows are served as one pair with empty labels.
     ``held``: what the exporter's counter memory serves; without it the counters are the
-    report's ``total`` window (a single read, nothing held). With it, the counters are served
+    pairs' ``total`` windows (a single read, nothing held). With it, the counters are served
     even when this read failed, once anything was counted.
     """
     core = _client()
@@ -128,37 +191,56 @@ def families(
     took = gauge(f"{PREFIX}_report_seconds", "Seconds the last ledger read took")
     took.add_metric([], report_seconds)
     out.append(took)
+    if report is not None and pairs is None:
+        pairs = (PairRow(NO_LABELS, report.windows),)
     if held is not None and (report is not None or held.tracked_files or held.folded_runs):
-        out.extend(_counter_families(core, held.counts))
-    elif held is None and report is not None:
-        total = report.window("total")
-        out.extend(
-            _counter_families(
-                core,
-                (total.input_tokens, total.output_tokens, total.cached_tokens, total.requests),
-            )
-        )
+        out.extend(_counter_families(core, held.by_labels))
+    elif held is None and pairs is not None:
+        out.extend(_counter_families(core, [(p.labels, _total_counts(p)) for p in pairs]))
     out.extend(_held_families(core, held))
     if report is not None:
-        out.extend(_report_families(core, report, held.vanished_runs if held else ()))
+        out.extend(_report_families(core, report, pairs or (), held.vanished_runs if held else ()))
     out.extend(_gpu_families(core, gpus))
     return out
 
 
-_COUNTERS: dict[str, tuple[str, str]] = {
-    "input_tokens": ("prompt_tokens", "Prompt (input) tokens in every ledger, ever"),
-    "output_tokens": ("generation_tokens", "Generated (output) tokens in every ledger, ever"),
-    "cached_tokens": ("cached_tokens", "Prompt tokens served from the prefix cache, ever"),
-    "requests": ("requests", "Finished requests in every ledger, ever"),
+def _total_counts(pair: PairRow) -> Counts:
+    t = next(w for w in pair.windows if w.name == "total")
+    return (
+        t.input_tokens,
+        t.output_tokens,
+        t.cached_tokens,
+        t.requests,
+        t.decode_tokens,
+        round(t.decode_seconds * 1e6),
+    )
+
+
+# COUNT_NAMES field -> (counter name without prefix and _total, help, scale to the unit)
+_COUNTERS: dict[str, tuple[str, str, float]] = {
+    "input_tokens": ("prompt_tokens", "Prompt (input) tokens in every ledger, ever", 1.0),
+    "output_tokens": ("generation_tokens", "Generated (output) tokens in every ledger, ever", 1.0),
+    "cached_tokens": ("cached_tokens", "Prompt tokens served from the prefix cache, ever", 1.0),
+    "requests": ("requests", "Finished requests in every ledger, ever", 1.0),
+    "decode_tokens": (
+        "decode_tokens",
+        "Decode tokens of finished requests (output tokens after the first), ever",
+        1.0,
+    ),
+    "decode_us": ("decode_seconds", "Decode time of finished requests in seconds, ever", 1e-6),
 }
+PAIR_LABELS = ["ledger_instance", "model_name"]
 
 
-def _counter_families(core: Any, counts: Sequence[int]) -> list[Any]:
+def _counter_families(core: Any, by_labels: Sequence[tuple[Labels, Counts]]) -> list[Any]:
     out: list[Any] = []
-    for field_name, value in zip(COUNT_NAMES, counts, strict=True):
-        name, doc = _COUNTERS[field_name]
-        c = core.CounterMetricFamily(f"{PREFIX}_{name}", doc + " (restart-proof)")
-        c.add_metric([], float(value))
+    for i, field_name in enumerate(COUNT_NAMES):
+        name, doc, scale = _COUNTERS[field_name]
+        c = core.CounterMetricFamily(
+            f"{PREFIX}_{name}", doc + " (restart-proof)", labels=PAIR_LABELS
+        )
+        for labels, counts in by_labels:
+            c.add_metric(list(labels), counts[i] * scale if scale != 1.0 else float(counts[i]))
         out.append(c)
     return out
 
@@ -181,66 +263,122 @@ def _held_families(core: Any, held: Held | None) -> list[Any]:
     return [runs, files]
 
 
-def _report_families(core: Any, report: Report, vanished: Sequence[VanishedRun] = ()) -> list[Any]:
-    gauge = core.GaugeMetricFamily
-    # A vanished run counts in the windows its time overlaps, and always in ``total``: the
-    # counters (the total) still hold it, the root no longer does.
-    gone = {
+_FIGURES: list[tuple[str, str, Callable[[WindowReport], float | None]]] = [
+    ("input_tokens", "Prompt tokens in the window", lambda w: w.input_tokens),
+    ("output_tokens", "Generated tokens in the window", lambda w: w.output_tokens),
+    ("cached_tokens", "Prefix-cache hit tokens in the window", lambda w: w.cached_tokens),
+    ("requests", "Finished requests in the window", lambda w: w.requests),
+    (
+        "decode_tokens",
+        "Decode tokens (output after the first) of requests finished in the window",
+        lambda w: w.decode_tokens,
+    ),
+    (
+        "decode_seconds",
+        "Decode time in seconds of requests finished in the window",
+        lambda w: w.decode_seconds,
+    ),
+    ("hit_ratio", "Cached / prompt tokens (absent when no prompt tokens)", lambda w: w.hit_rate),
+    (
+        "avg_speed_tokens_per_second",
+        "Generated tokens per wall second of the window",
+        lambda w: w.avg_speed,
+    ),
+    (
+        "gen_speed_tokens_per_second",
+        "Decode-time-weighted generation speed of requests",
+        lambda w: w.gen_speed,
+    ),
+]
+
+
+def _vanished_counts(
+    windows: Sequence[WindowReport], vanished: Sequence[VanishedRun]
+) -> dict[str, int]:
+    """Vanished runs per window: those whose time overlaps it, and every one in ``total`` (the
+    counters still hold it, the root no longer does)."""
+    return {
         w.name: sum(1 for v in vanished if w.name == "total" or v.overlaps(w.start_ts, w.cutoff_ts))
-        for w in report.windows
+        for w in windows
     }
+
+
+def _report_families(
+    core: Any,
+    report: Report,
+    pairs: Sequence[PairRow],
+    vanished: Sequence[VanishedRun] = (),
+) -> list[Any]:
+    gauge = core.GaugeMetricFamily
     out: list[Any] = []
-    per_window: list[tuple[str, str, Callable[[Any], float | None]]] = [
-        ("input_tokens", "Prompt tokens in the window", lambda w: w.input_tokens),
-        ("output_tokens", "Generated tokens in the window", lambda w: w.output_tokens),
-        ("cached_tokens", "Prefix-cache hit tokens in the window", lambda w: w.cached_tokens),
-        ("requests", "Finished requests in the window", lambda w: w.requests),
-        (
-            "hit_ratio",
-            "Cached / prompt tokens (absent when no prompt tokens)",
-            lambda w: w.hit_rate,
-        ),
-        (
-            "avg_speed_tokens_per_second",
-            "Generated tokens per wall second of the window",
-            lambda w: w.avg_speed,
-        ),
-        (
-            "gen_speed_tokens_per_second",
-            "Decode-time-weighted generation speed of requests",
-            lambda w: w.gen_speed,
-        ),
-        (
-            "uncovered_seconds",
-            "Seconds of the window no writer could vouch for",
-            lambda w: w.uncovered_seconds,
-        ),
-        ("wall_seconds", "Length of the window in seconds", lambda w: w.wall_seconds),
-        (
-            "complete",
-            "1 when every second of the window is vouched for and problem-free",
-            lambda w: 1.0 if w.complete and not gone[w.name] else 0.0,
-        ),
-    ]
-    for suffix, doc, get in per_window:
-        g = gauge(f"{PREFIX}_window_{suffix}", doc, labels=["window"])
-        for w in report.windows:
-            v = get(w)
-            if v is not None:
-                g.add_metric([w.name], float(v))
+    figure_labels = ["window", *PAIR_LABELS]
+    for suffix, doc, get in _FIGURES:
+        g = gauge(f"{PREFIX}_window_{suffix}", doc, labels=figure_labels)
+        for pair in pairs:
+            for w in pair.windows:
+                v = get(w)
+                if v is not None:
+                    g.add_metric([w.name, *pair.labels], float(v))
         out.append(g)
+
+    # Coverage: per instance (its own, as report --by instance) and for the whole root (the
+    # series without ledger_instance).
+    uncovered = gauge(
+        f"{PREFIX}_window_uncovered_seconds",
+        "Seconds of the window no writer could vouch for",
+        labels=["window", "ledger_instance"],
+    )
+    wall = gauge(
+        f"{PREFIX}_window_wall_seconds",
+        "Length of the window in seconds",
+        labels=["window", "ledger_instance"],
+    )
+    complete = gauge(
+        f"{PREFIX}_window_complete",
+        "1 when every second of the window is vouched for and problem-free",
+        labels=["window", "ledger_instance"],
+    )
     problems = gauge(
         f"{PREFIX}_window_problems",
         "Problem counts per window and code",
-        labels=["window", "problem"],
+        labels=["window", "problem", "ledger_instance"],
     )
-    for w in report.windows:
-        codes = dict(w.problems)
-        if gone[w.name]:
-            codes[RUN_VANISHED] = gone[w.name]
-        for code, n in sorted(codes.items()):
-            problems.add_metric([w.name, code], float(n))
-    out.append(problems)
+    scopes: list[tuple[str | None, Sequence[WindowReport], Sequence[VanishedRun]]] = [
+        (None, report.windows, vanished)
+    ]
+    rows = report.breakdown if report.breakdown_by == "instance" else ()
+    for row in rows:
+        scopes.append((row.key, row.windows, [v for v in vanished if row.key in v.instances]))
+    for lost in sorted({i for v in vanished for i in v.instances} - {r.key for r in rows}):
+        # An instance whose every run has gone: only what the counters still hold is known.
+        lost_runs = [v for v in vanished if lost in v.instances]
+        for w in report.windows:
+            n = _vanished_counts([w], lost_runs)[w.name]
+            if n:
+                complete.add_metric([w.name, lost], 0.0)
+                problems.add_metric([w.name, RUN_VANISHED, lost], float(n))
+    for inst, windows, gone_runs in scopes:
+        gone = _vanished_counts(windows, gone_runs)
+        for w in windows:
+            codes = dict(w.problems)
+            if gone[w.name]:
+                codes[RUN_VANISHED] = gone[w.name]
+            values = (
+                (uncovered, float(w.uncovered_seconds)),
+                (wall, float(w.wall_seconds)),
+                (complete, 1.0 if w.complete and not gone[w.name] else 0.0),
+            )
+            for fam, v in values:
+                if inst is None:
+                    fam.add_sample(fam.name, {"window": w.name}, v)
+                else:
+                    fam.add_metric([w.name, inst], v)
+            for code, n in sorted(codes.items()):
+                if inst is None:
+                    problems.add_sample(problems.name, {"window": w.name, "problem": code}, n)
+                else:
+                    problems.add_metric([w.name, code, inst], float(n))
+    out.extend([uncovered, wall, complete, problems])
 
     writers = _writer_gauges(report)
     expected = gauge(
@@ -321,9 +459,17 @@ def sighting(ledgers: LedgerSet, report: Report) -> Sighting:
                         snap.run_id,
                         snap.writer_rank,
                         snap.generation,
-                        (sums.input_tokens, sums.output_tokens, sums.cached_tokens, sums.requests),
+                        (
+                            sums.input_tokens,
+                            sums.output_tokens,
+                            sums.cached_tokens,
+                            sums.requests,
+                            sums.decode_tokens,
+                            sums.decode_us,
+                        ),
                         snap.spans[0][0] if snap.spans else snap.first_bucket_ts,
                         snap.last_proof_ts if snap.spans else snap.last_end_ts,
+                        (snap.instance.key, model_key(snap.instance.served_model_names)),
                     )
                 )
                 continue
@@ -366,14 +512,15 @@ class LedgerCollector:
         self._lock = threading.Lock()  # concurrent scrapes share one read
         self._last_error: str | None = None
 
-    def _read(self) -> tuple[Report, Held]:
+    def _read(self) -> tuple[Report, tuple[PairRow, ...], Held]:
         resolve_tz(self.tz)  # a bad zone is refused before anything is read
         with LedgerSet.read(self.roots, clock=self.clock) as ledgers:
-            report = build_report(ledgers, tz=self.tz)
+            report = build_report(ledgers, tz=self.tz, by="instance")
+            pairs = pair_rows(ledgers, report)
             seen = sighting(ledgers, report)
         held = self.memory.observe(seen)
         self._say_changes(held)
-        return report, held
+        return report, pairs, held
 
     def _say_changes(self, held: Held) -> None:
         for run_id in held.newly_vanished:
@@ -392,9 +539,10 @@ class LedgerCollector:
     def _build(self) -> list[Any]:
         started = self.monotonic()
         report: Report | None
+        pairs: tuple[PairRow, ...] = ()
         held = self.memory.last
         try:
-            report, held = self._read()
+            report, pairs, held = self._read()
         except Exception as exc:  # any failure is report_ok 0, never an HTTP 500
             report = None
             why = str(exc) if isinstance(exc, LedgerError) else f"{type(exc).__name__}: {exc}"
@@ -405,7 +553,7 @@ class LedgerCollector:
             self._last_error = None
         took = self.monotonic() - started
         gpus = self.gpu.read() if self.gpu is not None else []
-        return families(report, gpus, report_seconds=took, held=held)
+        return families(report, gpus, pairs=pairs, report_seconds=took, held=held)
 
     def collect(self) -> Iterator[Any]:
         with self._lock:
@@ -481,10 +629,14 @@ def serve(
 
 
 __all__ = [
+    "PAIR_LABELS",
     "RUN_VANISHED",
     "LedgerCollector",
+    "PairRow",
     "families",
     "make_registry",
+    "model_key",
+    "pair_rows",
     "serve",
     "sighting",
     "start",

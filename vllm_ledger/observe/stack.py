@@ -1,5 +1,6 @@
-"""The monitoring stack as files: Prometheus scrape config and alerts, Grafana provisioning and
-dashboard, and a compose file running Prometheus, Grafana (on 3300) and the DCGM exporter.
+"""The monitoring stack as files: Prometheus scrape config and alerts, an Alertmanager route to a
+webhook, Grafana provisioning and dashboard, and a compose file running Prometheus,
+Alertmanager, Grafana (on 3300) and the DCGM exporter.
 
 ``documents(spec)`` builds every file's content as data (pure); ``write_stack`` renders and
 writes them (YAML through PyYAML, the ``observability`` extra). The ledger exporter is not in the
@@ -15,22 +16,37 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import BadArgument, MissingExtra
-from vllm_ledger.observe.alerts import Thresholds, rules_document
-from vllm_ledger.observe.dashboard import DASHBOARD_UID, dashboard
+from vllm_ledger.observe.alerts import (
+    DCGM_JOB,
+    DEFAULT_RUNBOOK,
+    EXPORTER_JOB,
+    VLLM_JOB,
+    AlertSet,
+    Thresholds,
+    rules_document,
+)
+from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
 
 DATASOURCE_UID = "vllm-prometheus"
 HOST_GATEWAY = "host.docker.internal"
 DCGM_SERVICE_TARGET = "dcgm-exporter:9400"
 DEFAULT_VLLM_TARGET = f"{HOST_GATEWAY}:8000"
 DEFAULT_EXPORTER_TARGET = f"{HOST_GATEWAY}:9464"
+ALERTMANAGER_SERVICE_TARGET = "alertmanager:9093"
+# The notifier's slot: where Alertmanager posts alerts until --webhook-url names the real one.
+# `.invalid` never resolves (RFC 2606), so a stack left with it fails loudly in Alertmanager's
+# log rather than posting somewhere unexpected.
+PLACEHOLDER_WEBHOOK = "http://notifier.invalid/vllm-ledger/alerts"
 GRAFANA_PORT = 3300
 
 PROMETHEUS_IMAGE = "prom/prometheus:v2.53.0"
 GRAFANA_IMAGE = "grafana/grafana:11.1.0"
+ALERTMANAGER_IMAGE = "prom/alertmanager:v0.27.0"
 DCGM_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.1-ubuntu22.04"
 
 PROMETHEUS_YML = "prometheus.yml"
 ALERTS_YML = "alerts.yml"
+ALERTMANAGER_YML = "alertmanager.yml"
 COMPOSE_YAML = "compose.yaml"
 DATASOURCE_YML = "grafana/provisioning/datasources/prometheus.yml"
 DASHBOARDS_YML = "grafana/provisioning/dashboards/vllm-ledger.yml"
@@ -55,29 +71,79 @@ def is_loopback(target: str) -> bool:
     return bool(_LOOPBACK.match(target.rsplit(":", 1)[0]))
 
 
+def check_named_target(value: str) -> tuple[str, str | None]:
+    """ADDRESS or ADDRESS=NAME, both HOST:PORT: NAME becomes the target's ``instance`` label
+    (for a vLLM: the name the ledger gives it, ``report --by instance``)."""
+    address, sep, name = value.partition("=")
+    check_target(address)
+    if sep:
+        check_target(name)
+        return address, name
+    return address, None
+
+
+Target = tuple[str, str | None]  # (address, instance name or None: the address)
+
+
 @dataclass(frozen=True)
 class StackSpec:
-    vllm_targets: tuple[str, ...] = (DEFAULT_VLLM_TARGET,)
-    exporter_target: str = DEFAULT_EXPORTER_TARGET
-    dcgm_target: str | None = DCGM_SERVICE_TARGET  # None: no DCGM job and no DCGM service
+    vllm_targets: tuple[Target, ...] = ((DEFAULT_VLLM_TARGET, None),)
+    exporter_target: Target = (DEFAULT_EXPORTER_TARGET, None)
+    dcgm_target: Target | None = (DCGM_SERVICE_TARGET, None)  # None: no DCGM job or service
     dcgm_service: bool = True  # run dcgm-exporter in the compose file
+    alertmanager_target: str = ALERTMANAGER_SERVICE_TARGET
+    alertmanager_service: bool = True  # run Alertmanager in the compose file
+    webhook_url: str = PLACEHOLDER_WEBHOOK
     scrape_interval: str = "15s"
     thresholds: Thresholds = field(default_factory=Thresholds)
+    alerts: AlertSet = "full"
+    runbook: str = DEFAULT_RUNBOOK
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN
+
+
+def _static_configs(targets: tuple[Target, ...]) -> list[dict[str, Any]]:
+    """Unnamed targets in one group; each named one in its own, with its ``instance`` label."""
+    plain = [a for a, n in targets if n is None]
+    groups: list[dict[str, Any]] = [{"targets": plain}] if plain else []
+    groups += [{"targets": [a], "labels": {"instance": n}} for a, n in targets if n is not None]
+    return groups
 
 
 def prometheus_config(spec: StackSpec) -> dict[str, Any]:
-    jobs: list[tuple[str, list[str]]] = [("vllm", list(spec.vllm_targets))]
+    jobs: list[tuple[str, tuple[Target, ...]]] = [(VLLM_JOB, spec.vllm_targets)]
     if spec.dcgm_target is not None:
-        jobs.append(("dcgm", [spec.dcgm_target]))
-    jobs.append(("vllm-ledger", [spec.exporter_target]))
+        jobs.append((DCGM_JOB, (spec.dcgm_target,)))
+    jobs.append((EXPORTER_JOB, (spec.exporter_target,)))
     return {
         "global": {
             "scrape_interval": spec.scrape_interval,
             "evaluation_interval": spec.scrape_interval,
         },
+        "alerting": {
+            "alertmanagers": [{"static_configs": [{"targets": [spec.alertmanager_target]}]}]
+        },
         "rule_files": [ALERTS_YML],
         "scrape_configs": [
-            {"job_name": name, "static_configs": [{"targets": targets}]} for name, targets in jobs
+            {"job_name": name, "static_configs": _static_configs(targets)} for name, targets in jobs
+        ],
+    }
+
+
+def alertmanager_config(spec: StackSpec) -> dict[str, Any]:
+    """One route: every alert to the webhook, grouped per alert and per instance and model."""
+    return {
+        "route": {
+            "receiver": "notifier",
+            "group_by": ["alertname", "instance", "ledger_instance", "model_name"],
+            "group_wait": "30s",
+            "group_interval": "5m",
+            "repeat_interval": "4h",
+        },
+        "receivers": [
+            {
+                "name": "notifier",
+                "webhook_configs": [{"url": spec.webhook_url, "send_resolved": True}],
+            }
         ],
     }
 
@@ -148,6 +214,23 @@ def compose(spec: StackSpec) -> dict[str, Any]:
             "restart": "unless-stopped",
         },
     }
+    if spec.alertmanager_service:
+        services["alertmanager"] = {
+            "image": ALERTMANAGER_IMAGE,
+            "command": [
+                f"--config.file=/etc/alertmanager/{ALERTMANAGER_YML}",
+                "--storage.path=/alertmanager",
+            ],
+            "volumes": [
+                f"./{ALERTMANAGER_YML}:/etc/alertmanager/{ALERTMANAGER_YML}:ro",
+                "alertmanager-data:/alertmanager",
+            ],
+            "ports": ["9093:9093"],
+            # Lets it post to a notifier on the Docker host.
+            "extra_hosts": [f"{HOST_GATEWAY}:host-gateway"],
+            "restart": "unless-stopped",
+        }
+        services["prometheus"]["depends_on"] = ["alertmanager"]
     if spec.dcgm_target is not None and spec.dcgm_service:
         services["dcgm-exporter"] = {
             "image": DCGM_IMAGE,
@@ -166,18 +249,22 @@ def compose(spec: StackSpec) -> dict[str, Any]:
             },
             "restart": "unless-stopped",
         }
-    return {"services": services, "volumes": {"prometheus-data": {}, "grafana-data": {}}}
+    volumes: dict[str, Any] = {"prometheus-data": {}, "grafana-data": {}}
+    if spec.alertmanager_service:
+        volumes["alertmanager-data"] = {}
+    return {"services": services, "volumes": volumes}
 
 
 def documents(spec: StackSpec) -> dict[str, Any]:
     """Every file of the stack, by path relative to the output folder, as data."""
     return {
         PROMETHEUS_YML: prometheus_config(spec),
-        ALERTS_YML: rules_document(spec.thresholds),
+        ALERTS_YML: rules_document(spec.thresholds, spec.alerts, spec.runbook),
+        ALERTMANAGER_YML: alertmanager_config(spec),
         COMPOSE_YAML: compose(spec),
         DATASOURCE_YML: datasource_provisioning(),
         DASHBOARDS_YML: dashboard_provisioning(),
-        DASHBOARD_JSON: dashboard(DATASOURCE_UID),
+        DASHBOARD_JSON: dashboard(spec.max_model_len),
     }
 
 
@@ -209,4 +296,13 @@ def write_stack(out_dir: Path, spec: StackSpec) -> list[Path]:
     return written
 
 
-__all__ = ["DATASOURCE_UID", "StackSpec", "check_target", "documents", "is_loopback", "write_stack"]
+__all__ = [
+    "DATASOURCE_UID",
+    "PLACEHOLDER_WEBHOOK",
+    "StackSpec",
+    "check_named_target",
+    "check_target",
+    "documents",
+    "is_loopback",
+    "write_stack",
+]

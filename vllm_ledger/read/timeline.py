@@ -29,16 +29,22 @@ from datetime import datetime
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import intervals as iv
+from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.report import (
     Ledgers,
     WindowReport,
+    _key_of,
+    _windows_for,
     as_ledger_set,
     resolve_tz,
     window_reports,
 )
+from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.windows import DEFAULT_TZ, Window, cutoff_for, local_midnight_ts
 
 MAX_STEPS = 5000
+TIMELINE_BREAKDOWN_KEYS = ("instance", "model", "run")
+MAX_ROW_STEPS = 50_000  # --by: keys x steps
 DEFAULT_WINDOW = "7d"
 DEFAULT_STEP = "1h"
 
@@ -78,6 +84,17 @@ class UncoveredSpan:
 
 
 @dataclass(frozen=True)
+class TimelineRow:
+    """One key's share of a timeline (``--by``): the same steps, its own figures and coverage
+    (as a ``report --by`` row: an instance vouches for itself)."""
+
+    key: str
+    window: WindowReport
+    steps: tuple[WindowReport, ...]
+    uncovered: tuple[UncoveredSpan, ...]
+
+
+@dataclass(frozen=True)
 class Timeline:
     at_ts: float
     cutoff_ts: int
@@ -87,6 +104,10 @@ class Timeline:
     steps: tuple[WindowReport, ...]
     uncovered: tuple[UncoveredSpan, ...]
     writers: tuple[cov.WriterCoverage, ...] = ()
+    breakdown_by: str | None = None
+    breakdown: tuple[TimelineRow, ...] = ()
+    instance_filter: int | str | None = None
+    model_filter: str | None = None
 
 
 def parse_duration(text: str, flag: str) -> int:
@@ -135,15 +156,22 @@ def build_timeline(
     at_ts: float | None = None,
     tz: str = DEFAULT_TZ,
     clock: Callable[[], float] = time.time,
-    instance: int | None = None,
+    instance: int | str | None = None,
     model: str | None = None,
+    by: str | None = None,
 ) -> Timeline:
     """The window ``window`` ending at the report cutoff, cut into ``step`` steps.
 
     A view over a LedgerSet (or the ledgers under some roots): ``total`` takes its start from
-    the same read's coverage, so no file is read twice.
+    the same read's coverage, so no file is read twice. ``instance`` and ``model`` select as
+    ``LedgerSet.select`` does; ``by`` (instance, model or run) adds one row per key, over the
+    same steps, each with its own coverage as a ``report --by`` row has.
     """
     zone = resolve_tz(tz)
+    if by is not None and by not in TIMELINE_BREAKDOWN_KEYS:
+        raise BadArgument(
+            f"unknown breakdown {by!r}: use one of {', '.join(TIMELINE_BREAKDOWN_KEYS)}"
+        )
     step_seconds = parse_duration(step, "--step")
     with as_ledger_set(ledgers, clock, 2.0) as ls:
         at = ls.now_ts if at_ts is None else at_ts
@@ -172,6 +200,7 @@ def build_timeline(
         reports, cover_model = window_reports(
             ls, [whole, *steps], at_ts=at, instance=instance, model=model
         )
+        rows = () if by is None else _rows(ls, by, [whole, *steps], at, instance, model)
     return Timeline(
         at_ts=at,
         cutoff_ts=cutoff,
@@ -181,7 +210,43 @@ def build_timeline(
         steps=tuple(reports[1:]),
         uncovered=tuple(uncovered_spans(cover_model, start, cutoff)),
         writers=tuple(cover_model.writers),
+        breakdown_by=by,
+        breakdown=rows,
+        instance_filter=instance,
+        model_filter=model,
     )
+
+
+def _rows(
+    ls: LedgerSet,
+    by: str,
+    windows: Sequence[Window],
+    at: float,
+    instance: int | str | None,
+    model: str | None,
+) -> tuple[TimelineRow, ...]:
+    """One row per key of the selection, grouped as ``report --by`` groups (readable files)."""
+    groups: dict[str, list[LedgerSnapshot]] = {}
+    for s in ls.select(instance, model):
+        if s.ok:
+            groups.setdefault(_key_of(by, s), []).append(s)
+    whole = windows[0]
+    if len(groups) * (len(windows) - 1) > MAX_ROW_STEPS:
+        raise BadArgument(
+            f"--by {by} makes {len(groups)} rows of {len(windows) - 1} steps: use a larger "
+            f"--step, a shorter --window, --instance or --model (at most {MAX_ROW_STEPS} in all)"
+        )
+    out = []
+    for key in sorted(groups):
+        for _attempt in range(2):  # once more if a file failed while its sums were read
+            failures = ls.late_failures
+            group_model = ls.coverage(groups[key], at)
+            reports = _windows_for(ls, groups[key], windows, group_model)
+            if ls.late_failures == failures:
+                break
+        spans = uncovered_spans(group_model, whole.start_ts, whole.cutoff_ts)
+        out.append(TimelineRow(key, reports[0], reports[1:], tuple(spans)))
+    return tuple(out)
 
 
 # ---- uncovered spans and their causes (pure) ------------------------------------------------
@@ -254,7 +319,9 @@ def uncovered_spans(model: cov.CoverageModel, start_ts: int, cutoff_ts: int) -> 
 __all__ = [
     "CAUSES",
     "CAUSE_TEXT",
+    "TIMELINE_BREAKDOWN_KEYS",
     "Timeline",
+    "TimelineRow",
     "UncoveredSpan",
     "build_timeline",
     "parse_duration",

@@ -1,0 +1,59 @@
+"""vllm-ledger fleet: the five windows per host, per model and for the fleet, from Prometheus."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from vllm_ledger.commands._common import seconds, text, url
+from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, read_fleet, render_json, render_text
+
+NAME = "fleet"
+HELP = "every host's exporter windows from Prometheus: per host, per model, fleet total"
+EPILOG = """example:
+  vllm-ledger fleet --prometheus http://prometheus.lan:9090
+  vllm-ledger fleet --prometheus http://victoria.lan:8428 --job vllm-ledger --stale-after 60 --json
+
+exit status: 0 when every window of the fleet is complete, 1 when a host is missing, stale,
+failing or incomplete (the hosts are named), 2 on an error.
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--prometheus",
+        required=True,
+        type=url("--prometheus", "http://127.0.0.1:9090"),
+        metavar="URL",
+        help="Prometheus, or a store with its query API (VictoriaMetrics, Thanos, Mimir)",
+    )
+    p.add_argument(
+        "--job",
+        type=text("--job", "vllm-ledger"),
+        metavar="NAME",
+        help="only the exporters scraped by this job (default: every job serving vllm_ledger_*)",
+    )
+    p.add_argument(
+        "--stale-after",
+        type=seconds("--stale-after", 1, 86400, "60"),
+        default=STALE_AFTER_S,
+        metavar="S",
+        help=f"a host whose newest sample is older is stale (default {STALE_AFTER_S:g}; "
+        "give 2 x the scrape interval plus the remote-write delay)",
+    )
+    p.add_argument(
+        "--lookback",
+        type=seconds("--lookback", 60, 90 * 86400, "3600"),
+        default=LOOKBACK_S,
+        metavar="S",
+        help=f"a host seen this far back and silent now is missing (default {LOOKBACK_S:g})",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    fleet = read_fleet(
+        args.prometheus, job=args.job, stale_after_s=args.stale_after, lookback_s=args.lookback
+    )
+    sys.stdout.write(render_json(fleet) if args.json else render_text(fleet))
+    return 0 if all(fleet.complete.values()) else 1

@@ -1,0 +1,556 @@
+"""A fleet: many hosts, each running ``vllm-ledger exporter``, read back from one Prometheus (or
+a Prometheus-compatible store: VictoriaMetrics, Thanos, Mimir; the same queries).
+
+Each host's figures are its exporter's own window gauges, the latest sample of each
+(``vllm_ledger_window_*``), never ``increase()`` over scrape edges: a window's figure is then
+exactly what ``vllm-ledger report`` says on that host, and the fleet's is their sum. A host is
+the exporter's scrape target: the ``host`` label where relabelling adds one, else Prometheus's
+``instance``.
+
+A host is
+
+- ``ok``: its newest sample is at most ``stale_after_s`` old and its exporter read its ledgers;
+- ``stale``: its newest sample is older than that (Prometheus stopped scraping it, remote write
+  lags); its figures still count, but nothing it says is complete;
+- ``missing``: its target is down (``up == 0``), or it had series within ``lookback_s`` and has
+  none now (its series stopped). Its figures are not in the sum;
+- ``failing``: its exporter answers but cannot read its ledgers (``vllm_ledger_report_ok 0``).
+
+A window of the fleet is complete only when every host is ``ok`` and complete in that window
+(its whole-root coverage series, without ``ledger_instance``); otherwise ``incomplete`` names
+each host and why. A model's window is complete when every host instance serving it is.
+
+``read_fleet`` asks four instant queries (``query_samples``: labels and values, through
+``plan.prom.http_get``); ``build_fleet`` is pure; ``fleet_dict`` and ``render_text`` are its
+JSON and text forms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from vllm_ledger.errors import ConfigError, RemoteError
+from vllm_ledger.plan.prom import MAX_ANSWER_BYTES, Fetch, duration, http_get
+from vllm_ledger.strictjson import loads
+
+WINDOW_NAMES: tuple[str, ...] = ("today", "24h", "3d", "7d", "total")
+FIGURE_NAMES: tuple[str, ...] = (
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "requests",
+    "decode_tokens",
+    "decode_seconds",
+)
+COVERAGE_NAMES: tuple[str, ...] = ("uncovered_seconds", "wall_seconds", "complete", "problems")
+HostState = Literal["ok", "stale", "missing", "failing"]
+HOST_STATES: tuple[HostState, ...] = ("ok", "stale", "missing", "failing")
+PREFIX = "vllm_ledger_"
+STALE_AFTER_S = 60.0
+LOOKBACK_S = 3600.0
+
+Sample = tuple[dict[str, str], float]
+
+
+# ---- the model -------------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    """One window's figures, summed over series (a host's, a model's, the fleet's)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    requests: int = 0
+    decode_tokens: int = 0
+    decode_seconds: float = 0.0
+
+    def add(self, other: Figures) -> None:
+        for name in FIGURE_NAMES:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def put(self, name: str, value: float) -> None:
+        """Add one sample of ``vllm_ledger_window_<name>``."""
+        if name == "decode_seconds":
+            self.decode_seconds += value
+        else:
+            setattr(self, name, getattr(self, name) + round(value))
+
+    @property
+    def hit_rate(self) -> float | None:
+        return self.cached_tokens / self.input_tokens if self.input_tokens else None
+
+    @property
+    def gen_speed(self) -> float | None:
+        return self.decode_tokens / self.decode_seconds if self.decode_seconds > 0 else None
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """A window's coverage as a host's exporter serves it for its whole root."""
+
+    uncovered_seconds: int | None = None
+    wall_seconds: int | None = None
+    complete: bool = False
+    problems: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    state: HostState
+    why: str  # "" when ok
+    newest_ts: float | None  # its newest sample (vllm_ledger_report_ok)
+    windows: dict[str, Figures]
+    coverage: dict[str, Coverage]
+    instances: tuple[str, ...]  # the ledger_instance values it serves
+
+    @property
+    def counted(self) -> bool:
+        """Whether its figures are in the fleet's sums (ok, stale)."""
+        return self.state in ("ok", "stale")
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    name: str
+    windows: dict[str, Figures]
+    complete: dict[str, bool]
+    hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Fleet:
+    source: str
+    at_ts: float
+    stale_after_s: float
+    lookback_s: float
+    hosts: tuple[Host, ...]
+    models: tuple[ModelRow, ...]
+    total: dict[str, Figures]
+    complete: dict[str, bool]
+    incomplete: tuple[str, ...]  # one line per host that keeps a window from being complete
+
+
+def host_of(labels: dict[str, str]) -> str:
+    """The host a series comes from: its ``host`` label (added by relabelling) or Prometheus's
+    ``instance`` (the scrape target)."""
+    return labels.get("host") or labels.get("instance") or "?"
+
+
+def _target(labels: dict[str, str]) -> tuple[str, str]:
+    return labels.get("job", ""), labels.get("instance", "")
+
+
+def _empty_windows() -> dict[str, Figures]:
+    return {w: Figures() for w in WINDOW_NAMES}
+
+
+def build_fleet(
+    windows: Sequence[Sample],
+    newest: Sequence[Sample],
+    up: Sequence[Sample],
+    seen: Sequence[Sample],
+    *,
+    source: str,
+    at_ts: float,
+    stale_after_s: float = STALE_AFTER_S,
+    lookback_s: float = LOOKBACK_S,
+) -> Fleet:
+    """The fleet from four instant queries at ``at_ts`` (``read_fleet`` asks them):
+
+    - ``windows``: ``{__name__=~"vllm_ledger_(window_...|report_ok)"}``, the latest samples;
+    - ``newest``: ``timestamp(vllm_ledger_report_ok)``, each host's newest sample time;
+    - ``up``: ``up``, to tell a target that is down;
+    - ``seen``: ``max_over_time(vllm_ledger_report_ok[lookback])``, every host of the lookback.
+    """
+    newest_ts: dict[str, float] = {}
+    targets: dict[str, set[tuple[str, str]]] = {}
+    for labels, _value in [*seen, *newest]:
+        targets.setdefault(host_of(labels), set()).add(_target(labels))
+    for labels, value in newest:
+        hk = host_of(labels)
+        newest_ts[hk] = max(newest_ts.get(hk, -math.inf), value)
+    up_by_target: dict[tuple[str, str], float] = {_target(labels): v for labels, v in up}
+    report_ok: dict[str, float] = {}
+    figures: dict[str, dict[str, Figures]] = {}
+    coverage: dict[str, dict[str, dict[str, Any]]] = {}
+    per_instance: dict[tuple[str, str], dict[str, bool]] = {}  # (host, instance) -> complete
+    by_model: dict[tuple[str, str], dict[str, Figures]] = {}  # (host, model) -> windows
+    model_instances: dict[str, set[tuple[str, str]]] = {}
+    instances: dict[str, set[str]] = {}
+    for labels, value in windows:
+        hk = host_of(labels)
+        targets.setdefault(hk, set()).add(_target(labels))
+        name = labels.get("__name__", "").removeprefix(PREFIX)
+        if name == "report_ok":
+            report_ok[hk] = min(report_ok.get(hk, 1.0), value)
+            continue
+        name = name.removeprefix("window_")
+        window = labels.get("window", "")
+        if window not in WINDOW_NAMES or not math.isfinite(value):
+            continue
+        inst = labels.get("ledger_instance")
+        model = labels.get("model_name")
+        if inst:
+            instances.setdefault(hk, set()).add(inst)
+        if name in FIGURE_NAMES:
+            figures.setdefault(hk, _empty_windows())[window].put(name, value)
+            if model is not None:
+                by_model.setdefault((hk, model), _empty_windows())[window].put(name, value)
+                if inst:
+                    model_instances.setdefault(model, set()).add((hk, inst))
+        elif name in COVERAGE_NAMES and inst:
+            if name == "complete":
+                per_instance.setdefault((hk, inst), {})[window] = value == 1.0
+        elif name in COVERAGE_NAMES:  # the whole root's: no ledger_instance label
+            got = coverage.setdefault(hk, {}).setdefault(window, {"problems": {}})
+            if name == "problems":
+                code = labels.get("problem", "?")
+                got["problems"][code] = got["problems"].get(code, 0) + round(value)
+            elif name == "complete":
+                got["complete"] = value == 1.0
+            else:
+                got[name] = round(value)
+
+    hosts: list[Host] = []
+    for hk in sorted(targets):
+        state, why = _state(
+            hk,
+            newest_ts.get(hk),
+            [up_by_target.get(t) for t in sorted(targets[hk])],
+            report_ok.get(hk),
+            at_ts,
+            stale_after_s,
+        )
+        cov = {
+            w: Coverage(
+                c.get("uncovered_seconds"),
+                c.get("wall_seconds"),
+                bool(c.get("complete", False)),
+                dict(sorted(c["problems"].items())),
+            )
+            for w, c in coverage.get(hk, {}).items()
+        }
+        hosts.append(
+            Host(
+                hk,
+                state,
+                why,
+                newest_ts.get(hk),
+                figures.get(hk, _empty_windows()),
+                {w: cov.get(w, Coverage()) for w in WINDOW_NAMES},
+                tuple(sorted(instances.get(hk, ()))),
+            )
+        )
+    counted = {h.name for h in hosts if h.counted}
+    state_of = {h.name: h for h in hosts}
+
+    total = _empty_windows()
+    for h in hosts:
+        if h.counted:
+            for w in WINDOW_NAMES:
+                total[w].add(h.windows[w])
+    models: list[ModelRow] = []
+    for m in sorted({m for _h, m in by_model}):
+        sums = _empty_windows()
+        model_hosts = sorted({hn for hn, mm in by_model if mm == m})
+        for hn in model_hosts:
+            if hn in counted:
+                for w in WINDOW_NAMES:
+                    sums[w].add(by_model[(hn, m)][w])
+        serving = model_instances.get(m, set())
+        complete = {
+            w: all(
+                state_of[hn].state == "ok" and per_instance.get((hn, i), {}).get(w, False)
+                for hn, i in serving
+            )
+            and bool(serving)
+            for w in WINDOW_NAMES
+        }
+        models.append(ModelRow(m, sums, complete, tuple(model_hosts)))
+
+    incomplete: list[str] = []
+    fleet_complete = dict.fromkeys(WINDOW_NAMES, bool(hosts))
+    for h in hosts:
+        if h.state != "ok":
+            incomplete.append(f"{h.name}: {h.why}")
+            fleet_complete = dict.fromkeys(WINDOW_NAMES, False)
+            continue
+        short = [w for w in WINDOW_NAMES if not h.coverage[w].complete]
+        for w in short:
+            fleet_complete[w] = False
+        if short:
+            incomplete.append(f"{h.name}: incomplete in {', '.join(short)}{_why(h, short)}")
+    if not hosts:
+        incomplete.append("no host serves vllm_ledger metrics: check the scrape config")
+    return Fleet(
+        source=source,
+        at_ts=at_ts,
+        stale_after_s=stale_after_s,
+        lookback_s=lookback_s,
+        hosts=tuple(hosts),
+        models=tuple(models),
+        total=total,
+        complete=fleet_complete,
+        incomplete=tuple(incomplete),
+    )
+
+
+def _state(
+    host: str,
+    newest: float | None,
+    ups: list[float | None],
+    report_ok: float | None,
+    at_ts: float,
+    stale_after_s: float,
+) -> tuple[HostState, str]:
+    if any(u == 0 for u in ups):
+        return "missing", "its target is down (up == 0)"
+    if newest is None:
+        return "missing", "its series stopped (no sample now, some within the lookback)"
+    age = at_ts - newest
+    if age > stale_after_s:
+        return "stale", f"newest sample {age:.0f} s old (limit {stale_after_s:g} s)"
+    if report_ok is not None and report_ok < 1:
+        return "failing", "its exporter cannot read its ledgers (vllm_ledger_report_ok 0)"
+    return "ok", ""
+
+
+def _why(h: Host, short: list[str]) -> str:
+    """Why: the problem codes, and the seconds the longest incomplete window has uncovered."""
+    parts = sorted({code for w in short for code in h.coverage[w].problems})
+    uncovered = h.coverage[short[-1]].uncovered_seconds
+    if uncovered:
+        parts.append(f"{uncovered:,} s uncovered in {short[-1]}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+# ---- the queries -----------------------------------------------------------------------------
+
+
+def _selector(name: str, job: str | None) -> str:
+    """``name`` (a regular expression over metric names when it holds ``|``), in ``job``."""
+    matchers = [f'__name__=~"{name}"'] if "|" in name else []
+    if job is not None:
+        matchers.append(f"job={json.dumps(job)}")
+    base = "" if "|" in name else name
+    return base + ("{" + ",".join(matchers) + "}" if matchers else "")
+
+
+def queries(job: str | None = None, lookback_s: float = LOOKBACK_S) -> dict[str, str]:
+    """The four instant queries ``build_fleet`` takes, by its argument names."""
+    window = (
+        f"{PREFIX}(report_ok|window_("
+        + "|".join(name for name in (*FIGURE_NAMES, *COVERAGE_NAMES))
+        + "))"
+    )
+    ok = _selector(f"{PREFIX}report_ok", job)
+    return {
+        "windows": _selector(window, job),
+        "newest": f"timestamp({ok})",
+        "up": _selector("up", job),
+        "seen": f"max_over_time({ok}[{duration(lookback_s)}])",
+    }
+
+
+def query_samples(
+    base_url: str, expr: str, at_ts: float | None = None, fetch: Fetch = http_get
+) -> list[Sample]:
+    """An instant query's series: each one's labels (``__name__`` included) and value."""
+    params = {"query": expr}
+    if at_ts is not None:
+        params["time"] = f"{at_ts:.3f}"
+    url = base_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode(params)
+    raw = fetch(url)
+    try:
+        doc = loads(raw, max_bytes=MAX_ANSWER_BYTES, what=f"{base_url}'s answer")
+    except ConfigError as exc:
+        raise RemoteError(
+            f"{base_url} did not answer a Prometheus query with JSON it can trust: {exc.what}", url
+        ) from exc
+    if not isinstance(doc, dict) or doc.get("status") != "success":
+        error = doc.get("error") if isinstance(doc, dict) else "not an object"
+        raise RemoteError(f"Prometheus at {base_url} refused {expr!r}: {error}", url)
+    data = doc.get("data")
+    result = data.get("result") if isinstance(data, dict) else None
+    if not isinstance(result, list):
+        raise RemoteError(f"{base_url} answered {expr!r} without a result list", url)
+    out: list[Sample] = []
+    for item in result:
+        try:
+            metric = item["metric"]
+            value = float(item["value"][1])
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError):
+            continue
+        if not isinstance(metric, dict) or math.isnan(value):
+            continue
+        out.append(({str(k): str(v) for k, v in metric.items()}, value))
+    return out
+
+
+def read_fleet(
+    base_url: str,
+    *,
+    job: str | None = None,
+    stale_after_s: float = STALE_AFTER_S,
+    lookback_s: float = LOOKBACK_S,
+    clock: Any = time.time,
+    fetch: Fetch = http_get,
+) -> Fleet:
+    """Ask ``base_url`` (Prometheus or a compatible API) the four queries at one instant."""
+    at = clock()
+    answers = {
+        name: query_samples(base_url, expr, at, fetch)
+        for name, expr in queries(job, lookback_s).items()
+    }
+    return build_fleet(
+        answers["windows"],
+        answers["newest"],
+        answers["up"],
+        answers["seen"],
+        source=base_url,
+        at_ts=at,
+        stale_after_s=stale_after_s,
+        lookback_s=lookback_s,
+    )
+
+
+# ---- its forms -------------------------------------------------------------------------------
+
+
+def _r6(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+def figures_dict(f: Figures) -> dict[str, Any]:
+    """A window's figures under the names of ``report --json``."""
+    return {
+        "input": f.input_tokens,
+        "output": f.output_tokens,
+        "cached": f.cached_tokens,
+        "requests": f.requests,
+        "decode_tokens": f.decode_tokens,
+        "decode_seconds": round(f.decode_seconds, 6),
+        "hit_rate": _r6(f.hit_rate),
+        "gen_speed": _r6(f.gen_speed),
+    }
+
+
+def fleet_dict(fleet: Fleet) -> dict[str, Any]:
+    return {
+        "source": fleet.source,
+        "at": round(fleet.at_ts, 3),
+        "stale_after_s": fleet.stale_after_s,
+        "lookback_s": fleet.lookback_s,
+        "complete": dict(fleet.complete),
+        "incomplete": list(fleet.incomplete),
+        "total": {w: figures_dict(f) for w, f in fleet.total.items()},
+        "hosts": {
+            h.name: {
+                "state": h.state,
+                "why": h.why,
+                "newest_sample": None if h.newest_ts is None else round(h.newest_ts, 3),
+                "instances": list(h.instances),
+                "windows": {
+                    w: {
+                        **figures_dict(h.windows[w]),
+                        "uncovered_seconds": h.coverage[w].uncovered_seconds,
+                        "wall_seconds": h.coverage[w].wall_seconds,
+                        "complete": h.coverage[w].complete,
+                        "problems": dict(h.coverage[w].problems),
+                    }
+                    for w in WINDOW_NAMES
+                },
+            }
+            for h in fleet.hosts
+        },
+        "models": {
+            m.name: {
+                "hosts": list(m.hosts),
+                "windows": {
+                    w: {**figures_dict(m.windows[w]), "complete": m.complete[w]}
+                    for w in WINDOW_NAMES
+                },
+            }
+            for m in fleet.models
+        },
+    }
+
+
+def render_json(fleet: Fleet) -> str:
+    return json.dumps(fleet_dict(fleet), indent=2, allow_nan=False) + "\n"
+
+
+def _n(x: int) -> str:
+    return f"{x:,}"
+
+
+def _row(label: str, figures: dict[str, Figures], marks: dict[str, bool] | None) -> list[str]:
+    cells = [label]
+    for w in WINDOW_NAMES:
+        f = figures[w]
+        mark = "" if marks is None or marks[w] else "*"
+        cells.append(f"{_n(f.input_tokens)}/{_n(f.output_tokens)}{mark}")
+    return cells
+
+
+def render_text(fleet: Fleet) -> str:
+    """A table: input/output tokens per window for each host, each model and the fleet; ``*``
+    marks an incomplete window; then why."""
+    head = ["", *WINDOW_NAMES]
+    rows: list[list[str]] = [["hosts (input/output tokens)"] + [""] * len(WINDOW_NAMES)]
+    for h in fleet.hosts:
+        marks = {w: h.state == "ok" and h.coverage[w].complete for w in WINDOW_NAMES}
+        label = f"  {h.name}" + ("" if h.state == "ok" else f" [{h.state}]")
+        if h.counted:
+            rows.append(_row(label, h.windows, marks))
+        else:
+            rows.append([label] + ["-"] * len(WINDOW_NAMES))
+    rows.append(["models"] + [""] * len(WINDOW_NAMES))
+    for m in fleet.models:
+        rows.append(_row(f"  {m.name}", m.windows, m.complete))
+    rows.append(_row("fleet", fleet.total, fleet.complete))
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = [
+        "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))
+        for r in [head, *rows]
+    ]
+    counted = sum(1 for h in fleet.hosts if h.counted)
+    lines.append("")
+    lines.append(
+        f"{len(fleet.hosts)} hosts from {fleet.source}, {counted} counted; "
+        f"stale after {fleet.stale_after_s:g} s; * = incomplete"
+    )
+    if all(fleet.complete.values()):
+        lines.append("complete: every host is up, fresh and vouches for every window")
+    else:
+        lines.append("INCOMPLETE:")
+        lines.extend(f"  {why}" for why in fleet.incomplete)
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+__all__ = [
+    "HOST_STATES",
+    "Coverage",
+    "Figures",
+    "Fleet",
+    "Host",
+    "HostState",
+    "ModelRow",
+    "build_fleet",
+    "fleet_dict",
+    "host_of",
+    "queries",
+    "query_samples",
+    "read_fleet",
+    "render_json",
+    "render_text",
+]
