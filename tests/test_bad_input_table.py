@@ -57,6 +57,7 @@ BASE: dict[str, tuple[str, ...]] = {
     "compact": ("compact", "--root", "{root}"),
     "cost": ("cost", "--root", "{root}"),
     "exporter": ("exporter", "--root", "{root}"),
+    "fleet": ("fleet", "--prometheus", CLOSED),
     "observability": ("observability", "{new}"),
     "poll": ("poll", "--config", "{file}"),
     "ramp": ("ramp", "--url", CLOSED, "--model", "m", "--out", "{new}"),
@@ -85,17 +86,21 @@ NUMERIC: list[tuple[str, str, str | None, bool]] = [
     ("cost", "--cloud-output-price", None, False),
     ("cost", "--cloud-cached-price", None, False),
     ("exporter", "--port", None, True),
+    ("fleet", "--stale-after", "120000", False),
+    ("fleet", "--lookback", "3600000000", False),
     ("observability", "--kv-cache-threshold", None, False),
     ("observability", "--gpu-mem-threshold", None, False),
     ("observability", "--ttft-p99-seconds", "3000", False),
     ("observability", "--queue-waiting", None, False),
     ("observability", "--ledger-uncovered-seconds", "3600000", False),
+    ("observability", "--gpu-temp-celsius", None, False),
+    ("observability", "--error-threshold", None, False),
+    ("observability", "--max-model-len", None, True),
     ("poll", "--interval-s", "3600000", False),
     ("poll", "--deadline-s", "20000", False),
     ("poll", "--connect-timeout-s", "5000", True),
     ("ramp", "--duration", "60000", False),
     ("ramp", "--max-tokens", None, True),
-    ("report", "--instance", None, True),
     ("verify", "--wait", "10000", False),
 ]
 
@@ -192,6 +197,32 @@ def _timeline_rows() -> Iterator[Row]:
         2,
         "use a larger --step",
     )
+
+
+INSTANCE_BAD = {
+    "nan": "is not finite",
+    "inf": "is not finite",
+    "-1": "is out of range",
+    "0": "is out of range",
+    "65536": "is out of range",
+    "1e308": "is out of range",
+    "1.5": "is not a whole number",
+    "abc": "is neither HOST:PORT nor a port: give an instance as `report --by instance` prints it",
+    "": "is empty",
+    "0x10": "is neither HOST:PORT nor a port",
+    ":8000": "is neither HOST:PORT nor a port",
+    "gpu1:\x1b[2J": "is unprintable",
+    "h:" + "x" * 300: "is too long",
+}
+
+
+def _instance_rows() -> Iterator[Row]:
+    for command in ("report", "timeline", "status"):
+        for value, says in INSTANCE_BAD.items():
+            argv = (*BASE[command], f"--instance={value}")
+            yield (f"{command} --instance={value[:20]!r}", argv, 2, says)
+        argv = (*BASE[command], "--by=engine" if command == "timeline" else "--by=host")
+        yield (f"{command} {argv[-1]}", argv, 2, "invalid choice")
 
 
 def _root_rows() -> Iterator[Row]:
@@ -308,6 +339,15 @@ OTHER: list[Row] = [
     ("scrape words", ("observability", "{new}", "--ttft-for", "5 minutes"), 2, "not a Prometheus"),
     ("for 99999y", ("observability", "{new}", "--queue-for", "99999y"), 2, "is out of range"),
     ("for nan", ("observability", "{new}", "--gpu-mem-for", "nan"), 2, "not a Prometheus"),
+    ("down-for words", ("observability", "{new}", "--down-for", "1 min"), 2, "not a Prometheus"),
+    ("gpu-temp-for 9y", ("observability", "{new}", "--gpu-temp-for", "9y"), 2, "is out of range"),
+    ("error-for nan", ("observability", "{new}", "--error-for", "nan"), 2, "not a Prometheus"),
+    ("error as %", ("observability", "{new}", "--error-threshold", "5"), 2, "percentage"),
+    ("alerts set", ("observability", "{new}", "--alerts", "all"), 2, "--alerts: invalid choice"),
+    ("webhook ftp", ("observability", "{new}", "--webhook-url", "ftp://h/"), 2, "is not an http"),
+    ("runbook space", ("observability", "{new}", "--runbook-url", "a b"), 2, "not a URL or path"),
+    ("vllm name", ("observability", "{new}", "--vllm", "h:1=gpu1"), 2, "'gpu1' is not HOST:PORT"),
+    ("alertmanager", ("observability", "{new}", "--alertmanager", "am"), 2, "is not HOST:PORT"),
     (
         "uncovered range 10s",
         ("observability", "{new}", "--ledger-uncovered-range", "10s"),
@@ -331,13 +371,139 @@ OTHER: list[Row] = [
         "cannot read",
     ),
     ("bundle DIR a file", ("bundle", "{file}"), 2, "exists and is not a directory"),
+    # fleet
+    ("fleet without --prometheus", ("fleet",), 2, "the following arguments are required"),
+    ("fleet --prometheus no host", ("fleet", "--prometheus", "http://"), 2, "names no host"),
+    ("fleet --job escape", (*BASE["fleet"], "--job=\x1b[2J"), 2, "is unprintable"),
+    ("fleet --lookback 10", (*BASE["fleet"], "--lookback", "10"), 2, "is out of range"),
+    ("fleet closed Prometheus", BASE["fleet"], 2, "cannot read"),
+]
+
+_STOP = ("declare-stop", "--root", "{root}", "--instance", "h:8000", "--reason", "upgrade")
+DECLARE_STOP: list[Row] = [
+    (
+        "declare-stop --from nan",
+        (*_STOP, "--from", "nan", "--until", "1796000000"),
+        2,
+        "--from 'nan' is not a time",
+    ),
+    (
+        "declare-stop --until ms",
+        (*_STOP, "--from", "1796000000", "--until", "1796000000000"),
+        2,
+        "--until '1796000000000' looks like milliseconds",
+    ),
+    (
+        "declare-stop --until before --from",
+        (*_STOP, "--from", "1796000100", "--until", "1796000000"),
+        2,
+        "is not after from",
+    ),
+    (
+        "declare-stop --until in the future",
+        (*_STOP, "--from", "1796000000", "--until", "4000000000"),
+        2,
+        "is in the future",
+    ),
+    (
+        "declare-stop --reason escape",
+        (
+            "declare-stop",
+            "--root",
+            "{root}",
+            "--instance",
+            "h:8000",
+            "--reason",
+            "\x1b[2J",
+            "--from",
+            "1796000000",
+            "--until",
+            "1796000100",
+        ),
+        2,
+        "is unprintable",
+    ),
+    (
+        "declare-stop unknown instance",
+        (*_STOP, "--from", "1796000000", "--until", "1796000100"),
+        2,
+        "knows instance h:8000",
+    ),
+    (
+        "declare-stop root is a file",
+        (
+            "declare-stop",
+            "--root",
+            "{file}",
+            "--instance",
+            "h:8000",
+            "--reason",
+            "x",
+            "--from",
+            "1796000000",
+            "--until",
+            "1796000100",
+        ),
+        2,
+        "is not a directory",
+    ),
+]
+
+_EXPORT = ("export", "--root", "{root}")
+EXPORT: list[Row] = [
+    ("export without --since", _EXPORT, 2, "the following arguments are required: --since"),
+    (
+        "export --since ms",
+        (*_EXPORT, "--since", "1796000000000"),
+        2,
+        "--since '1796000000000' looks like milliseconds",
+    ),
+    (
+        "export --until before --since",
+        (*_EXPORT, "--since", "1796000100", "--until", "1796000000"),
+        2,
+        "--until must be after --since",
+    ),
+    (
+        "export --by week",
+        (*_EXPORT, "--since", "1796000000", "--by", "week"),
+        2,
+        "--by 'week': give one of hour or day",
+    ),
+    (
+        "export --by hour,day",
+        (*_EXPORT, "--since", "1796000000", "--by", "hour,day"),
+        2,
+        "give one of hour or day",
+    ),
+    (
+        "export --format xml",
+        (*_EXPORT, "--since", "1796000000", "--format", "xml"),
+        2,
+        "invalid choice",
+    ),
+    (
+        "export --output a FIFO",
+        (*_EXPORT, "--since", "1796000000", "--output", "{fifo}"),
+        2,
+        "is a FIFO",
+    ),
+    (
+        "export root is missing",
+        ("export", "--root", "{missing}", "--since", "1796000000"),
+        2,
+        "is not a directory",
+    ),
 ]
 
 ROWS: list[Row] = [
+    *EXPORT,
+    *DECLARE_STOP,
     *_numeric_rows(),
     *_unknown_flag_rows(),
     *_time_rows(),
     *_timeline_rows(),
+    *_instance_rows(),
     *_root_rows(),
     *_output_rows(),
     *_input_file_rows(),

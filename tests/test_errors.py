@@ -15,6 +15,7 @@ import pytest
 from vllm_ledger import errors
 from vllm_ledger.errors import (
     BadArgument,
+    BadDeclaration,
     BadValues,
     ConfigError,
     DuplicateKey,
@@ -37,6 +38,7 @@ CLASSES = {
 EXAMPLES: dict[type[LedgerError], LedgerError] = {
     LedgerError: LedgerError("something went wrong"),
     BadArgument: BadArgument("--at 'x' is not a time", hint="give seconds"),
+    BadDeclaration: BadDeclaration("until 1 is not after from 2"),
     ConfigError: ConfigError("mode: 'x' is not one of docker, bare", key="mode"),
     DuplicateKey: DuplicateKey("model"),
     FieldError: FieldError("target", "missing", hint="give the SSH alias or host name"),

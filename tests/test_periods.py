@@ -94,3 +94,31 @@ def test_month_windows_are_exact_to_the_token_on_a_ledger_across_the_boundary(
     assert this.complete is True and this.uncovered_seconds == 0
     assert last.complete is False and last.uncovered_seconds == (start - ts(SH, 2026, 10, 1))
     assert around.complete is True
+
+
+def test_report_takes_named_periods_and_since_until_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vllm_ledger import cli
+
+    start = ts(SH, 2026, 10, 31, 23, 59, 50)
+    edge = ts(SH, 2026, 11, 1)
+    events = [ev(edge + k + 0.5, prompt=10 + k, gen=1) for k in (-3, -2, -1, 0, 1, 2)]
+    write_ledger(tmp_path, "run-1", start_ts=start, end_ts=edge + 20, events=events)
+    at = str(edge + 20)
+    base = ["report", "--root", str(tmp_path), "--at", at, "--tz", "Asia/Shanghai"]
+    assert cli.main([*base, "--window", "this-month", "--window", "last-month", "--csv"]) == 0
+    out, _ = capsys.readouterr()
+    rows = [line.split(",") for line in out.splitlines()]
+    assert rows[0][:5] == ["key", "window", "start", "cutoff", "input"]
+    assert [(r[1], r[4], r[13]) for r in rows[1:]] == [
+        ("this-month", "33", "True"),
+        ("last-month", "24", "False"),
+    ]
+    assert cli.main([*base, "--since", str(edge - 2), "--until", str(edge + 2), "--json"]) == 0
+    out, _ = capsys.readouterr()
+    period_doc = __import__("json").loads(out)["windows"]
+    assert list(period_doc) == ["period"]
+    assert (period_doc["period"]["input"], period_doc["period"]["complete"]) == (38, True)
+    assert cli.main([*base, "--until", str(edge)]) == 2
+    assert "--until needs --since" in capsys.readouterr().err

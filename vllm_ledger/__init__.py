@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "BadArgument": "vllm_ledger.errors",
+    "BadDeclaration": "vllm_ledger.errors",
     "BadValues": "vllm_ledger.errors",
     "BreakdownRow": "vllm_ledger.read.report",
     "ConfigError": "vllm_ledger.errors",
@@ -50,6 +51,7 @@ _EXPORTS = {
 
 __all__ = [
     "BadArgument",
+    "BadDeclaration",
     "BadValues",
     "BreakdownRow",
     "ConfigError",

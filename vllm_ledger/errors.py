@@ -2,6 +2,7 @@
 
     LedgerError                 base: every error this package raises on purpose (.what, .hint)
     ├── BadArgument             a flag, file or value the user gave is wrong
+    │   └── BadDeclaration      a declared stop that is not a sane one; also a ValueError
     ├── ConfigError             a config file is malformed (.key names the offending entry)
     │   ├── DuplicateKey        a JSON object repeats a key (.key); also a ValueError
     │   └── FieldError          one field of one config entry is refused (.field); a ValueError
@@ -107,3 +108,7 @@ class BadValues(LedgerError, ValueError):
 
 class NotARegularFile(LedgerError, OSError):
     """A FIFO, socket, device or directory where a ledger's file should be (never opened)."""
+
+
+class BadDeclaration(BadArgument, ValueError):
+    """A declared stop that is not a sane one (a line of the file, or the command's flags)."""

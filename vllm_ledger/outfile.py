@@ -14,10 +14,13 @@ one, never half. Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from vllm_ledger.errors import BadArgument
 
@@ -89,4 +92,27 @@ def write_file(
     return real
 
 
-__all__ = ["check_target", "kind_of", "write_file"]
+@contextlib.contextmanager
+def writing(
+    path: str | os.PathLike[str], *, flag: str, example: str, mode: int = 0o644
+) -> Iterator[IO[str]]:
+    """A text file to stream into, that appears at ``path`` whole when the block ends without
+    an error (temporary file, then rename), and not at all otherwise."""
+    real = check_target(path, flag=flag, example=example)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+    except OSError as exc:
+        raise BadArgument(f"{flag} {path}: cannot write in {real.parent}: {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            yield f
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+        check_target(path, flag=flag, example=example)
+        os.replace(tmp, real)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+__all__ = ["check_target", "kind_of", "write_file", "writing"]

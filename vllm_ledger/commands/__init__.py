@@ -27,13 +27,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cost",
         "cost per million tokens (allocation and usage bases) and the break-even vs a cloud API",
     ),
+    "declare-stop": (
+        "declare_stop",
+        "record that an instance was stopped on purpose: the report shows that time as declared",
+    ),
+    "export": (
+        "export",
+        "rows of hour or day x model x instance with coverage, as CSV or JSON lines (billing)",
+    ),
     "exporter": (
         "exporter",
         "serve restart-proof token counters, windows, coverage and GPU readings on /metrics",
     ),
+    "fleet": (
+        "fleet",
+        "every host's exporter windows from Prometheus: per host, per model, fleet total",
+    ),
     "observability": (
         "observability",
-        "write prometheus.yml, alerts.yml, a Grafana dashboard and compose.yaml to a folder",
+        "write prometheus.yml, alert rules, alertmanager.yml, a Grafana dashboard and compose.yaml",
     ),
     "poll": ("poll", "ask every configured host for its status over SSH and print the bot's reply"),
     "ramp": (
@@ -46,7 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "ssh_key_line",
         "print the authorized_keys line that lets a key run only the status command",
     ),
-    "status": ("status", "print the bounded status JSON for the bot (numbers only, < 4 KiB)"),
+    "status": (
+        "status",
+        "print the bounded status JSON for the bot (numbers only, per port, < 60 KiB)",
+    ),
     "timeline": (
         "timeline",
         "a window in steps: input, output, cached, hit rate, speed and uncovered time per step",

@@ -3,19 +3,37 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import sys
+from collections.abc import Callable
 
-from vllm_ledger.commands._common import add_roots, add_time, output_file, port, roots_of, text
+from vllm_ledger.commands._common import (
+    add_filters,
+    add_roots,
+    add_time,
+    output_file,
+    parse_at,
+    roots_of,
+)
+from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format
+from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.ledgerset import LedgerSet
-from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report
+from vllm_ledger.read.periods import PERIOD_NAMES
+from vllm_ledger.read.report import BREAKDOWN_KEYS, Report, build_report
 
 NAME = "report"
 HELP = "sum every ledger into today / 24h / 3d / 7d / total, with coverage"
 EPILOG = """example:
   vllm-ledger report --root /srv/artifacts/usage
   vllm-ledger report --root /srv/artifacts/usage --json --at 2026-11-29T08:00:00+08:00
+  vllm-ledger report --root /srv/artifacts/usage --by instance
+  vllm-ledger report --root /srv/artifacts/usage --instance gpu1:8000
+  vllm-ledger report --root /srv/artifacts/usage --window yesterday --window last-month --csv
+  vllm-ledger report --root /srv/artifacts/usage --since 2026-11-01T00:00:00+08:00 \\
+      --until 2026-12-01T00:00:00+08:00 --by model
 """
 
 
@@ -24,15 +42,32 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_time(p)
     p.add_argument("--json", action="store_true", help="print the schema-1 JSON document")
     p.add_argument("--by", choices=BREAKDOWN_KEYS, help="break every window down by this key")
+    add_filters(p)
     p.add_argument(
-        "--instance", type=port("--instance"), metavar="PORT", help="only the instance on this port"
-    )
-    p.add_argument(
-        "--model",
-        type=text("--model", "qwen3-8b"),
+        "--window",
+        action="append",
+        choices=PERIOD_NAMES,
         metavar="NAME",
-        help="only runs serving this model name",
+        help="show this window instead of the five (repeatable): " + ", ".join(PERIOD_NAMES),
     )
+    p.add_argument(
+        "--since",
+        type=_instant("--since"),
+        metavar="TIME",
+        help="show the period from TIME (Unix seconds or ISO 8601) as a window named 'period'",
+    )
+    p.add_argument(
+        "--until",
+        type=_instant("--until"),
+        metavar="TIME",
+        help="end of the --since period (not included; default: the cutoff)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="ignore declared stops (declare-stop): every stop counts as uncovered",
+    )
+    p.add_argument("--csv", action="store_true", help="print the windows as CSV rows")
     p.add_argument(
         "--html",
         type=output_file("--html", "usage.html"),
@@ -41,7 +76,23 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _instant(flag: str) -> Callable[[str], float]:
+    def parse(value: str) -> float:
+        try:
+            ts = parse_at(value)
+        except BadArgument as exc:
+            raise BadArgument(str(exc).replace("--at", flag)) from None
+        assert ts is not None
+        return ts
+
+    return parse
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.until is not None and args.since is None:
+        raise BadArgument("--until needs --since: e.g. --since 2026-11-01T00:00:00+08:00")
+    if args.json and args.csv:
+        raise BadArgument("--json and --csv: choose one")
     with LedgerSet.read(roots_of(args)) as ledgers:  # one read feeds the report and the page
         report = build_report(
             ledgers,
@@ -50,11 +101,67 @@ def run(args: argparse.Namespace) -> int:
             by=args.by,
             instance=args.instance,
             model=args.model,
+            strict=args.strict,
+            periods=tuple(args.window or ()),
+            since_ts=args.since,
+            until_ts=args.until,
         )
         if args.html:
             from vllm_ledger.formats import html as html_format  # only for --html
             from vllm_ledger.read.page import build_page
 
             html_format.write(build_page(ledgers, report), args.html)
-    sys.stdout.write(json_format.render(report) if args.json else text_format.render(report))
+    if args.csv:
+        sys.stdout.write(csv_rows(report))
+    else:
+        sys.stdout.write(json_format.render(report) if args.json else text_format.render(report))
     return 0
+
+
+CSV_FIELDS = (
+    "key",
+    "window",
+    "start",
+    "cutoff",
+    "input",
+    "output",
+    "cached",
+    "requests",
+    "hit_rate",
+    "avg_speed",
+    "gen_speed",
+    "uncovered_seconds",
+    "declared_seconds",
+    "complete",
+    "problems",
+)
+
+
+def csv_rows(report: Report) -> str:
+    """Each window (and with --by, each key's) as a CSV row; instants as Unix seconds."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    rows = [("", report.windows)] + [(r.key, r.windows) for r in report.breakdown]
+    for key, windows in rows:
+        for x in windows:
+            w.writerow(
+                [
+                    printable(key),
+                    x.name,
+                    x.start_ts,
+                    x.cutoff_ts,
+                    x.input_tokens,
+                    x.output_tokens,
+                    x.cached_tokens,
+                    x.requests,
+                    "" if x.hit_rate is None else round(x.hit_rate, 6),
+                    "" if x.avg_speed is None else round(x.avg_speed, 6),
+                    "" if x.gen_speed is None else round(x.gen_speed, 6),
+                    x.uncovered_seconds,
+                    x.declared_seconds,
+                    x.complete,
+                    ";".join(f"{k}={v}" for k, v in x.problems.items()),
+                ]
+            )
+    return out.getvalue()

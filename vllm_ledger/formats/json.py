@@ -30,6 +30,8 @@ def window_dict(w: WindowReport) -> dict[str, Any]:
         "decode_tokens": w.decode_tokens,
         "decode_seconds": round(w.decode_seconds, 6),
         "uncovered_seconds": w.uncovered_seconds,
+        # Declared stops (declare-stop): neither covered nor uncovered; 0 with --strict.
+        "declared_seconds": w.declared_seconds,
         "complete": w.complete,
         "problems": dict(w.problems),
     }

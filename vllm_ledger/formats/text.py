@@ -40,9 +40,11 @@ def duration(seconds: int) -> str:
 
 
 def coverage_cell(w: WindowReport) -> str:
+    declared = f"{duration(w.declared_seconds)} declared idle" if w.declared_seconds else ""
     if w.complete:
-        return "complete"
-    return f"INCOMPLETE ({duration(w.uncovered_seconds)} uncovered)"
+        return f"complete ({declared})" if declared else "complete"
+    extra = f", {declared}" if declared else ""
+    return f"INCOMPLETE ({duration(w.uncovered_seconds)} uncovered{extra})"
 
 
 def _table(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -106,13 +108,18 @@ def render(report: Report) -> str:
             for r in window_rows(row.windows):
                 brows.append([printable(row.key), *r])
         lines += _table(brows, right=set(range(2, 9)))
-    lines += ["", "window  start -> cutoff                          uncovered  problems"]
+    spans = [["window", "start -> cutoff", "uncovered", "problems"]]
     for w in report.windows:
         problems = ", ".join(f"{k} {v}" for k, v in w.problems.items()) or "none"
-        lines.append(
-            f"{w.name:<7} {_when(w.start_ts, tz)} -> {_when(w.cutoff_ts, tz)}  "
-            f"{duration(w.uncovered_seconds):>9}  {problems}"
+        spans.append(
+            [
+                w.name,
+                f"{_when(w.start_ts, tz)} -> {_when(w.cutoff_ts, tz)}",
+                duration(w.uncovered_seconds),
+                problems,
+            ]
         )
+    lines += ["", *_table(spans, right={2})]
     bad = [wr for wr in report.writers if wr.state not in ("alive", "closed")]
     if bad:
         lines += ["", "writers that cannot vouch for their time:"]

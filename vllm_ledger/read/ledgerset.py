@@ -37,6 +37,7 @@ from vllm_ledger.read.snapshot import (
 )
 from vllm_ledger.read.values import BadValues
 from vllm_ledger.read.windows import Window
+from vllm_ledger.write import declarations, paths, store
 
 MAX_OPEN_FILES = 256
 
@@ -105,6 +106,10 @@ class LedgerSet:
         self._connections = connections
         self._coverage: dict[tuple[float, tuple[int, ...]], cov.CoverageModel] = {}
         self.late_failures = 0  # files that failed when a window was first asked of them
+        # Declared stops under the roots (``write/declarations.py``), and the lines refused;
+        # ``strict`` ignores every declaration (the seed's rule alone).
+        self.declarations, self.declaration_errors = _load_declarations(self.roots)
+        self.strict = False
 
     @classmethod
     def read(
@@ -169,13 +174,21 @@ class LedgerSet:
         """Ledger files opened so far (each open file once, unless evicted and reopened)."""
         return self._connections.opens
 
-    def select(self, instance: int | None = None, model: str | None = None) -> list[LedgerSnapshot]:
-        """Keep one instance (port) or model; files that cannot be read stay (unknown owner)."""
+    def select(
+        self, instance: int | str | None = None, model: str | None = None
+    ) -> list[LedgerSnapshot]:
+        """Keep one instance or model; files that cannot be read stay (unknown owner).
+
+        ``instance`` is what ``report --by instance`` prints (``gpu1:8000``: that instance
+        only), or a port (``8000`` or ``"8000"``: the instances on that port on every host,
+        e.g. one per container host name). ``model`` is a served model name, or the names
+        joined by commas as ``--by model`` prints them.
+        """
         snaps = self.snapshots
         if instance is not None:
-            snaps = [s for s in snaps if not s.ok or s.instance.port == instance]
+            snaps = [s for s in snaps if not s.ok or instance_matches(instance, s)]
         if model is not None:
-            snaps = [s for s in snaps if not s.ok or model in s.instance.served_model_names]
+            snaps = [s for s in snaps if not s.ok or model_matches(model, s)]
         return snaps
 
     def sums(self, snap: LedgerSnapshot, w: Window) -> SumsByEngine:
@@ -206,14 +219,58 @@ class LedgerSet:
             imprecise = imprecise or s.imprecise(w)
         return total, imprecise
 
+    def set_strict(self, strict: bool) -> None:
+        """Ignore declared stops (or stop ignoring them) from now on."""
+        if strict != self.strict:
+            self.strict = strict
+            self._coverage.clear()
+
     def coverage(self, snaps: Sequence[LedgerSnapshot], at_ts: float) -> cov.CoverageModel:
         """Coverage of ``snaps`` as seen at ``at_ts``: computed once per selection and instant."""
         key = (at_ts, tuple(id(s) for s in snaps))
         got = self._coverage.get(key)
         if got is None:
-            got = cov.build(snaps, at_ts, no_ledger=not self.snapshots)
+            declared = (
+                ()
+                if self.strict
+                else [(d.instance, d.from_ts, d.until_ts) for d in self.declarations]
+            )
+            got = cov.build(snaps, at_ts, no_ledger=not self.snapshots, declared=declared)
             self._coverage[key] = got
         return got
+
+
+def instance_matches(instance: int | str, snap: LedgerSnapshot) -> bool:
+    """Whether ``snap`` belongs to ``instance``: a port (an int, or digits only) matches every
+    host's instance on that port; anything else must equal the instance key exactly."""
+    if isinstance(instance, int) or (instance.isascii() and instance.isdigit()):
+        return snap.instance.port is not None and snap.instance.port == int(instance)
+    return snap.instance.key == instance
+
+
+def model_matches(model: str, snap: LedgerSnapshot) -> bool:
+    names = snap.instance.served_model_names
+    return model in names or (len(names) > 1 and model == ",".join(names))
+
+
+def _load_declarations(
+    roots: Sequence[Path],
+) -> tuple[list[declarations.Declaration], list[tuple[Path, str]]]:
+    found: list[declarations.Declaration] = []
+    errors: list[tuple[Path, str]] = []
+    for root in roots:
+        path = declarations.path_in(root)
+        try:
+            data = store.read_regular_file(path, declarations.MAX_FILE_BYTES)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            errors.append((path, f"cannot read: {exc.strerror or exc}"))
+            continue
+        got, bad = declarations.parse(data)
+        found += got
+        errors += [(path, f"refused {e}") for e in bad]
+    return found, errors
 
 
 def _connector(connections: _Connections, path: Path) -> Callable[[], sqlite3.Connection]:
@@ -224,6 +281,16 @@ def _unseen_snapshot(u: Unseen, roots: Sequence[Path]) -> LedgerSnapshot:
     """A directory the reader could not list, as a file that could not be read: named, and the
     time it may hide uncovered (its run's, where its name says; otherwise all of it)."""
     denied = isinstance(u.error, PermissionError)
+    named = paths.parse_ledger_name(u.path.name)
+    if named is not None:  # a ledger file (one whose marker outlived it, or one gone stat'ing)
+        return LedgerSnapshot(
+            path=u.path,
+            status="denied" if denied else "unreadable",
+            detail=f"cannot read: {u.error.strerror or u.error}",
+            run_id=u.path.parent.name,
+            writer_rank=named[0],
+            generation=named[1],
+        )
     run_id = "" if u.path in roots else u.path.name
     return LedgerSnapshot(
         path=u.path,

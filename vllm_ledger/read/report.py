@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read.ledgerset import LedgerSet, gc_paused
+from vllm_ledger.read.periods import PERIOD_NAMES, period, since_until
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
 from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
 from vllm_ledger.read.writer_state import WriterState
@@ -42,6 +43,8 @@ class WindowReport:
     uncovered_seconds: int
     complete: bool
     problems: dict[str, int] = field(default_factory=dict)
+    # Seconds declared idle (an instance stopped on purpose): neither covered nor uncovered.
+    declared_seconds: int = 0
 
     @property
     def wall_seconds(self) -> int:
@@ -100,7 +103,7 @@ class Report:
     runs: int
     breakdown_by: str | None = None
     breakdown: tuple[BreakdownRow, ...] = ()
-    instance_filter: int | None = None
+    instance_filter: int | str | None = None
     model_filter: str | None = None
 
     @property
@@ -157,6 +160,7 @@ def _window_report(
         uncovered_seconds=uncovered,
         complete=uncovered == 0 and not problems and w.seconds > 0,
         problems=problems,
+        declared_seconds=model.declared_seconds(w),
     )
 
 
@@ -181,11 +185,14 @@ def window_reports(
     at_ts: float | None = None,
     clock: Callable[[], float] = time.time,
     busy_timeout_s: float = 2.0,
-    instance: int | None = None,
+    instance: int | str | None = None,
     model: str | None = None,
+    strict: bool = False,
 ) -> tuple[tuple[WindowReport, ...], cov.CoverageModel]:
-    """Figures and coverage for arbitrary windows, e.g. a timeline's steps."""
+    """Figures and coverage for arbitrary windows, e.g. a timeline's steps. ``strict``: ignore
+    declared stops."""
     with as_ledger_set(ledgers, clock, busy_timeout_s) as ls, gc_paused():
+        ls.set_strict(strict)
         at = ls.now_ts if at_ts is None else at_ts
         snaps = ls.select(instance, model)
         for _attempt in range(2):  # once more if a file failed while its sums were read
@@ -213,22 +220,52 @@ def build_report(
     at_ts: float | None = None,
     tz: str = DEFAULT_TZ,
     by: str | None = None,
-    instance: int | None = None,
+    instance: int | str | None = None,
     model: str | None = None,
     clock: Callable[[], float] = time.time,
     busy_timeout_s: float = 2.0,
+    strict: bool = False,
+    periods: Sequence[str] = (),
+    since_ts: float | None = None,
+    until_ts: float | None = None,
 ) -> Report:
-    """The five windows with coverage, over a LedgerSet (or the ledgers under some roots)."""
+    """The five windows with coverage, over a LedgerSet (or the ledgers under some roots).
+
+    ``strict``: ignore declared stops (the seed's rule alone: every stop is uncovered).
+    ``periods`` (names from ``read.periods.PERIOD_NAMES``) and ``since_ts``/``until_ts`` (a
+    window named ``period``) replace the five windows, in that order."""
     zone = resolve_tz(tz)
+    for name in periods:
+        if name not in PERIOD_NAMES:
+            raise BadArgument(f"unknown window {name!r}: use one of {', '.join(PERIOD_NAMES)}")
+    chosen = _Chosen(tuple(periods), since_ts, until_ts)
     if by is not None and by not in BREAKDOWN_KEYS:
         raise BadArgument(f"unknown breakdown {by!r}: use one of {', '.join(BREAKDOWN_KEYS)}")
     with as_ledger_set(ledgers, clock, busy_timeout_s) as ls, gc_paused():
+        ls.set_strict(strict)
         for _attempt in range(2):  # once more if a file failed while its sums were read
             failures = ls.late_failures
-            report = _build(ls, zone, tz, by, instance, model, at_ts)
+            report = _build(ls, zone, tz, by, instance, model, at_ts, chosen)
             if ls.late_failures == failures:
                 break
         return report
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    """The windows a report shows: the five, or named periods and a --since/--until one."""
+
+    periods: tuple[str, ...] = ()
+    since_ts: float | None = None
+    until_ts: float | None = None
+
+    def windows(self, cutoff: int, zone: ZoneInfo, first_record_ts: int | None) -> list[Window]:
+        if not self.periods and self.since_ts is None:
+            return windows_at(cutoff, zone, first_record_ts)
+        out = [period(n, cutoff, zone, first_record_ts) for n in self.periods]
+        if self.since_ts is not None:
+            out.append(since_until(self.since_ts, self.until_ts, cutoff))
+        return out
 
 
 def _build(
@@ -236,16 +273,18 @@ def _build(
     zone: ZoneInfo,
     tz: str,
     by: str | None,
-    instance: int | None,
+    instance: int | str | None,
     model: str | None,
     at_ts: float | None,
+    chosen: _Chosen | None = None,
 ) -> Report:
     at = ls.now_ts if at_ts is None else at_ts
     snaps = ls.select(instance, model)
     model_ = ls.coverage(snaps, at)
     # A live report ends at the watermark: the last instant every alive writer has proven.
     cutoff = model_.cutoff_at(at)
-    five = windows_at(cutoff, zone, model_.first_record_ts)
+    chosen = chosen or _Chosen()
+    five = chosen.windows(cutoff, zone, model_.first_record_ts)
     windows = _windows_for(ls, snaps, five, model_)
     breakdown: list[BreakdownRow] = []
     if by == "engine":
@@ -261,7 +300,7 @@ def _build(
             # A group's coverage is its own (an instance vouches for itself); computed from the
             # same read, no file is opened again.
             group_model = ls.coverage(groups[key], at)
-            group_five = windows_at(cutoff, zone, group_model.first_record_ts)
+            group_five = chosen.windows(cutoff, zone, group_model.first_record_ts)
             breakdown.append(
                 BreakdownRow(key, _windows_for(ls, groups[key], group_five, group_model))
             )
@@ -285,7 +324,10 @@ def _build(
             )
             for w in model_.writers
         ),
-        files=tuple(FileStatus(str(s.path), s.status, s.detail) for s in snaps if not s.ok),
+        files=(
+            *(FileStatus(str(s.path), s.status, s.detail) for s in snaps if not s.ok),
+            *(FileStatus(str(p), "bad_values", d) for p, d in ls.declaration_errors),
+        ),
         runs=len({s.run_id for s in snaps if s.ok}),
         breakdown_by=by,
         breakdown=tuple(breakdown),

@@ -125,6 +125,11 @@ class LedgerSnapshot:
             self._memo[key] = got
         return got
 
+    def forget_sums(self) -> None:
+        """Drop the memoised window sums (a long stream of windows keeps memory flat)."""
+        self._memo.clear()
+        self._parts.clear()
+
     def imprecise(self, w: Window) -> bool:
         """True when an edge second of ``w`` was folded into an hour by compaction."""
         cb, first = self.compacted_before_ts, self.first_bucket_ts

@@ -1,0 +1,141 @@
+"""vllm-ledger declare-stop: record that an instance was stopped on purpose.
+
+The report then counts that stretch as declared idle for that instance (shown apart from
+covered and uncovered time; ``report --strict`` ignores declarations). Refused where the ledger
+holds tokens or proven spans of that instance in the stretch: a declaration never hides data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import math
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from vllm_ledger.commands._common import add_roots, parse_at, roots_of, text
+from vllm_ledger.errors import BadArgument
+from vllm_ledger.formats.safe import printable
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.windows import Window
+from vllm_ledger.write import declarations
+
+NAME = "declare-stop"
+HELP = "record that an instance was stopped on purpose: the report shows that time as declared"
+EPILOG = """example (a planned upgrade, stopped cleanly at 02:00 and started again at 02:40):
+  vllm-ledger declare-stop --root /srv/artifacts/usage --instance gpu1:19001 \\
+      --from 2026-11-30T02:00:00+08:00 --until 2026-11-30T02:40:00+08:00 \\
+      --reason "upgrade vLLM 0.32 -> 0.33"
+The declaration is appended to ROOT/declared-stops.jsonl. Refused when the ledger holds
+tokens or heartbeats of that instance in the stretch, when the stretch is in the future, or
+when no ledger knows the instance. `report --strict` ignores every declaration.
+"""
+
+
+def _instant(flag: str) -> Callable[[str], float]:
+    def parse(value: str) -> float:
+        try:
+            ts = parse_at(value)
+        except BadArgument as exc:
+            raise BadArgument(str(exc).replace("--at", flag)) from None
+        assert ts is not None
+        return ts
+
+    return parse
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    add_roots(p)
+    p.add_argument(
+        "--instance",
+        required=True,
+        type=text("--instance", "gpu1:8000"),
+        metavar="HOST:PORT",
+        help="the instance, exactly as `report --by instance` prints it",
+    )
+    p.add_argument(
+        "--from",
+        dest="from_ts",
+        required=True,
+        type=_instant("--from"),
+        metavar="TIME",
+        help="when it stopped: Unix seconds or ISO 8601 with an offset",
+    )
+    p.add_argument(
+        "--until",
+        dest="until_ts",
+        required=True,
+        type=_instant("--until"),
+        metavar="TIME",
+        help="when it was serving again (not in the future)",
+    )
+    p.add_argument(
+        "--reason",
+        required=True,
+        type=text("--reason", '"upgrade to 0.33"', max_len=declarations.MAX_REASON_CHARS),
+        help="why (shown in the report's declarations)",
+    )
+
+
+def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int:
+    roots = roots_of(args)
+    if len(roots) != 1:
+        raise BadArgument("declare-stop writes into one root: pass --root DIR once")
+    root: Path = roots[0]
+    now = clock()
+    lo, hi = math.ceil(args.from_ts), math.floor(args.until_ts)
+    if hi > now:
+        raise BadArgument(f"--until {_when(hi)} is in the future: declare a stop once it is over")
+    decl = declarations.Declaration(
+        instance=args.instance,
+        from_ts=lo,
+        until_ts=hi,
+        reason=args.reason,
+        declared_ts=now,
+        by=_user(),
+    )
+    try:
+        declarations.check(decl)
+    except declarations.BadDeclaration as exc:
+        raise BadArgument(f"cannot declare this stop: {exc}") from None
+    with LedgerSet.read([root], clock=lambda: now) as ls:
+        mine = [s for s in ls.snapshots if s.ok and s.instance.key == args.instance]
+        if not mine:
+            known = sorted({s.instance.key for s in ls.snapshots if s.ok})
+            raise BadArgument(
+                f"no ledger under {printable(root)} knows instance {printable(args.instance)}: "
+                f"use one `report --by instance` prints ({', '.join(map(printable, known[:8]))})"
+            )
+        for s in mine:
+            for a, b in s.spans:  # the whole seconds it vouches for: [ceil(a), floor(b))
+                if math.ceil(a) < hi and math.floor(b) > lo:
+                    raise BadArgument(
+                        f"run {printable(s.run_id)} of {printable(args.instance)} was recording "
+                        f"from {_when(a)} to {_when(b)}: a declared stop may not overlap what the "
+                        "ledger proves (declare only the stretch it was down)"
+                    )
+        total, _imprecise = ls.total(mine, Window("declared", lo, hi))
+        if total.input_tokens or total.output_tokens or total.requests:
+            raise BadArgument(
+                f"the ledger holds {total.input_tokens} input and {total.output_tokens} output "
+                f"tokens of {printable(args.instance)} in that stretch: it was not stopped"
+            )
+    path = declarations.append(root, decl)
+    print(
+        f"declared: {printable(args.instance)} stopped {_when(lo)} -> {_when(hi)} "
+        f"({hi - lo} s): {printable(args.reason)}; in {printable(path)}"
+    )
+    return 0
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()[:100]
+    except (OSError, KeyError):
+        return ""

@@ -1,0 +1,190 @@
+"""Rows for finance: a period cut into hours (or days) x model x instance, each row with its own
+coverage. A generator over one ``LedgerSet``: rows are made one step at a time and each file's
+memoised sums are dropped after the step, so a year of hours runs in constant memory.
+
+A row's figures are exact when its ``complete`` is true; otherwise ``uncovered_seconds`` and
+``problems`` say what it may lack, as in every window of the report. Steps follow the local
+clock of the zone (a day is midnight to midnight, 23 or 25 hours across a DST change; an hour
+starts where the local clock reads a whole hour).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from vllm_ledger.errors import BadArgument
+from vllm_ledger.read.coverage import CoverageModel
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.snapshot import LedgerSnapshot
+from vllm_ledger.read.windows import Window, local_midnight_ts
+
+EXPORT_KEYS = ("hour", "day", "model", "instance")
+MAX_STEPS = 24 * 366 * 5  # five years of hours
+
+FIELDS: tuple[str, ...] = (
+    "start",
+    "end",
+    "instance",
+    "model",
+    "input",
+    "output",
+    "cached",
+    "requests",
+    "decode_tokens",
+    "decode_seconds",
+    "uncovered_seconds",
+    "declared_seconds",
+    "complete",
+    "problems",
+)
+
+
+@dataclass(frozen=True)
+class ExportRow:
+    start_ts: int
+    end_ts: int
+    instance: str  # "*" when not broken down by instance
+    model: str  # "*" when not broken down by model
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    requests: int
+    decode_tokens: int
+    decode_seconds: float
+    uncovered_seconds: int
+    declared_seconds: int
+    complete: bool
+    problems: tuple[tuple[str, int], ...]
+
+
+def parse_by(text: str) -> tuple[str, tuple[str, ...]]:
+    """``hour,model,instance`` -> (the time grain, the keys)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    bad = [p for p in parts if p not in EXPORT_KEYS]
+    grains = [p for p in parts if p in ("hour", "day")]
+    if bad or len(grains) != 1 or len(set(parts)) != len(parts):
+        raise BadArgument(
+            f"--by {text!r}: give one of hour or day and any of model, instance, comma-separated, "
+            "e.g. --by hour,model,instance"
+        )
+    return grains[0], tuple(p for p in parts if p in ("model", "instance"))
+
+
+def steps(start_ts: int, end_ts: int, grain: str, tz: ZoneInfo) -> Iterator[Window]:
+    """``[start, end)`` cut where the local clock starts an hour (or a day)."""
+    if end_ts <= start_ts:
+        return
+    t = start_ts
+    n = 0
+    while t < end_ts:
+        nxt = _next_edge(t, grain, tz)
+        yield Window(grain, t, min(nxt, end_ts))
+        t = nxt
+        n += 1
+        if n > MAX_STEPS:
+            raise BadArgument(f"more than {MAX_STEPS} steps: export a shorter period")
+
+
+def _next_edge(ts: int, grain: str, tz: ZoneInfo) -> int:
+    if grain == "day":
+        noon_next = datetime.fromtimestamp(local_midnight_ts(ts, tz), tz) + timedelta(hours=36)
+        return local_midnight_ts(int(noon_next.timestamp()), tz)
+    offset = datetime.fromtimestamp(ts, tz).utcoffset() or timedelta(0)
+    local = ts + int(offset.total_seconds())
+    return ts + (3600 - local % 3600)
+
+
+def export_rows(
+    ls: LedgerSet,
+    start_ts: int,
+    end_ts: int,
+    *,
+    by: str = "hour,model,instance",
+    tz: ZoneInfo,
+    at_ts: float | None = None,
+) -> Iterator[ExportRow]:
+    """Every step of ``[start, end)`` (cut at the report cutoff) for every group, in time order,
+    then by instance and model."""
+    grain, keys = parse_by(by)
+    at = ls.now_ts if at_ts is None else at_ts
+    readable = [s for s in ls.snapshots if s.ok]
+    cutoff = ls.coverage(ls.snapshots, at).cutoff_at(at)
+    groups: dict[tuple[str, str], list[LedgerSnapshot]] = {}
+    for s in readable:
+        inst = s.instance.key if "instance" in keys else "*"
+        model = (",".join(s.instance.served_model_names) or "?") if "model" in keys else "*"
+        groups.setdefault((inst, model), []).append(s)
+    # Files that cannot be read belong to no group: every group's coverage names them.
+    unread = [s for s in ls.snapshots if not s.ok]
+    models: dict[tuple[str, str], CoverageModel] = {
+        key: ls.coverage([*snaps, *unread], at) for key, snaps in sorted(groups.items())
+    }
+    # A group has rows where it was there: from its first proof to its last (to the cutoff
+    # while a writer of it has not closed), or wherever it holds figures.
+    life: dict[tuple[str, str], tuple[float, float]] = {}
+    for key, snaps in groups.items():
+        firsts = [a for s in snaps for a, _b in s.spans]
+        open_ = any(s.clean_close_ts is None for s in snaps)
+        last = max((b for s in snaps for _a, b in s.spans), default=-math.inf)
+        life[key] = (min(firsts, default=math.inf), math.inf if open_ else last)
+    if not groups:  # nothing readable: one row per step, all uncovered and named
+        models[("*", "*")] = ls.coverage(ls.snapshots, at)
+        groups[("*", "*")] = []
+        life[("*", "*")] = (-math.inf, math.inf)
+    for w in steps(start_ts, min(end_ts, cutoff), grain, tz):
+        for key in sorted(groups):
+            snaps = groups[key]
+            total, imprecise = ls.total(snaps, w)
+            lo, hi = life[key]
+            if not (lo < w.cutoff_ts and hi > w.start_ts) and not (
+                total.input_tokens or total.output_tokens or total.requests
+            ):
+                continue
+            cover = models[key]
+            uncovered = cover.uncovered_seconds(w)
+            problems = cover.problems(w, imprecise)
+            yield ExportRow(
+                start_ts=w.start_ts,
+                end_ts=w.cutoff_ts,
+                instance=key[0],
+                model=key[1],
+                input_tokens=total.input_tokens,
+                output_tokens=total.output_tokens,
+                cached_tokens=total.cached_tokens,
+                requests=total.requests,
+                decode_tokens=total.decode_tokens,
+                decode_seconds=total.decode_us / 1e6,
+                uncovered_seconds=uncovered,
+                declared_seconds=cover.declared_seconds(w),
+                complete=uncovered == 0 and not problems and w.seconds > 0,
+                problems=tuple(sorted(problems.items())),
+            )
+            for s in snaps:
+                s.forget_sums()
+
+
+def row_values(row: ExportRow, tz: ZoneInfo) -> list[object]:
+    """A row as ``FIELDS`` values: instants as ISO 8601 in the zone, problems ``code=n;...``."""
+    return [
+        datetime.fromtimestamp(row.start_ts, tz).isoformat(),
+        datetime.fromtimestamp(row.end_ts, tz).isoformat(),
+        row.instance,
+        row.model,
+        row.input_tokens,
+        row.output_tokens,
+        row.cached_tokens,
+        row.requests,
+        row.decode_tokens,
+        round(row.decode_seconds, 6),
+        row.uncovered_seconds,
+        row.declared_seconds,
+        row.complete,
+        ";".join(f"{k}={v}" for k, v in row.problems),
+    ]
+
+
+__all__: Sequence[str] = ["EXPORT_KEYS", "FIELDS", "ExportRow", "export_rows", "parse_by"]
