@@ -68,8 +68,9 @@ def main() -> int:
             task = progress.add_task("sending requests", total=n)
             send_mix(server.url, "tiny", rounds=ROUNDS, progress=lambda _k: progress.advance(task))
         _wait_for_watermark(ledger, time.time())
-        cli("report", "--root", str(ledger))
-        code = cli("verify", "--root", str(ledger), "--metrics-url", server.url + "/metrics")
+        rel = str(ledger.relative_to(REPO))  # the commands run in the checkout, as printed
+        cli("report", "--root", rel)
+        code = cli("verify", "--root", rel, "--metrics-url", server.url + "/metrics")
     finally:
         server.stop()
     print(
