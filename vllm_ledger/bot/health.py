@@ -6,6 +6,10 @@ keeps only the status code: no response byte reaches a message. Standard library
 ``timeout_s`` is a total deadline per probe, connection, headers and body together: a server
 that drips its answer a byte at a time is cut when it passes (a watchdog shuts the socket
 down), and counts as ``down``. At most ``MAX_PARALLEL_PROBES`` probes run at once.
+
+``probe_local`` is the deployment host's side: the status command probes 127.0.0.1 at each
+port of its document (the instance's own ``/health``), so a bot that has only an SSH target
+gets vLLM's health in the status document (``from_status`` reads it back).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from vllm_ledger.bot.validate import Target
 DEFAULT_TIMEOUT_S = 3.0
 MAX_PARALLEL_PROBES = 8
 MAX_BODY_BYTES = 1024
+LOCAL_TIMEOUT_S = 2.0  # the status command's own probe: keeps the SSH answer quick
+MAX_LOCAL_PORTS = 16  # as many as the status document has rows
 HEALTH_STATES: tuple[str, ...] = ("healthy", "unhealthy", "down", "unknown")
 
 
@@ -92,4 +98,34 @@ def probe_all(
     return out
 
 
-__all__ = ["HEALTH_STATES", "MAX_PARALLEL_PROBES", "Health", "probe", "probe_all"]
+def probe_local(
+    ports: Sequence[int], *, timeout_s: float = LOCAL_TIMEOUT_S
+) -> dict[int, tuple[str, int | None]]:
+    """What the status command adds per port: 127.0.0.1:PORT/health, at most
+    ``MAX_PARALLEL_PROBES`` at once, each within ``timeout_s`` (a closed port answers at
+    once), as (state, HTTP status)."""
+    wanted = sorted(set(ports))[:MAX_LOCAL_PORTS]
+    if not wanted:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(len(wanted), MAX_PARALLEL_PROBES)) as pool:
+        found = list(pool.map(lambda p: probe("127.0.0.1", p, timeout_s=timeout_s), wanted))
+    return {h.port: (h.state, h.http_status) for h in found}
+
+
+def from_status(port: int, row_health: tuple[str, int | None] | None) -> Health:
+    """A port's health as its deployment host saw it (``unknown`` when it sent none)."""
+    if row_health is None:
+        return Health(port, "unknown")
+    return Health(port, row_health[0], row_health[1])
+
+
+__all__ = [
+    "HEALTH_STATES",
+    "LOCAL_TIMEOUT_S",
+    "MAX_PARALLEL_PROBES",
+    "Health",
+    "from_status",
+    "probe",
+    "probe_all",
+    "probe_local",
+]

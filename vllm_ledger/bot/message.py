@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_ledger.bot.health import Health
-from vllm_ledger.bot.poll import STALE_AFTER_S, CacheEntry
+from vllm_ledger.bot.poll import STALE_AFTER_S, CacheEntry, reported_health
 from vllm_ledger.formats.status import StatusDoc, StatusInstance, StatusWindow
 
 LANGS = ("zh", "en")
@@ -47,6 +47,8 @@ _ZH: dict[str, Any] = {
     "unhealthy": "异常",
     "down": "无响应",
     "unknown": "未检查",
+    "refused": "配置被拒 {n}",
+    "refused.line": "配置被拒绝:{where};未查询",
     "vllm.healthy": "vLLM 健康",
     "vllm.unhealthy": "vLLM 异常(HTTP {code})",
     "vllm.unhealthy_nocode": "vLLM 异常",
@@ -110,6 +112,8 @@ _EN: dict[str, Any] = {
     "unhealthy": "unhealthy",
     "down": "down",
     "unknown": "unchecked",
+    "refused": "refused {n}",
+    "refused.line": "refused by the config: {where}; not queried",
     "vllm.healthy": "vLLM healthy",
     "vllm.unhealthy": "vLLM unhealthy (HTTP {code})",
     "vllm.unhealthy_nocode": "vLLM unhealthy",
@@ -390,27 +394,46 @@ def render_message(
     now_monotonic: float,
     lang: str = "zh",
     stale_after_s: float = STALE_AFTER_S,
+    refused: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The whole reply, as plain text with aligned columns."""
+    """The whole reply, as plain text with aligned columns. ``refused`` names the config
+    entries that were refused, as (key, field): they count as deployments and get a line
+    each (nothing was run for them)."""
     w = _WORDS.get(lang)
     if w is None:
         raise ValueError(f"unknown language {lang!r}: use one of {', '.join(LANGS)}")
+    # Where the bot probed nothing itself, the deployment host's own probe (status) counts.
+    instances = [
+        v
+        if v.health is not None and v.health.state != "unknown"
+        else InstanceView(v.port, v.host, reported_health(v.entry, v.port), v.entry)
+        for v in instances
+    ]
     counts: dict[str, int] = {}
     for v in instances:
         state = v.health.state if v.health is not None else "unknown"
         counts[state] = counts.get(state, 0) + 1
     summary = str(w["sep"]).join(
-        f"{w[s]} {counts[s]}" for s in ("healthy", "unhealthy", "down", "unknown") if counts.get(s)
+        [
+            f"{w[s]} {counts[s]}"
+            for s in ("healthy", "unhealthy", "down", "unknown")
+            if counts.get(s)
+        ]
+        + ([str(w["refused"]).format(n=len(refused))] if refused else [])
     )
     lines = [
         str(w["title"]),
-        str(w["deploy"]).format(n=len(instances)) + (f"{w['colon']}{summary}" if summary else ""),
+        str(w["deploy"]).format(n=len(instances) + len(refused))
+        + (f"{w['colon']}{summary}" if summary else ""),
     ]
     any_fault = False
     for v in sorted(instances, key=lambda v: v.port):
         block, fault = _instance(v, now_monotonic, w, stale_after_s)
         any_fault = any_fault or fault
         lines.extend(block)
+    for key, field in refused:
+        where = f"usage[{key}]" + (f".{field}" if field else "")
+        lines += [f"── {key} ──", str(w["refused.line"]).format(where=where)]
     lines.append(str(w["legend"]))
     if any_fault:
         lines.append(str(w["footer"]))

@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from vllm_ledger.bot.health import Health, from_status
 from vllm_ledger.bot.validate import Target
 from vllm_ledger.errors import RemoteError, StatusParseError
 from vllm_ledger.formats import status as status_format
@@ -311,6 +312,16 @@ class CacheEntry:
         return age is None or age > stale_after_s
 
 
+def reported_health(entry: CacheEntry | None, port: int) -> Health:
+    """vLLM's health as the deployment host's status command probed it (127.0.0.1:PORT),
+    from the latest poll only: a failed poll is a ledger-side fault and says nothing about
+    vLLM, so it gives ``unknown``, never ``down``."""
+    if entry is None or entry.latest.state != "ok" or entry.latest.status is None:
+        return Health(port, "unknown")
+    row = entry.latest.status.instance(port)
+    return from_status(port, row.health if row is not None else None)
+
+
 class Poller:
     """Poll targets concurrently, at most ``max_parallel`` at once; keep a cache; optionally
     every ``interval_s`` in a thread."""
@@ -400,6 +411,7 @@ __all__ = [
     "Poller",
     "classify",
     "remote_command",
+    "reported_health",
     "run_capped",
     "ssh_argv",
     "status_command",

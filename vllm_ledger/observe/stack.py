@@ -33,10 +33,11 @@ DCGM_SERVICE_TARGET = "dcgm-exporter:9400"
 DEFAULT_VLLM_TARGET = f"{HOST_GATEWAY}:8000"
 DEFAULT_EXPORTER_TARGET = f"{HOST_GATEWAY}:9464"
 ALERTMANAGER_SERVICE_TARGET = "alertmanager:9093"
-# The notifier's slot: where Alertmanager posts alerts until --webhook-url names the real one.
-# `.invalid` never resolves (RFC 2606), so a stack left with it fails loudly in Alertmanager's
-# log rather than posting somewhere unexpected.
-PLACEHOLDER_WEBHOOK = "http://notifier.invalid/vllm-ledger/alerts"
+# Where Alertmanager posts alerts until --webhook-url says otherwise: `vllm-ledger notifier`'s
+# /alertmanager endpoint at its default port, on the Docker host (the compose file maps
+# host.docker.internal to it for the Alertmanager container; the notifier must then listen on
+# an address the container reaches, e.g. "listen": "0.0.0.0:9095").
+PLACEHOLDER_WEBHOOK = f"http://{HOST_GATEWAY}:9095/alertmanager"
 GRAFANA_PORT = 3300
 
 PROMETHEUS_IMAGE = "prom/prometheus:v2.53.0"

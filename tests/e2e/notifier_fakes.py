@@ -1,0 +1,248 @@
+"""Real processes on 127.0.0.1 for the notifier's tests: a fake chat platform, a stand-in for
+vLLM's ``/health``, and the notifier itself as a child process (stopped by pid).
+
+``FakePlatform`` is a real HTTP server. It sends signed commands to the notifier the way a
+chat platform's outgoing webhook (or a relay in front of it) would, and records every message
+the notifier posts to its incoming webhook (``/hook``), whatever the platform format. It can
+answer 500, hang past the notifier's deadline, or hold one request until told to let go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import REPO
+from tests.e2e.sshd import free_port
+from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+
+SECRET = b"test-command-secret"
+
+
+def message_text(body: dict[str, Any]) -> str:
+    """The text of one post, in any of the formats the notifier speaks."""
+    if "msg_type" in body:
+        return str(body["content"]["text"])
+    if "msgtype" in body:
+        return str(body["text"]["content"])
+    if "message" in body:  # apprise json://
+        return str(body["message"])
+    return str(body.get("text", ""))
+
+
+class FakePlatform:
+    def __init__(self) -> None:
+        self.posts: list[str] = []
+        self.raw: list[tuple[str, dict[str, Any]]] = []
+        self.fail_when: Callable[[str], int | None] = lambda text: None  # HTTP status to answer
+        self.hang_when: Callable[[str], bool] = lambda text: False
+        self.hold_when: Callable[[str], bool] = lambda text: False
+        self.release = threading.Event()
+        self.holding = threading.Event()
+        self._lock = threading.Lock()
+        platform = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length))
+                text = message_text(body)
+                with platform._lock:
+                    platform.posts.append(text)
+                    platform.raw.append((self.path, body))
+                if platform.hold_when(text):
+                    platform.holding.set()
+                    platform.release.wait(30)
+                if platform.hang_when(text):
+                    time.sleep(3)
+                code = platform.fail_when(text) or 200
+                data = b'{"code": 0, "errcode": 0}'
+                with contextlib.suppress(OSError):
+                    self.send_response(code)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def hook_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def count(self, needle: str) -> int:
+        with self._lock:
+            return sum(needle in p for p in self.posts)
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def send_command(
+    port: int,
+    message_id: str,
+    text: str,
+    *,
+    secret: bytes = SECRET,
+    ts: int | None = None,
+    bad_signature: bool = False,
+) -> tuple[int, dict[str, Any]]:
+    """POST a signed command to the notifier, as the platform does; (HTTP status, answer)."""
+    body = json.dumps({"message_id": message_id, "text": text}).encode()
+    stamp = str(int(time.time()) if ts is None else ts)
+    signature = sign(secret, stamp, body)
+    if bad_signature:
+        signature = signature[:-4] + "0000"
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/command",
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            TIMESTAMP_HEADER: stamp,
+            SIGNATURE_HEADER: signature,
+        },
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+class HealthStandIn:
+    """A stand-in for vLLM's ``GET /health`` on 127.0.0.1:PORT that can be stopped (the port
+    then refuses connections) and started again on the same port."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.server: ThreadingHTTPServer | None = None
+
+    def start(self) -> HealthStandIn:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200 if self.path == "/health" else 404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+
+class NotifierProc:
+    """``python -m vllm_ledger notifier --config FILE`` as a child, ready when /healthz is."""
+
+    def __init__(self, config: Path, env: dict[str, str], port: int) -> None:
+        self.config = config
+        self.env = {**os.environ, "PYTHONPATH": str(REPO), **env}
+        self.port = port
+        self.log = config.with_suffix(".log")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start_args: list[str] = []
+
+    def start(self, timeout_s: float = 20.0) -> NotifierProc:
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "vllm_ledger",
+                    "notifier",
+                    "--config",
+                    str(self.config),
+                    *self.start_args,
+                ],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"notifier exited: {self.log.read_text()}")
+            with contextlib.suppress(OSError):
+                url = f"http://127.0.0.1:{self.port}/healthz"
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            time.sleep(0.05)
+        raise RuntimeError(f"notifier not ready: {self.log.read_text()}")
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye, as in a crash."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+            self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.proc = None
+
+    def status(self) -> dict[str, Any]:
+        p = subprocess.run(
+            [sys.executable, "-m", "vllm_ledger", "notifier", "status", "--json", "--config",
+             str(self.config)],
+            env=self.env, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        doc: dict[str, Any] = json.loads(p.stdout)
+        return doc
+
+
+def write_config(path: Path, usage: dict[str, Any], notifier: dict[str, Any] | None) -> Path:
+    doc: dict[str, Any] = {"usage": usage}
+    if notifier is not None:
+        doc["notifier"] = notifier
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: not within {timeout_s} s (last: {last!r})")

@@ -1,0 +1,294 @@
+"""The notifier's pure parts and its state file, on a fake clock: the store's cursor, dedupe
+and outbox rules, the signature, flap damping, the chat words, Alertmanager's JSON, the config
+and the platform bodies (each posted once to a real HTTP server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vllm_ledger.bot.health import Health
+from vllm_ledger.errors import ConfigError
+from vllm_ledger.notify import platforms
+from vllm_ledger.notify.alerts import BadAlerts, parse_alerts
+from vllm_ledger.notify.chat import BadRequest, parse_request
+from vllm_ledger.notify.config import notifier_config
+from vllm_ledger.notify.signing import sign, verify
+from vllm_ledger.notify.store import MAX_PENDING, Store, read_summary
+from vllm_ledger.notify.watch import Damper
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1_764_400_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "state.sqlite", clock=Clock())
+    yield s
+    s.close()
+
+
+def test_the_cursor_answers_each_message_once_in_order_across_reopen(tmp_path: Path) -> None:
+    s = Store(tmp_path / "s.sqlite", clock=Clock())
+    assert s.accept("a", "status", None, "en") == 1
+    assert s.accept("b", "help", None, "en") == 2
+    assert s.accept("a", "status", None, "en") is None  # replayed id
+    first = s.unanswered()[0]
+    s.answer(first, "reply a")
+    s.close()
+    s = Store(tmp_path / "s.sqlite", clock=Clock())  # a restart
+    assert [c.message_id for c in s.unanswered()] == ["b"] and s.cursor() == 1
+    assert s.accept("a", "status", None, "en") is None  # still known after the restart
+    assert s.accept("c", "status", None, "en") == 3  # a replay used up no number
+    s.close()
+
+
+def test_sending_becomes_unknown_on_start_and_is_never_picked_again(store: Store) -> None:
+    d1 = store.queue("health", "x")
+    d2 = store.queue("health", "y")
+    got = store.next_pending()
+    assert got is not None and got.id == d1
+    assert store.mark_interrupted() == [d1]  # the process died while it was on the wire
+    nxt = store.next_pending()
+    assert nxt is not None and nxt.id == d2  # the interrupted one is not picked again
+    store.settle(d2, "failed", "http_status", 500)
+    assert store.next_pending() is None
+    assert [(f.id, f.state, f.reason) for f in store.failures()] == [
+        (d2, "failed", "http_status"),
+        (d1, "unknown", "interrupted"),
+    ]
+    new = store.resend(d2, request_key="resend:r1")
+    assert new is not None and store.resend(d2, request_key="resend:r1") is None  # once
+    sending = store.next_pending()
+    assert sending is not None and (sending.id, sending.text) == (new, "y")
+    store.settle(new, "sent", None, 200)
+    assert [f.id for f in store.failures()] == [d1]  # delivered by its resend
+    assert store.resend(999) is None
+
+
+def test_alerts_are_deduplicated_and_the_outbox_is_bounded(store: Store) -> None:
+    assert store.queue_alert("alert:f|firing|t", "fire") is not None
+    assert store.queue_alert("alert:f|firing|t", "fire") is None
+    assert store.queue_alert("alert:f|resolved|t", "ok") is not None
+    for _ in range(MAX_PENDING):
+        store.queue("health", "x")
+    assert store.queue("health", "dropped") is None
+    with store._lock:
+        summary = read_summary(store._db)
+    assert summary["pending"] == MAX_PENDING and summary["dropped_total"] == 3
+
+
+def test_signature_refuses_forgeries_and_old_or_future_timestamps() -> None:
+    body = b'{"message_id":"1","text":"status"}'
+    now = 1_764_400_000
+    good = sign(b"k", str(now), body)
+    assert good == "v1=" + hmac.new(b"k", b"1764400000." + body, hashlib.sha256).hexdigest()
+    assert verify(b"k", str(now), good, body, now_ts=now + 300) == "ok"
+    assert verify(b"k", str(now), good, body, now_ts=now + 301) == "old_timestamp"
+    assert verify(b"k", str(now), good, body, now_ts=now - 301) == "old_timestamp"
+    assert verify(b"k", str(now), good, body + b" ", now_ts=now) == "bad_signature"
+    assert verify(b"other", str(now), good, body, now_ts=now) == "bad_signature"
+    assert verify(b"k", str(now), None, body, now_ts=now) == "bad_signature"
+    assert verify(b"k", "1e9", good, body, now_ts=now) == "bad_timestamp"
+    assert verify(b"k", None, good, body, now_ts=now) == "bad_timestamp"
+
+
+def test_damping_one_transition_per_confirmed_change_and_no_storm() -> None:
+    d = Damper(30.0)
+    up, down, unknown = Health(1, "healthy", 200), Health(1, "down"), Health(1, "unknown")
+    assert d.observe(1, up, 0) == (None, "up")  # the baseline
+    assert d.observe(1, down, 10) is None
+    assert d.observe(1, down, 39) is None
+    assert d.observe(1, unknown, 45) is None  # a ledger-side fault: neither way
+    assert d.observe(1, down, 40) == ("up", "down")
+    assert d.observe(1, down, 50) is None  # once
+    for t in range(60, 300, 10):  # flapping every 10 s: never 30 s the same
+        assert d.observe(1, up if t % 20 else Health(1, "unhealthy", 503), t) is None
+    assert d.observe(1, up, 300) is None
+    assert d.observe(1, up, 330) == ("down", "up")
+    # only unknown, for ever: nothing is reported
+    d2 = Damper(0.0, {7: "up"})
+    assert all(d2.observe(7, Health(7, "unknown"), t) is None for t in range(100))
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("@小鲁班 状态", ("status", None, "zh")),
+        ("@bot status", ("status", None, "en")),
+        ("  status  ", ("status", None, "en")),
+        ("@bot help", ("help", None, "en")),
+        ("@bot 重发 #12", ("resend", 12, "zh")),
+        ("@bot resend 12 now", ("help", None, "zh")),
+        ("@bot rm -rf /", ("help", None, "zh")),
+        ("", ("help", None, "zh")),
+    ],
+)
+def test_commands_read_from_chat(text: str, want: tuple[str, int | None, str]) -> None:
+    r = parse_request({"message_id": "m", "text": text})
+    assert (r.command, r.arg, r.lang) == want
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        [],
+        {"message_id": "", "text": "status"},
+        {"message_id": "a b", "text": "status"},
+        {"message_id": "x" * 129, "text": "status"},
+        {"message_id": "\x1b[2J", "text": "status"},
+        {"message_id": 5, "text": "status"},
+        {"message_id": "m", "text": "s" * 2001},
+        {"message_id": "m"},
+    ],
+)
+def test_bad_command_bodies_are_refused(doc: Any) -> None:
+    with pytest.raises(BadRequest):
+        parse_request(doc)
+
+
+def _am(status: str = "firing", **over: Any) -> dict[str, Any]:
+    alert = {
+        "status": status,
+        "labels": {"alertname": "VLLMTargetDown", "instance": "gpu1:8000\x1b[2J"},
+        "annotations": {"summary": "s" * 500},
+        "startsAt": "2026-11-30T10:00:00.000Z",
+        "fingerprint": "0123abcd",
+        **over,
+    }
+    return {"version": "4", "status": status, "alerts": [alert]}
+
+
+def test_alertmanager_json_v4() -> None:
+    (a,) = parse_alerts(_am(), "en")
+    assert a.key == "alert:0123abcd|firing|2026-11-30T10:00:00.000Z"
+    head, labels, summary = a.text.splitlines()
+    assert head == "FIRING: VLLMTargetDown" and labels == "instance=gpu1:8000 [2J"
+    assert len(summary) == 120
+    assert parse_alerts(_am("resolved"), "zh")[0].text.startswith("小鲁班 · 告警解除:")
+    for bad in (
+        {"version": "3", "alerts": []},
+        _am("pending"),
+        _am(fingerprint="zz"),
+        _am(startsAt="yesterday"),
+        _am(labels=[]),
+        {"version": "4", "alerts": {}},
+    ):
+        with pytest.raises(BadAlerts):
+            parse_alerts(bad)
+
+
+def test_config_defaults_secrets_from_env_or_files_and_refusals(tmp_path: Path) -> None:
+    env = {"VLLM_LEDGER_COMMAND_SECRET": "Zq9secret"}
+    cfg = notifier_config({"usage": {}}, tmp_path / "c.json", env)
+    assert (cfg.listen_host, cfg.listen_port, cfg.platform, cfg.health_interval_s) == (
+        "127.0.0.1",
+        9095,
+        "json",
+        10.0,
+    )
+    assert cfg.command_secret == b"Zq9secret" and "Zq9" not in repr(cfg)
+    (tmp_path / "secret").write_text("from-file\n")
+    doc = {"notifier": {"command_secret_file": "secret", "platform": "dingtalk"}}
+    cfg = notifier_config(doc, tmp_path / "c.json", {"VLLM_LEDGER_COMMAND_SECRET": "env"})
+    assert cfg.command_secret == b"from-file"
+    for notifier, want in (
+        ({}, "no command secret"),
+        ({"command_secret_file": "secret", "platform": "teams"}, "notifier.platform"),
+        ({"command_secret_file": "secret", "listen": "0.0.0.0"}, "notifier.listen"),
+        ({"command_secret_file": "secret", "damping_s": float("nan")}, "notifier.damping_s"),
+        ({"command_secret_file": "secret", "token": "x"}, "unknown field"),
+        ({"command_secret_file": "missing"}, "cannot read"),
+    ):
+        with pytest.raises(ConfigError, match=want):
+            notifier_config({"notifier": notifier}, tmp_path / "c.json", {})
+
+
+class _Hook:
+    def __init__(self, answer: bytes = b'{"code":0}', status: int = 200) -> None:
+        self.got: list[tuple[str, dict[str, Any]]] = []
+        hook = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                n = int(self.headers["Content-Length"])
+                hook.got.append((self.path, json.loads(self.rfile.read(n))))
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook?access_token=t"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_platform_bodies_and_signatures_against_a_real_server() -> None:
+    now = 1_764_400_000.5
+    hook = _Hook()
+    try:
+        assert platforms.send("feishu", hook.url, "hi", secret="sec", clock=lambda: now).ok
+        assert platforms.send("dingtalk", hook.url, "hi", secret="sec", clock=lambda: now).ok
+        assert platforms.send("wecom", hook.url, "hi").ok
+        assert platforms.send("slack", hook.url, "hi").ok
+        assert platforms.send("json", hook.url, "hi").ok  # through apprise's json://
+    finally:
+        hook.close()
+    feishu, ding, wecom, slack, generic = hook.got
+    mac = hmac.new(b"1764400000\nsec", b"", hashlib.sha256).digest()
+    assert feishu[1] == {
+        "msg_type": "text",
+        "content": {"text": "hi"},
+        "timestamp": "1764400000",
+        "sign": base64.b64encode(mac).decode(),
+    }
+    q = urllib.parse.parse_qs(urllib.parse.urlsplit(ding[0]).query)
+    assert q["timestamp"] == ["1764400000500"] and q["access_token"] == ["t"]
+    want = hmac.new(b"sec", b"1764400000500\nsec", hashlib.sha256).digest()
+    assert q["sign"] == [base64.b64encode(want).decode()]
+    assert ding[1] == wecom[1] == {"msgtype": "text", "text": {"content": "hi"}}
+    assert slack[1] == {"text": "hi"}
+    assert generic[1]["message"] == "hi" and generic[1]["version"] == "1.0"
+
+
+def test_platform_failures_are_classified_never_retried() -> None:
+    refused = _Hook(b'{"code": 19021, "msg": "sign match fail"}')
+    broken = _Hook(b"oops", status=500)
+    try:
+        assert platforms.send("feishu", refused.url, "x") == platforms.Outcome(
+            False, "platform_error", 200
+        )
+        assert platforms.send("slack", broken.url, "x") == platforms.Outcome(
+            False, "http_status", 500
+        )
+        assert platforms.send("json", broken.url, "x") == platforms.Outcome(
+            False, "http_status", 500
+        )
+        assert len(refused.got) == 1 and len(broken.got) == 2  # one attempt each
+    finally:
+        refused.close()
+        broken.close()
+    assert platforms.send("wecom", None, "x") == platforms.Outcome(False, "no_webhook")
+    assert platforms.send("wecom", "http://127.0.0.1:1/x", "x").reason == "connection"

@@ -1,0 +1,259 @@
+"""vllm-ledger notifier: run the bot (commands in, health and alerts out), show or resend."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from vllm_ledger.bot.validate import MAX_CONFIG_BYTES
+from vllm_ledger.commands._common import input_file
+from vllm_ledger.errors import BadArgument, ConfigError, LedgerError
+from vllm_ledger.notify.config import DEFAULT_LISTEN, parse_listen
+
+NAME = "notifier"
+HELP = "run the chat bot: status replies, health and alerts, sent once"
+EPILOG = """example:
+  vllm-ledger notifier --config /etc/notify/private.json
+  vllm-ledger notifier status --config /etc/notify/private.json
+  vllm-ledger notifier resend 12 --config /etc/notify/private.json
+  vllm-ledger notifier --print-unit --config /etc/notify/private.json > vllm-ledger-notifier.service
+
+Secrets (the command secret, the webhook URL and its signing secret) come from files named in
+the config's "notifier" object or from VLLM_LEDGER_COMMAND_SECRET, VLLM_LEDGER_WEBHOOK_URL and
+VLLM_LEDGER_WEBHOOK_SECRET, never from the command line. The state is kept in
+CONFIG.notifier.sqlite beside the config. See docs/notifier.md.
+"""
+
+ACTIONS = ("run", "status", "resend")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=ACTIONS,
+        default="run",
+        help="run (default): serve until SIGTERM; status: deliveries, failures, cursor and "
+        "health from the state file; resend ID: send a delivery again",
+    )
+    p.add_argument(
+        "delivery_id",
+        nargs="?",
+        metavar="ID",
+        help="with resend: the delivery id (from `notifier status` or a status reply)",
+    )
+    p.add_argument(
+        "--config",
+        required=True,
+        type=input_file("--config", "/etc/notify/private.json", max_bytes=MAX_CONFIG_BYTES),
+        metavar="FILE",
+        help='the notification config (JSON with a "usage" and an optional "notifier" object)',
+    )
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"where to serve commands and alerts (default: the config's, else {DEFAULT_LISTEN})",
+    )
+    p.add_argument(
+        "--ssh-config",
+        type=input_file("--ssh-config", "~/.ssh/bot_config", max_bytes=MAX_CONFIG_BYTES),
+        metavar="FILE",
+        help="an ssh client config for the targets (ssh -F FILE; default: the config's)",
+    )
+    p.add_argument("--json", action="store_true", help="with status: print JSON")
+    p.add_argument(
+        "--print-unit",
+        action="store_true",
+        help="print a systemd unit that runs this notifier with this config, and exit",
+    )
+
+
+def _delivery_id(args: argparse.Namespace) -> int:
+    value = args.delivery_id
+    if value is None or not value.isdigit() or not 1 <= int(value) <= 10**12:
+        raise BadArgument(
+            f"resend needs a delivery id, not {value!a}: e.g. vllm-ledger notifier "
+            "resend 12 --config FILE (ids are in `notifier status`)"
+        )
+    return int(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = Path(args.config).resolve()
+    if args.action != "resend" and args.delivery_id is not None:
+        raise BadArgument(f"an ID is only taken by resend, not by {args.action}")
+    if args.print_unit:
+        from vllm_ledger.notify.unit import unit_text
+
+        sys.stdout.write(unit_text(sys.executable, config))
+        return 0
+    if args.action == "status":
+        return _status(config, as_json=args.json)
+    listen = None
+    if args.listen is not None:
+        try:
+            listen = parse_listen(args.listen)
+        except ConfigError as exc:
+            raise BadArgument(
+                f"--listen {args.listen!a}: give HOST:PORT, e.g. 127.0.0.1:9095"
+            ) from exc
+    if args.action == "resend":
+        return _resend(config, _delivery_id(args), listen)
+    ssh_config = None if args.ssh_config is None else Path(args.ssh_config).resolve()
+    return _run(config, listen, ssh_config)
+
+
+def _run(config: Path, listen: tuple[str, int] | None, ssh_config: Path | None) -> int:
+    from vllm_ledger.notify.service import Notifier
+
+    try:
+        notifier = Notifier(config, listen=listen, ssh_config=ssh_config)
+        notifier.start()
+    except OSError as exc:
+        raise LedgerError(
+            f"the notifier cannot start: {exc.strerror or exc}",
+            hint="is another notifier listening on that address?",
+        ) from exc
+    for r in notifier.refusals:
+        print(f"vllm-ledger: refused: {r}", file=sys.stderr)
+    cfg = notifier.cfg
+    print(
+        f"vllm-ledger notifier: listening on {cfg.listen_host}:{notifier.endpoint.port}, "
+        f"{len(notifier.targets)} instance(s), platform {cfg.platform}, "
+        f"state {notifier.store.path}"
+        + (
+            "; interrupted deliveries now unknown (not resent): "
+            + ", ".join(f"#{i}" for i in notifier.interrupted)
+            if notifier.interrupted
+            else ""
+        ),
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        notifier._stop.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    notifier.wait()
+    notifier.stop()
+    return 0
+
+
+def _status(config: Path, *, as_json: bool) -> int:
+    from vllm_ledger.notify.store import (
+        open_read_only,
+        read_failures,
+        read_health,
+        read_recent,
+        read_summary,
+        state_path,
+    )
+
+    path = state_path(config)
+    if not path.is_file():
+        raise ConfigError(
+            f"no notifier state at {path}", hint="start `vllm-ledger notifier --config FILE` first"
+        )
+    with open_read_only(path) as db:
+        summary = read_summary(db)
+        failed = read_failures(db, limit=20)
+        recent = read_recent(db, limit=20)
+        health = read_health(db)
+    if as_json:
+        doc: dict[str, Any] = {
+            "state_file": str(path),
+            "deliveries": {k: v for k, v in summary.items() if k not in ("cursor",)},
+            "cursor": summary["cursor"],
+            "health": {str(p): {"state": s, "since": t} for p, (s, t) in sorted(health.items())},
+            "failures": [
+                {
+                    "id": d.id,
+                    "kind": d.kind,
+                    "state": d.state,
+                    "reason": d.reason,
+                    "http_status": d.http_status,
+                    "created": d.created_ts,
+                }
+                for d in failed
+            ],
+            "recent": [
+                {"id": d.id, "kind": d.kind, "state": d.state, "resend_of": d.resend_of}
+                for d in recent
+            ],
+        }
+        sys.stdout.write(json.dumps(doc, ensure_ascii=True, sort_keys=True) + "\n")
+        return 0
+    lines = [
+        f"state {path}",
+        "deliveries: "
+        + ", ".join(
+            f"{s} {summary[s]}" for s in ("sent", "failed", "unknown", "pending", "sending")
+        )
+        + f"; dropped (outbox full) {summary['dropped_total']}",
+        f"commands: cursor {summary['cursor']}, unanswered {summary['unanswered']}",
+        "health: "
+        + (
+            ", ".join(
+                f":{p} {'up' if s == 'up' else 'DOWN'} since "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t))}"
+                for p, (s, t) in sorted(health.items())
+            )
+            or "none observed yet"
+        ),
+    ]
+    if failed:
+        lines.append("failed (never resent by themselves; `vllm-ledger notifier resend ID`):")
+        for d in failed:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.created_ts))
+            code = f" {d.http_status}" if d.http_status else ""
+            lines.append(f"  #{d.id} {d.kind} {d.state} {d.reason}{code} at {when}")
+    else:
+        lines.append("failed: none")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 1 if failed else 0
+
+
+def _resend(config: Path, delivery_id: int, listen: tuple[str, int] | None) -> int:
+    from vllm_ledger.notify.platforms import post_json
+    from vllm_ledger.notify.service import load_config
+    from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+
+    _targets, _refusals, cfg = load_config(config)
+    listen_host, listen_port = listen or (cfg.listen_host, cfg.listen_port)
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(listen_host, listen_host)
+    where = f"[{host}]" if ":" in host else host
+    body = json.dumps({"request_id": uuid.uuid4().hex, "delivery_id": delivery_id}).encode()
+    ts = str(int(time.time()))
+    try:
+        status, answer = post_json(
+            f"http://{where}:{listen_port}/resend",
+            body,
+            timeout_s=10.0,
+            headers={TIMESTAMP_HEADER: ts, SIGNATURE_HEADER: sign(cfg.command_secret, ts, body)},
+        )
+    except (OSError, ValueError) as exc:
+        raise LedgerError(
+            f"the notifier at {where}:{listen_port} did not answer",
+            hint="start it (`vllm-ledger notifier --config FILE`); resend goes through it",
+        ) from exc
+    if status == 404:
+        raise BadArgument(
+            f"no delivery #{delivery_id} in the notifier's outbox: see `notifier status`"
+        )
+    if status != 200:
+        raise LedgerError(f"the notifier refused the resend (HTTP {status})")
+    try:
+        new = int(json.loads(answer)["delivery_id"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LedgerError("the notifier's answer was not understood") from exc
+    print(f"delivery #{delivery_id} queued again as #{new}")
+    return 0

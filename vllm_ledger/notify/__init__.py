@@ -1,0 +1,36 @@
+"""The notifier: the bot of seed 000 as one long-running process.
+
+    config.py     the config's ``notifier`` object; secrets from files or the environment
+    store.py      the durable state (SQLite beside the config) and every SQL statement
+    signing.py    HMAC-SHA256 over timestamp and body for command requests
+    chat.py       commands read from a chat, and the notifier's own words
+    alerts.py     Alertmanager's webhook JSON v4 -> notifications, deduplicated
+    watch.py      health every ~10 s per instance, flap damping
+    platforms.py  Feishu/Lark, DingTalk, WeCom, Slack bodies; generic JSON through apprise
+    server.py     the HTTP endpoint (commands, resend, Alertmanager), bounded
+    service.py    the threads put together: ``Notifier``
+    unit.py       the systemd unit
+
+Contract: a command is answered once, in order (the cursor); a notification is sent at most
+once (its delivery id); a failure is recorded with its reason and never resent by itself.
+"""
+
+from __future__ import annotations
+
+from vllm_ledger.notify.config import NotifierConfig, notifier_config
+from vllm_ledger.notify.service import Notifier, load_config
+from vllm_ledger.notify.signing import sign, verify
+from vllm_ledger.notify.store import Store, state_path
+from vllm_ledger.notify.watch import Damper
+
+__all__ = [
+    "Damper",
+    "Notifier",
+    "NotifierConfig",
+    "Store",
+    "load_config",
+    "notifier_config",
+    "sign",
+    "state_path",
+    "verify",
+]
