@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from vllm_ledger.write.identity import (
     InstanceInfo,
     default_root,
     derive_run_id,
+    expected_writers_from_env,
     process_start_ts,
     sanitize_run_id,
 )
@@ -64,3 +67,83 @@ def test_default_root_prefers_the_ledger_dir_then_xdg() -> None:
     assert default_root({"VLLM_LEDGER_DIR": "/x/l", "XDG_DATA_HOME": "/d"}) == Path("/x/l")
     assert default_root({"VLLM_LEDGER_DIR": "", "XDG_DATA_HOME": "/d"}) == Path("/d/vllm-ledger")
     assert default_root({}) == Path.home() / ".local" / "share" / "vllm-ledger"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, (None, None)),
+        ({"VLLM_LEDGER_WRITERS": "8"}, (8, "VLLM_LEDGER_WRITERS")),
+        ({"LLMDEPLOY_USAGE_WRITERS": "8"}, (8, "LLMDEPLOY_USAGE_WRITERS")),
+        # The project's own name wins over the alias.
+        (
+            {"VLLM_LEDGER_WRITERS": "2", "LLMDEPLOY_USAGE_WRITERS": "8"},
+            (2, "VLLM_LEDGER_WRITERS"),
+        ),
+        # Empty is unset: the alias is read.
+        (
+            {"VLLM_LEDGER_WRITERS": " ", "LLMDEPLOY_USAGE_WRITERS": " 8 "},
+            (8, "LLMDEPLOY_USAGE_WRITERS"),
+        ),
+        # Set but not a count: nothing is set, and the name that said so is returned.
+        ({"LLMDEPLOY_USAGE_WRITERS": "eight"}, (None, "LLMDEPLOY_USAGE_WRITERS")),
+        ({"LLMDEPLOY_USAGE_WRITERS": "0"}, (None, "LLMDEPLOY_USAGE_WRITERS")),
+        ({"LLMDEPLOY_USAGE_WRITERS": "4097"}, (None, "LLMDEPLOY_USAGE_WRITERS")),
+        ({"LLMDEPLOY_USAGE_WRITERS": "\u00b2"}, (None, "LLMDEPLOY_USAGE_WRITERS")),  # "2" above
+        ({"LLMDEPLOY_USAGE_WRITERS": "-3"}, (None, "LLMDEPLOY_USAGE_WRITERS")),
+        ({"VLLM_LEDGER_WRITERS": "4096"}, (4096, "VLLM_LEDGER_WRITERS")),
+    ],
+)
+def test_expected_writers_from_env_reads_the_deploy_usage_alias(
+    env: dict[str, str], expected: tuple[int | None, str | None]
+) -> None:
+    assert expected_writers_from_env(env) == expected
+
+
+def test_the_plugin_reads_the_alias_and_notes_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The real plugin class on vLLM's real config: LLMDEPLOY_USAGE_WRITERS=8 sets 8 expected
+    writers, with one log line per process however many writers start; a bad value never
+    raises (the writer keeps the API process count)."""
+    pytest.importorskip("vllm")
+    from vllm.config import ParallelConfig, VllmConfig
+
+    from vllm_ledger.write import plugin as adapter
+    from vllm_ledger.write.plugin import LedgerStatLogger
+
+    monkeypatch.setattr(adapter, "_alias_noted", set())
+    monkeypatch.setenv("VLLM_LEDGER_DIR", str(tmp_path / "ledger"))
+    monkeypatch.setenv("VLLM_LEDGER_RUN_ID", "run-a")
+    monkeypatch.delenv("VLLM_LEDGER_DISABLE", raising=False)
+    monkeypatch.delenv("VLLM_LEDGER_WRITERS", raising=False)
+    monkeypatch.setenv("LLMDEPLOY_USAGE_WRITERS", "8")
+    caplog.set_level("INFO", logger="vllm.ledger.plugin")
+
+    def config(count: int, rank: int) -> VllmConfig:
+        return VllmConfig(
+            parallel_config=ParallelConfig(_api_process_count=count, _api_process_rank=rank)
+        )
+
+    expected = []
+    for rank in (0, 1):
+        p = LedgerStatLogger(config(2, rank), [0, 1])
+        assert p.recorder is not None
+        expected.append(p.recorder.identity.expected_writers)
+        p.shutdown()
+    assert expected == [8, 8]
+    notes = [r.getMessage() for r in caplog.records if "LLMDEPLOY_USAGE_WRITERS" in r.getMessage()]
+    assert notes == [
+        "vllm-ledger: LLMDEPLOY_USAGE_WRITERS=8 read as VLLM_LEDGER_WRITERS (the deploy_usage "
+        "name still works; docs/migrating-from-deploy-usage.md)"
+    ]
+
+    caplog.clear()
+    monkeypatch.setattr(adapter, "_alias_noted", set())
+    monkeypatch.setenv("LLMDEPLOY_USAGE_WRITERS", "\u00b2")
+    p = LedgerStatLogger(config(2, 0), [0, 1])
+    assert p.recorder is not None and p.recorder.identity.expected_writers == 2
+    p.shutdown()
+    (warning,) = [r for r in caplog.records if "LLMDEPLOY_USAGE_WRITERS" in r.getMessage()]
+    assert warning.levelname == "WARNING"
+    assert "is not a whole number from 1 to 4096: ignored" in warning.getMessage()

@@ -1,19 +1,30 @@
 """The ledger against vLLM's live counters (read/verify.py): the counters read from a real
-/metrics text, the newest run's totals, and `verify` against a real HTTP server on 127.0.0.1."""
+/metrics text, the newest run's totals, and `verify` against a real HTTP server on 127.0.0.1.
+
+A second real vLLM only to show "another server's /metrics" would cost a minute of start-up:
+instead the recorded /metrics text of a real vLLM 0.32 is served with its ``_created`` samples
+moved (what another server launched at another time would show), from a real HTTP server."""
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.errors import BadArgument, LedgerUnavailable, RemoteError
 from vllm_ledger.read.verify import (
+    SAME_LAUNCH_S,
     Difference,
+    OtherServer,
+    counters_created_ts,
     fetch_metrics,
+    ledger_run,
     ledger_run_totals,
     verify,
     vllm_counters,
@@ -24,6 +35,18 @@ METRICS = (Path(__file__).parent / "data" / "vllm-0.32.0-metrics.txt").read_text
 AT = 1_800_000_000.0
 # What METRICS counts: 1065 prompt tokens (576 of them cached), 121 generated, 12 requests.
 COUNTED = {"input": 1065, "output": 121, "cached": 576, "requests": 12}
+# The run the tests compare starts here; METRICS is served as if its server started with it.
+RUN_START = AT - 3600
+_CREATED_LINE = re.compile(r"^(vllm:[a-z_:]+_created\{[^}]*\}) \S+$", re.M)
+
+
+def created_at(text: str, ts: float) -> str:
+    """``text`` with every ``_created`` sample moved to ``ts``: the same figures from a server
+    launched at ``ts``."""
+    return _CREATED_LINE.sub(lambda m: f"{m.group(1)} {ts!r}", text)
+
+
+LAUNCHED_WITH_THE_RUN = created_at(METRICS, RUN_START + 1.5)
 
 
 class MetricsServer:
@@ -69,8 +92,8 @@ class MetricsServer:
 
 def _with_output(n: int) -> str:
     line = 'vllm:generation_tokens_total{engine="0",model_name="tiny"} 121.0'
-    assert line in METRICS
-    return METRICS.replace(line, line.replace("121.0", f"{n}.0"))
+    assert line in LAUNCHED_WITH_THE_RUN
+    return LAUNCHED_WITH_THE_RUN.replace(line, line.replace("121.0", f"{n}.0"))
 
 
 def _run(root: Path, run_id: str, start: float, *, prompt: int, gen: int, cached: int, n: int):
@@ -125,8 +148,8 @@ def test_the_newest_run_is_the_one_that_started_last(tmp_path: Path) -> None:
 
 
 def test_verify_matches_a_live_metrics_endpoint(tmp_path: Path) -> None:
-    _run(tmp_path, "run-a", AT - 3600, prompt=1065, gen=121, cached=576, n=12)
-    with MetricsServer([METRICS]) as server:
+    _run(tmp_path, "run-a", RUN_START, prompt=1065, gen=121, cached=576, n=12)
+    with MetricsServer([LAUNCHED_WITH_THE_RUN]) as server:
         result = verify([tmp_path], server.url, clock=lambda: AT, sleep=_no_sleep)
     assert result.match is True
     assert (result.run_id, result.ledger, result.vllm) == ("run-a", COUNTED, COUNTED)
@@ -138,7 +161,7 @@ def _no_sleep(s: float) -> None:
 
 
 def test_verify_waits_for_the_ledger_then_reports_the_difference(tmp_path: Path) -> None:
-    _run(tmp_path, "run-a", AT - 3600, prompt=1065, gen=121, cached=576, n=12)
+    _run(tmp_path, "run-a", RUN_START, prompt=1065, gen=121, cached=576, n=12)
     now = [AT]
     slept: list[float] = []
 
@@ -158,7 +181,7 @@ def test_verify_waits_for_the_ledger_then_reports_the_difference(tmp_path: Path)
 
     # The ledger catching up is the same as vLLM's counter settling: agreement ends the wait.
     now[0], slept[:] = AT, []
-    with MetricsServer([_with_output(122), _with_output(122), METRICS]) as server:
+    with MetricsServer([_with_output(122), _with_output(122), LAUNCHED_WITH_THE_RUN]) as server:
         result = verify([tmp_path], server.url, wait_s=10, clock=lambda: now[0], sleep=sleep)
     assert (result.match, result.waited_s, slept, server.requests) == (True, 2.0, [1.0, 1.0], 3)
 
@@ -177,3 +200,72 @@ def test_fetch_names_a_bad_url_and_a_server_that_is_not_there() -> None:
     # Stopped: nothing listens on the port any more.
     with pytest.raises(RemoteError, match=r"Connection refused\S*; is vLLM running there\?$"):
         fetch_metrics(server.url, timeout_s=5)
+
+
+def test_the_run_starts_with_its_first_writer_and_counters_say_when_they_were_made(
+    tmp_path: Path,
+) -> None:
+    _run(tmp_path, "run-a", RUN_START, prompt=1065, gen=121, cached=576, n=12)
+    write_ledger(tmp_path, "run-a", start_ts=RUN_START + 4, end_ts=RUN_START + 50, rank=1)
+    run = ledger_run([tmp_path], clock=lambda: AT)
+    assert (run.run_id, run.totals, run.start_ts) == ("run-a", COUNTED, RUN_START)
+    # The real vLLM 0.32 text: the earliest of the four counters' _created samples.
+    assert counters_created_ts(METRICS) == 1.7959441816728034e09
+    assert counters_created_ts(created_at(METRICS, RUN_START + 2)) == RUN_START + 2
+    no_created = _CREATED_LINE.sub("", METRICS)
+    assert counters_created_ts(no_created) is None
+
+
+@pytest.mark.parametrize(
+    ("created", "offset"),
+    [(AT - 60, 3540.0), (RUN_START - 86_400, -86_400.0), (RUN_START + SAME_LAUNCH_S, 30.0)],
+    ids=["launched after the run", "launched a day before", "at the limit"],
+)
+def test_another_servers_metrics_are_named_not_reported_as_a_difference(
+    tmp_path: Path, created: float, offset: float
+) -> None:
+    """Same figures or not, counters made at another launch are another server's: named at
+    once (no waiting: waiting cannot make them agree), with the two instants."""
+    _run(tmp_path, "run-a", RUN_START, prompt=1065, gen=121, cached=576, n=12)
+    with MetricsServer([created_at(_with_output(7), created)]) as server:
+        result = verify([tmp_path], server.url, wait_s=10, clock=lambda: AT, sleep=_no_sleep)
+    assert result.match is False
+    assert result.other_server == OtherServer(created, RUN_START)
+    assert result.other_server.offset_s == offset
+    assert (result.waited_s, server.requests) == (0.0, 1)
+    with MetricsServer([created_at(METRICS, created)]) as server:  # equal figures: still named
+        result = verify([tmp_path], server.url, clock=lambda: AT, sleep=_no_sleep)
+    assert result.differences == () and result.match is False
+
+
+def test_counters_made_with_the_run_or_without_created_samples_are_compared(
+    tmp_path: Path,
+) -> None:
+    _run(tmp_path, "run-a", RUN_START, prompt=1065, gen=121, cached=576, n=12)
+    just_inside = created_at(METRICS, RUN_START + SAME_LAUNCH_S - 0.5)
+    without = _CREATED_LINE.sub("", METRICS)  # vLLM's multi-process mode has no _created
+    for text in (just_inside, created_at(METRICS, RUN_START - 20), without):
+        with MetricsServer([text]) as server:
+            result = verify([tmp_path], server.url, clock=lambda: AT, sleep=_no_sleep)
+        assert (result.match, result.other_server) == (True, None)
+
+
+def test_the_command_names_another_server(tmp_path: Path) -> None:
+    """`vllm-ledger verify` as a user runs it, on the real clock: exit 1 and one explanation
+    instead of four false differences."""
+    now = time.time()
+    start = float(int(now) - 7200)
+    _run(tmp_path, "run-a", start, prompt=1065, gen=121, cached=576, n=12)
+    created = start + 3600.0
+    with MetricsServer([created_at(_with_output(999), created)]) as server:
+        code, out, err = run_cli("verify", "--root", str(tmp_path), "--metrics-url", server.url)
+    iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))
+    iso_start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start))
+    assert (code, err) == (1, "")
+    assert out == (
+        "MISMATCH: run run-a\n"
+        "  /metrics is another server's (or another launch's): its counters were created at "
+        f"{iso}, 3,600 s after this run started ({iso_start}); the figures were not compared: "
+        "point --metrics-url at the server that writes this ledger (or pass --run for the run "
+        "it serves)\n"
+    )

@@ -6,6 +6,14 @@ cached tokens (and finished requests) for the run now serving must equal
 ``vllm:prompt_tokens_cached_total`` (and ``vllm:request_success_total``) summed over engines.
 vLLM's counters start at zero with each launch, so the ledger side is the newest run's
 total. The ledger commits about once a second, so the check waits for it to catch up.
+
+Pointed at another server's /metrics, the figures would differ for no fault of the ledger.
+vLLM's counters carry ``_created`` samples (when each counter was made: its launch), and vLLM
+makes them in the same loop that builds this plugin's writer, so they fall within a second or
+two of the run's start. Counters created more than ``SAME_LAUNCH_S`` away from the compared run's
+start are named as another server's (or another launch's), not reported as a difference.
+A /metrics without ``_created`` samples (vLLM's multi-process mode leaves them out) is compared
+on the figures alone.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_ledger.errors import BadArgument, LedgerUnavailable, RemoteError
-from vllm_ledger.promtext import has_metric, parse_samples, sum_metric
+from vllm_ledger.promtext import Sample, has_metric, parse_samples, sum_metric
 from vllm_ledger.read.report import build_report
 
 COUNTERS: tuple[tuple[str, str], ...] = (
@@ -26,6 +34,47 @@ COUNTERS: tuple[tuple[str, str], ...] = (
     ("cached", "vllm:prompt_tokens_cached_total"),
     ("requests", "vllm:request_success_total"),
 )
+
+# The counters' creation samples: vllm:prompt_tokens_total -> vllm:prompt_tokens_created.
+CREATED: tuple[str, ...] = tuple(m.removesuffix("_total") + "_created" for _k, m in COUNTERS)
+# Counters created this far (or further) from the run's start are not that run's launch's.
+SAME_LAUNCH_S = 30.0
+
+
+@dataclass(frozen=True)
+class OtherServer:
+    """The /metrics counters were created ``offset_s`` away from the compared run's start."""
+
+    created_ts: float
+    run_start_ts: float
+
+    @property
+    def offset_s(self) -> float:
+        """Seconds from the run's start to the counters' creation (negative: before it)."""
+        return self.created_ts - self.run_start_ts
+
+    def explain(self) -> str:
+        """One line: why these counters are another server's, and what to do."""
+        when = "after" if self.offset_s > 0 else "before"
+        return (
+            f"/metrics is another server's (or another launch's): its counters were created at "
+            f"{_utc(self.created_ts)}, {abs(self.offset_s):,.0f} s {when} this run started "
+            f"({_utc(self.run_start_ts)}); the figures were not compared: point --metrics-url "
+            "at the server that writes this ledger (or pass --run for the run it serves)"
+        )
+
+
+def _utc(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+@dataclass(frozen=True)
+class RunTotals:
+    """The compared run: its id, its totals and when its first writer started."""
+
+    run_id: str
+    totals: dict[str, int]
+    start_ts: float | None
 
 
 @dataclass(frozen=True)
@@ -43,10 +92,11 @@ class VerifyResult:
     vllm: dict[str, int]
     differences: tuple[Difference, ...]
     waited_s: float
+    other_server: OtherServer | None = None
 
     @property
     def match(self) -> bool:
-        return not self.differences
+        return not self.differences and self.other_server is None
 
 
 def fetch_metrics(url: str, timeout_s: float = 10.0) -> str:
@@ -62,7 +112,29 @@ def fetch_metrics(url: str, timeout_s: float = 10.0) -> str:
 
 
 def vllm_counters(metrics_text: str) -> dict[str, int]:
-    samples = parse_samples(metrics_text)
+    return _counters(parse_samples(metrics_text))
+
+
+def counters_created_ts(metrics_text: str) -> float | None:
+    """When the compared counters were created (the earliest ``_created`` sample), or None."""
+    return _created_ts(parse_samples(metrics_text))
+
+
+def _created_ts(samples: list[Sample]) -> float | None:
+    stamps = [v for n, _l, v in samples if n in CREATED and 946_684_800.0 <= v <= 4_102_444_800.0]
+    return min(stamps) if stamps else None
+
+
+def other_server(created_ts: float | None, run_start_ts: float | None) -> OtherServer | None:
+    """An ``OtherServer`` when both instants are known and ``SAME_LAUNCH_S`` or more apart."""
+    if created_ts is None or run_start_ts is None:
+        return None
+    if abs(created_ts - run_start_ts) < SAME_LAUNCH_S:
+        return None
+    return OtherServer(created_ts, run_start_ts)
+
+
+def _counters(samples: list[Sample]) -> dict[str, int]:
     missing = [m for _k, m in COUNTERS if not has_metric(samples, m)]
     if missing:
         raise RemoteError(f"/metrics has no {', '.join(missing)}: is this a vLLM 0.32+ server?")
@@ -73,6 +145,14 @@ def ledger_run_totals(
     roots: Sequence[Path], clock: Callable[[], float] = time.time, run_id: str | None = None
 ) -> tuple[str, dict[str, int]]:
     """Totals of the newest run (or ``run_id``), every second up to now included."""
+    run = ledger_run(roots, clock, run_id)
+    return run.run_id, run.totals
+
+
+def ledger_run(
+    roots: Sequence[Path], clock: Callable[[], float] = time.time, run_id: str | None = None
+) -> RunTotals:
+    """The newest run (or ``run_id``): its totals up to now and its start, from one read."""
     # Report one second ahead so the second just committed is inside the cutoff.
     report = build_report(roots, at_ts=clock() + 1.0, by="run", clock=clock)
     if not report.breakdown:
@@ -88,12 +168,14 @@ def ledger_run_totals(
     if row is None:
         raise LedgerUnavailable(f"run {run_id} not found under the roots")
     total = next(w for w in row.windows if w.name == "total")
-    return run_id, {
+    firsts = [w.first_ts for w in report.writers if w.run_id == run_id and w.first_ts is not None]
+    totals = {
         "input": total.input_tokens,
         "output": total.output_tokens,
         "cached": total.cached_tokens,
         "requests": total.requests,
     }
+    return RunTotals(run_id, totals, min(firsts) if firsts else None)
 
 
 def verify(
@@ -105,17 +187,23 @@ def verify(
     sleep: Callable[[float], None] = time.sleep,
     run_id: str | None = None,
 ) -> VerifyResult:
-    """Compare, re-checking until they agree or ``wait_s`` has passed (queue drain, commit)."""
+    """Compare, re-checking until they agree or ``wait_s`` has passed (queue drain, commit).
+
+    Counters of another server (``OtherServer``: created ``SAME_LAUNCH_S`` or more away from the
+    run's start) end the check at once: waiting cannot make them agree."""
     start = clock()
     while True:
-        vllm = vllm_counters(fetch_metrics(metrics_url))
-        rid, ledger = ledger_run_totals(roots, clock, run_id)
+        samples = parse_samples(fetch_metrics(metrics_url))
+        vllm = _counters(samples)
+        run = ledger_run(roots, clock, run_id)
+        ledger = run.totals
         diffs = tuple(
             Difference(key, metric, ledger[key], vllm[key])
             for key, metric in COUNTERS
             if ledger[key] != vllm[key]
         )
+        other = other_server(_created_ts(samples), run.start_ts)
         waited = clock() - start
-        if not diffs or waited >= wait_s:
-            return VerifyResult(rid, ledger, vllm, diffs, waited)
+        if other is not None or not diffs or waited >= wait_s:
+            return VerifyResult(run.run_id, ledger, vllm, diffs, waited, other)
         sleep(1.0)

@@ -110,6 +110,29 @@ def sanitize_run_id(value: str) -> str | None:
     return value if RUN_ID_RE.match(value) else None
 
 
+WRITERS_ENV = "VLLM_LEDGER_WRITERS"
+# The seed's own tool (deploy_usage) named it LLMDEPLOY_USAGE_WRITERS; read as an alias.
+WRITERS_ENV_ALIASES = ("LLMDEPLOY_USAGE_WRITERS",)
+MAX_EXPECTED_WRITERS_ENV = 4096  # the reader refuses more (read/values.py)
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,4}")
+
+
+def expected_writers_from_env(env: Mapping[str, str]) -> tuple[int | None, str | None]:
+    """The expected writer count the environment sets, and the variable it came from.
+
+    ``VLLM_LEDGER_WRITERS`` first, then its aliases; the first one that is set (not empty)
+    decides, and a value that is not a whole number from 1 to 4096 sets nothing. Never raises.
+    """
+    for name in (WRITERS_ENV, *WRITERS_ENV_ALIASES):
+        value = str(env.get(name, "") or "").strip()
+        if not value:
+            continue
+        if _WHOLE_NUMBER.fullmatch(value) and 0 < int(value) <= MAX_EXPECTED_WRITERS_ENV:
+            return int(value), name
+        return None, name
+    return None, None
+
+
 def default_root(env: Mapping[str, str]) -> Path:
     """``VLLM_LEDGER_DIR``, else ``$XDG_DATA_HOME/vllm-ledger``, else ``~/.local/share/...``."""
     if env.get("VLLM_LEDGER_DIR"):

@@ -1,0 +1,124 @@
+"""Thresholds from a baseline (plan.baseline): the derivation, the queries, the CLI's errors.
+
+The real Prometheus with three days of backfilled samples is in
+tests/e2e/test_baseline_prometheus.py; here the Prometheus is a fake at the HTTP boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import run_cli
+from vllm_ledger.formats.advise import flags_line, render_baseline_text
+from vllm_ledger.plan.baseline import (
+    Baseline,
+    GroupBaseline,
+    derive,
+    observability_flags,
+    queries,
+    read_baseline,
+)
+
+
+def _base(*groups: GroupBaseline) -> Baseline:
+    return Baseline("http://p:9090", 259200, 1_796_100_000, groups, "vllm:kv_cache_usage_perc", ())
+
+
+def _g(inst: str, ttft: float | None, kv: float | None, wait: float | None) -> GroupBaseline:
+    return GroupBaseline(inst, "m", ttft, kv, wait, 10)
+
+
+def test_thresholds_from_the_highest_server() -> None:
+    t = {x.name: x for x in derive(_base(_g("a", 0.8, 0.7, 3), _g("b", 1.1, 0.5, 0)))}
+    assert (t["ttft_p99_seconds"].baseline, t["ttft_p99_seconds"].value) == (1.1, 1.65)
+    assert (t["kv_cache_threshold"].baseline, t["kv_cache_threshold"].value) == (0.7, 0.85)
+    assert (t["queue_waiting"].baseline, t["queue_waiting"].value) == (3, 5)  # 4.5 up to 5
+
+
+@pytest.mark.parametrize(
+    ("ttft", "kv", "wait", "want"),
+    [
+        (0.8, 0.7, 0.0, (1.2, 0.85, 0.0)),  # 0.8 x 1.5 = 1.2000000000000002: not 1.21
+        (0.001, 0.0, 0.1, (0.01, 0.5, 1.0)),  # at least 0.01 s; any queue rounds up
+        (2.0, 1.0, 4.0, (3.0, 1.0, 6.0)),  # a KV cache full at P99 stays at 1
+        (1.234, 0.921, 2.0, (1.86, 0.97, 3.0)),  # 1.851 -> 1.86; 0.9605 -> 0.97
+    ],
+)
+def test_rounding_is_up_and_ignores_float_noise(
+    ttft: float, kv: float, wait: float, want: tuple[float, float, float]
+) -> None:
+    assert tuple(x.value for x in derive(_base(_g("a", ttft, kv, wait)))) == want
+
+
+def test_missing_readings_keep_the_default() -> None:
+    ts = derive(_base(_g("a", None, 0.6, None)))
+    assert [x.value for x in ts] == [None, 0.8, None]
+    assert observability_flags(ts) == ["--kv-cache-threshold", "0.8"]
+    assert flags_line(ts) == "vllm-ledger observability --kv-cache-threshold 0.8"
+    text = render_baseline_text(_base(_g("a", None, 0.6, None)), ts)
+    assert "  --ttft-p99-seconds (keep the default): no TTFT data in the window\n" in text
+
+
+def _fake(
+    answers: dict[str, list[dict[str, object]]], asked: list[tuple[str, str]]
+) -> Callable[[str], bytes]:
+    def fetch(url: str) -> bytes:
+        params = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
+        asked.append((params["query"], params["time"]))
+        result = answers.get(params["query"], [])
+        return json.dumps(
+            {"status": "success", "data": {"resultType": "vector", "result": result}}
+        ).encode()
+
+    return fetch
+
+
+def _series(inst: str, value: str) -> dict[str, object]:
+    return {"metric": {"instance": inst, "model_name": "m"}, "value": [1, value]}
+
+
+def test_read_baseline_asks_at_the_windows_end_and_falls_back_to_the_old_kv_name() -> None:
+    q = queries("259200s")
+    assert q["ttft"] == (
+        "histogram_quantile(0.99, sum by (instance, model_name, le) "
+        "(increase(vllm:time_to_first_token_seconds_bucket[259200s])))"
+    )
+    assert q["waiting"] == (
+        "sum by (instance, model_name) "
+        "(quantile_over_time(0.99, vllm:num_requests_waiting[259200s]))"
+    )
+    answers = {
+        q["ttft"]: [_series("a", "1.5"), _series("b", "NaN")],
+        q["kv:vllm:gpu_cache_usage_perc"]: [_series("a", "0.4")],
+        q["kv_count:vllm:gpu_cache_usage_perc"]: [_series("a", "4320")],
+        q["waiting"]: [_series("a", "2"), _series("b", "0")],
+    }
+    asked: list[tuple[str, str]] = []
+    b = read_baseline("http://p:9090", 3 * 86400, fetch=_fake(answers, asked), clock=lambda: 1000.0)
+    assert {t for _q, t in asked} == {"1000.000"}
+    assert b.kv_metric == "vllm:gpu_cache_usage_perc"
+    assert b.groups == (
+        GroupBaseline("a", "m", 1.5, 0.4, 2.0, 4320),
+        GroupBaseline("b", "m", None, None, 0.0, 0),
+    )
+
+
+def test_cli_errors() -> None:
+    code, out, err = run_cli("advise", "--baseline", "3d", "--metrics-url", "http://127.0.0.1:1/m")
+    assert (code, out) == (2, "")
+    assert "--baseline reads history from a Prometheus: add --prometheus URL" in err
+    code, out, err = run_cli("advise", "--metrics-url", "http://127.0.0.1:1/m", "--emit-flags")
+    assert (code, out) == (2, "")
+    assert "--emit-flags prints a baseline's thresholds: add --baseline 3d" in err
+    code, out, err = run_cli(
+        "advise", "--baseline", "3d", "--prometheus", "http://127.0.0.1:1", "--json", "--emit-flags"
+    )
+    assert (code, out) == (2, "")
+    assert "give --emit-flags or --json, not both" in err
+    code, out, err = run_cli("advise", "--baseline", "10m", "--prometheus", "http://127.0.0.1:1")
+    assert (code, out) == (2, "")
+    assert "--baseline" in err and "out of range" in err

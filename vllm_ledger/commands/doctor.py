@@ -1,0 +1,87 @@
+"""vllm-ledger doctor: the four post-upgrade checks (interface, agreement, writers, storage)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from vllm_ledger.commands._common import add_roots, duration, number, url
+from vllm_ledger.errors import BadArgument
+
+NAME = "doctor"
+HELP = "after an upgrade: stats interface, /metrics agreement, writers, storage"
+EPILOG = """examples:
+  vllm-ledger doctor --metrics-url http://127.0.0.1:8000/metrics --root /srv/artifacts/usage
+  vllm-ledger doctor --only interface --only storage
+Run it with the Python that runs vLLM (its venv or image): the interface check imports vLLM.
+exit status: 0 every check passes, 1 a check failed, 2 could not start (a bad flag)
+"""
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--metrics-url",
+        type=url("--metrics-url", "http://127.0.0.1:8000/metrics"),
+        metavar="URL",
+        help="the /metrics of the vLLM writing the ledger (needed by the agreement check)",
+    )
+    add_roots(p)
+    p.add_argument(
+        "--only",
+        action="append",
+        choices=("interface", "agreement", "writers", "storage"),
+        metavar="CHECK",
+        help="run only this check (repeatable): interface, agreement, writers, storage",
+    )
+    p.add_argument(
+        "--wait",
+        type=duration("--wait", 0, 600, "10s"),
+        default=10.0,
+        metavar="DURATION",
+        help="agreement: re-check for up to this long while the ledger catches up (default 10s)",
+    )
+    p.add_argument(
+        "--heartbeat-wait",
+        type=duration("--heartbeat-wait", 0, 600, "12s"),
+        default=12.0,
+        metavar="DURATION",
+        help="writers: watch this long at most for every heartbeat to move (default 12s)",
+    )
+    p.add_argument(
+        "--expect-writers",
+        type=number("--expect-writers", 1, 4096, "8", unit="a count", integer=True),
+        metavar="N",
+        help="writers: the API process count you launched (the seed's recipe: 8)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from vllm_ledger.commands._common import roots_of
+    from vllm_ledger.doctor import CHECKS, doctor
+
+    checks = tuple(c for c in CHECKS if args.only is None or c in args.only)
+    if "agreement" in checks and args.metrics_url is None:
+        raise BadArgument(
+            "the agreement check needs --metrics-url: give vLLM's /metrics, e.g. "
+            "--metrics-url http://127.0.0.1:8000/metrics, or leave it out with --only"
+        )
+    roots = roots_of(args) if set(checks) - {"interface"} else []
+    # vLLM logs its own start-up chatter at INFO; the table is what this command prints.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    report = doctor(
+        roots,
+        args.metrics_url,
+        checks=checks,
+        wait_s=args.wait,
+        heartbeat_wait_s=args.heartbeat_wait,
+        expect_writers=args.expect_writers,
+    )
+    width = max(len(r.check) for r in report.rows)
+    print(f"{'check':<{width}}  result  what was checked")
+    for r in report.rows:
+        print(f"{r.check:<{width}}  {'pass' if r.passed else 'FAIL':<6}  {r.checked}")
+        if not r.passed and r.fix:
+            print(f"{'':<{width}}  {'fix:':<6}  {r.fix}")
+    passed = sum(r.passed for r in report.rows)
+    print(f"{passed} of {len(report.rows)} checks pass")
+    return 0 if report.ok else 1

@@ -1,0 +1,46 @@
+"""vllm-ledger preflight: check this machine against a host file before the first launch."""
+
+from __future__ import annotations
+
+import argparse
+
+from vllm_ledger.commands._common import input_file, text
+
+NAME = "preflight"
+HELP = "check a host before launch: GPU, CPU, RAM, disk, port, clock"
+EPILOG = """examples:
+  vllm-ledger preflight --host local/host.json
+  vllm-ledger preflight --host local/host.json --bot-user notify
+Run it on the machine that will serve, as the user that will launch vLLM.
+exit status: 0 no blocker (warnings allowed), 1 a blocker, 2 a bad flag or host file
+"""
+
+MAX_HOST_BYTES = 1024 * 1024
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--host",
+        required=True,
+        type=input_file("--host", "HOST.json", max_bytes=MAX_HOST_BYTES, what="host file"),
+        metavar="HOST.json",
+        help="the host file `render` reads (JSON)",
+    )
+    p.add_argument(
+        "--bot-user",
+        type=text("--bot-user", "notify"),
+        metavar="NAME",
+        help="the user the bot logs in as: check that it can read the ledger folder",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from vllm_ledger.deploy.host import load_host
+    from vllm_ledger.deploy.preflight import preflight, table
+
+    result = preflight(load_host(args.host), bot_user=args.bot_user)
+    for line in table(result):
+        print(line)
+    blockers = sum(f.result == "BLOCKER" for f in result.findings)
+    print(f"{blockers} blocker{'s' if blockers != 1 else ''}")
+    return 1 if result.blocked else 0

@@ -1,0 +1,321 @@
+"""systemd units from a host file: vLLM as a service, and the ledger's own services. Pure.
+
+``vllm_unit(host, usage=, tz=)`` is ``render --mode systemd``: the bare mode's ``vllm serve``
+command line as ExecStart, its environment as ``Environment=`` lines (the ledger's with
+``usage``, exactly as bare mode exports them), ``Restart=on-failure``, ``KillMode=mixed``
+(SIGTERM to vLLM alone, which stops its own workers; SIGKILL to what is left after the stop
+timeout) and ``TimeoutStopSec`` above ``--shutdown-timeout``, so the ledger drains before
+systemd kills anything.
+
+The API key is never in the unit: a key file is handed to the service with ``LoadCredential=``
+(so it may stay readable by root alone) and a key variable comes from an ``EnvironmentFile=``;
+either way a ``/bin/sh -c`` wrapper sets ``VLLM_API_KEY`` and ``exec``s the very argv bare mode
+runs, so vLLM's pid is the service's main pid.
+
+``ledger_units(host, ...)`` is ``render --units DIR``: the exporter (a long-running service),
+``check`` (a oneshot service and a daily timer) and, given the notifier's config, the notifier
+(``notifier --print-unit``'s unit, from ``notify.unit.unit_text``).
+
+Quoting: every word from the host file goes through ``sd_word`` (systemd's double quotes, C
+escapes, ``%%`` for its specifiers, ``$$`` in command lines). Directives that take one path
+(``LoadCredential=``, ``AssertPathExists=``) get only plain paths, else ConfigError.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllm_ledger import __version__
+from vllm_ledger.deploy.host import PLAIN_PATH_PATTERN, Host, check_for
+from vllm_ledger.deploy.launch import (
+    BUNDLE_MARKER,
+    DOCKER_STOP_MARGIN_S,
+    env_name,
+    ledger_dir,
+    plugin_dir,
+    serve_args,
+    shutdown_timeout_s,
+)
+from vllm_ledger.errors import ConfigError
+from vllm_ledger.notify.unit import unit_text
+
+RESTART_SEC = 10
+STOP_MARGIN_S = DOCKER_STOP_MARGIN_S  # systemd waits this much past vLLM's shutdown timeout
+CREDENTIAL = "vllm-api-key"
+ENV_FILE_DIR = "/etc/vllm-ledger"
+CHECK_CALENDAR = "daily"
+DEFAULT_NOTIFIER_PYTHON = "/usr/bin/python3"
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9._/:,=+@-]+")
+
+
+def sd_word(word: str, *, command: bool = True) -> str:
+    """One word as systemd reads it back: plain if it is safe, else double-quoted with C
+    escapes; ``%`` doubled (specifiers) and, in a command line, ``$`` doubled (expansion)."""
+    if word == ";":
+        return "\\;"
+    if _PLAIN_WORD.fullmatch(word):
+        return word
+    text = word.replace("\\", "\\\\").replace('"', '\\"')
+    text = text.replace("\n", "\\n").replace("\t", "\\t").replace("%", "%%")
+    if command:
+        text = text.replace("$", "$$")
+    return f'"{text}"'
+
+
+def plain_path(path: str, key: str) -> str:
+    if not re.fullmatch(PLAIN_PATH_PATTERN, path):
+        raise ConfigError(
+            f"{key}: {path!a} cannot go in a systemd unit unquoted: use a path of letters, "
+            "digits and ._+/@,- only",
+            key=key,
+        )
+    return path
+
+
+def unit_name(host: Host) -> str:
+    """The vLLM service's name, ``NAME.service`` (NAME: container_name, else vllm-PORT)."""
+    return f"{host.name}.service"
+
+
+def env_file(host: Host) -> str:
+    return f"{ENV_FILE_DIR}/{host.name}.env"
+
+
+def _command_lines(key: str, words: list[str], *heads: list[str]) -> list[str]:
+    """``key=w1 w2 ...`` on one line if short and there are no ``heads``; else each head on a
+    line of its own, then ``--flag value`` pairs, continued with ``\\``."""
+    one = " ".join(sd_word(w) for w in words)
+    if not heads and len(key) + 1 + len(one) <= 96:
+        return [f"{key}={one}"]
+    groups: list[list[str]] = [list(h) for h in heads]
+    for w in words:
+        flag_value = groups and len(groups[-1]) == 1 and groups[-1][0].startswith("-")
+        if flag_value and not w.startswith("-"):
+            groups[-1].append(w)
+        else:
+            groups.append([w])
+    lines = [" ".join(sd_word(w) for w in g) for g in groups]
+    out = [f"{key}={lines[0]}"] + ["  " + line for line in lines[1:]]
+    return [line + (" \\" if i < len(out) - 1 else "") for i, line in enumerate(out)]
+
+
+def _environment(host: Host, usage: bool, tz: str | None) -> list[tuple[str, str]]:
+    """vLLM's environment, in bare mode's order: GPUs, extra_env, then the ledger's."""
+    env: list[tuple[str, str]] = []
+    if isinstance(host.gpus, tuple):
+        env.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in host.gpus)))
+    extra = dict(host.extra_env)
+    if usage:
+        path = extra.pop("PYTHONPATH", None)
+    env += [(env_name(name), value) for name, value in sorted(extra.items())]
+    if usage:
+        env.append(("PYTHONPATH", plugin_dir(host) + (f":{path}" if path else "")))
+        env.append(("VLLM_LEDGER_DIR", ledger_dir(host)))
+        env.append(("VLLM_LEDGER_WRITERS", str(host.api_server_count)))
+        env.append(("VLLM_LEDGER_PORT", str(host.port)))
+        if tz is not None:
+            env.append(("VLLM_LEDGER_TZ", tz))
+    return env
+
+
+def _key_wrapper(host: Host) -> list[str]:
+    """``/bin/sh -c SCRIPT sh`` that sets VLLM_API_KEY and execs the rest, or nothing."""
+    if host.api_key_file:
+        script = (
+            f'VLLM_API_KEY="$(cat -- "$CREDENTIALS_DIRECTORY/{CREDENTIAL}")" || exit 1; '
+            'export VLLM_API_KEY; exec "$@"'
+        )
+    elif host.api_key_env:
+        name = env_name(host.api_key_env, "api_key.env")
+        script = (
+            f'VLLM_API_KEY="${{{name}:?the API key variable {name} is not set in '
+            f'{env_file(host)}}}"; export VLLM_API_KEY; exec "$@"'
+        )
+    else:
+        return []
+    return ["/bin/sh", "-c", script, "sh"]
+
+
+def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
+    """The vLLM service unit's text. Raises ConfigError if the host file does not fit."""
+    check_for(host, "bare", usage)
+    if tz is not None and not usage:
+        raise ConfigError("a zone (--tz) is recorded by the ledger: it needs --usage", key="tz")
+    name = unit_name(host)
+    out = [
+        f"# vLLM service unit (systemd mode{', usage ledger on' if usage else ''}), rendered by "
+        f"vllm-ledger {__version__}.",
+        "# Do not edit: change the host file, render again and review the diff.",
+        f"# Install: cp {name} /etc/systemd/system/ && systemctl daemon-reload && "
+        f"systemctl enable --now {name}",
+        "[Unit]",
+        f"Description=vLLM OpenAI server on port {host.port} ({host.name})",
+        "After=network-online.target",
+        "Wants=network-online.target",
+    ]
+    if usage and not host.ledger_code_dir:
+        marker = posixpath.join(plugin_dir(host), BUNDLE_MARKER)
+        out.append(f"AssertPathExists={plain_path(marker, 'artifacts_dir')}")
+    out += ["", "[Service]", "Type=exec"]
+    if host.user:
+        out.append(f"User={host.user}")
+    if host.group:
+        out.append(f"Group={host.group}")
+    for key, value in _environment(host, usage, tz):
+        out.append(f"Environment={sd_word(f'{key}={value}', command=False)}")
+    if host.api_key_file:
+        path = plain_path(host.api_key_file, "api_key.file")
+        out.append(f"LoadCredential={CREDENTIAL}:{path}")
+    elif host.api_key_env:
+        out.append(f"EnvironmentFile={env_file(host)}")
+    if usage:
+        out += _command_lines("ExecStartPre", ["/bin/mkdir", "-p", "--", ledger_dir(host)])
+        if host.ledger_code_dir:
+            bundle = [
+                "/usr/bin/env",
+                f"PYTHONPATH={host.ledger_code_dir}",
+                host.ledger_python,
+                "-m",
+                "vllm_ledger",
+                "bundle",
+                plugin_dir(host),
+            ]
+            out += _command_lines("ExecStartPre", bundle)
+    args = serve_args(host, mode="bare", usage=usage)
+    heads = [h for h in (_key_wrapper(host), [host.vllm_executable, *args[:2]]) if h]
+    out += _command_lines("ExecStart", args[2:], *heads)
+    out += [
+        "Restart=on-failure",
+        f"RestartSec={RESTART_SEC}",
+        "KillMode=mixed",
+        "KillSignal=SIGTERM",
+    ]
+    timeout = shutdown_timeout_s(host, usage)
+    if timeout is not None:
+        out.append(f"TimeoutStopSec={timeout + STOP_MARGIN_S}")
+    out += [f"SyslogIdentifier={host.name}", "", "[Install]", "WantedBy=multi-user.target"]
+    return "\n".join(out) + "\n"
+
+
+# ---- the ledger's own units -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit file: its name (``NAME.service``, ``NAME.timer``) and text."""
+
+    name: str
+    text: str
+
+
+def _ledger_argv(host: Host, *args: str) -> list[str]:
+    """The ledger CLI as ExecStart words (bare mode's ``ledger_cli``, through /usr/bin/env)."""
+    if host.ledger_code_dir:
+        head = [f"PYTHONPATH={host.ledger_code_dir}", host.ledger_python, "-m", "vllm_ledger"]
+    else:
+        head = ["vllm-ledger"]
+    return ["/usr/bin/env", *head, *args]
+
+
+def _header(what: str) -> list[str]:
+    return [
+        f"# {what}, rendered by vllm-ledger {__version__} (render --units).",
+        "# Do not edit: change the host file, render again and review the diff.",
+    ]
+
+
+def _user_lines(host: Host) -> list[str]:
+    return [f"User={host.user}"] * bool(host.user) + [f"Group={host.group}"] * bool(host.group)
+
+
+def ledger_units(host: Host, *, listen: str, notifier_config: Path | None = None) -> list[Unit]:
+    """The exporter's service, check's service and daily timer, and (given its config) the
+    notifier's service, for the ledger at ARTIFACTS/usage."""
+    check_values_for_units(host)
+    root = ledger_dir(host)
+    base = host.name
+    vllm = unit_name(host)
+    exporter = [
+        *_header(f"The ledger's Prometheus exporter for {vllm}"),
+        "[Unit]",
+        f"Description=vllm-ledger exporter: {host.name}'s ledger as Prometheus metrics",
+        "After=network-online.target",
+        "Wants=network-online.target",
+        "",
+        "[Service]",
+        "Type=simple",
+        *_user_lines(host),
+        *_command_lines(
+            "ExecStart", _ledger_argv(host, "exporter", "--root", root, "--listen", listen)
+        ),
+        "Restart=on-failure",
+        f"RestartSec={RESTART_SEC}",
+        "NoNewPrivileges=yes",
+        "PrivateTmp=yes",
+        "",
+        "[Install]",
+        "WantedBy=multi-user.target",
+    ]
+    check_service = [
+        *_header(f"The ledger's daily integrity check for {vllm} (started by its timer)"),
+        "[Unit]",
+        f"Description=vllm-ledger check: an integrity pass over {host.name}'s ledger",
+        "",
+        "[Service]",
+        "Type=oneshot",
+        *_user_lines(host),
+        *_command_lines("ExecStart", _ledger_argv(host, "check", "--root", root)),
+        "NoNewPrivileges=yes",
+        "PrivateTmp=yes",
+    ]
+    check_timer = [
+        *_header(f"Starts {base}-ledger-check.service once a day"),
+        "[Unit]",
+        f"Description=vllm-ledger check of {host.name}'s ledger, daily",
+        "",
+        "[Timer]",
+        f"OnCalendar={CHECK_CALENDAR}",
+        "Persistent=true",
+        "RandomizedDelaySec=15min",
+        f"Unit={base}-ledger-check.service",
+        "",
+        "[Install]",
+        "WantedBy=timers.target",
+    ]
+    units = [
+        Unit(f"{base}-ledger-exporter.service", "\n".join(exporter) + "\n"),
+        Unit(f"{base}-ledger-check.service", "\n".join(check_service) + "\n"),
+        Unit(f"{base}-ledger-check.timer", "\n".join(check_timer) + "\n"),
+    ]
+    if notifier_config is not None:
+        units.append(Unit("vllm-ledger-notifier.service", notifier_unit(host, notifier_config)))
+    return units
+
+
+def notifier_unit(host: Host, config: Path) -> str:
+    """``notifier --print-unit``'s unit, run by the host file's ledger Python (an absolute
+    ``ledger_python``, else /usr/bin/python3) with ``ledger_code_dir`` on PYTHONPATH."""
+    python = host.ledger_python if host.ledger_python.startswith("/") else DEFAULT_NOTIFIER_PYTHON
+    text = unit_text(python, config)
+    if host.ledger_code_dir:
+        code = sd_word(f"PYTHONPATH={host.ledger_code_dir}", command=False)
+        text = text.replace("[Service]\n", f"[Service]\nEnvironment={code}\n", 1)
+    return "".join(line + "\n" for line in _header("The notifier (bot) service")) + text
+
+
+def check_values_for_units(host: Host) -> None:
+    check_for(host, "bare", True)  # the units read ARTIFACTS/usage: as with --usage
+
+
+__all__ = [
+    "Unit",
+    "env_file",
+    "ledger_units",
+    "notifier_unit",
+    "sd_word",
+    "unit_name",
+    "vllm_unit",
+]

@@ -1,0 +1,205 @@
+"""Alert thresholds from a baseline: what a Prometheus saw over the last days, not a guess.
+
+The write-up (section 1) says: run three days first, note each metric's everyday range, and
+derive the alert thresholds of section 5 from it. Three readings, per ``(instance,
+model_name)``, all instant queries at the window's end ``at`` over ``[at - window, at]``:
+
+===============  ==============================================================================
+reading          PromQL (W = the window, e.g. 3d)
+===============  ==============================================================================
+TTFT P99         ``histogram_quantile(0.99, sum by (instance, model_name, le)
+                 (increase(vllm:time_to_first_token_seconds_bucket[W])))``: the P99 of every
+                 request whose first token fell in the window (Prometheus' interpolation)
+KV-cache P99     ``max by (instance, model_name) (quantile_over_time(0.99,
+                 vllm:kv_cache_usage_perc[W]))``: the level each engine stays under 99 % of
+                 its samples, the highest engine's (``vllm:gpu_cache_usage_perc`` when the
+                 0.32 name has no data)
+waiting P99      ``sum by (instance, model_name) (quantile_over_time(0.99,
+                 vllm:num_requests_waiting[W]))``: each engine's P99 queue, summed as the
+                 QueueBuildUp alert sums engines
+===============  ==============================================================================
+
+The thresholds (``derive``, pure), from the highest baseline over the groups, because each of
+``observability``'s rules has one threshold for every server:
+
+- TTFT P99: baseline x 1.5, rounded up to 0.01 s (at least 0.01 s);
+- KV cache: halfway from the baseline to full, ``b + (1 - b) / 2``, rounded up to 0.01;
+- waiting: baseline x 1.5, rounded up to a whole request (0 stays 0: any queue is news).
+
+"Rounded up" never lands below the exact figure, so a threshold is never inside the baseline.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from vllm_ledger.plan import prom
+
+TTFT_BUCKET = "vllm:time_to_first_token_seconds_bucket"
+KV_METRICS = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # 0.32 name first
+WAITING = "vllm:num_requests_waiting"
+GROUP = ("instance", "model_name")
+QUANTILE = 0.99
+TTFT_FACTOR = 1.5
+WAITING_FACTOR = 1.5
+
+
+@dataclass(frozen=True)
+class GroupBaseline:
+    """One server's readings over the window; None: no data for it."""
+
+    instance: str
+    model_name: str
+    ttft_p99_seconds: float | None
+    kv_cache_p99: float | None  # 0..1
+    waiting_p99: float | None
+    kv_samples: int  # samples of the KV gauge in the window, summed over engines
+
+
+@dataclass(frozen=True)
+class Baseline:
+    url: str
+    window_seconds: float
+    end_ts: float
+    groups: tuple[GroupBaseline, ...]
+    kv_metric: str | None  # the KV gauge that answered
+    queries: tuple[str, ...]
+
+    def highest(self, field: str) -> float | None:
+        got = [getattr(g, field) for g in self.groups if getattr(g, field) is not None]
+        return max(got) if got else None
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One alert threshold and the baseline figure it came from."""
+
+    name: str  # ttft_p99_seconds | kv_cache_threshold | queue_waiting
+    flag: str  # observability's flag for it
+    baseline: float | None  # None: no data in the window (keep observability's default)
+    value: float | None
+    rule: str  # how value follows from baseline, in words
+
+
+def _up(x: float, step: float) -> float:
+    """``x`` rounded up to a multiple of ``step``; float noise (1.65 -> 1.6500000000000001)
+    does not push it a whole step up."""
+    n = math.ceil(round(x / step, 6))
+    return round(n * step, 6)
+
+
+def derive(b: Baseline) -> tuple[Threshold, ...]:
+    """The three thresholds from the highest baseline over the groups. Pure."""
+    ttft = b.highest("ttft_p99_seconds")
+    kv = b.highest("kv_cache_p99")
+    wait = b.highest("waiting_p99")
+    return (
+        Threshold(
+            "ttft_p99_seconds",
+            "--ttft-p99-seconds",
+            ttft,
+            None if ttft is None else max(0.01, _up(ttft * TTFT_FACTOR, 0.01)),
+            f"baseline x {TTFT_FACTOR:g}, rounded up to 0.01 s",
+        ),
+        Threshold(
+            "kv_cache_threshold",
+            "--kv-cache-threshold",
+            kv,
+            None if kv is None else min(1.0, max(0.01, _up(kv + (1 - kv) / 2, 0.01))),
+            "halfway from the baseline to full, rounded up to 0.01",
+        ),
+        Threshold(
+            "queue_waiting",
+            "--queue-waiting",
+            wait,
+            None if wait is None else float(math.ceil(round(wait * WAITING_FACTOR, 6))),
+            f"baseline x {WAITING_FACTOR:g}, rounded up to a whole request",
+        ),
+    )
+
+
+def observability_flags(thresholds: Sequence[Threshold]) -> list[str]:
+    """``vllm-ledger observability``'s flags for the thresholds that have a value."""
+    out: list[str] = []
+    for t in thresholds:
+        if t.value is not None:
+            out += [t.flag, f"{t.value:g}"]
+    return out
+
+
+def queries(window: str) -> dict[str, str]:
+    """The PromQL of each reading over ``window`` (a PromQL duration, e.g. ``259200s``)."""
+    by = ", ".join(GROUP)
+    return {
+        "ttft": f"histogram_quantile({QUANTILE}, sum by ({by}, le) "
+        f"(increase({TTFT_BUCKET}[{window}])))",
+        **{
+            f"kv:{m}": f"max by ({by}) (quantile_over_time({QUANTILE}, {m}[{window}]))"
+            for m in KV_METRICS
+        },
+        **{f"kv_count:{m}": f"sum by ({by}) (count_over_time({m}[{window}]))" for m in KV_METRICS},
+        "waiting": f"sum by ({by}) (quantile_over_time({QUANTILE}, {WAITING}[{window}]))",
+    }
+
+
+def _key(labels: dict[str, str]) -> tuple[str, str]:
+    return labels.get("instance", ""), labels.get("model_name", "")
+
+
+def read_baseline(
+    url: str,
+    window_s: float,
+    *,
+    at_ts: float | None = None,
+    fetch: prom.Fetch = prom.http_get,
+    clock: Callable[[], float] = time.time,
+) -> Baseline:
+    """The three readings per ``(instance, model_name)`` over ``[at - window, at]``."""
+    end = clock() if at_ts is None else at_ts
+    q = queries(prom.duration(window_s))
+
+    def by_group(expr: str) -> dict[tuple[str, str], float]:
+        return {_key(labels): v for labels, v in prom.vector_query(url, expr, end, fetch)}
+
+    asked = [q["ttft"]]
+    ttft = by_group(q["ttft"])
+    kv: dict[tuple[str, str], float] = {}
+    kv_count: dict[tuple[str, str], float] = {}
+    kv_metric = None
+    for m in KV_METRICS:
+        asked.append(q[f"kv:{m}"])
+        kv = by_group(q[f"kv:{m}"])
+        if kv:
+            kv_metric = m
+            asked.append(q[f"kv_count:{m}"])
+            kv_count = by_group(q[f"kv_count:{m}"])
+            break
+    asked.append(q["waiting"])
+    waiting = by_group(q["waiting"])
+    keys = sorted(set(ttft) | set(kv) | set(waiting))
+    groups = tuple(
+        GroupBaseline(
+            instance=k[0],
+            model_name=k[1],
+            ttft_p99_seconds=ttft.get(k),
+            kv_cache_p99=kv.get(k),
+            waiting_p99=waiting.get(k),
+            kv_samples=round(kv_count.get(k, 0)),
+        )
+        for k in keys
+    )
+    return Baseline(url, float(window_s), end, groups, kv_metric, tuple(asked))
+
+
+__all__ = [
+    "Baseline",
+    "GroupBaseline",
+    "Threshold",
+    "derive",
+    "observability_flags",
+    "queries",
+    "read_baseline",
+]
