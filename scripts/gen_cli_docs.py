@@ -1,4 +1,5 @@
-"""Write docs/cli.md from the commands' own --help (tests/test_cli.py checks it is current)."""
+"""Write docs/cli.md: the flag vocabulary, then every command's own --help (tests/test_cli.py
+checks it is current)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,61 @@ sys.path.insert(0, str(REPO))
 
 from vllm_ledger.cli import build_parser, command_modules  # noqa: E402
 
+VOCABULARY = """\
+## Vocabulary
+
+Every command spells the same thing the same way. An old spelling still works until the next
+release, with the value its new spelling takes; it is hidden from `--help` and prints one line
+on stderr, once per invocation, naming the new spelling:
+
+    vllm-ledger: note: --interval-s is deprecated; use --interval 30s (it still works until the next release)
+
+A command line that is refused prints only its one error line.
+
+| Concept | Spelling | Examples | Old spellings kept for one release |
+|---|---|---|---|
+| a span of time | a duration: `30s`, `10m`, `7d`, `1h30m`, `1.5h`, `500ms`, or plain seconds (`30`) | `poll --interval 30s`, `advise --range 30m`, `fleet --stale-after 1m`, `verify --wait 10s` | `poll`: `--interval-s`, `--deadline-s`, `--connect-timeout-s` (now `--interval`, `--deadline`, `--connect-timeout`); `advise`: `--sample-seconds` (now `--sample-for`) |
+| a window of the ledger | `--window NAME`: `today`, `yesterday`, `24h`, `3d`, `7d`, `30d`, `this-month`, `last-month`, `total`, the same in `report`, `cost` and `timeline` (`timeline` also takes any duration ending now, such as `90m` or `2w`) | `cost --window last-month`, `timeline --window yesterday --step 1h` | none (`cost` took five of them, `timeline` three) |
+| a file written | `--output FILE` (`-`: standard output, where the command can print it) | `render --output run.sh`, `export --output november.csv` | none |
+| a folder written | `--output DIR` | `ramp --output ramp-1`, `observability --output ./monitoring`, `bundle --output ./plugin` | `ramp`: `--out`; the folder as a positional argument of `observability` and `bundle` (still documented, not deprecated) |
+| an address to listen on | `--listen HOST:PORT` (`[::1]:9464` for IPv6; port 0: any free port) | `exporter --listen 0.0.0.0:9464` | `exporter`: `--host`, `--port` |
+| a config file read | JSON, or TOML (Python 3.11 or later), told apart by the suffix | `poll --config notify.json`, `cost --config prices.toml`, `render --host host.json` | `cost`: a YAML `--config` (prices.yaml) |
+| an instance | `--instance HOST:PORT` as `report --by instance` prints it, or a bare port | `report --instance gpu1:8000`, `status --instance 8000` | none |
+| an instant | Unix seconds, or ISO 8601 with a UTC offset | `--at`, `--since`, `--until`, `declare-stop --from` | none |
+| a time zone | `--tz ZONE`, an IANA name | `--tz Europe/Berlin` | none |
+
+Rules behind the table:
+
+- A duration has units `w`, `d`, `h`, `m`, `s`, `ms`, each at most once, largest first (`1h30m`;
+  `30m1h` is refused); there are no months or years. A plain number is seconds; one above the
+  flag's range that fits once divided by 1000 is refused as milliseconds. Each flag states its
+  range in its one-line error. A flag named after the metric it compares with keeps the unit in
+  its name and takes a duration too (`--ttft-p99-seconds 500ms`, `--ledger-uncovered-seconds 1m`).
+- `observability` writes its durations (`--scrape-interval`, `--kv-cache-for`, ...) into
+  Prometheus's files: as given when Prometheus reads them so, else in Prometheus's units
+  (`90` becomes `1m30s`).
+- YAML only where the file is another program's own: `observability` writes prometheus.yml, the
+  alert rules, alertmanager.yml and compose.yaml. No command reads YAML but the deprecated
+  `cost --config *.yaml`; `poll --ssh-config` is ssh's own format.
+- Kept as they are, on purpose: `render --host HOST.json` is the host file (not an address);
+  `report --html FILE` is a page written beside the text on standard output, named by its
+  format; `export --format csv|jsonl` picks among two file formats where `report` and
+  `timeline` print text unless `--json` or `--csv` is given.
+"""  # noqa: E501  (a markdown table's row is one line)
+
 
 def render() -> str:
     os.environ["COLUMNS"] = "100"
     parser = build_parser()
-    parts = ["# Command reference", "", "Generated from `--help` by `scripts/gen_cli_docs.py`.", ""]
+    parts = [
+        "# Command reference",
+        "",
+        "Generated from `--help` by `scripts/gen_cli_docs.py`, below this section.",
+        "",
+        VOCABULARY,
+        "## vllm-ledger",
+        "",
+    ]
     buf = io.StringIO()
     with redirect_stdout(buf):
         parser.print_help()

@@ -236,7 +236,7 @@ def test_cli_errors(tmp_path: Path) -> None:
         "vllm-ledger: error: give --snapshot at least twice: rates need two readings\n",
     )
     code, _out, err = run_cli(
-        "advise", "--metrics-url", "http://127.0.0.1:9/metrics", "--sample-seconds", "1"
+        "advise", "--metrics-url", "http://127.0.0.1:9/metrics", "--sample-for", "1s"
     )
     assert code == 2
     assert err.startswith("vllm-ledger: error: cannot read http://127.0.0.1:9/metrics: ")

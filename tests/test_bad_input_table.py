@@ -56,11 +56,13 @@ BASE: dict[str, tuple[str, ...]] = {
     "check": ("check", "--root", "{root}"),
     "compact": ("compact", "--root", "{root}"),
     "cost": ("cost", "--root", "{root}"),
+    "doctor": ("doctor", "--only", "storage", "--root", "{root}"),
     "exporter": ("exporter", "--root", "{root}"),
     "fleet": ("fleet", "--prometheus", CLOSED),
     "observability": ("observability", "{new}"),
     "poll": ("poll", "--config", "{file}"),
-    "ramp": ("ramp", "--url", CLOSED, "--model", "m", "--out", "{new}"),
+    "preflight": ("preflight", "--host", "{file}"),
+    "ramp": ("ramp", "--url", CLOSED, "--model", "m", "--output", "{new}"),
     "render": ("render", "--print-schema"),
     "report": ("report", "--root", "{root}"),
     "ssh-key-line": ("ssh-key-line", "--code-dir", "/srv/a", "--data-dir", "/srv/b", "{key}"),
@@ -72,11 +74,7 @@ BASE: dict[str, tuple[str, ...]] = {
 # (command, flag, a value in milliseconds that is in range once divided by 1000, or None,
 #  whole numbers only)
 NUMERIC: list[tuple[str, str, str | None, bool]] = [
-    ("advise", "--sample-seconds", "30000", False),
-    ("advise", "--interval", "15000", False),
-    ("advise", "--range", "1800000000", False),
     ("advise", "--power-limit-watts", None, False),
-    ("advise", "--ttft-p99-seconds", "3000", False),
     ("cost", "--power-watts", None, False),
     ("cost", "--electricity-price", None, False),
     ("cost", "--hardware-price", None, False),
@@ -85,24 +83,66 @@ NUMERIC: list[tuple[str, str, str | None, bool]] = [
     ("cost", "--cloud-input-price", None, False),
     ("cost", "--cloud-output-price", None, False),
     ("cost", "--cloud-cached-price", None, False),
+    ("cost", "--tokens-per-day", None, False),
+    ("cost", "--input-share", None, False),
+    ("cost", "--cached-share", None, False),
+    ("cost", "--busy-share", None, False),
     ("exporter", "--port", None, True),
-    ("fleet", "--stale-after", "120000", False),
-    ("fleet", "--lookback", "3600000000", False),
     ("observability", "--kv-cache-threshold", None, False),
     ("observability", "--gpu-mem-threshold", None, False),
-    ("observability", "--ttft-p99-seconds", "3000", False),
     ("observability", "--queue-waiting", None, False),
-    ("observability", "--ledger-uncovered-seconds", "3600000", False),
     ("observability", "--gpu-temp-celsius", None, False),
     ("observability", "--error-threshold", None, False),
     ("observability", "--max-model-len", None, True),
+    ("ramp", "--max-tokens", None, True),
+    ("doctor", "--expect-writers", None, True),
+]
+
+# Every duration flag (one type, _common.Duration: 30s, 10m, 7d, 1h30m or plain seconds), and
+# the old spellings kept for one release, which take the same values and name themselves.
+DURATIONS: list[tuple[str, str, str | None, bool]] = [
+    ("advise", "--sample-for", "30000", False),
+    ("advise", "--sample-seconds", "30000", False),
+    ("advise", "--interval", "15000", False),
+    ("advise", "--range", "1800000000", False),
+    ("advise", "--ttft-p99-seconds", "3000", False),
+    ("advise", "--baseline", "259200000", False),
+    ("fleet", "--stale-after", "120000", False),
+    ("fleet", "--lookback", "3600000000", False),
+    ("observability", "--ttft-p99-seconds", "3000", False),
+    ("observability", "--ledger-uncovered-seconds", "3600000", False),
+    ("poll", "--interval", "3600000", False),
     ("poll", "--interval-s", "3600000", False),
+    ("poll", "--deadline", "20000", False),
     ("poll", "--deadline-s", "20000", False),
+    ("poll", "--connect-timeout", "5000", True),
     ("poll", "--connect-timeout-s", "5000", True),
     ("ramp", "--duration", "60000", False),
-    ("ramp", "--max-tokens", None, True),
     ("verify", "--wait", "10000", False),
+    ("doctor", "--wait", "10000", False),
+    ("doctor", "--heartbeat-wait", "12000", False),
 ]
+
+BAD_DURATIONS = {
+    "nan": "is not finite",
+    "inf": "is not finite",
+    "-inf": "is not finite",
+    "NaN": "is not finite",
+    "-1": "is out of range",
+    "1e308": "is out of range",
+    "1e999": "is not finite",
+    "99999w": "is out of range",
+    "abc": "is not a duration",
+    "": "is not a duration",
+    "0x10": "is not a duration",
+    "1y": "is not a duration",
+    "-5m": "is not a duration",
+    "1m1h": "is not a duration",
+    "1h1h": "is not a duration",
+    "5 minutes": "is not a duration",
+    "1e3s": "is not a duration",
+    "9" * 50 + "s": "is not a duration",
+}
 
 BAD_NUMBERS = {
     "nan": "is not finite",
@@ -129,6 +169,16 @@ def _numeric_rows() -> Iterator[Row]:
             yield (f"{command} {flag}={ms}", argv, 2, "looks like milliseconds: give seconds")
         if integer:
             yield (f"{command} {flag}=1.5", (*BASE[command], f"{flag}=1.5"), 2, "whole number")
+    for command, flag, ms, integer in DURATIONS:
+        for value, says in BAD_DURATIONS.items():
+            argv = (*BASE[command], f"{flag}={value}")
+            yield (f"{command} {flag}={value[:20]}", argv, 2, says)
+        if ms is not None:
+            argv = (*BASE[command], f"{flag}={ms}")
+            yield (f"{command} {flag}={ms}", argv, 2, "looks like milliseconds: give seconds")
+        if integer:
+            argv = (*BASE[command], f"{flag}=1500ms")
+            yield (f"{command} {flag}=1500ms", argv, 2, "is not a whole number of seconds")
 
 
 def _unknown_flag_rows() -> Iterator[Row]:
@@ -160,24 +210,31 @@ def _time_rows() -> Iterator[Row]:
     for command in ("report", "timeline", "cost"):
         for value, says in AT_BAD.items():
             yield (f"{command} --at={value}", (*BASE[command], f"--at={value}"), 2, says)
-    for command in ("report", "timeline", "cost", "status", "exporter"):
+    for command in ("report", "timeline", "cost", "status", "exporter", "bundle", "render"):
         for value in TZ_BAD:
             argv = (*BASE[command], f"--tz={value}")
             yield (f"{command} --tz={value[:20]!r}", argv, 2, "is not a known time zone")
+    yield (
+        "render --tz without --usage",
+        ("render", "--host", "{file}", "--output", "-", "--tz", "UTC"),
+        2,
+        "--tz records the ledger's zone: it needs --usage",
+    )
 
 
 SPANS_BAD = {
-    ("--window", "0h"): "--window '0h' is not a duration",
+    ("--window", "0h"): "--window '0h' is out of range: give a duration in whole seconds",
     ("--window", "1y"): "--window '1y' is not a duration",
-    ("--window", "nan"): "--window 'nan' is not a duration",
+    ("--window", "nan"): "--window 'nan' is not finite",
     ("--window", "-1h"): "--window '-1h' is not a duration",
-    ("--window", "1.5h"): "--window '1.5h' is not a duration",
-    ("--window", "99999999999999w"): "is longer than a century",
+    ("--window", "1.5s"): "--window '1.5s' is not a whole number of seconds",
+    ("--window", "last-week"): "--window 'last-week' is not a duration",
+    ("--window", "99999999999w"): "is out of range",
     ("--window", "9" * 5000 + "d"): "is not a duration",
-    ("--step", "0s"): "--step '0s' is not a duration",
-    ("--step", "inf"): "--step 'inf' is not a duration",
-    ("--step", "1h30m"): "--step '1h30m' is not a duration",
-    ("--step", "40000d"): "is longer than a century",
+    ("--step", "0s"): "--step '0s' is out of range",
+    ("--step", "inf"): "--step 'inf' is not finite",
+    ("--step", "1h30"): "--step '1h30' is not a duration",
+    ("--step", "40000d"): "is out of range",
 }
 
 
@@ -249,7 +306,7 @@ def _root_rows() -> Iterator[Row]:
 def _output_rows() -> Iterator[Row]:
     render = ("render", "--host", "{file}", "--output")
     report = ("report", "--root", "{root}", "--html")
-    ramp = ("ramp", "--url", CLOSED, "--model", "m", "--out")
+    ramp_ = ("ramp", "--url", CLOSED, "--model", "m")
     for argv, flag in ((render, "--output"), (report, "--html")):
         cmd = argv[0]
         yield (f"{cmd} {flag} a directory", (*argv, "{dir}"), 2, f"{flag} {{dir}} is a directory")
@@ -258,20 +315,35 @@ def _output_rows() -> Iterator[Row]:
         yield (f"{cmd} {flag} a link to a FIFO", (*argv, "{fifo_link}"), 2, "is a FIFO")
         yield (f"{cmd} {flag} no folder", (*argv, "{missing}/x"), 2, "does not exist")
         yield (f"{cmd} {flag} ''", (*argv, ""), 2, "is not a file name")
-    yield ("ramp --out a file", (*ramp, "{file}"), 2, "--out {file} is a file, not a folder")
-    yield ("ramp --out a FIFO", (*ramp, "{fifo}"), 2, "is a FIFO, not a folder")
-    yield ("ramp --out /dev/null", (*ramp, "/dev/null"), 2, "is a character device")
-    yield ("ramp --out holds a FIFO", (*ramp, "{ramp_fifo}"), 2, "ramp.html is a FIFO")
-    yield ("ramp --out holds a dir", (*ramp, "{ramp_dir}"), 2, "ramp.png is a directory")
-    obs = ("observability",)
-    yield ("observability OUT_DIR a file", (*obs, "{file}"), 2, "is a file, not a folder")
-    yield ("observability OUT_DIR a FIFO", (*obs, "{fifo}"), 2, "is a FIFO, not a folder")
-    yield ("observability holds a FIFO", (*obs, "{obs_fifo}"), 2, "prometheus.yml is a FIFO")
+    for flag in ("--output", "--out"):  # --out: the old spelling, refused the same way
+        ramp = (*ramp_, flag)
+        yield (f"ramp {flag} a file", (*ramp, "{file}"), 2, f"{flag} {{file}} is a file, not a")
+        yield (f"ramp {flag} a FIFO", (*ramp, "{fifo}"), 2, "is a FIFO, not a folder")
+        yield (f"ramp {flag} /dev/null", (*ramp, "/dev/null"), 2, "is a character device")
+        yield (f"ramp {flag} holds a FIFO", (*ramp, "{ramp_fifo}"), 2, "ramp.html is a FIFO")
+        yield (f"ramp {flag} holds a dir", (*ramp, "{ramp_dir}"), 2, "ramp.png is a directory")
+    for obs in (("observability",), ("observability", "--output")):
+        name = " ".join(obs[1:]) or "OUT_DIR"
+        yield (f"observability {name} a file", (*obs, "{file}"), 2, "is a file, not a folder")
+        yield (f"observability {name} a FIFO", (*obs, "{fifo}"), 2, "is a FIFO, not a folder")
+        yield (f"observability {name} holds a FIFO", (*obs, "{obs_fifo}"), 2, "is a FIFO")
+        yield (f"observability {name} ''", (*obs, ""), 2, "is not a folder name")
+    yield ("observability no folder", ("observability",), 2, "no folder given: pass --output")
+    yield (
+        "observability two folders",
+        ("observability", "{new}", "--output", "{dir}"),
+        2,
+        "two folders given",
+    )
+    yield ("bundle no folder", ("bundle",), 2, "no folder given: pass --output DIR")
+    yield ("bundle two folders", ("bundle", "{new}", "--output", "{dir}"), 2, "two folders given")
+    yield ("bundle --output a file", ("bundle", "--output", "{file}"), 2, "is not a directory")
 
 
 def _input_file_rows() -> Iterator[Row]:
     files = {
         "render --host": ("render", "--output", "-", "--host"),
+        "preflight --host": ("preflight", "--host"),
         "poll --config": ("poll", "--config"),
         "poll --ssh-config": ("poll", "--config", "{file}", "--ssh-config"),
         "cost --config": ("cost", "--root", "{root}", "--config"),
@@ -298,6 +370,32 @@ OTHER: list[Row] = [
     ("cost --window", (*BASE["cost"], "--window", "1y"), 2, "argument --window: invalid choice"),
     ("render --mode", ("render", "--mode", "vm"), 2, "argument --mode: invalid choice"),
     ("poll --lang", (*BASE["poll"], "--lang", "fr"), 2, "argument --lang: invalid choice"),
+    ("notifier without --config", ("notifier",), 2, "arguments are required: --config"),
+    ("notifier action", ("notifier", "stop", "--config", "{file}"), 2, "invalid choice: 'stop'"),
+    (
+        "notifier resend without ID",
+        ("notifier", "resend", "--config", "{file}"),
+        2,
+        "resend needs a delivery id, not None",
+    ),
+    (
+        "notifier resend ID not a number",
+        ("notifier", "resend", "1e3", "--config", "{file}"),
+        2,
+        "resend needs a delivery id, not '1e3'",
+    ),
+    (
+        "notifier ID without resend",
+        ("notifier", "status", "5", "--config", "{file}"),
+        2,
+        "an ID is only taken by resend, not by status",
+    ),
+    (
+        "notifier --listen",
+        ("notifier", "--config", "{file}", "--listen", "0.0.0.0"),
+        2,
+        "--listen '0.0.0.0': give HOST:PORT, e.g. 127.0.0.1:9095",
+    ),
     ("poll without --config", ("poll",), 2, "the following arguments are required: --config"),
     ("ramp without --url", ("ramp",), 2, "the following arguments are required: --url"),
     ("unknown command", ("frobnicate",), 2, "argument COMMAND: invalid choice: 'frobnicate'"),
@@ -311,6 +409,45 @@ OTHER: list[Row] = [
     ("verify --run newline", (*BASE["verify"], "--run=a\nb"), 2, "--run 'a\\nb' is unprintable"),
     ("cost --currency long", (*BASE["cost"], "--currency=" + "C" * 17), 2, "is too long"),
     ("exporter --host escape", (*BASE["exporter"], "--host=\x1b]0;x\x07"), 2, "is unprintable"),
+    # listen addresses
+    ("listen :PORT", (*BASE["exporter"], "--listen=:9464"), 2, "--listen ':9464' is not HOST:PORT"),
+    ("listen host only", (*BASE["exporter"], "--listen=gpu1"), 2, "is not HOST:PORT: give"),
+    ("listen port only", (*BASE["exporter"], "--listen=9464"), 2, "is not HOST:PORT"),
+    ("listen bad port", (*BASE["exporter"], "--listen=h:99999"), 2, "the port '99999' is not"),
+    ("listen port nan", (*BASE["exporter"], "--listen=h:nan"), 2, "the port 'nan' is not"),
+    ("listen v6 bare", (*BASE["exporter"], "--listen=::1:9464"), 2, "IPv6 address in brackets"),
+    ("listen space", (*BASE["exporter"], "--listen=a b:1"), 2, "is not HOST:PORT"),
+    ("listen escape", (*BASE["exporter"], "--listen=\x1b[2J:1"), 2, "is not HOST:PORT"),
+    # windows: one set of names (read.periods.PERIOD_NAMES); cost takes no free duration
+    ("cost --window 90m", (*BASE["cost"], "--window", "90m"), 2, "argument --window: invalid"),
+    ("report --window 90m", (*BASE["report"], "--window", "90m"), 2, "argument --window: invalid"),
+    # configs: JSON or TOML (YAML still read, deprecated)
+    ("cost --config .ini", (*BASE["cost"], "--config", "{prices_ini}"), 2, "name the file .json"),
+    ("cost --config bad JSON", (*BASE["cost"], "--config", "{prices_bad_json}"), 2, "is not JSON"),
+    (
+        "cost --config NaN",
+        (*BASE["cost"], "--config", "{prices_nan_json}"),
+        2,
+        "",  # strict JSON: one line naming the file
+    ),
+    (
+        "cost --config bad TOML",
+        (*BASE["cost"], "--config", "{prices_bad_toml}"),
+        2,
+        "is not valid TOML",
+    ),
+    (
+        "cost --config a list",
+        (*BASE["cost"], "--config", "{prices_list_json}"),
+        2,
+        "must be a mapping of setting: value",
+    ),
+    (
+        "cost --config true as a price",
+        (*BASE["cost"], "--config", "{prices_bool_toml}"),
+        2,
+        "hardware_price must be a float, not True",
+    ),
     # URLs
     ("advise url no scheme", ("advise", "--metrics-url", "127.0.0.1:8000"), 2, "http://"),
     ("advise url ftp", ("advise", "--prometheus", "ftp://h/"), 2, "is not an http:// or https://"),
@@ -329,19 +466,21 @@ OTHER: list[Row] = [
     ("ramp --prompt ''", (*BASE["ramp"], "--prompt="), 2, "--prompt is empty"),
     (
         "advise too many samples",
-        (*BASE["advise"], "--sample-seconds", "3600", "--interval", "0.1"),
+        (*BASE["advise"], "--sample-for", "1h", "--interval", "100ms"),
         2,
         "is more than 3600 samples",
     ),
     ("kv threshold as %", ("observability", "{new}", "--kv-cache-threshold", "90"), 2, "percent"),
-    # Prometheus durations
+    # durations written into Prometheus's files: the one duration type
     ("scrape 0s", ("observability", "{new}", "--scrape-interval", "0s"), 2, "is out of range"),
-    ("scrape words", ("observability", "{new}", "--ttft-for", "5 minutes"), 2, "not a Prometheus"),
-    ("for 99999y", ("observability", "{new}", "--queue-for", "99999y"), 2, "is out of range"),
-    ("for nan", ("observability", "{new}", "--gpu-mem-for", "nan"), 2, "not a Prometheus"),
-    ("down-for words", ("observability", "{new}", "--down-for", "1 min"), 2, "not a Prometheus"),
-    ("gpu-temp-for 9y", ("observability", "{new}", "--gpu-temp-for", "9y"), 2, "is out of range"),
-    ("error-for nan", ("observability", "{new}", "--error-for", "nan"), 2, "not a Prometheus"),
+    ("scrape words", ("observability", "{new}", "--ttft-for", "5 minutes"), 2, "not a duration"),
+    ("for 99999w", ("observability", "{new}", "--queue-for", "99999w"), 2, "is out of range"),
+    ("for 1y", ("observability", "{new}", "--queue-for", "1y"), 2, "is not a duration"),
+    ("for nan", ("observability", "{new}", "--gpu-mem-for", "nan"), 2, "is not finite"),
+    ("down-for words", ("observability", "{new}", "--down-for", "1 min"), 2, "not a duration"),
+    ("gpu-temp-for 9w", ("observability", "{new}", "--gpu-temp-for", "9w"), 2, "is out of range"),
+    ("error-for nan", ("observability", "{new}", "--error-for", "nan"), 2, "is not finite"),
+    ("kv-cache-for ms", ("observability", "{new}", "--kv-cache-for", "3600000"), 2, "milliseconds"),
     ("error as %", ("observability", "{new}", "--error-threshold", "5"), 2, "percentage"),
     ("alerts set", ("observability", "{new}", "--alerts", "all"), 2, "--alerts: invalid choice"),
     ("webhook ftp", ("observability", "{new}", "--webhook-url", "ftp://h/"), 2, "is not an http"),
@@ -355,7 +494,7 @@ OTHER: list[Row] = [
         "is out of range",
     ),
     # a remote that refuses at once: one line, well inside the deadline
-    ("advise closed port", (*BASE["advise"], "--sample-seconds", "1"), 2, "cannot read"),
+    ("advise closed port", (*BASE["advise"], "--sample-for", "1s"), 2, "cannot read"),
     ("advise closed Prometheus", ("advise", "--prometheus", CLOSED), 2, "cannot read"),
     ("verify closed port", (*BASE["verify"], "--wait", "0"), 2, "cannot read"),
     (
@@ -377,6 +516,20 @@ OTHER: list[Row] = [
     ("fleet --job escape", (*BASE["fleet"], "--job=\x1b[2J"), 2, "is unprintable"),
     ("fleet --lookback 10", (*BASE["fleet"], "--lookback", "10"), 2, "is out of range"),
     ("fleet closed Prometheus", BASE["fleet"], 2, "cannot read"),
+    ("notifier without --config", ("notifier",), 2, "the following arguments are required"),
+    # doctor and preflight
+    (
+        "doctor without --metrics-url",
+        ("doctor", "--root", "{root}"),
+        2,
+        "the agreement check needs --metrics-url: give vLLM's /metrics",
+    ),
+    ("doctor --only", ("doctor", "--only", "vibes"), 2, "argument --only: invalid choice"),
+    ("doctor url ftp", ("doctor", "--metrics-url", "ftp://h/"), 2, "is not an http:// or https://"),
+    ("doctor root missing", (*BASE["doctor"][:-1], "{missing}"), 2, "is not a directory"),
+    ("preflight without --host", ("preflight",), 2, "the following arguments are required: --host"),
+    ("preflight --bot-user escape", (*BASE["preflight"], "--bot-user=\x1b[2J"), 2, "unprintable"),
+    ("preflight host not JSON", BASE["preflight"], 2, "host file {file}"),
 ]
 
 _STOP = ("declare-stop", "--root", "{root}", "--instance", "h:8000", "--reason", "upgrade")
@@ -496,6 +649,52 @@ EXPORT: list[Row] = [
     ),
 ]
 
+_RENDER = ("render", "--host", "{file}")
+RENDER_ROWS: list[Row] = [
+    # render's systemd/compose/units/explain flags
+    ("render --units a FIFO", (*_RENDER, "--units", "{fifo}"), 2, "--units {fifo} is a FIFO"),
+    ("render --units a file", (*_RENDER, "--units", "{file}"), 2, "is a file, not a folder"),
+    ("render --units ''", (*_RENDER, "--units", ""), 2, "--units '' is not a folder name"),
+    (
+        "render --exporter-listen :PORT",
+        (*_RENDER, "--units", "{dir}", "--exporter-listen", ":9464"),
+        2,
+        "--exporter-listen ':9464' is not HOST:PORT",
+    ),
+    (
+        "render --exporter-listen without --units",
+        (*_RENDER, "--output", "-", "--exporter-listen", "127.0.0.1:9464"),
+        2,
+        "--exporter-listen is for the ledger's units: it needs --units DIR",
+    ),
+    (
+        "render --notifier-config relative",
+        (*_RENDER, "--units", "{dir}", "--notifier-config", "notifier.json"),
+        2,
+        "--notifier-config notifier.json: give an absolute path",
+    ),
+    ("render --workload", (*_RENDER, "--explain", "--workload", "x"), 2, "invalid choice: 'x'"),
+    (
+        "render --workload without --explain",
+        (*_RENDER, "--output", "-", "--workload", "batch"),
+        2,
+        "--workload chooses --explain's hints: it needs --explain",
+    ),
+    (
+        "render --explain with --output",
+        (*_RENDER, "--explain", "--output", "-"),
+        2,
+        "--explain only prints: leave out --output and --units",
+    ),
+    (
+        "render --root without --explain",
+        (*_RENDER, "--output", "-", "--root", "{root}"),
+        2,
+        "--root feeds --explain's calibration: it needs --explain",
+    ),
+    ("render nothing to do", _RENDER, 2, "render needs --output FILE, --units DIR or --explain"),
+]
+
 ROWS: list[Row] = [
     *EXPORT,
     *DECLARE_STOP,
@@ -508,6 +707,7 @@ ROWS: list[Row] = [
     *_output_rows(),
     *_input_file_rows(),
     *OTHER,
+    *RENDER_ROWS,
 ]
 
 
@@ -529,8 +729,19 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (base / "ramp_dir" / "ramp.png").mkdir()
     (base / "obs_fifo").mkdir()
     os.mkfifo(base / "obs_fifo" / "prometheus.yml")
+    configs = {
+        "prices_ini": ("prices.ini", "electricity_price = 1\n"),
+        "prices_bad_json": ("bad.json", '{"electricity_price": 1,}'),
+        "prices_nan_json": ("nan.json", '{"electricity_price": NaN}'),
+        "prices_list_json": ("list.json", "[1, 2]"),
+        "prices_bad_toml": ("bad.toml", "electricity_price = = 1\n"),
+        "prices_bool_toml": ("bool.toml", "hardware_price = true\n"),
+    }
+    for file_name, content in configs.values():
+        (base / file_name).write_text(content)
     names = ("root", "file", "fifo", "dir", "fifo_link", "big", "ramp_fifo", "ramp_dir")
     out = {name: str(base / name) for name in names}
+    out.update({name: str(base / file_name) for name, (file_name, _c) in configs.items()})
     out.update(
         key=str(base / "key.pub"),
         missing=str(base / "missing"),
@@ -591,7 +802,7 @@ def test_bad_input_is_one_line_and_an_exit_code(
     _check_line(err, _fill(says, places), got, code)
     last = argv[-1]
     flag = last.split("=")[0] if last.startswith("--") and "=" in last else None
-    if flag in {f for _c, f, _m, _i in NUMERIC}:
+    if flag in {f for _c, f, _m, _i in (*NUMERIC, *DURATIONS)}:
         assert f"{flag} " in err and "e.g." in err, err  # names the flag, shows a good value
     assert not Path(places["new"]).exists(), "a refused command wrote its output"
 
@@ -601,6 +812,8 @@ END_TO_END: list[tuple[str, ...]] = [
     ("timeline", "--root", "{root}", "--window=9999999999w"),
     ("poll", "--config", "{fifo}", "--interval-s=nan"),
     ("poll", "--config", "{file}", "--interval-s=inf"),
+    ("poll", "--config", "{file}", "--deadline=1y"),
+    ("exporter", "--root", "{root}", "--listen=:9464"),
     ("render", "--host", "{file}", "--output", "/dev/null"),
     ("report", "--root", "{root}", "--html", "{fifo}"),
     ("status", "--root", "{root}", "--no-such-flag"),

@@ -264,8 +264,8 @@ def _start_exporter(root: Path, port: int, log: Path) -> subprocess.Popen[bytes]
             "exporter",
             "--root",
             str(root),
-            "--port",
-            str(port),
+            "--listen",
+            f"127.0.0.1:{port}",
             "--tz",
             "UTC",
         ],
@@ -309,15 +309,18 @@ def test_exporter_command_serves_metrics_in_its_own_process(tmp_path: Path) -> N
         assert "# TYPE vllm_ledger_prompt_tokens_total counter" in text
         _get(f"http://127.0.0.1:{port}/metrics")  # a second scrape says nothing new
         # A second exporter on the same port fails with one line.
-        code, _out, err = run_cli("exporter", "--root", str(root), "--port", str(port))
+        code, _out, err = run_cli("exporter", "--root", str(root), "--listen", f"127.0.0.1:{port}")
         assert code == 2
         assert err.startswith(f"vllm-ledger: error: cannot listen on 127.0.0.1:{port}: ")
-        assert err.rstrip().endswith("pick another --port or --host")
+        assert err.rstrip().endswith("pick another --listen HOST:PORT")
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(20)
     lines = log.read_text().splitlines()
-    serving = f"vllm-ledger exporter: serving http://127.0.0.1:{port}/metrics from {root}"
+    serving = (
+        f"vllm-ledger exporter: serving http://127.0.0.1:{port}/metrics from {root}"
+        "; 'today' from midnight in UTC, from --tz"
+    )
     gpu_lines = [ln for ln in lines if "GPU" in ln]
     # Without a GPU the exporter says so exactly once, before serving; with one, nothing.
     assert lines == [*gpu_lines, serving]

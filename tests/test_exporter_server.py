@@ -165,5 +165,6 @@ def test_a_port_in_use_is_a_one_line_error(collector: LedgerCollector) -> None:
         with pytest.raises(BadArgument) as err:
             start(collector, host="127.0.0.1", port=port)
     assert str(err.value) == (
-        f"cannot listen on 127.0.0.1:{port}: Address already in use; pick another --port or --host"
+        f"cannot listen on 127.0.0.1:{port}: Address already in use; "
+        "pick another --listen HOST:PORT"
     )

@@ -40,7 +40,7 @@ def test_text_lists_the_readings_and_a_met_rule_with_its_action() -> None:
         "\n"
         f"[met] kv-capacity: {KV.when} (why kv)\n"
         f"    diagnosis: {KV.diagnosis}; action: {KV.action}\n"
-        f"[missed] scheduling-prefill: {PREFILL.when} (why not)\n"
+        f"[not triggered] scheduling-prefill: {PREFILL.when} (why not)\n"
         "\n"
         "met: kv-capacity\n"
     )

@@ -366,3 +366,55 @@ def _many(n: int) -> list[dict[str, object]]:
 def test_hostile_port_rows_refuse_the_document(data: bytes) -> None:
     with pytest.raises(StatusParseError):
         parse(data)
+
+
+# ---- the per-port health probe (the notifier's health where the config has no host) ------
+
+
+def test_a_row_health_parses_and_a_bad_one_rejects_the_document() -> None:
+    rows = [
+        {**_row(19001), "health": {"state": "healthy", "http_status": 200}},
+        {**_row(19002), "health": {"state": "down", "http_status": None}},
+    ]
+    doc = parse(_rows_with(rows))
+    assert doc.instances is not None
+    assert [i.health for i in doc.instances] == [("healthy", 200), ("down", None)]
+    assert status_format.doc_dict(doc)["instances"][1]["health"] == {
+        "state": "down",
+        "http_status": None,
+    }
+    for bad in (
+        {"state": "unknown", "http_status": None},
+        {"state": "HEALTHY", "http_status": 200},
+        {"state": "healthy\x1b", "http_status": 200},
+        {"state": "healthy", "http_status": 99},
+        {"state": "healthy", "http_status": "200"},
+        {"state": "healthy", "http_status": True},
+        {"state": "healthy", "http_status": 200, "body": "pwned"},
+        {"state": "healthy"},
+        "healthy",
+    ):
+        with pytest.raises(StatusParseError):
+            parse(_rows_with([{**_row(19001), "health": bad}]))
+
+
+def test_the_status_command_probes_each_port_on_127_0_0_1(tmp_path: Path) -> None:
+    from tests.e2e.notifier_fakes import HealthStandIn
+    from tests.e2e.sshd import free_port
+
+    vllm = HealthStandIn().start()
+    closed = free_port()
+    try:
+        write_instance_ledger(tmp_path / "u", vllm.port, EVENTS, run_id="r1")
+        write_instance_ledger(tmp_path / "u", closed, EVENTS, run_id="r2")
+        rc, out, err = run_cli("status", "--root", str(tmp_path / "u"))
+        rc2, out2, _ = run_cli("status", "--root", str(tmp_path / "u"), "--no-health")
+    finally:
+        vllm.stop()
+    assert rc == 0 and rc2 == 0, err
+    rows = {r["port"]: r for r in json.loads(out)["instances"]}
+    assert rows[vllm.port]["health"] == {"state": "healthy", "http_status": 200}
+    assert rows[closed]["health"] == {"state": "down", "http_status": None}
+    assert all("health" not in r for r in json.loads(out2)["instances"])
+    doc = parse(out.encode())
+    assert doc.instance(vllm.port) is not None and doc.instance(closed) is not None

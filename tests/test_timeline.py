@@ -286,8 +286,8 @@ def test_bad_flags_are_one_line_errors(tmp_path: Path) -> None:
     code, _, err = run_cli("timeline", "--root", str(tmp_path), "--step", "1y")
     assert (code, err) == (
         2,
-        "vllm-ledger: error: --step '1y' is not a duration: give a number "
-        "and a unit, e.g. 1h or 7d\n",
+        "vllm-ledger: error: --step '1y' is not a duration: give a duration in whole seconds "
+        "from 1s to 36600d (30s, 10m, 7d, 1h30m or plain seconds), e.g. --step 1h\n",
     )
     code, _, err = run_cli(
         "timeline", "--root", str(tmp_path), "--window", "30d", "--step", "1m", "--at", str(AT)

@@ -9,6 +9,8 @@ Whatever the input, what reaches the user on failure is one line on stderr, made
 terminal, and an exit status: 2 for a usage error or a refused value (argparse's own errors
 included: an unknown flag, a missing one, a bad choice), 1 for an error of the system (a full
 disk) or one this code did not foresee (``VLLM_LEDGER_TRACEBACK=1`` shows its traceback).
+An old flag spelling kept for one release adds one ``vllm-ledger: note:`` line on stderr
+naming the new spelling, once the command line has parsed.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "_run", None):
             parser.print_help()
             return 2
+        _notes(args)
         return int(args._run(args) or 0)
     except LedgerError as exc:
         return _fail(str(exc), 2)
@@ -118,6 +121,14 @@ def _parse(parser: argparse.ArgumentParser, args_in: list[str]) -> argparse.Name
         where = f"{PROG} {chosen}" if chosen else PROG
         raise BadArgument(f"unrecognized arguments: {' '.join(extra)}", hint=f"see {where} --help")
     return args
+
+
+def _notes(args: argparse.Namespace) -> None:
+    """One line on stderr per old flag spelling used (once each, however often it was given)."""
+    from vllm_ledger.commands._common import deprecation_notes  # the command imported it
+
+    for line in deprecation_notes(args):
+        print(f"{PROG}: note: {printable(line)}", file=sys.stderr)
 
 
 def _fail(message: str, code: int) -> int:

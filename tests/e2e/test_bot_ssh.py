@@ -16,7 +16,9 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -171,7 +173,7 @@ def _poll(
         "--once",
         "--ssh-config",
         str(world.ssh_config),
-        "--deadline-s",
+        "--deadline",
         str(DEADLINE_S),
         *extra,
     )
@@ -286,7 +288,7 @@ def test_failures_end_by_their_deadline_and_the_others_still_arrive(world: World
             "hostile": (19008, "a"),
         },
     )
-    rc, out, err, elapsed = _poll(world, usage, "--json", "--connect-timeout-s", "3")
+    rc, out, err, elapsed = _poll(world, usage, "--json", "--connect-timeout", "3s")
     assert rc == 0, err
     states = {i["port"]: i["state"] for i in json.loads(out)["instances"]}
     assert states == {
@@ -307,7 +309,7 @@ def test_failures_end_by_their_deadline_and_the_others_still_arrive(world: World
     for port in range(19003, 19009):
         assert by_port[port]["status"] is None
 
-    rc, text, err, _ = _poll(world, usage, "--lang", "en", "--connect-timeout-s", "3")
+    rc, text, err, _ = _poll(world, usage, "--lang", "en", "--connect-timeout", "3s")
     assert "PWNED" not in text and "EVIL" not in text and "1e309" not in text
     assert all(c == "\n" or c >= " " for c in text)
     assert text.count("five windows: unknown (not 0)") == 6
@@ -360,6 +362,130 @@ def test_a_stolen_bot_key_only_runs_the_status(world: World) -> None:
     assert p.returncode == 0
     assert json.loads(p.stdout)["schema"] == 1
     assert not marker.exists()
+
+
+# ---- the zone rule through the forced command -----------------------------------------------
+# The forced command passes no --tz, and its environment is the one sshd builds for the session
+# (not sshd's own): VLLM_LEDGER_TZ reaches it only through sshd_config's SetEnv (or an
+# authorized_keys environment= option with PermitUserEnvironment). The root's zone file
+# (ROOT/zone, written when the ledger was switched on) needs neither.
+ZONE_CANDIDATES = (
+    "Asia/Tokyo",
+    "UTC",
+    "America/New_York",
+    "Asia/Kolkata",
+    "Pacific/Auckland",
+    "America/Los_Angeles",
+    "Europe/Moscow",
+)
+
+
+def _midnight(ts: float, zone: str) -> int:
+    d = datetime.fromtimestamp(ts, ZoneInfo(zone))
+    return int(datetime(d.year, d.month, d.day, tzinfo=ZoneInfo(zone)).timestamp())
+
+
+def _zones_with_distinct_midnights(now: float, first: str, count: int) -> list[str]:
+    """``first`` and more zones whose "today" starts at a different instant at ``now``."""
+    zones = [first]
+    for z in ZONE_CANDIDATES:
+        starts = {_midnight(now, x) for x in zones}
+        if len(zones) < count and _midnight(now, z) not in starts:
+            zones.append(z)
+    assert len(zones) == count
+    return zones
+
+
+def _status_over_ssh(config: Path, alias: str) -> dict:
+    p = subprocess.run(
+        ["ssh", "-F", str(config), "-o", "BatchMode=yes", "--", alias],
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.e2e
+def test_status_over_sshd_takes_the_zone_from_the_root_or_sshd_setenv(world: World) -> None:
+    base = world.marker_dir / "zoned"
+    base.mkdir()
+    ledger = base / "usage"
+    default, in_file, in_env = _zones_with_distinct_midnights(NOW, "Asia/Shanghai", 3)
+    # One event just after each zone's midnight (where that is already past): each zone's
+    # "today" holds a different set of them.
+    events = [
+        (float(_midnight(NOW, z) + 1), 0, n, 1, 0, ())
+        for z, n in ((default, 1), (in_file, 10), (in_env, 100))
+        if _midnight(NOW, z) + 1 < NOW - 1
+    ]
+    write_instance_ledger(ledger, 19021, events, run_id="run-z", host_name="host-z")
+    key = keygen(base / "key", "zoned")
+    rc, line, err = run_cli(
+        "ssh-key-line", "--code-dir", str(REPO), "--data-dir", str(ledger), f"{key}.pub"
+    )
+    assert rc == 0, err
+    with world.sshd.authorized_keys.open("a") as f:  # read again at each login
+        f.write(line)
+    known = world.sshd.known_hosts(base / "known_hosts")
+    config = world.sshd.client_config(
+        base / "ssh_config", [ClientHost("inst-zoned", world.sshd.port, key, known)]
+    )
+
+    def check(doc: dict, zone: str, source: str) -> tuple[int, int]:
+        today = doc["windows"]["today"]
+        assert (doc["tz"], doc["tz_source"]) == (zone, source)
+        assert today["start"] == _midnight(doc["cutoff"], zone)  # "today" cut in that zone
+        offset = datetime.fromtimestamp(doc["cutoff"], ZoneInfo(zone)).utcoffset()
+        assert offset is not None and doc["tz_offset"] == int(offset.total_seconds())
+        want = sum(e[2] for e in events if today["start"] <= e[0] < today["cutoff"])
+        assert today["input"] == want
+        return today["start"], today["input"]
+
+    seen = [check(_status_over_ssh(config, "inst-zoned"), default, "default")]
+    (ledger / "zone").write_text(f"{in_file}\n")  # as the plugin writes it (render --usage --tz)
+    seen.append(check(_status_over_ssh(config, "inst-zoned"), in_file, "root"))
+
+    # The bot prints what the remote said: poll --json carries the parsed tz and tz_source.
+    cfg = base / "notify.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                "usage": {
+                    "19021": {
+                        "target": "inst-zoned",
+                        "code_dir": str(REPO),
+                        "data_dir": str(ledger),
+                    }
+                }
+            }
+        )
+    )
+    rc, out, err = run_cli(
+        "poll", "--config", str(cfg), "--once", "--json", "--ssh-config", str(config)
+    )
+    assert rc == 0, err
+    status = json.loads(out)["instances"][0]["status"]
+    assert (status["tz"], status["tz_source"]) == (in_file, "root")
+
+    # VLLM_LEDGER_TZ set for the session by sshd (SetEnv) beats the root's file.
+    env_sshd = Sshd(base / "sshd-env")
+    with env_sshd.config.open("a") as f:
+        f.write(f"SetEnv VLLM_LEDGER_TZ={in_env}\n")
+    env_sshd.authorize([line])
+    env_known = env_sshd.known_hosts(base / "known_hosts.env")
+    env_config = env_sshd.client_config(
+        base / "ssh_config.env", [ClientHost("inst-zoned-env", env_sshd.port, key, env_known)]
+    )
+    env_sshd.start()
+    try:
+        seen.append(check(_status_over_ssh(env_config, "inst-zoned-env"), in_env, "VLLM_LEDGER_TZ"))
+    finally:
+        env_sshd.stop()
+    # Each level changed "today": three different starts, three different figures.
+    assert len({s for s, _ in seen}) == 3
+    assert len({n for _, n in seen}) == len(seen) or len(events) < 3
 
 
 def test_capped_run_kills_the_whole_group_on_overflow_and_deadline(tmp_path: Path) -> None:

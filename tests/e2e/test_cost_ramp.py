@@ -122,7 +122,7 @@ def test_ramp_three_steps_agree_with_the_servers_counters(
     out_dir = tmp_path / "ramp"
     code, out, err = run_cli(
         "ramp", "--url", server.url, "--model", "tiny", "--concurrency", "1,2,4",
-        "--duration", "3", "--max-tokens", "16", "--out", str(out_dir),
+        "--duration", "3", "--max-tokens", "16", "--output", str(out_dir),
     )  # fmt: skip
     assert code == 0, err
     for c in (1, 2, 4):
@@ -184,7 +184,7 @@ def _line_pixels(img: Image.Image) -> dict[str, int]:
 def test_advise_live_on_cpu_says_what_it_cannot_judge(served: tuple[VllmServer, Path]) -> None:
     server, _root = served
     code, out, err = run_cli(
-        "advise", "--metrics-url", server.url + "/metrics", "--sample-seconds", "2", "--json"
+        "advise", "--metrics-url", server.url + "/metrics", "--sample-for", "2s", "--json"
     )
     assert code == 0, err
     doc = json.loads(out)

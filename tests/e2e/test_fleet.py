@@ -96,7 +96,7 @@ def exporters(tmp_path: Path) -> Iterator[Callable[[Path], tuple[int, subprocess
         p = subprocess.Popen(
             [
                 *(sys.executable, "-m", "vllm_ledger", "exporter", "--root", str(root)),
-                *("--port", str(port), "--tz", "UTC", "--no-gpu"),
+                *("--listen", f"127.0.0.1:{port}", "--tz", "UTC", "--no-gpu"),
             ],
             env=dict(os.environ, PYTHONPATH=str(REPO)),
             stdout=log,

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "declare_stop",
         "record that an instance was stopped on purpose: the report shows that time as declared",
     ),
+    "doctor": ("doctor", "after an upgrade: stats interface, /metrics agreement, writers, storage"),
     "export": (
         "export",
         "rows of hour or day x model x instance with coverage, as CSV or JSON lines (billing)",
@@ -47,12 +48,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "observability",
         "write prometheus.yml, alert rules, alertmanager.yml, a Grafana dashboard and compose.yaml",
     ),
+    "notifier": ("notifier", "run the chat bot: status replies, health and alerts, sent once"),
     "poll": ("poll", "ask every configured host for its status over SSH and print the bot's reply"),
+    "preflight": ("preflight", "check a host before launch: GPU, CPU, RAM, disk, port, clock"),
     "ramp": (
         "ramp",
         "drive an OpenAI-compatible server at rising concurrency; chart throughput, TTFT, KV",
     ),
-    "render": ("render", "write a vLLM launch script (docker run or vllm serve) from a host file"),
+    "render": (
+        "render",
+        "write a vLLM launch script, systemd unit or compose file from a host file",
+    ),
     "report": ("report", "sum every ledger into today / 24h / 3d / 7d / total, with coverage"),
     "ssh-key-line": (
         "ssh_key_line",

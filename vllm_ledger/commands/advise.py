@@ -1,27 +1,47 @@
-"""vllm-ledger advise: walk the write-up's capacity decision table over live readings."""
+"""vllm-ledger advise: walk the capacity decision table (docs/cost-and-capacity.md) over live
+readings."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from vllm_ledger.commands._common import input_file, number, seconds, url
-from vllm_ledger.errors import BadArgument
-from vllm_ledger.formats.advise import render_json, render_text
+from vllm_ledger.commands._common import (
+    add_renamed_duration,
+    duration,
+    format_duration,
+    input_file,
+    number,
+    url,
+)
+from vllm_ledger.errors import BadArgument, RemoteError
+from vllm_ledger.formats.advise import (
+    flags_line,
+    render_baseline_json,
+    render_baseline_text,
+    render_json,
+    render_text,
+)
 from vllm_ledger.plan.advise import Thresholds, advise, take_readings
+from vllm_ledger.plan.baseline import derive, read_baseline
 
 NAME = "advise"
 HELP = "read KV cache, queue, GPU, TTFT, power and throughput; say which capacity rule is met"
 EPILOG = """example:
   vllm-ledger advise --metrics-url http://127.0.0.1:8000/metrics \\
-      --gpu-metrics-url http://127.0.0.1:9400/metrics --sample-seconds 30
-  vllm-ledger advise --prometheus http://127.0.0.1:9090 --range 1800
-  vllm-ledger advise --snapshot m0.txt --snapshot m1.txt --snapshot m2.txt --interval 15
+      --gpu-metrics-url http://127.0.0.1:9400/metrics --sample-for 30s
+  vllm-ledger advise --prometheus http://127.0.0.1:9090 --range 30m
+  vllm-ledger advise --snapshot m0.txt --snapshot m1.txt --snapshot m2.txt --interval 15s
+  vllm-ledger advise --baseline 3d --prometheus http://127.0.0.1:9090
+  vllm-ledger observability ./monitoring $(vllm-ledger advise --baseline 3d \\
+      --prometheus http://127.0.0.1:9090 --emit-flags | cut -d' ' -f3-)
+The rules, their thresholds and the actions, and how a baseline's thresholds are derived:
+docs/cost-and-capacity.md.
 """
 
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
-MAX_SAMPLES = 3600  # --sample-seconds / --interval: snapshots held in memory at once
+MAX_SAMPLES = 3600  # --sample-for / --interval: snapshots held in memory at once
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -43,7 +63,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         action="append",
         type=input_file("--snapshot", "m0.txt", max_bytes=MAX_SNAPSHOT_BYTES),
         metavar="FILE",
-        help="recorded /metrics texts taken --interval seconds apart, oldest first "
+        help="recorded /metrics texts taken --interval apart, oldest first "
         "(repeat, at least twice; GPU lines may be appended to each)",
     )
     p.add_argument(
@@ -55,26 +75,28 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="also sample this /metrics for GPU readings (DCGM exporter or "
         "`vllm-ledger exporter`; repeatable)",
     )
+    sample = duration("--sample-for", 1, 3600, "30s")
     p.add_argument(
-        "--sample-seconds",
-        type=seconds("--sample-seconds", 1, 3600, "30"),
+        "--sample-for",
+        type=sample,
         default=10.0,
-        metavar="S",
-        help="how long to sample --metrics-url (default 10)",
+        metavar="DURATION",
+        help="how long to sample --metrics-url (default 10s)",
     )
+    add_renamed_duration(p, "--sample-seconds", "--sample-for", dest="sample_for", like=sample)
     p.add_argument(
         "--interval",
-        type=seconds("--interval", 0.1, 3600, "15"),
+        type=duration("--interval", 0.1, 3600, "15s"),
         default=1.0,
-        metavar="S",
-        help="seconds between samples (default 1)",
+        metavar="DURATION",
+        help="time between samples, and between the --snapshot files (default 1s)",
     )
     p.add_argument(
         "--range",
-        type=seconds("--range", 5, 30 * 86400, "1800"),
+        type=duration("--range", 5, 30 * 86400, "30m"),
         default=600.0,
-        metavar="S",
-        help="seconds of Prometheus history to read (default 600)",
+        metavar="DURATION",
+        help="how much Prometheus history to read (default 10m)",
     )
     p.add_argument(
         "--power-limit-watts",
@@ -84,26 +106,70 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--ttft-p99-seconds",
-        type=seconds("--ttft-p99-seconds", 0, 600, "3", lo_open=True),
+        type=duration("--ttft-p99-seconds", 0, 600, "3", lo_open=True),
         default=Thresholds.ttft_p99_seconds,
-        metavar="S",
-        help="TTFT P99 above this is high (default 3, the write-up's alert)",
+        metavar="DURATION",
+        help="TTFT P99 above this is high (default 3s, the TTFT alert of docs/observability.md)",
+    )
+    p.add_argument(
+        "--baseline",
+        type=duration("--baseline", 3600, 90 * 86400, "3d"),
+        metavar="DURATION",
+        help="instead of the rules: read this much history from --prometheus (TTFT P99, "
+        "KV-cache and queue P99 per server) and print alert thresholds derived from it",
+    )
+    p.add_argument(
+        "--emit-flags",
+        action="store_true",
+        help="with --baseline: print only the `vllm-ledger observability` flags",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.metrics_url and args.sample_seconds / args.interval > MAX_SAMPLES:
+def _baseline(args: argparse.Namespace) -> int:
+    if args.prometheus is None:
         raise BadArgument(
-            f"--sample-seconds {args.sample_seconds:g} at --interval {args.interval:g} is more "
-            f"than {MAX_SAMPLES} samples: use a larger --interval, e.g. --interval 1"
+            "--baseline reads history from a Prometheus: add --prometheus URL, "
+            "e.g. --prometheus http://127.0.0.1:9090"
+        )
+    if args.emit_flags and args.json:
+        raise BadArgument("give --emit-flags or --json, not both")
+    base = read_baseline(args.prometheus, args.baseline)
+    if not base.groups:
+        raise RemoteError(
+            f"Prometheus at {args.prometheus} has no vLLM TTFT, KV-cache or queue series over "
+            f"the last {format_duration(args.baseline)}: check that it scrapes vLLM and has kept "
+            "that much history (--storage.tsdb.retention.time)",
+            args.prometheus,
+        )
+    thresholds = derive(base)
+    if args.emit_flags:
+        out = flags_line(thresholds) + "\n"
+    elif args.json:
+        out = render_baseline_json(base, thresholds)
+    else:
+        out = render_baseline_text(base, thresholds)
+    sys.stdout.write(out)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.baseline is not None:
+        return _baseline(args)
+    if args.emit_flags:
+        raise BadArgument("--emit-flags prints a baseline's thresholds: add --baseline 3d")
+    if args.metrics_url and args.sample_for / args.interval > MAX_SAMPLES:
+        raise BadArgument(
+            f"--sample-for {format_duration(args.sample_for)} at --interval "
+            f"{format_duration(args.interval)} is more than {MAX_SAMPLES} samples: use a larger "
+            "--interval, e.g. --interval 1s"
         )
     readings = take_readings(
         snapshots=args.snapshot or (),
         metrics_url=args.metrics_url,
         prometheus_url=args.prometheus,
         gpu_metrics_urls=args.gpu_metrics_url,
-        sample_seconds=args.sample_seconds,
+        sample_seconds=args.sample_for,
         interval_s=args.interval,
         range_s=args.range,
         power_limit_watts=args.power_limit_watts,

@@ -3,24 +3,41 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
+from vllm_ledger.commands._common import add_output_folder, output_folder, tz_name
 from vllm_ledger.deploy.bundle import bundle
 
 NAME = "bundle"
 HELP = "write a plugin folder that PYTHONPATH=DIR vllm serve loads without pip"
 EPILOG = """example:
-  vllm-ledger bundle /srv/artifacts/usage/plugin
+  vllm-ledger bundle --output /srv/artifacts/usage/plugin
   PYTHONPATH=/srv/artifacts/usage/plugin VLLM_LEDGER_DIR=/srv/artifacts/usage vllm serve MODEL
+  vllm-ledger bundle --tz Europe/Berlin --output /srv/artifacts/usage/plugin
 """
 
 
+def _folder(_flag: str) -> Callable[[str], Path]:
+    return Path  # the bundle checks the folder itself (and replaces only a bundle)
+
+
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", type=Path, metavar="DIR", help="folder to write (replaced if a bundle)")
+    add_output_folder(p, _folder, help="folder to write (replaced if a bundle)")
+    p.add_argument(
+        "--tz",
+        type=tz_name(),
+        metavar="ZONE",
+        help="record this zone in the bundle: the plugin writes it to ROOT/zone on its first "
+        "start, and readers then cut 'today' in it ($VLLM_LEDGER_TZ in vLLM's environment wins)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    files = bundle(args.dir)
-    print(f"wrote {len(files)} files to {args.dir}")
-    print(f"enable with: PYTHONPATH={args.dir} VLLM_LEDGER_DIR=/path/to/ledgers vllm serve ...")
+    folder = output_folder(args)
+    files = bundle(folder, tz=args.tz)
+    print(f"wrote {len(files)} files to {folder}")
+    if args.tz is not None:
+        print(f"the plugin records the zone {args.tz} in the ledger root (ROOT/zone) at start")
+    print(f"enable with: PYTHONPATH={folder} VLLM_LEDGER_DIR=/path/to/ledgers vllm serve ...")
     return 0

@@ -5,21 +5,30 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from vllm_ledger.commands._common import (
     add_roots,
     add_time,
+    deprecate,
     input_file,
     number,
     roots_of,
     text,
     url,
+    zone_of,
 )
-from vllm_ledger.formats.cost import render_json, render_text
-from vllm_ledger.plan.cost import compute
-from vllm_ledger.plan.prices import SETTINGS, load_prices
+from vllm_ledger.errors import BadArgument
+from vllm_ledger.formats.cost import (
+    render_json,
+    render_plan_json,
+    render_plan_text,
+    render_text,
+)
+from vllm_ledger.plan.cost import PlannedLoad, compute
+from vllm_ledger.plan.prices import MAX_CONFIG_BYTES, SETTINGS, config_format, load_prices
 from vllm_ledger.plan.usage import measure
-from vllm_ledger.read.windows import WINDOW_NAMES
+from vllm_ledger.read.periods import PERIOD_NAMES
 
 NAME = "cost"
 HELP = "cost per million tokens (allocation and usage bases) and the break-even vs a cloud API"
@@ -28,20 +37,50 @@ EPILOG = """example:
       --electricity-price 1 --hardware-price 20000 --lifetime-years 3 --ops-per-hour 0.1 \\
       --cloud-input-price 0.8 --cloud-output-price 2 --cloud-cached-price 0.2
 
-config file (YAML; flags override it):
-  electricity_price: 1.0      # per kWh
-  hardware_price: 20000
-  lifetime_years: 3
-  ops_per_hour: 0.1
-  power_watts: 475            # or prometheus: http://127.0.0.1:9090
-  cloud_input_price: 0.8      # per million tokens
-  cloud_output_price: 2.0
-  cloud_cached_price: 0.2
-  currency: CNY
+  vllm-ledger cost --root /srv/artifacts/usage --window last-month --config prices.toml
+
+  # before buying: a planned load, no ledger (the write-up's worked example)
+  vllm-ledger cost --tokens-per-day 50.4M --power-watts 475 --electricity-price 1 \\
+      --hardware-price 20000 --lifetime-years 3 --ops-per-hour 0.1 \\
+      --cloud-input-price 1.5 --cloud-output-price 1.5
+
+config file, prices.toml (or the same keys in prices.json; flags override it):
+  electricity_price = 1.0      # per kWh
+  hardware_price = 20000
+  lifetime_years = 3
+  ops_per_hour = 0.1
+  power_watts = 475            # or prometheus = "http://127.0.0.1:9090"
+  cloud_input_price = 0.8      # per million tokens
+  cloud_output_price = 2.0
+  cloud_cached_price = 0.2
+  currency = "CNY"
+A YAML file (.yaml) is still read until the next release; TOML needs Python 3.11 or later.
 """
 
 
-MAX_CONFIG_BYTES = 1024 * 1024
+TOKEN_SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+MAX_TOKENS_PER_DAY = 1e15
+
+
+def _tokens_per_day(text: str) -> int:
+    """``--tokens-per-day``: a whole number of tokens, with an optional k, M or G suffix."""
+    scale = TOKEN_SUFFIXES.get(text[-1:], 1.0)
+    digits = text[:-1] if scale != 1.0 else text
+    parse = number(
+        "--tokens-per-day", 0, MAX_TOKENS_PER_DAY / scale, "50.4M", unit="tokens", lo_open=True
+    )
+    x = parse(digits) * scale
+    n = round(x)
+    if abs(x - n) > 1e-6 * max(1.0, x) or n < 1:
+        raise BadArgument(
+            f"--tokens-per-day {text!r} is not a whole number of tokens: e.g. "
+            "--tokens-per-day 50.4M (50,400,000)"
+        )
+    return n
+
+
+def _share(flag: str, example: str, *, lo_open: bool = False) -> Callable[[str], float]:
+    return number(flag, 0, 1, example, unit="a fraction", lo_open=lo_open, fraction=True)
 
 
 def _price(flag: str, example: str, hi: float = 1e9) -> Callable[[str], float]:
@@ -49,10 +88,35 @@ def _price(flag: str, example: str, hi: float = 1e9) -> Callable[[str], float]:
     return number(flag, 0, hi, example, unit="a price")
 
 
+class _PricesFile(argparse.Action):
+    """``--config``: a .json or .toml file; a .yaml one is still read, with a deprecation note."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        if config_format(values) == "yaml":
+            deprecate(
+                namespace,
+                "a YAML --config",
+                "the same keys in TOML or JSON, e.g. --config prices.toml",
+            )
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
     add_time(p)
-    p.add_argument("--window", default="7d", choices=WINDOW_NAMES, help="the period (default 7d)")
+    p.add_argument(
+        "--window",
+        default=None,
+        choices=PERIOD_NAMES,
+        metavar="NAME",
+        help="the period: " + ", ".join(PERIOD_NAMES) + " (default 7d)",
+    )
     power = p.add_mutually_exclusive_group()
     power.add_argument(
         "--power-watts",
@@ -116,24 +180,93 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--config",
-        type=input_file("--config", "prices.yaml", max_bytes=MAX_CONFIG_BYTES),
+        type=input_file("--config", "prices.toml", max_bytes=MAX_CONFIG_BYTES),
+        action=_PricesFile,
         metavar="FILE",
-        help="YAML file with the prices",
+        help="a JSON or TOML file with the prices (.json, .toml; the keys are the flags' names "
+        "with underscores)",
+    )
+    plan = p.add_argument_group(
+        "a planned load, with no ledger (docs/cost-and-capacity.md, 'Planning')"
+    )
+    plan.add_argument(
+        "--tokens-per-day",
+        type=_tokens_per_day,
+        metavar="N",
+        help="cost this many tokens a day (input + output; 50.4M, 2e6, 800k) instead of a "
+        "ledger window: no --root, needs --power-watts",
+    )
+    plan.add_argument(
+        "--input-share",
+        type=_share("--input-share", "0.75"),
+        metavar="F",
+        help="with --tokens-per-day: the part that is input (prompt) tokens (default 0)",
+    )
+    plan.add_argument(
+        "--cached-share",
+        type=_share("--cached-share", "0.3"),
+        metavar="F",
+        help="with --tokens-per-day: the part of the input tokens that hit the prefix cache "
+        "(default 0)",
+    )
+    plan.add_argument(
+        "--busy-share",
+        type=_share("--busy-share", "0.5", lo_open=True),
+        metavar="F",
+        help="with --tokens-per-day: the part of the day the machine generates; the usage "
+        "basis charges electricity for it (default 1: all day)",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-def run(args: argparse.Namespace) -> int:
+PLAN_ONLY = ("input_share", "cached_share", "busy_share")
+LEDGER_ONLY = {"root": "--root", "window": "--window", "at": "--at", "tz": "--tz"}
+
+
+def _plan(args: argparse.Namespace) -> int:
+    for dest, flag in LEDGER_ONLY.items():
+        if getattr(args, dest) is not None:
+            raise BadArgument(f"--tokens-per-day costs a planned day, not a ledger: drop {flag}")
     s = load_prices(args.config, {key: getattr(args, key) for key in SETTINGS})
+    if s.power_watts is None:
+        raise BadArgument(
+            "--tokens-per-day needs the machine's power under load: add --power-watts W, "
+            "e.g. --power-watts 475"
+        )
+    plan = PlannedLoad(
+        args.tokens_per_day,
+        input_share=args.input_share or 0.0,
+        cached_share=args.cached_share or 0.0,
+        busy_share=1.0 if args.busy_share is None else args.busy_share,
+    )
+    if plan.input_share >= 1:
+        raise BadArgument("--input-share 1 leaves no output tokens: give it below 1, e.g. 0.75")
+    cost = compute(plan.usage(s.power_watts), s.prices, s.cloud)
+    out = render_plan_json(plan, cost) if args.json else render_plan_text(plan, cost)
+    sys.stdout.write(out)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.tokens_per_day is not None:
+        return _plan(args)
+    given = [d for d in PLAN_ONLY if getattr(args, d) is not None]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise BadArgument(f"{flag} describes a planned load: add --tokens-per-day N")
+    args.window = args.window or "7d"
+    s = load_prices(args.config, {key: getattr(args, key) for key in SETTINGS})
+    roots = roots_of(args)
+    tz = zone_of(args, roots).name
     measured = measure(
-        roots_of(args),
+        roots,
         args.window,
         power_watts=s.power_watts,
         prometheus_url=s.prometheus_url,
         at_ts=args.at,
-        tz=args.tz,
+        tz=tz,
     )
     cost = compute(measured.usage, s.prices, s.cloud)
-    out = render_json(measured, cost) if args.json else render_text(measured, cost, args.tz)
+    out = render_json(measured, cost) if args.json else render_text(measured, cost, tz)
     sys.stdout.write(out)
     return 0

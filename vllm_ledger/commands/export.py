@@ -11,7 +11,14 @@ from collections.abc import Callable, Iterable
 from typing import IO
 from zoneinfo import ZoneInfo
 
-from vllm_ledger.commands._common import add_roots, add_tz, output_file, parse_at, roots_of
+from vllm_ledger.commands._common import (
+    add_roots,
+    add_tz,
+    output_file,
+    parse_at,
+    roots_of,
+    zone_of,
+)
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.outfile import writing
@@ -84,7 +91,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int:
     roots = roots_of(args)
-    zone = resolve_tz(args.tz)
+    zone = resolve_tz(zone_of(args, roots).name)
     if args.until is not None and args.until <= args.since:
         raise BadArgument("--until must be after --since, e.g. --since 2026-11-01T00:00:00+08:00")
     with LedgerSet.read(roots, clock=clock) as ls:

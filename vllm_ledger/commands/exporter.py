@@ -4,35 +4,78 @@ from __future__ import annotations
 
 import argparse
 
-from vllm_ledger.commands._common import add_roots, add_tz, port, roots_of, text
+from vllm_ledger.commands._common import (
+    Address,
+    add_renamed,
+    add_roots,
+    add_tz,
+    listen,
+    port,
+    roots_of,
+    text,
+    zone_of,
+)
+from vllm_ledger.errors import BadArgument
 from vllm_ledger.observe.exporter import serve
 
 NAME = "exporter"
 HELP = "serve restart-proof token counters, windows, coverage and GPU readings on /metrics"
 EPILOG = """example:
-  vllm-ledger exporter --root /srv/artifacts/usage --port 9464 --host 0.0.0.0
+  vllm-ledger exporter --root /srv/artifacts/usage --listen 0.0.0.0:9464
   curl -s http://127.0.0.1:9464/metrics | grep '^vllm_ledger_generation_tokens_total'
 """
+
+DEFAULT_LISTEN = "127.0.0.1:9464"
+
+
+def _with_port(host: str) -> str:
+    return f"{host}:{DEFAULT_LISTEN.rpartition(':')[2]}"
+
+
+def _on_host(port_: int) -> str:
+    return f"{DEFAULT_LISTEN.rpartition(':')[0]}:{port_}"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
     p.add_argument(
-        "--port",
-        type=port("--port", "9464", zero=True),
-        default=9464,
-        help="port to listen on (default 9464)",
+        "--listen",
+        type=listen("--listen", DEFAULT_LISTEN),
+        metavar="HOST:PORT",
+        help=f"address to listen on (default {DEFAULT_LISTEN}; 0.0.0.0:9464 for a remote "
+        "Prometheus; port 0: any free port)",
     )
-    p.add_argument(
-        "--host",
-        type=text("--host", "0.0.0.0"),
-        default="127.0.0.1",
-        help="address to listen on (default 127.0.0.1; 0.0.0.0 for a remote Prometheus)",
+    add_renamed(
+        p, "--host", "--listen", dest="host", type=text("--host", "0.0.0.0"), show=_with_port
+    )
+    add_renamed(
+        p, "--port", "--listen", dest="port", type=port("--port", "9464", zero=True), show=_on_host
     )
     add_tz(p, "the 'today' window")
     p.add_argument("--no-gpu", action="store_true", help="do not read GPUs through NVML")
 
 
+def address_of(args: argparse.Namespace) -> Address:
+    """Where to listen: ``--listen``, or the deprecated ``--host``/``--port`` over the default."""
+    host, port_ = getattr(args, "host", None), getattr(args, "port", None)
+    if args.listen is not None:
+        if host is not None or port_ is not None:
+            raise BadArgument("--listen and --host/--port: give --listen HOST:PORT alone")
+        return args.listen
+    default_host, default_port = listen()(DEFAULT_LISTEN)
+    return (default_host if host is None else host, default_port if port_ is None else int(port_))
+
+
 def run(args: argparse.Namespace) -> int:
-    serve(roots_of(args), host=args.host, port=args.port, tz=args.tz, gpu=not args.no_gpu)
+    host, port_ = address_of(args)
+    roots = roots_of(args)
+    zone = zone_of(args, roots)  # once, at start: a zone file written later needs a restart
+    serve(
+        roots,
+        host=host,
+        port=port_,
+        tz=zone.name,
+        tz_origin=zone.origin,
+        gpu=not args.no_gpu,
+    )
     return 0

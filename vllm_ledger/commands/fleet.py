@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import seconds, text, url
+from vllm_ledger.commands._common import duration, format_duration, text, url
 from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, read_fleet, render_json, render_text
 
 NAME = "fleet"
 HELP = "every host's exporter windows from Prometheus: per host, per model, fleet total"
 EPILOG = """example:
   vllm-ledger fleet --prometheus http://prometheus.lan:9090
-  vllm-ledger fleet --prometheus http://victoria.lan:8428 --job vllm-ledger --stale-after 60 --json
+  vllm-ledger fleet --prometheus http://victoria.lan:8428 --job vllm-ledger --stale-after 1m --json
 
 exit status: 0 when every window of the fleet is complete, 1 when a host is missing, stale,
 failing or incomplete (the hosts are named), 2 on an error.
@@ -35,18 +35,20 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--stale-after",
-        type=seconds("--stale-after", 1, 86400, "60"),
+        type=duration("--stale-after", 1, 86400, "1m"),
         default=STALE_AFTER_S,
-        metavar="S",
-        help=f"a host whose newest sample is older is stale (default {STALE_AFTER_S:g}; "
+        metavar="DURATION",
+        help=f"a host whose newest sample is older is stale (default "
+        f"{format_duration(STALE_AFTER_S)}; "
         "give 2 x the scrape interval plus the remote-write delay)",
     )
     p.add_argument(
         "--lookback",
-        type=seconds("--lookback", 60, 90 * 86400, "3600"),
+        type=duration("--lookback", 60, 90 * 86400, "1h"),
         default=LOOKBACK_S,
-        metavar="S",
-        help=f"a host seen this far back and silent now is missing (default {LOOKBACK_S:g})",
+        metavar="DURATION",
+        help="a host seen this far back and silent now is missing "
+        f"(default {format_duration(LOOKBACK_S)})",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
 

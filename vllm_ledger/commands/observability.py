@@ -7,7 +7,15 @@ import re
 import sys
 from collections.abc import Callable
 
-from vllm_ledger.commands._common import number, output_dir, seconds, url
+from vllm_ledger.commands._common import (
+    add_output_folder,
+    duration,
+    format_duration,
+    number,
+    output_dir,
+    output_folder,
+    url,
+)
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.observe.alerts import (
     ALERT_SETS,
@@ -36,7 +44,7 @@ from vllm_ledger.outfile import check_target as check_output
 NAME = "observability"
 HELP = "write prometheus.yml, alert rules, alertmanager.yml, a Grafana dashboard and compose.yaml"
 EPILOG = f"""example:
-  vllm-ledger observability ./monitoring --vllm 192.168.1.10:8000=gpu1:8000 \\
+  vllm-ledger observability --output ./monitoring --vllm 192.168.1.10:8000=gpu1:8000 \\
       --exporter 192.168.1.10:9464=gpu1:9464 --webhook-url http://192.168.1.5:9095/alerts
   cd monitoring && docker compose up -d   # Grafana on http://HOST:{GRAFANA_PORT}
 
@@ -51,30 +59,20 @@ def _fraction(flag: str, example: str) -> Callable[[str], float]:
     return number(flag, 0, 1, example, unit="a fraction", lo_open=True, fraction=True)
 
 
-_PROM_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-_PROM_PART = re.compile(r"([0-9]+)(ms|s|m|h|d|w|y)")
-
-
 def _duration(flag: str, lo_s: float, hi_s: float, example: str) -> Callable[[str], str]:
-    """A Prometheus duration (30s, 5m, 1h30m) from ``lo_s`` to ``hi_s`` seconds long."""
+    """A duration as every command takes one (30s, 5m, 1h30m, plain seconds), from ``lo_s`` to
+    ``hi_s`` seconds, written as Prometheus reads it: as given when it already is a Prometheus
+    duration, else in its units (``90`` -> ``1m30s``, ``1.5s`` -> ``1500ms``)."""
+    seconds = duration(flag, lo_s, hi_s, example)
 
     def parse(value: str) -> str:
-        wanted = f"give a Prometheus duration like {example}, e.g. {flag} {example}"
+        x = seconds(value)
+        text = value.strip()
         try:
-            if len(value) > 40:
-                raise ValueError(value)
-            check_duration(value)
+            return check_duration(text)
         except ValueError:
-            raise BadArgument(
-                f"{flag} {value[:40]!r} is not a Prometheus duration: {wanted}"
-            ) from None
-        total = sum(int(n) * _PROM_UNITS[u] for n, u in _PROM_PART.findall(value))
-        if not lo_s <= total <= hi_s:
-            raise BadArgument(
-                f"{flag} {value!r} is out of range: give {lo_s:g} s to {hi_s / 86400:g} days, "
-                f"e.g. {flag} {example}"
-            )
-        return value
+            pass
+        return check_duration(format_duration(x) if x == int(x) else f"{round(x * 1000)}ms")
 
     return parse
 
@@ -95,11 +93,11 @@ def _runbook(value: str) -> str:
 
 def configure(p: argparse.ArgumentParser) -> None:
     d = Thresholds()
-    p.add_argument(
-        "out_dir",
-        type=output_dir("OUT_DIR", "./monitoring", ()),
+    add_output_folder(
+        p,
+        lambda flag: output_dir(flag, "./monitoring", ()),
         metavar="OUT_DIR",
-        help="folder to write the stack to",
+        help="folder to write the stack to (each file a regular file, replaced whole)",
     )
     p.add_argument(
         "--vllm",
@@ -136,15 +134,15 @@ def configure(p: argparse.ArgumentParser) -> None:
         type=url("--webhook-url", "http://192.168.1.5:9095/alerts"),
         default=PLACEHOLDER_WEBHOOK,
         metavar="URL",
-        help="where Alertmanager posts alerts: the notifier's webhook (default a placeholder "
-        f"that never resolves, {PLACEHOLDER_WEBHOOK})",
+        help="where Alertmanager posts alerts: the notifier's webhook (default: the notifier's "
+        f"/alertmanager on the Docker host, {PLACEHOLDER_WEBHOOK})",
     )
     p.add_argument(
         "--alerts",
         choices=ALERT_SETS,
         default="full",
-        help=f"minimal: the write-up's three ({', '.join(MINIMAL)}); full: every rule "
-        "(default full)",
+        help=f"minimal: the three to start with ({', '.join(MINIMAL)}); full: every rule "
+        "(default full; docs/observability.md says what each means)",
     )
     p.add_argument(
         "--runbook-url",
@@ -169,7 +167,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="Prometheus scrape and rule interval (default 15s)",
     )
-    a = p.add_argument_group("alert thresholds (defaults from the write-up)")
+    a = p.add_argument_group("alert thresholds (defaults: docs/observability.md, the alerts)")
     a.add_argument(
         "--kv-cache-threshold",
         type=_fraction("--kv-cache-threshold", "0.90"),
@@ -186,9 +184,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     a.add_argument(
         "--ttft-p99-seconds",
-        type=seconds("--ttft-p99-seconds", 0, 600, "3", lo_open=True),
+        type=duration("--ttft-p99-seconds", 0, 600, "3", lo_open=True),
         default=d.ttft_p99_seconds,
-        metavar="S",
+        metavar="DURATION",
         help=f"TTFT P99 that trips (default {d.ttft_p99_seconds:g})",
     )
     a.add_argument(
@@ -263,9 +261,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     a.add_argument(
         "--ledger-uncovered-seconds",
-        type=seconds("--ledger-uncovered-seconds", 0, WEEK_S, "60"),
+        type=duration("--ledger-uncovered-seconds", 0, WEEK_S, "60"),
         default=d.ledger_uncovered_seconds,
-        metavar="S",
+        metavar="DURATION",
         help=f"newly uncovered ledger seconds that trip (default {d.ledger_uncovered_seconds:g})",
     )
     a.add_argument(
@@ -325,10 +323,11 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
 
 def run(args: argparse.Namespace) -> int:
     spec = spec_of(args)
+    out_dir = output_folder(args, "OUT_DIR")
     for rel in documents(spec):  # each file only ever a regular one (a FIFO would hang us)
-        if (args.out_dir / rel).parent.is_dir():
-            check_output(args.out_dir / rel, flag="OUT_DIR", example="OUT_DIR ./monitoring")
-    written = write_stack(args.out_dir, spec)
+        if (out_dir / rel).parent.is_dir():
+            check_output(out_dir / rel, flag="--output", example="--output ./monitoring")
+    written = write_stack(out_dir, spec)
     for path in written:
         print(path)
     targets = [a for a, _n in spec.vllm_targets] + [spec.exporter_target[0]]

@@ -21,7 +21,12 @@ from vllm_ledger.bot.poll import (
     Poller,
 )
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, load_usage
-from vllm_ledger.commands._common import input_file, number, seconds
+from vllm_ledger.commands._common import (
+    add_renamed_duration,
+    duration,
+    format_duration,
+    input_file,
+)
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.formats.status import doc_dict
 
@@ -47,32 +52,39 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--once",
         action="store_true",
-        help="poll once and exit (default: poll every --interval-s until Ctrl-C)",
+        help="poll once and exit (default: poll every --interval until Ctrl-C)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of the message")
     p.add_argument("--lang", choices=LANGS, default="zh", help="message language (default zh)")
+    interval = duration("--interval", 1, 86400, "30s")
     p.add_argument(
-        "--interval-s",
-        type=seconds("--interval-s", 1, 86400, "30"),
+        "--interval",
+        type=interval,
         default=DEFAULT_INTERVAL_S,
-        metavar="S",
-        help=f"seconds between polls (default {DEFAULT_INTERVAL_S:g})",
+        metavar="DURATION",
+        help=f"time between polls (default {format_duration(DEFAULT_INTERVAL_S)})",
     )
+    add_renamed_duration(p, "--interval-s", "--interval", dest="interval", like=interval)
+    deadline = duration("--deadline", 0, 3600, "20s", lo_open=True)
     p.add_argument(
-        "--deadline-s",
-        type=seconds("--deadline-s", 0, 3600, "20", lo_open=True),
+        "--deadline",
+        type=deadline,
         default=DEFAULT_DEADLINE_S,
-        metavar="S",
-        help=f"hard limit per host and poll (default {DEFAULT_DEADLINE_S:g})",
+        metavar="DURATION",
+        help=f"hard limit per host and poll (default {format_duration(DEFAULT_DEADLINE_S)})",
     )
+    add_renamed_duration(p, "--deadline-s", "--deadline", dest="deadline", like=deadline)
+    connect = duration("--connect-timeout", 1, 600, "5s", integer=True)
     p.add_argument(
-        "--connect-timeout-s",
-        type=number(
-            "--connect-timeout-s", 1, 600, "5", unit="whole seconds", integer=True, seconds=True
-        ),
+        "--connect-timeout",
+        type=connect,
         default=DEFAULT_CONNECT_TIMEOUT_S,
-        metavar="S",
-        help=f"ssh ConnectTimeout (default {DEFAULT_CONNECT_TIMEOUT_S})",
+        metavar="DURATION",
+        help="ssh ConnectTimeout, whole seconds "
+        f"(default {format_duration(DEFAULT_CONNECT_TIMEOUT_S)})",
+    )
+    add_renamed_duration(
+        p, "--connect-timeout-s", "--connect-timeout", dest="connect_timeout", like=connect
     )
     p.add_argument(
         "--ssh-config",
@@ -145,9 +157,9 @@ def run(args: argparse.Namespace) -> int:
     if args.ssh_config is not None:
         options = ["-F", str(args.ssh_config.resolve())]
     fetch = Fetcher(
-        ssh_options=options, deadline_s=args.deadline_s, connect_timeout_s=args.connect_timeout_s
+        ssh_options=options, deadline_s=args.deadline, connect_timeout_s=args.connect_timeout
     )
-    poller = Poller(targets, fetch, interval_s=args.interval_s)
+    poller = Poller(targets, fetch, interval_s=args.interval)
 
     def health_now() -> dict[int, Health]:
         if args.no_health:

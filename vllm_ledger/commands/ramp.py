@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import number, output_dir, seconds, text, url
+from vllm_ledger.commands._common import add_renamed, duration, number, output_dir, text, url
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.plan.ramp import OUTPUT_NAMES, find_knee, render_table, run_ramp, write_outputs
 
@@ -13,7 +13,7 @@ NAME = "ramp"
 HELP = "drive an OpenAI-compatible server at rising concurrency; chart throughput, TTFT, KV"
 EPILOG = """example:
   vllm-ledger ramp --url http://127.0.0.1:8000 --model qwen3-8b --concurrency 1,2,4,8,16 \\
-      --duration 60 --out ramp-2026-11-29
+      --duration 1m --output ramp-2026-11-29
 """
 
 
@@ -69,10 +69,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--duration",
-        type=seconds("--duration", 0, 3600, "60", lo_open=True),
+        type=duration("--duration", 0, 3600, "1m", lo_open=True),
         default=30.0,
-        metavar="S",
-        help="seconds each step starts requests for (default 30)",
+        metavar="DURATION",
+        help="how long each step starts requests for (default 30s)",
     )
     p.add_argument(
         "--max-tokens",
@@ -89,13 +89,15 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="the server's /metrics (default URL/metrics)",
     )
     p.add_argument(
-        "--out",
-        type=output_dir("--out", "ramp-2026-11-29", OUTPUT_NAMES),
+        "--output",
+        type=output_dir("--output", "ramp-2026-11-29", OUTPUT_NAMES),
         default="ramp",  # a string: argparse checks it as it checks a given one
         metavar="DIR",
         help="where ramp.png, ramp.html, ramp.json and ramp.csv go (default ./ramp); "
         "each a regular file, replaced whole",
     )
+    out = output_dir("--out", "ramp-2026-11-29", OUTPUT_NAMES)
+    add_renamed(p, "--out", "--output", dest="output", type=out)
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         **extra,
     )
     knee = find_knee(steps)
-    paths = write_outputs(steps, knee, args.out, f"Load ramp: {args.model} at {args.url}")
+    paths = write_outputs(steps, knee, args.output, f"Load ramp: {args.model} at {args.url}")
     sys.stdout.write(render_table(steps, knee))
     sys.stdout.write("wrote " + ", ".join(str(p) for p in paths.values()) + "\n")
     return 0

@@ -4,21 +4,52 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
-from vllm_ledger.commands._common import input_file, output_file
-from vllm_ledger.deploy.host import MODES, load_host, schema_json
+from vllm_ledger.commands._common import (
+    add_roots,
+    input_file,
+    listen,
+    output_dir,
+    output_file,
+    roots_of,
+    tz_name,
+)
+from vllm_ledger.deploy.compose import compose_file
+from vllm_ledger.deploy.host import MODES, Host, load_host, schema_json
 from vllm_ledger.deploy.launch import render_script
+from vllm_ledger.deploy.tuning import (
+    WORKLOADS,
+    Calibration,
+    Workload,
+    calibration,
+    explain_text,
+    host_gpus,
+    tuning_hints,
+)
+from vllm_ledger.deploy.units import ledger_units, unit_name, vllm_unit
 from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.outfile import write_file
 
 NAME = "render"
-HELP = "write a vLLM launch script (docker run or vllm serve) from a host file"
+HELP = "write a vLLM launch script, systemd unit or compose file from a host file"
 EPILOG = """examples:
   vllm-ledger render --host local/host.json --output local/run.sh --usage
+  vllm-ledger render --host local/host.json --output local/run.sh --usage --tz Europe/Berlin
   vllm-ledger render --host local/host.json --output local/run.sh --mode bare
+  vllm-ledger render --host local/host.json --output vllm.service --mode systemd --usage
+  vllm-ledger render --host local/host.json --output compose.yaml --mode compose --usage
+  vllm-ledger render --host local/host.json --units local/units \\
+      --notifier-config /etc/vllm-ledger/notifier.json
+  vllm-ledger render --host local/host.json --explain --workload batch --root /srv/artifacts/usage
   vllm-ledger render --print-schema > host.schema.json
-The script is only written, never started: review it (git diff), then run it yourself.
+What is written is never started: review it (git diff), then run or install it yourself.
 """
+
+RENDER_MODES = (*MODES, "systemd", "compose")
+DEFAULT_EXPORTER_LISTEN = "127.0.0.1:9464"
+CALIBRATION_WINDOW = "7d"
 
 
 MAX_HOST_BYTES = 1024 * 1024
@@ -43,11 +74,52 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="switch the usage ledger on (plugin folder, ledger dir, writer count)",
     )
     p.add_argument(
-        "--mode",
-        choices=MODES,
-        help="docker (docker run of the vLLM image) or bare (vllm serve); "
-        "default: the host file's mode, else docker",
+        "--tz",
+        type=tz_name(),
+        metavar="ZONE",
+        help="with --usage: record this zone in the ledger root (VLLM_LEDGER_TZ for the plugin, "
+        "which writes ROOT/zone); readers then cut 'today' in it (default: record none, "
+        "readers use Asia/Shanghai)",
     )
+    p.add_argument(
+        "--mode",
+        choices=RENDER_MODES,
+        help="docker (docker run of the vLLM image), bare (vllm serve), systemd (a service "
+        "unit running bare mode's vllm serve) or compose (a compose.yaml service equivalent to "
+        "docker mode); default: the host file's mode, else docker",
+    )
+    p.add_argument(
+        "--units",
+        type=output_dir("--units", "units/", ()),
+        metavar="DIR",
+        help="also write systemd units for the ledger into DIR (created if missing): the "
+        "exporter's service, check's service and daily timer, and the notifier's with "
+        "--notifier-config",
+    )
+    p.add_argument(
+        "--exporter-listen",
+        type=listen("--exporter-listen", DEFAULT_EXPORTER_LISTEN),
+        metavar="HOST:PORT",
+        help=f"with --units: where the exporter listens (default: {DEFAULT_EXPORTER_LISTEN})",
+    )
+    p.add_argument(
+        "--notifier-config",
+        type=Path,
+        metavar="FILE",
+        help="with --units: also write the notifier's unit for this config (an absolute path)",
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="print tuning hints for the host file's GPUs (seed 001's rules) and, with --root, "
+        "the ledger's mean request against max_model_len; writes nothing",
+    )
+    p.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        help="with --explain: interactive (default) or batch",
+    )
+    add_roots(p)
     p.add_argument(
         "--print-schema", action="store_true", help="print the host file's JSON Schema and exit"
     )
@@ -57,22 +129,141 @@ def run(args: argparse.Namespace) -> int:
     if args.print_schema:
         sys.stdout.write(schema_json())
         return 0
-    if args.host is None or args.output is None:
-        raise BadArgument("render needs --host HOST.json and --output FILE (or --print-schema)")
+    _check_combination(args)
     host = load_host(args.host)
+    if args.explain:
+        return _explain(args, host)
     mode = args.mode or host.mode
+    if args.output is not None:
+        _write_main(args, host, mode)
+    if args.units is not None:
+        _write_units(args, host)
+    return 0
+
+
+def _check_combination(args: argparse.Namespace) -> None:
+    if args.host is None:
+        raise BadArgument("render needs --host HOST.json and --output FILE (or --print-schema)")
+    if args.explain:
+        if args.output is not None or args.units is not None:
+            raise BadArgument("--explain only prints: leave out --output and --units")
+    elif args.output is None and args.units is None:
+        raise BadArgument("render needs --output FILE, --units DIR or --explain")
+    if args.workload is not None and not args.explain:
+        raise BadArgument("--workload chooses --explain's hints: it needs --explain")
+    if args.root is not None and not args.explain:
+        raise BadArgument("--root feeds --explain's calibration: it needs --explain")
+    if args.units is None:
+        for flag, value in (
+            ("--exporter-listen", args.exporter_listen),
+            ("--notifier-config", args.notifier_config),
+        ):
+            if value is not None:
+                raise BadArgument(f"{flag} is for the ledger's units: it needs --units DIR")
+    if args.notifier_config is not None and not args.notifier_config.is_absolute():
+        raise BadArgument(
+            f"--notifier-config {args.notifier_config}: give an absolute path (the unit runs "
+            "from /), e.g. --notifier-config /etc/vllm-ledger/notifier.json"
+        )
+    if args.tz is not None and not args.usage:
+        raise BadArgument("--tz records the ledger's zone: it needs --usage")
+    if args.output is None and (args.usage or args.mode is not None):
+        raise BadArgument("--usage and --mode shape the --output file: give --output FILE")
+
+
+_RENDERERS: dict[str, Callable[..., str]] = {
+    "docker": render_script,
+    "bare": render_script,
+    "systemd": lambda host, *, mode, usage, tz: vllm_unit(host, usage=usage, tz=tz),
+    "compose": lambda host, *, mode, usage, tz: compose_file(host, usage=usage, tz=tz),
+}
+
+
+def _write_main(args: argparse.Namespace, host: Host, mode: str) -> None:
     try:
-        text = render_script(host, mode=mode, usage=args.usage)
+        text = _RENDERERS[mode](host, mode=mode, usage=args.usage, tz=args.tz)
     except ConfigError as exc:
         raise ConfigError(f"host file {args.host}: {exc}", key=exc.key) from exc
     if args.output == "-":
         sys.stdout.write(text)
-        return 0
+        return
     out = args.output
-    write_file(out, text.encode("utf-8"), flag="--output", example="--output run.sh", mode=0o755)
+    executable = mode in MODES
+    write_file(
+        out,
+        text.encode("utf-8"),
+        flag="--output",
+        example="--output run.sh" if executable else f"--output {_example(mode, host)}",
+        mode=0o755 if executable else 0o644,
+    )
     ledger = "on" if args.usage else "off"
+    if args.tz is not None:
+        ledger += f", zone {args.tz}"
+    then = {
+        "systemd": f"install it: cp {out} /etc/systemd/system/{unit_name(host)} && "
+        f"systemctl daemon-reload && systemctl enable --now {unit_name(host)}",
+        "compose": f"start it: docker compose -f {out} up -d",
+    }.get(mode, f"start it: bash {out}")
+    print(f"wrote {out} ({mode} mode, ledger {ledger}); review it, then {then}", file=sys.stderr)
+
+
+def _example(mode: str, host: Host) -> str:
+    return unit_name(host) if mode == "systemd" else "compose.yaml"
+
+
+def _write_units(args: argparse.Namespace, host: Host) -> None:
+    folder: Path = args.units
+    listen_at = args.exporter_listen or (DEFAULT_EXPORTER_LISTEN.rpartition(":")[0], 9464)
+    address = f"[{listen_at[0]}]" if ":" in listen_at[0] else listen_at[0]
+    try:
+        units = ledger_units(
+            host, listen=f"{address}:{listen_at[1]}", notifier_config=args.notifier_config
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"host file {args.host}: {exc}", key=exc.key) from exc
+    if not folder.is_dir():
+        try:
+            folder.mkdir()
+        except OSError as exc:
+            raise BadArgument(f"--units {folder}: cannot create it: {exc.strerror}") from None
+    for unit in units:
+        write_file(
+            folder / unit.name,
+            unit.text.encode("utf-8"),
+            flag="--units",
+            example="--units units/",
+        )
+    names = " ".join(u.name for u in units)
+    timers = " ".join(u.name for u in units if u.name.endswith(".timer"))
+    services = " ".join(u.name for u in units if "exporter" in u.name or "notifier" in u.name)
     print(
-        f"wrote {out} ({mode} mode, ledger {ledger}); review it, then start it: bash {out}",
+        f"wrote {len(units)} units to {folder}: {names}; review them, then install: "
+        f"cp {folder}/* /etc/systemd/system/ && systemctl daemon-reload && "
+        f"systemctl enable --now {services} {timers}",
         file=sys.stderr,
     )
+
+
+def _explain(args: argparse.Namespace, host: Host) -> int:
+    from vllm_ledger.observe.gpu import GpuReader
+
+    notes: list[str] = []
+    reader = GpuReader(say=notes.append)
+    try:
+        readings = reader.read() if host.gpus != () else []
+    finally:
+        reader.close()
+    gpus, source = host_gpus(host.gpus, readings, host.gpu_name, host.gpu_memory_gb)
+    workload: Workload = args.workload or "interactive"
+    hints = tuning_hints(gpus, workload, cpu=host.gpus == ())
+    calib = _calibration(args, host) if args.root is not None else None
+    sys.stdout.write(explain_text(hints, workload, source, calib))
     return 0
+
+
+def _calibration(args: argparse.Namespace, host: Host) -> Calibration:
+    from vllm_ledger.read.report import build_report
+
+    report = build_report(roots_of(args))
+    w = report.window(CALIBRATION_WINDOW)
+    return calibration(w.name, w.requests, w.input_tokens, w.output_tokens, host.max_model_len)

@@ -15,6 +15,7 @@ from vllm_ledger.commands._common import (
     output_file,
     parse_at,
     roots_of,
+    zone_of,
 )
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import json as json_format
@@ -93,11 +94,13 @@ def run(args: argparse.Namespace) -> int:
         raise BadArgument("--until needs --since: e.g. --since 2026-11-01T00:00:00+08:00")
     if args.json and args.csv:
         raise BadArgument("--json and --csv: choose one")
-    with LedgerSet.read(roots_of(args)) as ledgers:  # one read feeds the report and the page
+    roots = roots_of(args)
+    zone = zone_of(args, roots)
+    with LedgerSet.read(roots) as ledgers:  # one read feeds the report and the page
         report = build_report(
             ledgers,
             at_ts=args.at,
-            tz=args.tz,
+            tz=zone.name,
             by=args.by,
             instance=args.instance,
             model=args.model,
@@ -114,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         sys.stdout.write(csv_rows(report))
     else:
-        sys.stdout.write(json_format.render(report) if args.json else text_format.render(report))
+        render = json_format.render if args.json else text_format.render
+        sys.stdout.write(render(report, zone))
     return 0
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import add_filters, add_roots, add_tz, roots_of
+from vllm_ledger.bot.health import probe_local
+from vllm_ledger.commands._common import add_filters, add_roots, add_tz, roots_of, zone_of
 from vllm_ledger.formats import status as status_format
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.ports import port_rows
@@ -19,7 +20,8 @@ EPILOG = """example:
 
 This is the only command the poller runs remotely (with --root only); see
 `vllm-ledger ssh-key-line`. The document always carries the figures per API port
-("instances", at most 16), which the bot picks by node port.
+("instances", at most 16), which the bot picks by node port, and each row's
+health: this host's own GET 127.0.0.1:PORT/health (--no-health skips it).
 """
 
 
@@ -32,13 +34,22 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="add a breakdown by this key (at most 16 rows; the bot does not read it)",
     )
     add_filters(p)
+    p.add_argument(
+        "--no-health",
+        action="store_true",
+        help="do not probe 127.0.0.1:PORT/health for each port row (by default each row "
+        "carries its instance's health, within 2 s)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    with LedgerSet.read(roots_of(args)) as ledgers:  # one read: the whole and every port
+    roots = roots_of(args)
+    zone = zone_of(args, roots)  # the forced command passes no --tz: env or ROOT/zone
+    with LedgerSet.read(roots) as ledgers:  # one read: the whole and every port
         report = build_report(
-            ledgers, tz=args.tz, by=args.by, instance=args.instance, model=args.model
+            ledgers, tz=zone.name, by=args.by, instance=args.instance, model=args.model
         )
         ports = port_rows(ledgers, report)
-    sys.stdout.write(status_format.render(report, ports))
+    health = None if args.no_health else probe_local([r.port for r in ports.rows])
+    sys.stdout.write(status_format.render(report, ports, health, tz_source=zone.source))
     return 0

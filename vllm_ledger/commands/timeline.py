@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable
 
-from vllm_ledger.commands._common import add_filters, add_roots, add_time, roots_of
+from vllm_ledger.commands._common import (
+    add_filters,
+    add_roots,
+    add_time,
+    duration,
+    roots_of,
+    zone_of,
+)
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.timeline import render_csv, render_json, render_text
+from vllm_ledger.read.periods import PERIOD_NAMES
 from vllm_ledger.read.timeline import (
     DEFAULT_STEP,
     DEFAULT_WINDOW,
@@ -24,37 +33,44 @@ EPILOG = """example:
   vllm-ledger timeline --root /srv/artifacts/usage
   vllm-ledger timeline --root /srv/artifacts/usage --window 24h --step 1h --csv
   vllm-ledger timeline --root /srv/artifacts/usage --window today --by instance
+  vllm-ledger timeline --root /srv/artifacts/usage --window last-month --step 1d --csv
   vllm-ledger timeline --root /srv/artifacts/usage --instance gpu1:8000 --json
 """
 
 
 MAX_SPAN_S = 100 * 366 * 86400  # a century: no ledger is older (2000-2100)
+_LIBRARY_FORM = re.compile(r"[0-9]+[smhdw]")  # what read.timeline.parse_duration takes
+
+
+def _one_unit(seconds: int) -> str:
+    """Whole seconds in the largest unit that divides them: 5400 -> 90m, 86400 -> 1d."""
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
 
 
 def span(flag: str, *, named: tuple[str, ...] = ()) -> Callable[[str], str]:
-    """``--window``/``--step``: a duration such as 90m, 24h or 7d, at most a century long
-    (``named``: words taken as they are, such as today and total)."""
+    """``--window``/``--step``: a duration as every command takes one (90m, 1h30m, 7d, plain
+    seconds), whole seconds from 1 s to a century, passed on as the timeline reads it (``1h30m``
+    -> ``90m``); ``named``: window names taken as they are (today, this-month, ...)."""
+    seconds = duration(flag, 1, MAX_SPAN_S, "7d" if flag == "--window" else "1h", integer=True)
 
     def parse(value: str) -> str:
         value = value.strip()
         if value in named:
             return value
-        if len(value) > 24:
-            raise BadArgument(
-                f"{flag} {value[:40]!r} is not a duration: give a number and a unit, e.g. 1h or 7d"
-            )
-        seconds = parse_duration(value, flag)  # one line naming the flag if not a duration
-        if seconds > MAX_SPAN_S:
-            raise BadArgument(f"{flag} {value!r} is longer than a century: give e.g. {flag} 7d")
-        return value
+        n = int(seconds(value))  # one line naming the flag if not a duration
+        return value if _LIBRARY_FORM.fullmatch(value) else _one_unit(n)
 
     return parse
 
 
 def check_steps(window: str, step: str) -> None:
     """Refuse a window that ``step`` would cut into more than MAX_STEPS before any ledger is
-    read (``today`` and ``total`` are checked by the timeline, once their start is known)."""
-    if window in ("today", "total"):
+    read (calendar windows such as today and total are checked by the timeline, once their
+    start is known)."""
+    if not _LIBRARY_FORM.fullmatch(window):
         return
     steps = -(-parse_duration(window, "--window") // parse_duration(step, "--step"))
     if steps > MAX_STEPS:
@@ -70,15 +86,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--window",
         default=DEFAULT_WINDOW,
-        type=span("--window", named=("today", "total")),
-        metavar="SPAN",
-        help=f"today, total, or a span ending now such as 24h or 7d (default {DEFAULT_WINDOW})",
+        type=span("--window", named=PERIOD_NAMES),
+        metavar="NAME",
+        help="the window: " + ", ".join(PERIOD_NAMES) + ", or any duration ending now such as "
+        f"90m or 2w (default {DEFAULT_WINDOW})",
     )
     p.add_argument(
         "--step",
         default=DEFAULT_STEP,
         type=span("--step"),
-        metavar="SPAN",
+        metavar="DURATION",
         help=f"step length such as 5m, 1h or 1d (default {DEFAULT_STEP})",
     )
     p.add_argument(
@@ -94,16 +111,18 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_steps(args.window, args.step)
+    roots = roots_of(args)
+    zone = zone_of(args, roots)
     tl = build_timeline(
-        roots_of(args),
+        roots,
         window=args.window,
         step=args.step,
         at_ts=args.at,
-        tz=args.tz,
+        tz=zone.name,
         instance=args.instance,
         model=args.model,
         by=args.by,
     )
     render = render_json if args.json else render_csv if args.csv else render_text
-    sys.stdout.write(render(tl))
+    sys.stdout.write(render(tl, zone))
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vllm_ledger.commands._common import add_roots, roots_of, seconds, text, url
+from vllm_ledger.commands._common import add_roots, duration, roots_of, text, url
 from vllm_ledger.read.verify import verify
 
 NAME = "verify"
@@ -26,10 +26,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
     p.add_argument(
         "--wait",
-        type=seconds("--wait", 0, 600, "10"),
+        type=duration("--wait", 0, 600, "10s"),
         default=10.0,
-        metavar="S",
-        help="re-check for up to S seconds while the ledger catches up (default 10)",
+        metavar="DURATION",
+        help="re-check for up to this long while the ledger catches up (default 10s)",
     )
     p.add_argument(
         "--run",
@@ -46,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"match: run {result.run_id}: {figures}")
         return 0
     print(f"MISMATCH: run {result.run_id}")
+    if result.other_server is not None:
+        print(f"  {result.other_server.explain()}")
+        return 1
     for d in result.differences:
         diff = d.ledger - d.vllm
         print(f"  {d.figure}: ledger {d.ledger:,} vs {d.metric} {d.vllm:,} (diff {diff:+,})")

@@ -6,6 +6,10 @@ the ``vllm.stat_logger_plugins`` entry point::
 
     vllm-ledger bundle /srv/artifacts/usage/plugin
     PYTHONPATH=/srv/artifacts/usage/plugin VLLM_LEDGER_DIR=/srv/artifacts/usage vllm serve ...
+
+``bundle(dest, tz=ZONE)`` also writes ``DEST/VLLM_LEDGER_TZ`` (the zone and a newline): the
+plugin loaded from the folder records it in the ledger root (``ROOT/zone``) on its first
+start, as it does ``$VLLM_LEDGER_TZ`` (which wins over the file). See docs/ledger.md.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 
 from vllm_ledger import __version__
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.write.zonefile import BUNDLE_ZONE_FILE, check_zone
 
 ENTRY_POINT = "ledger = vllm_ledger.plugin:LedgerStatLogger"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
@@ -27,13 +32,18 @@ def _dist_info_name() -> str:
     return f"vllm_ledger-{__version__}.dist-info"
 
 
-def bundle(dest: Path) -> list[Path]:
+def bundle(dest: Path, tz: str | None = None) -> list[Path]:
     """Write (or replace) the bundle at ``dest``; returns the files written, sorted.
 
     The folder is built beside ``dest`` and swapped in, so a running vLLM that imported an
     older bundle never sees a half-written one.
     """
     dest = Path(dest)
+    if tz is not None:
+        try:
+            check_zone(tz)
+        except ValueError as exc:
+            raise BadArgument(f"--tz {exc}: use an IANA name, e.g. --tz Asia/Shanghai") from None
     if dest.exists() and not dest.is_dir():
         raise BadArgument(f"{dest} exists and is not a directory: choose another path")
     if (
@@ -71,6 +81,8 @@ def bundle(dest: Path) -> list[Path]:
         )
         (info / "RECORD").write_text(record + f"{_dist_info_name()}/RECORD,,\n")
         (tmp / _marker()).write_text(f"vllm-ledger {__version__}\n")
+        if tz is not None:  # the plugin reads it (write/zonefile.py)
+            (tmp / BUNDLE_ZONE_FILE).write_text(f"{tz}\n")
         for p in tmp.rglob("*"):
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
         os.chmod(tmp, 0o755)

@@ -35,6 +35,9 @@ ENV_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*$"
 ABSOLUTE_PATH_PATTERN = "^/[^\\x00-\\x1f\\x7f]*$"
 NOT_AN_OPTION_PATTERN = "^[^-][\\s\\S]*$"  # a positional word: "-x" would be read as a flag
 ADDRESS_PATTERN = "^[A-Za-z0-9_.:%][A-Za-z0-9_.:%-]*$"
+# An absolute path a systemd unit can hold unquoted (ExecStart's program, path directives).
+PLAIN_PATH_PATTERN = "^/[A-Za-z0-9._+/@,-]*$"
+ACCOUNT_PATTERN = "^[A-Za-z_][A-Za-z0-9_-]{0,31}$"
 
 _POSITIVE_INT: dict[str, Any] = {"type": "integer", "minimum": 1}
 
@@ -233,6 +236,35 @@ SCHEMA: dict[str, Any] = {
             "default": {},
             "description": "more environment variables for vLLM",
         },
+        "vllm_executable": {
+            "type": "string",
+            "pattern": PLAIN_PATH_PATTERN,
+            "default": "/usr/local/bin/vllm",
+            "description": "systemd mode: absolute path of the `vllm` program ExecStart runs "
+            "(e.g. /opt/vllm/venv/bin/vllm)",
+        },
+        "user": {
+            "type": "string",
+            "pattern": ACCOUNT_PATTERN,
+            "description": "systemd mode: the account vLLM runs as (User=); default: root",
+        },
+        "group": {
+            "type": "string",
+            "pattern": ACCOUNT_PATTERN,
+            "description": "systemd mode: the group vLLM runs as (Group=); default: the user's",
+        },
+        "gpu_name": {
+            "type": "string",
+            "minLength": 1,
+            "description": "render --explain where NVML cannot be read: the GPU model, e.g. "
+            "NVIDIA A100-SXM4-80GB (chooses the dtype hint)",
+        },
+        "gpu_memory_gb": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "render --explain where NVML cannot be read: memory per GPU in GB "
+            "(10^9 bytes; chooses the gpu_memory_utilization and swap hints)",
+        },
     },
 }
 
@@ -302,6 +334,11 @@ class Host:
     ledger_python: str = "python3"
     extra_args: tuple[str, ...] = ()
     extra_env: tuple[tuple[str, str], ...] = ()
+    vllm_executable: str = "/usr/local/bin/vllm"
+    user: str | None = None
+    group: str | None = None
+    gpu_name: str | None = None
+    gpu_memory_gb: float | None = None
 
     @property
     def name(self) -> str:
@@ -369,6 +406,11 @@ def parse_host(data: Any) -> Host:
         ledger_python=get("ledger_python"),
         extra_args=tuple(get("extra_args")),
         extra_env=tuple(sorted(get("extra_env").items())),
+        vllm_executable=get("vllm_executable"),
+        user=get("user"),
+        group=get("group"),
+        gpu_name=get("gpu_name"),
+        gpu_memory_gb=get("gpu_memory_gb"),
     )
 
 
@@ -609,4 +651,6 @@ def _pattern_words(pattern: str) -> str:
         ENV_NAME_PATTERN: "is not an environment variable name (letters, digits, _)",
         NOT_AN_OPTION_PATTERN: "must not start with '-'",
         ADDRESS_PATTERN: "is not an address or host name",
+        PLAIN_PATH_PATTERN: "must be an absolute path of letters, digits and ._+/@,- only",
+        ACCOUNT_PATTERN: "is not a user or group name",
     }.get(pattern, f"does not match {pattern}")

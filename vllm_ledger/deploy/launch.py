@@ -16,6 +16,10 @@ shell in the script is fixed text written here.
   (docker: mounted read-only), the ledger goes to ``ARTIFACTS/usage`` (docker: mounted
   read-write), ``VLLM_LEDGER_WRITERS`` is the API server count, and ``--shutdown-timeout`` is
   set above the ledger's drain limit. With ``usage=False`` no ledger setting appears at all.
+* ``tz=ZONE`` (with ``usage``) adds ``VLLM_LEDGER_TZ=ZONE`` to vLLM's environment: the plugin
+  records it in the ledger root (``ROOT/zone``) on its first start, and every reader of that
+  root then cuts "today" in that zone unless ``--tz`` or the reader's own ``VLLM_LEDGER_TZ``
+  says otherwise (docs/ledger.md, "Time zone").
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from vllm_ledger import __version__
 from vllm_ledger.deploy.host import ENV_NAME_PATTERN, Host, check_for
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
+from vllm_ledger.write.zonefile import check_zone
 
 PLUGIN_SUBDIR = "ledger-plugin"
 LEDGER_SUBDIR = "usage"
@@ -125,10 +130,19 @@ def verify_command(host: Host) -> str:
     return f"{ledger_cli(host)} verify --metrics-url {q(url)} --root {q(ledger_dir(host))}"
 
 
-def render_script(host: Host, *, mode: str | None = None, usage: bool = False) -> str:
+def render_script(
+    host: Host, *, mode: str | None = None, usage: bool = False, tz: str | None = None
+) -> str:
     """The launch script's text. Raises ConfigError if the host file does not fit the mode."""
     mode = mode or host.mode
     check_for(host, mode, usage)
+    if tz is not None and not usage:
+        raise ConfigError("a zone (--tz) is recorded by the ledger: it needs --usage", key="tz")
+    if tz is not None:
+        try:
+            check_zone(tz)
+        except ValueError as exc:
+            raise ConfigError(f"tz: {exc}", key="tz") from None
     out = [
         "#!/usr/bin/env bash",
         f"# vLLM launch script ({mode} mode{', usage ledger on' if usage else ''}), rendered by "
@@ -143,9 +157,9 @@ def render_script(host: Host, *, mode: str | None = None, usage: bool = False) -
         out += _bare_env(host)
     out += _api_key(host)
     if usage:
-        out += _usage_setup(host, mode)
+        out += _usage_setup(host, mode, tz)
     if mode == "docker":
-        out += _docker_run(host, usage)
+        out += _docker_run(host, usage, tz)
     else:
         out += _bare_exec(host, usage)
     return "\n".join(out) + "\n"
@@ -184,7 +198,7 @@ def _api_key(host: Host) -> list[str]:
     return []
 
 
-def _usage_setup(host: Host, mode: str) -> list[str]:
+def _usage_setup(host: Host, mode: str, tz: str | None = None) -> list[str]:
     plugin, ledger = plugin_dir(host), ledger_dir(host)
     lines = [
         "# Usage ledger (--usage): plugin from a PYTHONPATH folder (no network, no pip),",
@@ -210,6 +224,8 @@ def _usage_setup(host: Host, mode: str) -> list[str]:
             f"export VLLM_LEDGER_WRITERS={host.api_server_count}",
             f"export VLLM_LEDGER_PORT={host.port}",
         ]
+        if tz is not None:  # recorded in the root as ROOT/zone by the plugin
+            lines.append(f"export VLLM_LEDGER_TZ={q(tz)}")
     lines += [
         f"printf '%s\\n' {q('ledger plugin: ' + plugin)}",
         f"printf '%s\\n' {q('ledger report: ' + report_command(host))}",
@@ -219,7 +235,7 @@ def _usage_setup(host: Host, mode: str) -> list[str]:
     return lines
 
 
-def docker_run_words(host: Host, usage: bool) -> list[list[Word]]:
+def docker_run_words(host: Host, usage: bool, tz: str | None = None) -> list[list[Word]]:
     """The ``docker run`` command as groups of words (one group per script line)."""
     assert host.image is not None and not host.image.startswith("-"), "check_for first"
     groups: list[list[Word]] = [["docker", "run", "--detach"], ["--name", host.name]]
@@ -249,6 +265,8 @@ def docker_run_words(host: Host, usage: bool) -> list[list[Word]]:
         env["VLLM_LEDGER_DIR"] = CONTAINER_LEDGER_DIR
         env["VLLM_LEDGER_WRITERS"] = str(host.api_server_count)
         env["VLLM_LEDGER_PORT"] = str(host.port)
+        if tz is not None:  # recorded in the root as ROOT/zone by the plugin
+            env["VLLM_LEDGER_TZ"] = tz
     for name in sorted(env):
         groups.append(["--env", f"{env_name(name)}={env[name]}"])
     groups.append(["--entrypoint", "vllm"])
@@ -285,8 +303,8 @@ def _command(groups: list[list[Word]]) -> list[str]:
     ]
 
 
-def _docker_run(host: Host, usage: bool) -> list[str]:
-    return _command(docker_run_words(host, usage))
+def _docker_run(host: Host, usage: bool, tz: str | None = None) -> list[str]:
+    return _command(docker_run_words(host, usage, tz))
 
 
 def _bare_exec(host: Host, usage: bool) -> list[str]:

@@ -1,17 +1,25 @@
-"""The forms of capacity advice: the terminal text and JSON of an ``Advice``.
+"""The forms of capacity advice: the terminal text and JSON of an ``Advice``, and of a
+``Baseline`` with the thresholds derived from it.
 
-Each function takes a built ``plan.advise.Advice`` and returns a string; none samples a
-``/metrics`` or asks a Prometheus.
+Each function takes a built ``plan.advise.Advice`` (or ``plan.baseline.Baseline`` and its
+``Threshold``s) and returns a string; none samples a ``/metrics`` or asks a Prometheus.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from vllm_ledger.plan.advise import Advice
+from vllm_ledger.plan.baseline import Baseline, Threshold, observability_flags
 
 DIGITS = 4  # readings in JSON: enough for a percentage to a hundredth of a point
+# How the text names a verdict's state: a rule whose condition does not hold was not
+# triggered (nothing was missed). JSON keeps the state's own word.
+LABELS = {"met": "met", "missed": "not triggered", "not judgeable": "not judgeable"}
 
 
 def _round(x: float | None, digits: int) -> float | None:
@@ -53,7 +61,7 @@ def render_text(a: Advice) -> str:
     lines += [f"  {k:<18}{v}" for k, v in rows]
     lines.append("")
     for v in a.verdicts:
-        lines.append(f"[{v.state}] {v.rule.name}: {v.rule.when} ({v.why})")
+        lines.append(f"[{LABELS.get(v.state, v.state)}] {v.rule.name}: {v.rule.when} ({v.why})")
         if v.state == "met":
             lines.append(f"    diagnosis: {v.rule.diagnosis}; action: {v.rule.action}")
     lines.append("")
@@ -105,4 +113,100 @@ def render_json(a: Advice) -> str:
     return json.dumps(advice_dict(a), indent=2, allow_nan=False) + "\n"
 
 
-__all__ = ["advice_dict", "render_json", "render_text"]
+# ---- a baseline and its thresholds ------------------------------------------------------------
+
+BASELINE_DIGITS = 6
+_SHOWN = {
+    "ttft_p99_seconds": ("TTFT", lambda x: f"{x:.3f} s", lambda x: f"{x:g}"),
+    "kv_cache_threshold": ("KV-cache usage", lambda x: f"{x * 100:.1f} %", lambda x: f"{x:g}"),
+    "queue_waiting": ("waiting requests", lambda x: f"{x:.2f}", lambda x: f"{x:g}"),
+}
+
+
+def _utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+
+
+def _or_na(x: float | None, fmt: Any) -> str:
+    return "n/a" if x is None else str(fmt(x))
+
+
+def flags_line(thresholds: Sequence[Threshold]) -> str:
+    """The ``vllm-ledger observability`` command line carrying the thresholds."""
+    return shlex.join(["vllm-ledger", "observability", *observability_flags(thresholds)])
+
+
+def render_baseline_text(b: Baseline, thresholds: Sequence[Threshold]) -> str:
+    start = b.end_ts - b.window_seconds
+    lines = [
+        f"baseline over {b.window_seconds / 86400:g} days: {_utc(start)} .. {_utc(b.end_ts)} "
+        f"from Prometheus {b.url}",
+        "",
+        f"{'instance':<24}{'model_name':<24}{'TTFT P99':>12}{'KV-cache P99':>14}"
+        f"{'waiting P99':>13}{'KV samples':>12}",
+    ]
+    for g in b.groups:
+        lines.append(
+            f"{g.instance:<24}{g.model_name:<24}"
+            f"{_or_na(g.ttft_p99_seconds, lambda x: f'{x:.3f} s'):>12}"
+            f"{_or_na(g.kv_cache_p99, lambda x: f'{x * 100:.1f} %'):>14}"
+            f"{_or_na(g.waiting_p99, lambda x: f'{x:.2f}'):>13}{g.kv_samples:>12,}"
+        )
+    lines += ["", "thresholds (from the highest baseline of the servers above):"]
+    for t in thresholds:
+        name, base_fmt, value_fmt = _SHOWN[t.name]
+        if t.value is None or t.baseline is None:
+            lines.append(f"  {t.flag} (keep the default): no {name} data in the window")
+        else:
+            lines.append(
+                f"  {t.flag} {value_fmt(t.value)}: baseline {name} P99 {base_fmt(t.baseline)}, "
+                f"{t.rule}"
+            )
+    lines += ["", "as flags: " + flags_line(thresholds)]
+    return "\n".join(lines) + "\n"
+
+
+def _r(x: float | None) -> float | None:
+    return _round(x, BASELINE_DIGITS)
+
+
+def baseline_dict(b: Baseline, thresholds: Sequence[Threshold]) -> dict[str, Any]:
+    return {
+        "prometheus": b.url,
+        "window_seconds": b.window_seconds,
+        "start": round(b.end_ts - b.window_seconds, 3),
+        "end": round(b.end_ts, 3),
+        "kv_metric": b.kv_metric,
+        "queries": list(b.queries),
+        "groups": [
+            {
+                "instance": g.instance,
+                "model_name": g.model_name,
+                "ttft_p99_seconds": _r(g.ttft_p99_seconds),
+                "kv_cache_p99": _r(g.kv_cache_p99),
+                "waiting_p99": _r(g.waiting_p99),
+                "kv_samples": g.kv_samples,
+            }
+            for g in b.groups
+        ],
+        "thresholds": {
+            t.name: {"flag": t.flag, "baseline": _r(t.baseline), "value": t.value, "rule": t.rule}
+            for t in thresholds
+        },
+        "observability_flags": observability_flags(thresholds),
+    }
+
+
+def render_baseline_json(b: Baseline, thresholds: Sequence[Threshold]) -> str:
+    return json.dumps(baseline_dict(b, thresholds), indent=2, allow_nan=False) + "\n"
+
+
+__all__ = [
+    "advice_dict",
+    "baseline_dict",
+    "flags_line",
+    "render_baseline_json",
+    "render_baseline_text",
+    "render_json",
+    "render_text",
+]

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from vllm_ledger.formats.json import round_or_none
-from vllm_ledger.plan.cost import Cost
+from vllm_ledger.plan.cost import BreakEven, Cost, PlannedLoad
 from vllm_ledger.plan.usage import Measured
 from vllm_ledger.read.report import resolve_tz
 
@@ -33,6 +33,63 @@ def _mtok(x: float | None) -> str:
 
 def _when(ts: int, tz: str) -> str:
     return datetime.fromtimestamp(ts, resolve_tz(tz)).isoformat(timespec="seconds")
+
+
+def _money_lines(c: Cost, cost_header: str, period: str) -> list[str]:
+    return [
+        f"per hour: electricity {c.electricity_per_hour:.4f} + depreciation "
+        f"{c.depreciation_per_hour:.4f} + operations {c.ops_per_hour:.4f} = {c.per_hour:.4f}",
+        "",
+        f"{'basis':<12}{cost_header:>14}{'per M output':>16}{'per M total':>16}",
+        f"{'allocation':<12}{_amount(c.allocation_cost):>14}"
+        f"{_money(c.allocation_per_million_output):>16}{_money(c.allocation_per_million_total):>16}",
+        f"{'usage':<12}{_amount(c.usage_cost):>14}"
+        f"{_money(c.usage_per_million_output):>16}{_money(c.usage_per_million_total):>16}",
+        f"  allocation: every hour of {period}, idle included; usage: electricity of busy seconds",
+    ]
+
+
+def _break_even_lines(be: BreakEven, would: str, no_output: str, current: str) -> list[str]:
+    lines = [
+        "",
+        f"cloud: {would.format(_amount(be.cloud_cost))}: "
+        f"{_money(be.cloud_per_million_output)} per M output "
+        f"({_money(be.cloud_per_million_total)} per M total) at this input/output/cached mix",
+        f"break-even: daily fixed cost {_money(be.daily_fixed_cost)} / (cloud "
+        f"{_money(be.cloud_per_million_output)} - local marginal "
+        f"{_money(be.marginal_per_million_output)}) per M output",
+    ]
+    if be.output_tokens_per_day is None:
+        lines.append(
+            "  no break-even: the cloud is not dearer than local electricity alone"
+            if be.cloud_per_million_output is not None
+            else "  no break-even: " + no_output
+        )
+    else:
+        lines.append(
+            f"  = {_mtok(be.output_tokens_per_day)} output tokens/day "
+            f"({_mtok(be.total_tokens_per_day)} total tokens/day); {current} "
+            f"{_mtok(be.current_output_tokens_per_day)} output tokens/day"
+        )
+    return lines
+
+
+def render_plan_text(plan: PlannedLoad, c: Cost) -> str:
+    """A planned day of traffic (``cost --tokens-per-day``): the same figures, no window."""
+    u = c.usage
+    lines = [
+        f"planned load: {plan.tokens_per_day:,} tokens/day: input {u.input_tokens:,}, "
+        f"output {u.output_tokens:,}, cached {u.cached_tokens:,}; amounts in {c.prices.currency}",
+        f"power: {u.power_watts:,.1f} W (given); busy {u.busy_hours:,.2f} h a day "
+        f"(--busy-share {plan.busy_share:g})",
+        *_money_lines(c, "cost per day", "the day"),
+    ]
+    be = c.break_even
+    if be is not None:
+        lines += _break_even_lines(
+            be, "this load would cost {} a day", "the plan has no output tokens", "the plan is"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def render_text(m: Measured, c: Cost, tz: str) -> str:
@@ -59,61 +116,22 @@ def render_text(m: Measured, c: Cost, tz: str) -> str:
         busy += f", counted by {m.busy_resolution_s} s: an upper bound)"
     lines += [
         f"power: {u.power_watts:,.1f} W ({power}); {busy}",
-        f"per hour: electricity {c.electricity_per_hour:.4f} + depreciation "
-        f"{c.depreciation_per_hour:.4f} + operations {c.ops_per_hour:.4f} = {c.per_hour:.4f}",
-        "",
-        f"{'basis':<12}{'period cost':>14}{'per M output':>16}{'per M total':>16}",
-        f"{'allocation':<12}{_amount(c.allocation_cost):>14}"
-        f"{_money(c.allocation_per_million_output):>16}{_money(c.allocation_per_million_total):>16}",
-        f"{'usage':<12}{_amount(c.usage_cost):>14}"
-        f"{_money(c.usage_per_million_output):>16}{_money(c.usage_per_million_total):>16}",
-        "  allocation: every hour of the window, idle included; usage: electricity of busy seconds",
+        *_money_lines(c, "period cost", "the window"),
     ]
     be = c.break_even
     if be is not None:
-        lines += [
-            "",
-            f"cloud: this traffic would cost {_amount(be.cloud_cost)}: "
-            f"{_money(be.cloud_per_million_output)} per M output "
-            f"({_money(be.cloud_per_million_total)} per M total) at this input/output/cached mix",
-            f"break-even: daily fixed cost {_money(be.daily_fixed_cost)} / (cloud "
-            f"{_money(be.cloud_per_million_output)} - local marginal "
-            f"{_money(be.marginal_per_million_output)}) per M output",
-        ]
-        if be.output_tokens_per_day is None:
-            lines.append(
-                "  no break-even: the cloud is not dearer than local electricity alone"
-                if be.cloud_per_million_output is not None
-                else "  no break-even: no output tokens in the window"
-            )
-        else:
-            lines.append(
-                f"  = {_mtok(be.output_tokens_per_day)} output tokens/day "
-                f"({_mtok(be.total_tokens_per_day)} total tokens/day); this window "
-                f"averaged {_mtok(be.current_output_tokens_per_day)} output tokens/day"
-            )
+        lines += _break_even_lines(
+            be,
+            "this traffic would cost {}",
+            "no output tokens in the window",
+            "this window averaged",
+        )
     return "\n".join(lines) + "\n"
 
 
-def cost_dict(m: Measured, c: Cost) -> dict[str, Any]:
-    u, be = m.usage, c.break_even
+def _money_dict(c: Cost) -> dict[str, Any]:
+    be = c.break_even
     doc: dict[str, Any] = {
-        "window": {"name": m.window.name, "start": m.window.start_ts, "cutoff": m.window.cutoff_ts},
-        "currency": c.prices.currency,
-        "wall_seconds": u.wall_seconds,
-        "hours": u.hours,
-        "tokens": {
-            "input": u.input_tokens,
-            "output": u.output_tokens,
-            "cached": u.cached_tokens,
-            "total": u.total_tokens,
-        },
-        "uncovered_seconds": u.uncovered_seconds,
-        "lower_bound": u.lower_bound,
-        "power_watts": round_or_none(u.power_watts),
-        "power_source": m.power_source,
-        "busy_seconds": u.busy_seconds,
-        "busy_resolution_seconds": m.busy_resolution_s,
         "per_hour": {
             "electricity": round_or_none(c.electricity_per_hour),
             "depreciation": round_or_none(c.depreciation_per_hour),
@@ -145,8 +163,66 @@ def cost_dict(m: Measured, c: Cost) -> dict[str, Any]:
     return doc
 
 
+def cost_dict(m: Measured, c: Cost) -> dict[str, Any]:
+    u = m.usage
+    return {
+        "window": {"name": m.window.name, "start": m.window.start_ts, "cutoff": m.window.cutoff_ts},
+        "currency": c.prices.currency,
+        "wall_seconds": u.wall_seconds,
+        "hours": u.hours,
+        "tokens": {
+            "input": u.input_tokens,
+            "output": u.output_tokens,
+            "cached": u.cached_tokens,
+            "total": u.total_tokens,
+        },
+        "uncovered_seconds": u.uncovered_seconds,
+        "lower_bound": u.lower_bound,
+        "power_watts": round_or_none(u.power_watts),
+        "power_source": m.power_source,
+        "busy_seconds": u.busy_seconds,
+        "busy_resolution_seconds": m.busy_resolution_s,
+        **_money_dict(c),
+    }
+
+
 def render_json(m: Measured, c: Cost) -> str:
     return json.dumps(cost_dict(m, c), indent=2, allow_nan=False) + "\n"
 
 
-__all__ = ["cost_dict", "render_json", "render_text"]
+def plan_dict(plan: PlannedLoad, c: Cost) -> dict[str, Any]:
+    """The JSON of a planned day: the load, then the same money figures as ``cost_dict``."""
+    u = c.usage
+    doc: dict[str, Any] = {
+        "plan": {
+            "tokens_per_day": plan.tokens_per_day,
+            "input_share": plan.input_share,
+            "cached_share": plan.cached_share,
+            "busy_share": plan.busy_share,
+        },
+        "currency": c.prices.currency,
+        "tokens": {
+            "input": u.input_tokens,
+            "output": u.output_tokens,
+            "cached": u.cached_tokens,
+            "total": u.total_tokens,
+        },
+        "power_watts": round_or_none(u.power_watts),
+        "busy_seconds": u.busy_seconds,
+    }
+    doc.update(_money_dict(c))
+    return doc
+
+
+def render_plan_json(plan: PlannedLoad, c: Cost) -> str:
+    return json.dumps(plan_dict(plan, c), indent=2, allow_nan=False) + "\n"
+
+
+__all__ = [
+    "cost_dict",
+    "plan_dict",
+    "render_json",
+    "render_plan_json",
+    "render_plan_text",
+    "render_text",
+]

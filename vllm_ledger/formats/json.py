@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from vllm_ledger.read.report import Report, WindowReport
+from vllm_ledger.read.zone import ZoneChoice
 
 
 def round_or_none(x: float | None, digits: int = 6) -> float | None:
@@ -37,7 +38,7 @@ def window_dict(w: WindowReport) -> dict[str, Any]:
     }
 
 
-def report_dict(report: Report) -> dict[str, Any]:
+def report_dict(report: Report, zone: ZoneChoice | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "schema": report.schema,
         "generated_at": round(report.generated_ts, 3),
@@ -46,6 +47,8 @@ def report_dict(report: Report) -> dict[str, Any]:
         # Seconds the cutoff (the live writers' watermark) is behind the query's second.
         "behind_s": report.behind_s,
         "tz": report.tz,
+        # Which level of the zone rule gave "tz" (--tz, VLLM_LEDGER_TZ, root, default).
+        **({"tz_source": zone.source} if zone is not None else {}),
         "roots": list(report.roots),
         "runs": report.runs,
         "windows": {w.name: window_dict(w) for w in report.windows},
@@ -76,5 +79,5 @@ def report_dict(report: Report) -> dict[str, Any]:
     return out
 
 
-def render(report: Report) -> str:
-    return json.dumps(report_dict(report), indent=2, sort_keys=False, allow_nan=False) + "\n"
+def render(report: Report, zone: ZoneChoice | None = None) -> str:
+    return json.dumps(report_dict(report, zone), indent=2, sort_keys=False, allow_nan=False) + "\n"

@@ -2,17 +2,24 @@
 
 ``render(report, ports)`` writes one line of ASCII JSON with fixed keys, numbers only (counts
 are integers, ratios floats or null), problem codes from ``coverage.PROBLEM_CODES``, the host's
-clock and a schema version; ``instances`` adds the same figures per API port (at most
+clock and a schema version, and the zone "today" was cut in (``tz_offset`` at the cutoff,
+``tz`` its IANA name, ``tz_source`` the level of the zone rule that chose it: the forced
+command passes no ``--tz``, so ``VLLM_LEDGER_TZ`` or the root's zone file decide);
+``instances`` adds the same figures per API port (at most
 ``MAX_STATUS_INSTANCES``, the rest counted in ``instances_truncated``), so the bot's line for a
-node port shows that port's instance even when several share a data dir. With ``--by`` a
+node port shows that port's instance even when several share a data dir. Each row may carry
+``health``: the deployment host's own ``GET /health`` of 127.0.0.1 at that port (a state from
+``REMOTE_HEALTH_STATES`` and the HTTP status), so a bot that has only an SSH target still sees
+whether vLLM answers. With ``--by`` a
 ``breakdown`` (keys are ledger text, ASCII-escaped and cut to ``MAX_KEY_CHARS``; the bot never
 reads it) is added. Its size is bounded by construction: the document without rows stays
 under ``MAX_BASE_BYTES``, and rows are dropped (and counted) until the whole is at most
 ``MAX_STATUS_BYTES``, below what the bot reads (64 KiB).
 
 ``parse(data)`` is the other side: it takes bytes from a remote host that may be hostile and
-returns a ``StatusDoc`` holding only range-checked numbers and this module's own constant
-strings, or raises ``StatusParseError``. Unknown keys are ignored (keys are only ever added
+returns a ``StatusDoc`` holding only range-checked numbers, this module's own constant
+strings and a zone name shaped like one (``tz``: at most 64 of ``[A-Za-z0-9_+-/]``), or
+raises ``StatusParseError``. Unknown keys are ignored (keys are only ever added
 within a schema version); a known key that is missing, of the wrong type or out of range
 rejects the whole document: a value that cannot be trusted is unknown, never 0. So does an
 ``instances`` list longer than ``MAX_STATUS_INSTANCES``, a port given twice, or a port's count
@@ -34,6 +41,7 @@ from vllm_ledger.read.coverage import PROBLEM_CODES
 from vllm_ledger.read.ports import MAX_PORT_ROWS, PortRow, PortRows
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.windows import WINDOW_NAMES
+from vllm_ledger.read.zone import MAX_ZONE_CHARS, ZONE_NAME_RE, ZONE_SOURCES, ZoneSource
 
 STATUS_SCHEMA = 1
 MAX_BASE_BYTES = 4096  # the document without instances or breakdown rows
@@ -42,6 +50,8 @@ MAX_STATUS_INSTANCES = MAX_PORT_ROWS  # 16
 MAX_BREAKDOWN_ROWS = 16
 MAX_KEY_CHARS = 64
 WRITER_STATES: tuple[str, ...] = ("alive", "closed", "stale", "crashed", "missing")
+# What the host's own probe of 127.0.0.1:PORT/health may say (never "unknown": no key then).
+REMOTE_HEALTH_STATES: tuple[str, ...] = ("healthy", "unhealthy", "down")
 
 # Range checks for what a remote host may claim.
 MAX_COUNT = 10**15  # tokens, requests, files: ~30 years at 1M tokens/s
@@ -79,6 +89,8 @@ class StatusInstance:
     runs: int
     writers: tuple[tuple[str, int], ...]
     windows: tuple[StatusWindow, ...]
+    # (state from REMOTE_HEALTH_STATES, HTTP status or None); None: the host did not probe
+    health: tuple[str, int | None] | None = None
 
     def window(self, name: str) -> StatusWindow:
         for w in self.windows:
@@ -99,6 +111,8 @@ class StatusDoc:
     windows: tuple[StatusWindow, ...]
     instances: tuple[StatusInstance, ...] | None = None  # None: the host sent no breakdown
     instances_truncated: int = 0
+    tz_name: str | None = None  # None: a host that sent no "tz" (older than the zone rule)
+    tz_source: ZoneSource | None = None
 
     def window(self, name: str) -> StatusWindow:
         for w in self.windows:
@@ -150,18 +164,33 @@ def _windows_dict(windows: tuple[WindowReport, ...]) -> dict[str, Any]:
     return {n: _window_dict(by_name[n]) for n in WINDOW_NAMES if n in by_name}
 
 
-def _port_dict(row: PortRow) -> dict[str, Any]:
-    return {
+PortHealth = Mapping[int, tuple[str, int | None]]
+
+
+def _port_dict(row: PortRow, health: PortHealth | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "port": int(row.port),
         "runs": int(row.runs),
         "writers": {s: int(row.writers.get(s, 0)) for s in WRITER_STATES},
         "windows": _windows_dict(row.windows),
     }
+    probed = (health or {}).get(int(row.port))
+    if probed is not None and probed[0] in REMOTE_HEALTH_STATES:
+        code = probed[1] if probed[1] is not None and 100 <= probed[1] <= 599 else None
+        out["health"] = {"state": probed[0], "http_status": code}
+    return out
 
 
-def status_dict(report: Report, ports: PortRows | None = None) -> dict[str, Any]:
+def status_dict(
+    report: Report,
+    ports: PortRows | None = None,
+    health: PortHealth | None = None,
+    *,
+    tz_source: ZoneSource | None = None,
+) -> dict[str, Any]:
     """The status document as a dict (see docs/bot-status.md for every key), before the byte
-    bound (``render`` applies it)."""
+    bound (``render`` applies it). ``health`` maps a port to its probe's (state, HTTP status);
+    a row whose port it names carries it."""
     writers = {s: 0 for s in WRITER_STATES}
     for w in report.writers:
         if w.state in writers:
@@ -171,6 +200,8 @@ def status_dict(report: Report, ports: PortRows | None = None) -> dict[str, Any]
         "clock": round(report.generated_ts, 3),
         "cutoff": int(report.cutoff_ts),
         "tz_offset": _tz_offset_seconds(report),
+        "tz": report.tz,  # the zone "today" was cut in (the rule: docs/ledger.md)
+        **({"tz_source": tz_source} if tz_source in ZONE_SOURCES else {}),
         "runs": int(report.runs),
         "files_bad": len(report.files),
         "writers": writers,
@@ -178,7 +209,7 @@ def status_dict(report: Report, ports: PortRows | None = None) -> dict[str, Any]
     }
     if ports is not None:
         rows = ports.rows[:MAX_STATUS_INSTANCES]
-        out["instances"] = [_port_dict(r) for r in rows]
+        out["instances"] = [_port_dict(r, health) for r in rows]
         out["instances_truncated"] = int(ports.truncated) + len(ports.rows) - len(rows)
     if report.breakdown_by is not None:
         rows_ = report.breakdown[:MAX_BREAKDOWN_ROWS]
@@ -196,11 +227,17 @@ def _dumps(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
-def render(report: Report, ports: PortRows | None = None) -> str:
+def render(
+    report: Report,
+    ports: PortRows | None = None,
+    health: PortHealth | None = None,
+    *,
+    tz_source: ZoneSource | None = None,
+) -> str:
     """One line of ASCII JSON of at most ``MAX_STATUS_BYTES``: breakdown rows are dropped and
     counted until it fits (16 port rows fit even with every count at its largest: tested;
     were that ever false, the highest ports would go next, counted the same way)."""
-    doc = status_dict(report, ports)
+    doc = status_dict(report, ports, health, tz_source=tz_source)
     text = _dumps(doc)
     while len(text) + 1 > MAX_STATUS_BYTES:
         bd = doc.get("breakdown")
@@ -357,7 +394,30 @@ def parse(data: bytes, max_bytes: int = 64 * 1024) -> StatusDoc:
         windows=windows,
         instances=instances,
         instances_truncated=truncated,
+        tz_name=_tz_name(doc),
+        tz_source=_tz_source(doc),
     )
+
+
+def _tz_name(doc: Mapping[str, Any]) -> str | None:
+    """The optional ``tz``: shaped like an IANA name (letters, digits, ``_+-/``), short."""
+    if "tz" not in doc:
+        return None
+    v = doc["tz"]
+    if not isinstance(v, str) or len(v) > MAX_ZONE_CHARS or not ZONE_NAME_RE.fullmatch(v):
+        raise StatusParseError("tz: not a time zone name")
+    return v
+
+
+def _tz_source(doc: Mapping[str, Any]) -> ZoneSource | None:
+    """The optional ``tz_source``: one of our own constants, never the remote's string."""
+    if "tz_source" not in doc:
+        return None
+    v = doc["tz_source"]
+    for source in ZONE_SOURCES:
+        if v == source:
+            return source
+    raise StatusParseError("tz_source: not a known source")
 
 
 def _instances(value: object, whole: tuple[StatusWindow, ...]) -> tuple[StatusInstance, ...]:
@@ -389,9 +449,25 @@ def _instances(value: object, whole: tuple[StatusWindow, ...]) -> tuple[StatusIn
                 runs=_int(item, "runs", 0, MAX_COUNT),
                 writers=_codes(item, "writers", WRITER_STATES, require_all=True),
                 windows=windows,
+                health=_row_health(item),
             )
         )
     return tuple(out)
+
+
+def _row_health(item: Mapping[str, Any]) -> tuple[str, int | None] | None:
+    """A row's optional ``health``: a state of our own set and an HTTP status or null."""
+    if "health" not in item:
+        return None
+    h = _obj(item, "health")
+    state = h.get("state")
+    if not isinstance(state, str) or state not in REMOTE_HEALTH_STATES or len(h) != 2:
+        raise StatusParseError("health: not a known state")
+    code = h.get("http_status", 0)
+    if code is not None and (type(code) is not int or not 100 <= code <= 599):
+        raise StatusParseError("health: not an HTTP status")
+    # The state kept is this module's own constant, never the remote's string.
+    return REMOTE_HEALTH_STATES[REMOTE_HEALTH_STATES.index(state)], code
 
 
 def _parsed_windows(windows: tuple[StatusWindow, ...]) -> dict[str, Any]:
@@ -421,6 +497,8 @@ def doc_dict(doc: StatusDoc) -> dict[str, Any]:
         "clock": doc.clock_ts,
         "cutoff": doc.cutoff_ts,
         "tz_offset": doc.tz_offset_seconds,
+        **({"tz": doc.tz_name} if doc.tz_name is not None else {}),
+        **({"tz_source": doc.tz_source} if doc.tz_source is not None else {}),
         "runs": doc.runs,
         "files_bad": doc.files_bad,
         "writers": dict(doc.writers),
@@ -433,6 +511,11 @@ def doc_dict(doc: StatusDoc) -> dict[str, Any]:
                 "runs": i.runs,
                 "writers": dict(i.writers),
                 "windows": _parsed_windows(i.windows),
+                **(
+                    {"health": {"state": i.health[0], "http_status": i.health[1]}}
+                    if i.health is not None
+                    else {}
+                ),
             }
             for i in doc.instances
         ]
@@ -444,6 +527,7 @@ __all__ = [
     "MAX_BASE_BYTES",
     "MAX_STATUS_BYTES",
     "MAX_STATUS_INSTANCES",
+    "REMOTE_HEALTH_STATES",
     "STATUS_SCHEMA",
     "StatusDoc",
     "StatusInstance",

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.report import Report, WindowReport
+from vllm_ledger.read.zone import ZoneChoice
 
 
 def _int(n: int) -> str:
@@ -86,11 +87,13 @@ def window_rows(windows: tuple[WindowReport, ...], label: str = "") -> list[list
     ]
 
 
-def render(report: Report) -> str:
+def render(report: Report, zone: ZoneChoice | None = None) -> str:
+    """The text report; ``zone`` (the rule's choice) adds where the zone came from."""
     tz = ZoneInfo(report.tz)
+    zone_text = printable(zone.label) if zone is not None else report.tz
     writers = len(report.writers)
     lines = [
-        f"vLLM token ledger as of {_when(report.cutoff_ts, tz)} ({report.tz}); "
+        f"vLLM token ledger as of {_when(report.cutoff_ts, tz)} ({zone_text}); "
         f"{report.runs} run(s), {writers} writer(s)",
     ]
     if report.behind_s:

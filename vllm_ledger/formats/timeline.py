@@ -19,6 +19,7 @@ from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.text import duration, pct, rate
 from vllm_ledger.read.report import SCHEMA_VERSION, WindowReport
 from vllm_ledger.read.timeline import Timeline, UncoveredSpan
+from vllm_ledger.read.zone import ZoneChoice
 
 CHART_COLUMNS = 56  # label (9) + chart (56) + scale (<= 12) stays within 80 columns
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -35,7 +36,7 @@ def _spans(spans: tuple[UncoveredSpan, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def timeline_dict(tl: Timeline) -> dict[str, Any]:
+def timeline_dict(tl: Timeline, zone: ZoneChoice | None = None) -> dict[str, Any]:
     """Schema 1; ``filter`` and ``breakdown`` only appear when asked for (keys are only ever
     added within a schema)."""
     out: dict[str, Any] = {
@@ -43,6 +44,7 @@ def timeline_dict(tl: Timeline) -> dict[str, Any]:
         "at": round(tl.at_ts, 3),
         "cutoff": tl.cutoff_ts,
         "tz": tl.tz,
+        **({"tz_source": zone.source} if zone is not None else {}),
         "step_seconds": tl.step_seconds,
         "window": {"name": tl.window.name, **window_dict(tl.window)},
         "steps": [window_dict(s) for s in tl.steps],
@@ -66,8 +68,8 @@ def timeline_dict(tl: Timeline) -> dict[str, Any]:
     return out
 
 
-def render_json(tl: Timeline) -> str:
-    return json.dumps(timeline_dict(tl), indent=2, allow_nan=False) + "\n"
+def render_json(tl: Timeline, zone: ZoneChoice | None = None) -> str:
+    return json.dumps(timeline_dict(tl, zone), indent=2, allow_nan=False) + "\n"
 
 
 CSV_FIELDS = (
@@ -86,7 +88,7 @@ CSV_FIELDS = (
 )
 
 
-def render_csv(tl: Timeline) -> str:
+def render_csv(tl: Timeline, zone: ZoneChoice | None = None) -> str:
     """One row per step; with ``--by``, one row per key and step, the key first."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -160,8 +162,13 @@ def _row(*cells: str) -> str:
     return " ".join([first, *rest]).rstrip()
 
 
-def render_text(tl: Timeline) -> str:
+def render_text(tl: Timeline, zone: ZoneChoice | None = None) -> str:
     tz = ZoneInfo(tl.tz)
+    # The header names the zone; where it came from (when not --tz) closes the output, so the
+    # header stays within 80 columns.
+    zone_note = (
+        [f"zone: {printable(zone.label)}"] if zone is not None and zone.source != "--tz" else []
+    )
     w = tl.window
 
     def when(ts: int, fmt: str = "%m-%d %H:%M") -> str:
@@ -169,10 +176,10 @@ def render_text(tl: Timeline) -> str:
 
     lines = [
         f"vLLM token timeline: {w.name} in {span_text(tl.step_seconds)} steps, "
-        f"as of {when(tl.cutoff_ts, '%Y-%m-%d %H:%M:%S')} ({tl.tz})",
+        f"as of {when(tl.cutoff_ts, '%Y-%m-%d %H:%M:%S')} ({printable(tl.tz)})",
     ]
     if not tl.steps:
-        return "\n".join([*lines, "the window is empty"]) + "\n"
+        return "\n".join([*lines, "the window is empty", *zone_note]) + "\n"
     per, cols = _columns(tl.steps, CHART_COLUMNS)
     lines.append(
         f"one column = {span_text(per * tl.step_seconds)}; the scale is the column maximum"
@@ -228,6 +235,7 @@ def render_text(tl: Timeline) -> str:
             )
     if tl.breakdown_by is not None:
         lines += _rows_text(tl, when)
+    lines += zone_note
     return "\n".join(lines) + "\n"
 
 

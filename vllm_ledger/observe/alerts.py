@@ -224,7 +224,7 @@ def alert_rules(
             description=(
                 "Prometheus cannot scrape `vllm-ledger exporter`: the ledger's figures and its "
                 "own alerts are blind there (the ledger itself keeps recording inside vLLM). "
-                "Restart the exporter; check its --host and port from the Prometheus host."
+                "Restart the exporter; check its --listen address from the Prometheus host."
             ),
         ),
         AlertRule(

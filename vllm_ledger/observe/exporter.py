@@ -595,7 +595,8 @@ def start(
         )
     except OSError as exc:
         raise BadArgument(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port or --host"
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+            "pick another --listen HOST:PORT"
         ) from exc
     server.start()
     return server
@@ -607,17 +608,23 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 9464,
     tz: str,
+    tz_origin: str = "",
     gpu: bool = True,
     say: Callable[[str], None] = _say,
 ) -> None:
-    """Serve /metrics until interrupted (the ``vllm-ledger exporter`` command)."""
+    """Serve /metrics until interrupted (the ``vllm-ledger exporter`` command). ``tz`` is the
+    zone chosen once at start, and ``tz_origin`` where it came from (``from --tz``, ...)."""
     _client()
     reader = GpuReader(say=say) if gpu else None
     try:
         server = start(LedgerCollector(roots, tz=tz, gpu=reader, say=say), host=host, port=port)
         if reader is not None:
             reader.read()  # NVML's absence is said once, at start (a scrape may beat us to it)
-        say(f"serving http://{host}:{server.port}/metrics from {', '.join(str(r) for r in roots)}")
+        zone = f"{tz}, {printable(tz_origin)}" if tz_origin else tz
+        say(
+            f"serving http://{host}:{server.port}/metrics from {', '.join(str(r) for r in roots)}"
+            f"; 'today' from midnight in {zone}"
+        )
         try:
             while server.serving:
                 time.sleep(1.0)

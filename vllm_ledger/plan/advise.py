@@ -378,7 +378,7 @@ def take_readings(
     ``gpu_metrics_urls``) sampled for ``sample_seconds``, or a Prometheus over the last ``range_s``.
     """
     if sample_seconds <= 0 or interval_s <= 0 or range_s <= 0:
-        raise BadArgument("--sample-seconds, --interval and --range must be above 0")
+        raise BadArgument("--sample-for, --interval and --range must be above 0")
     if snapshots:
         if len(snapshots) < 2:
             raise BadArgument("give --snapshot at least twice: rates need two readings")

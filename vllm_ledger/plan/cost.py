@@ -168,6 +168,48 @@ def _break_even(
     )
 
 
+SECONDS_PER_DAY = 86400
+
+
+@dataclass(frozen=True)
+class PlannedLoad:
+    """A day of planned traffic, for costing before there is a ledger (``cost --tokens-per-day``).
+
+    ``input_share``: the part of the tokens that are input (prompt) tokens; ``cached_share``: the
+    part of the input tokens that hit the prefix cache; ``busy_share``: the part of the day the
+    machine is generating, which the usage basis charges electricity for (1: all day, the
+    write-up's assumption).
+    """
+
+    tokens_per_day: int
+    input_share: float = 0.0
+    cached_share: float = 0.0
+    busy_share: float = 1.0
+
+    @property
+    def input_tokens(self) -> int:
+        return round(self.tokens_per_day * self.input_share)
+
+    @property
+    def output_tokens(self) -> int:
+        return self.tokens_per_day - self.input_tokens
+
+    @property
+    def cached_tokens(self) -> int:
+        return round(self.input_tokens * self.cached_share)
+
+    def usage(self, power_watts: float) -> Usage:
+        """One day of this load as a measured ``Usage`` (fully covered: it is a plan)."""
+        return Usage(
+            wall_seconds=SECONDS_PER_DAY,
+            busy_seconds=SECONDS_PER_DAY * self.busy_share,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_tokens=self.cached_tokens,
+            power_watts=power_watts,
+        )
+
+
 def compute(usage: Usage, prices: Prices, cloud: CloudPrices | None = None) -> Cost:
     """Both bases per million output and total tokens, and the break-even when priced."""
     elec = prices.electricity_per_hour(usage.power_watts)
@@ -194,6 +236,7 @@ __all__ = [
     "BreakEven",
     "CloudPrices",
     "Cost",
+    "PlannedLoad",
     "Prices",
     "Usage",
     "break_even_tokens_per_day",

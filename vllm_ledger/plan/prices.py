@@ -1,7 +1,8 @@
-"""What ``cost`` is given: prices and the power source, from a YAML file and flags.
+"""What ``cost`` is given: prices and the power source, from a config file and flags.
 
-The file holds the same settings as the flags (``electricity_price: 1.0``); a flag that is
-given overrides the file. The result is checked once here, so ``plan.cost`` stays pure.
+The file, JSON or TOML (YAML is still read, deprecated), holds the same settings as the flags
+(``electricity_price = 1.0``); a flag that is given overrides the file. The result is
+checked once here, so ``plan.cost`` stays pure.
 """
 
 from __future__ import annotations
@@ -40,19 +41,65 @@ class PriceSettings:
     prometheus_url: str | None
 
 
-def load_config(path: Path) -> dict[str, Any]:
-    """The settings in a YAML file, each converted to its type; a one-line error otherwise."""
+CONFIG_FORMATS = (".json", ".toml")  # and, deprecated, .yaml / .yml
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def config_format(path: Path) -> str:
+    """``json``, ``toml`` or ``yaml`` (deprecated), from the file's suffix."""
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    if suffix in CONFIG_FORMATS:
+        return suffix[1:]
+    raise ConfigError(
+        f"--config {path}: name the file .json or .toml (the same keys as the flags, "
+        "e.g. prices.toml)"
+    )
+
+
+def _document(path: Path) -> Any:
+    kind = config_format(path)
+    if kind == "json":
+        from vllm_ledger import strictjson
+
+        try:
+            return strictjson.load_file(path, max_bytes=MAX_CONFIG_BYTES, what=str(path))
+        except OSError as exc:
+            raise BadArgument(f"cannot read --config {path}: {exc.strerror}") from exc
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise BadArgument(f"cannot read --config {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text: fix it or pass the prices as flags") from exc
+    if kind == "toml":
+        try:
+            import tomllib
+        except ImportError as exc:  # Python 3.10
+            raise ConfigError(
+                f"{path}: reading TOML needs Python 3.11 or later: give the prices as JSON "
+                "(prices.json) or as flags"
+            ) from exc
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path} is not valid TOML ({exc}): fix it") from exc
     try:
         import yaml
     except ImportError as exc:
         raise MissingExtra("PyYAML", "observability") from exc
     try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise BadArgument(f"cannot read --config {path}: {exc.strerror}") from exc
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: fix it or pass the prices as flags") from exc
-    doc = doc or {}
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """The settings in a JSON or TOML file (YAML: still read, deprecated), each converted to its
+    type; a one-line error otherwise."""
+    doc = _document(path)
+    doc = {} if doc is None else doc
     if not isinstance(doc, dict):
         raise ConfigError(f"{path} must be a mapping of setting: value")
     out: dict[str, Any] = {}
@@ -62,6 +109,8 @@ def load_config(path: Path) -> dict[str, Any]:
             raise ConfigError(
                 f"{path}: unknown setting {key!r}: use one of {', '.join(SETTINGS)}", str(key)
             )
+        if isinstance(value, (bool, dict, list)) or value is None:
+            raise ConfigError(f"{path}: {key} must be a {kind.__name__}, not {value!r}", str(key))
         try:
             out[str(key)] = kind(value)
         except (TypeError, ValueError) as exc:
@@ -123,4 +172,12 @@ def load_prices(config: Path | None, given: Mapping[str, Any]) -> PriceSettings:
     return PriceSettings(prices, _cloud(s), s.get("power_watts"), s.get("prometheus"))
 
 
-__all__ = ["REQUIRED", "SETTINGS", "PriceSettings", "load_config", "load_prices"]
+__all__ = [
+    "CONFIG_FORMATS",
+    "REQUIRED",
+    "SETTINGS",
+    "PriceSettings",
+    "config_format",
+    "load_config",
+    "load_prices",
+]

@@ -1,4 +1,5 @@
-"""A small client for Prometheus' HTTP API (instant queries), shared by cost and advise.
+"""A small client for Prometheus' HTTP API (instant queries, values or labelled series),
+shared by cost and advise.
 
 Standard library only. Every failure is a ``RemoteError`` naming the URL and what to check.
 """
@@ -110,6 +111,13 @@ def instant_query(
     base_url: str, expr: str, at_ts: float | None = None, fetch: Fetch = http_get
 ) -> list[float]:
     """The values of an instant vector (or scalar) query; NaN values are dropped."""
+    return [v for _labels, v in vector_query(base_url, expr, at_ts, fetch)]
+
+
+def vector_query(
+    base_url: str, expr: str, at_ts: float | None = None, fetch: Fetch = http_get
+) -> list[tuple[dict[str, str], float]]:
+    """Each series of an instant vector (or scalar) query with its labels; NaN values dropped."""
     params = {"query": expr}
     if at_ts is not None:
         params["time"] = f"{at_ts:.3f}"
@@ -130,14 +138,16 @@ def instant_query(
     result = data.get("result", [])
     if data.get("resultType") == "scalar":
         result = [{"value": result}]
-    out: list[float] = []
+    out: list[tuple[dict[str, str], float]] = []
     for item in result if isinstance(result, list) else []:
         try:
             v = float(item["value"][1])
         except (KeyError, IndexError, TypeError, ValueError, OverflowError):
             continue
+        metric = item.get("metric") if isinstance(item, dict) else None
+        labels = {str(k): str(x) for k, x in metric.items()} if isinstance(metric, dict) else {}
         if not math.isnan(v):
-            out.append(v)
+            out.append((labels, v))
     return out
 
 
@@ -157,4 +167,4 @@ def duration(seconds: float) -> str:
     return f"{max(1, round(seconds))}s"
 
 
-__all__ = ["duration", "first_value", "http_get", "instant_query"]
+__all__ = ["duration", "first_value", "http_get", "instant_query", "vector_query"]

@@ -332,7 +332,7 @@ def write_outputs(
         "csv": table.getvalue().encode("utf-8"),
     }
     for key, path in paths.items():
-        write_file(path, data[key], flag="--out", example="--out ramp-2026-11-29")
+        write_file(path, data[key], flag="--output", example="--output ramp-2026-11-29")
     return paths
 
 

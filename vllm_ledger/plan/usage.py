@@ -133,11 +133,11 @@ def measure(
     clock: Callable[[], float] = time.time,
     fetch: prom.Fetch = prom.http_get,
 ) -> Measured:
-    """Tokens, busy seconds and average power for one of the report's windows."""
+    """Tokens, busy seconds and average power for one window (a name of ``PERIOD_NAMES``)."""
     now = clock()
     at = now if at_ts is None else at_ts
     with LedgerSet.read(roots, clock=lambda: now) as ledgers:  # one read for both figures
-        report = build_report(ledgers, at_ts=at, tz=tz)
+        report = build_report(ledgers, at_ts=at, tz=tz, periods=(window,))
         w = _window(report, window)
         busy, resolution = busy_seconds(ledgers, w.start_ts, w.cutoff_ts, at_ts=at)
     if power_watts is not None:

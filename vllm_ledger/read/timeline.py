@@ -30,6 +30,7 @@ from vllm_ledger.errors import BadArgument
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import intervals as iv
 from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.periods import PERIOD_NAMES, period
 from vllm_ledger.read.report import (
     Ledgers,
     WindowReport,
@@ -40,7 +41,7 @@ from vllm_ledger.read.report import (
     window_reports,
 )
 from vllm_ledger.read.snapshot import LedgerSnapshot
-from vllm_ledger.read.windows import DEFAULT_TZ, Window, cutoff_for, local_midnight_ts
+from vllm_ledger.read.windows import DEFAULT_TZ, Window, cutoff_for
 
 MAX_STEPS = 5000
 TIMELINE_BREAKDOWN_KEYS = ("instance", "model", "run")
@@ -139,12 +140,12 @@ def step_windows(edges: Sequence[int]) -> list[Window]:
 
 
 def window_bounds(spec: str, at_ts: float, tz: str, first_record_ts: int | None) -> tuple[int, int]:
-    """``[start, cutoff)`` of ``today``, ``total`` or a duration ending at the cutoff."""
+    """``[start, end)`` of a window as every command names it (``read.periods.PERIOD_NAMES``:
+    today, yesterday, this-month, ... total) or of a duration ending at the cutoff."""
     cutoff = cutoff_for(at_ts)
-    if spec == "today":
-        return local_midnight_ts(cutoff, resolve_tz(tz)), cutoff
-    if spec == "total":
-        return (cutoff if first_record_ts is None else min(first_record_ts, cutoff)), cutoff
+    if spec in PERIOD_NAMES:
+        w = period(spec, cutoff, resolve_tz(tz), first_record_ts)
+        return w.start_ts, w.cutoff_ts
     return cutoff - parse_duration(spec, "--window"), cutoff
 
 

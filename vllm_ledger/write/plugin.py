@@ -25,15 +25,18 @@ from vllm.v1.metrics.loggers import AggregateStatLoggerBase
 
 from vllm_ledger import __version__
 from vllm_ledger.write.identity import (
+    WRITERS_ENV,
     InstanceInfo,
     WriterIdentity,
     default_root,
     derive_run_id,
+    expected_writers_from_env,
     host_name,
     process_start_ts,
     sanitize_run_id,
 )
 from vllm_ledger.write.recorder import Recorder
+from vllm_ledger.write.zonefile import ROOT_ZONE_FILE, record_zone, zone_to_record
 
 logger = logging.getLogger("vllm.ledger.plugin")
 
@@ -51,9 +54,11 @@ def identity_from_config(
     count = count if isinstance(count, int) and count > 0 else 1
     rank = rank if isinstance(rank, int) and rank >= 0 else 0
     expected = count
-    override = env.get("VLLM_LEDGER_WRITERS", "")
-    if override.strip().isdigit() and int(override) > 0:
-        expected = int(override)
+    override, source = expected_writers_from_env(env)
+    if source is not None and source != WRITERS_ENV:
+        _note_alias_once(source, override)
+    if override is not None:
+        expected = override
     pid = os.getpid()
     launcher = os.getppid() if count > 1 else pid
     host = host_name()
@@ -90,6 +95,31 @@ def identity_from_config(
             ledger_version=__version__,
         ),
     )
+
+
+_alias_noted: set[str] = set()
+
+
+def _note_alias_once(name: str, value: int | None) -> None:
+    """One log line per process the first time a deploy_usage name is read. Never raises."""
+    if name in _alias_noted:
+        return
+    _alias_noted.add(name)
+    if value is None:
+        logger.warning(
+            "vllm-ledger: %s is not a whole number from 1 to 4096: ignored; "
+            "set %s (its new name) to the API server count",
+            name,
+            WRITERS_ENV,
+        )
+    else:
+        logger.info(
+            "vllm-ledger: %s=%d read as %s (the deploy_usage name still works; "
+            "docs/migrating-from-deploy-usage.md)",
+            name,
+            value,
+            WRITERS_ENV,
+        )
 
 
 def _port_from_argv() -> int | None:
@@ -142,6 +172,8 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             self.recorder = Recorder(root, identity)
             self.recorder.start()
             atexit.register(self.shutdown)
+            if identity.writer_rank == 0:
+                self._record_zone(root, env)
             if identity.writer_rank == 0 and env.get("VLLM_LEDGER_MAINTENANCE", "1") != "0":
                 try:
                     self.start_maintenance(root)
@@ -160,6 +192,29 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             self.faults_total += 1
             self.recorder = None
             logger.error("vllm-ledger: not recording: %s", exc)
+
+    def _record_zone(self, root: Path, env: Any) -> None:
+        """Record the zone (``$VLLM_LEDGER_TZ`` or the bundle's) in ``ROOT/zone`` once, for the
+        readers (write/zonefile.py). A failure is counted and logged, never raised."""
+        try:
+            name = zone_to_record(env)
+            if name is None:
+                return
+            done, zone = record_zone(root, name)
+        except Exception as exc:
+            self.faults_total += 1
+            logger.warning("vllm-ledger: zone not recorded in %s: %s", root / ROOT_ZONE_FILE, exc)
+            return
+        if done == "written":
+            logger.info("vllm-ledger: recorded the zone %s in %s", zone, root / ROOT_ZONE_FILE)
+        elif done == "kept":
+            logger.warning(
+                "vllm-ledger: %s already records the zone %s; kept it (remove the file to "
+                "record %s)",
+                root / ROOT_ZONE_FILE,
+                zone,
+                name,
+            )
 
     def record(
         self,
