@@ -9,7 +9,10 @@ answer 500, hang past the notifier's deadline, or hold one request until told to
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -29,6 +32,8 @@ from tests.e2e.sshd import free_port
 from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
 SECRET = b"test-command-secret"
+SLACK_SECRET = b"test-slack-signing-secret"
+DINGTALK_SECRET = b"SECtest-dingtalk-app-secret"
 
 
 def message_text(body: dict[str, Any]) -> str:
@@ -127,6 +132,59 @@ def send_command(
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+def _post(port: int, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, Any]:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=body,
+        headers={"Content-Type": "application/json", **headers},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def send_slack(
+    port: int,
+    doc: dict[str, Any],
+    *,
+    secret: bytes = SLACK_SECRET,
+    ts: int | None = None,
+    bad_signature: bool = False,
+) -> tuple[int, Any]:
+    """POST an Events API request as Slack signs it: ``v0=`` hex HMAC-SHA256 of
+    ``v0:{timestamp}:{body}`` (computed here, not with the notifier's own code)."""
+    body = json.dumps(doc).encode()
+    stamp = str(int(time.time()) if ts is None else ts)
+    mac = hmac.new(secret, b"v0:" + stamp.encode() + b":" + body, hashlib.sha256).hexdigest()
+    if bad_signature:
+        mac = mac[:-4] + "0000"
+    return _post(
+        port,
+        "/slack/events",
+        body,
+        {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": f"v0={mac}"},
+    )
+
+
+def send_dingtalk(
+    port: int,
+    doc: dict[str, Any],
+    *,
+    secret: bytes = DINGTALK_SECRET,
+    ts_ms: int | None = None,
+) -> tuple[int, Any]:
+    """POST an outgoing-robot message as DingTalk signs it: ``sign`` = base64 HMAC-SHA256 of
+    ``"{timestamp_ms}\\n{app secret}"`` with the app secret as key."""
+    stamp = str(int(time.time() * 1000) if ts_ms is None else ts_ms)
+    mac = hmac.new(secret, stamp.encode() + b"\n" + secret, hashlib.sha256).digest()
+    sign = base64.b64encode(mac).decode()
+    return _post(
+        port, "/dingtalk/command", json.dumps(doc).encode(), {"timestamp": stamp, "sign": sign}
+    )
 
 
 class HealthStandIn:

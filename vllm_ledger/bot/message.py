@@ -388,6 +388,15 @@ def _instance(
     return lines, fault
 
 
+def shown_health(probed: Health | None, entry: CacheEntry | None, port: int) -> Health:
+    """The health a reply shows: the bot's own probe where it has one that is not
+    ``unknown``, else the deployment host's own probe from the latest status (``unknown``
+    when that poll failed: a ledger fault is never a vLLM fault)."""
+    if probed is not None and probed.state != "unknown":
+        return probed
+    return reported_health(entry, port)
+
+
 def render_message(
     instances: Sequence[InstanceView],
     *,
@@ -404,9 +413,7 @@ def render_message(
         raise ValueError(f"unknown language {lang!r}: use one of {', '.join(LANGS)}")
     # Where the bot probed nothing itself, the deployment host's own probe (status) counts.
     instances = [
-        v
-        if v.health is not None and v.health.state != "unknown"
-        else InstanceView(v.port, v.host, reported_health(v.entry, v.port), v.entry)
+        InstanceView(v.port, v.host, shown_health(v.health, v.entry, v.port), v.entry)
         for v in instances
     ]
     counts: dict[str, int] = {}
@@ -451,4 +458,5 @@ __all__ = [
     "human_speed",
     "ip_last_part",
     "render_message",
+    "shown_health",
 ]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vllm_ledger.bot.health import Health, probe_all
-from vllm_ledger.bot.message import LANGS, InstanceView, render_message
+from vllm_ledger.bot.message import LANGS, InstanceView, render_message, shown_health
 from vllm_ledger.bot.poll import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_DEADLINE_S,
@@ -104,6 +104,7 @@ def _result_dict(
 ) -> dict[str, Any]:
     latest = entry.latest if entry else None
     ok = entry.last_ok if entry else None
+    health = shown_health(health, entry, t.port)  # the text reply's rule
     age = entry.age_s(now_monotonic) if entry else None
     return {
         "port": t.port,

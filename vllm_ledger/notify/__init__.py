@@ -4,10 +4,11 @@
     store.py      the durable state (SQLite beside the config) and every SQL statement
     signing.py    HMAC-SHA256 over timestamp and body for command requests
     chat.py       commands read from a chat, and the notifier's own words
+    inbound.py    Slack's and DingTalk's own outgoing requests: signature, body -> command
     alerts.py     Alertmanager's webhook JSON v4 -> notifications, deduplicated
     watch.py      health every ~10 s per instance, flap damping
     platforms.py  Feishu/Lark, DingTalk, WeCom, Slack bodies; generic JSON through apprise
-    server.py     the HTTP endpoint (commands, resend, Alertmanager), bounded
+    server.py     the HTTP endpoint (commands, Slack, DingTalk, resend, Alertmanager), bounded
     service.py    the threads put together: ``Notifier``
     unit.py       the systemd unit
 

@@ -8,10 +8,14 @@ can come from the environment. A secret is never taken from argv and never print
      "notifier": {"listen": "127.0.0.1:9095", "platform": "feishu", "lang": "zh",
                   "webhook_url_file": "/etc/notify/webhook_url",
                   "webhook_secret_file": "/etc/notify/webhook_secret",
-                  "command_secret_file": "/etc/notify/command_secret"}}
+                  "command_secret_file": "/etc/notify/command_secret",
+                  "slack_signing_secret_file": "/etc/notify/slack_signing_secret",
+                  "dingtalk_app_secret_file": "/etc/notify/dingtalk_app_secret"}}
 
 Each ``*_file`` field, when absent, falls back to its environment variable
-(``ENV_WEBHOOK_URL``, ``ENV_WEBHOOK_SECRET``, ``ENV_COMMAND_SECRET``, ``ENV_ALERTMANAGER_TOKEN``).
+(``ENV_WEBHOOK_URL``, ``ENV_WEBHOOK_SECRET``, ``ENV_COMMAND_SECRET``, ``ENV_ALERTMANAGER_TOKEN``,
+``ENV_SLACK_SIGNING_SECRET``, ``ENV_DINGTALK_APP_SECRET``). The Slack and DingTalk secrets
+are optional: without one, that platform's route refuses every request.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ ENV_WEBHOOK_URL = "VLLM_LEDGER_WEBHOOK_URL"
 ENV_WEBHOOK_SECRET = "VLLM_LEDGER_WEBHOOK_SECRET"
 ENV_COMMAND_SECRET = "VLLM_LEDGER_COMMAND_SECRET"
 ENV_ALERTMANAGER_TOKEN = "VLLM_LEDGER_ALERTMANAGER_TOKEN"
+ENV_SLACK_SIGNING_SECRET = "VLLM_LEDGER_SLACK_SIGNING_SECRET"
+ENV_DINGTALK_APP_SECRET = "VLLM_LEDGER_DINGTALK_APP_SECRET"
 MAX_SECRET_BYTES = 4096
 _LISTEN = re.compile(
     r"^(?P<host>[0-9A-Za-z.:_-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>[0-9]{1,5})$"
@@ -59,6 +65,8 @@ FIELDS = (
     "webhook_secret_file",
     "command_secret_file",
     "alertmanager_token_file",
+    "slack_signing_secret_file",
+    "dingtalk_app_secret_file",
     *NUMBERS,
 )
 
@@ -74,6 +82,8 @@ class NotifierConfig:
     command_secret: bytes
     alertmanager_token: str | None
     ssh_config: Path | None
+    slack_signing_secret: bytes | None = None
+    dingtalk_app_secret: bytes | None = None
     health_interval_s: float = 10.0
     health_deadline_s: float = 8.0
     poll_interval_s: float = 30.0
@@ -123,6 +133,13 @@ def _secret(
         return read_secret(path, field)
     found = env.get(var, "").strip()
     return found or None
+
+
+def _secret_bytes(
+    section: Mapping[str, Any], field: str, env: Mapping[str, str], var: str, base: Path
+) -> bytes | None:
+    found = _secret(section, field, env, var, base)
+    return None if found is None else found.encode("utf-8")
 
 
 def _number(section: Mapping[str, Any], name: str) -> float:
@@ -183,6 +200,12 @@ def notifier_config(
             section, "alertmanager_token_file", env, ENV_ALERTMANAGER_TOKEN, base
         ),
         ssh_config=None if ssh_config is None else (base / ssh_config),
+        slack_signing_secret=_secret_bytes(
+            section, "slack_signing_secret_file", env, ENV_SLACK_SIGNING_SECRET, base
+        ),
+        dingtalk_app_secret=_secret_bytes(
+            section, "dingtalk_app_secret_file", env, ENV_DINGTALK_APP_SECRET, base
+        ),
         **{name: _number(section, name) for name in NUMBERS},
     )
 
@@ -193,6 +216,8 @@ __all__ = [
     "DEFAULT_PORT",
     "ENV_ALERTMANAGER_TOKEN",
     "ENV_COMMAND_SECRET",
+    "ENV_DINGTALK_APP_SECRET",
+    "ENV_SLACK_SIGNING_SECRET",
     "ENV_WEBHOOK_SECRET",
     "ENV_WEBHOOK_URL",
     "PLATFORMS",

@@ -1,18 +1,21 @@
 """The notifier's HTTP endpoint: commands in, Alertmanager in, resend requests. Stdlib.
 
-=================  ======================================================  ==================
-path               what                                                    body bound
-=================  ======================================================  ==================
-``POST /command``  a signed chat command (``signing``), answered once      64 KiB
-``POST /resend``   a signed resend request from ``notifier resend``        64 KiB
-``POST /alertmanager``  Alertmanager's webhook JSON v4 (optional bearer)   1 MiB
-``GET /healthz``   ``ok`` while the process serves                         -
-=================  ======================================================  ==================
+==========================  ==================================================  ==========
+path                        what                                                body bound
+==========================  ==================================================  ==========
+``POST /command``           a signed chat command (``signing``), answered once  64 KiB
+``POST /slack/events``      Slack's Events API, Slack-signed (``inbound``)      64 KiB
+``POST /dingtalk/command``  DingTalk's outgoing robot, signed (``inbound``)     64 KiB
+``POST /resend``            a signed resend request from ``notifier resend``    64 KiB
+``POST /alertmanager``      Alertmanager's webhook JSON v4 (optional bearer)    1 MiB
+``GET /healthz``            ``ok`` while the process serves                     -
+==========================  ==================================================  ==========
 
 A body is read only when its ``Content-Length`` is within the bound (413 otherwise), the
 signature is checked before the body is parsed, and at most ``MAX_CONNECTIONS`` requests are
 served at once (503 past that); each socket has a ``REQUEST_TIMEOUT_S`` deadline per read.
-The answer is a small JSON object; no request text is echoed, nothing secret is logged.
+The answer is a small JSON object; no request text is echoed (but Slack's checked challenge),
+nothing secret is logged.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Threads, each with one job, none waiting on another's I/O:
 - the usage ``Poller`` (every ``poll_interval_s``, ``bot.poll``) fills the figures cache;
 - the ``HealthWatch`` (every ``health_interval_s`` per instance, its own deadlines) feeds the
   ``Damper``; a confirmed transition is stored and queued in one transaction;
-- the HTTP endpoint verifies and stores commands (the reply is not built there) and queues
+- the HTTP endpoint verifies and stores commands (ours, Slack's and DingTalk's, one path;
+  the reply is not built there) and queues
   Alertmanager's alerts;
 - the command worker answers stored commands past the cursor, in order, from the caches;
 - the sender takes the oldest pending delivery, marks it ``sending``, posts it once, and
@@ -30,7 +31,7 @@ from vllm_ledger.bot.poll import Fetcher, Poller
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, validate_usage
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify import alerts as alerts_mod
-from vllm_ledger.notify import chat, platforms, signing
+from vllm_ledger.notify import chat, inbound, platforms, signing
 from vllm_ledger.notify.config import NotifierConfig, notifier_config
 from vllm_ledger.notify.server import MAX_ALERT_BYTES, MAX_COMMAND_BYTES, Endpoint
 from vllm_ledger.notify.store import Command, Store, state_path
@@ -122,6 +123,8 @@ class Notifier:
                 "/command": (MAX_COMMAND_BYTES, self.handle_command),
                 "/resend": (MAX_COMMAND_BYTES, self.handle_resend),
                 "/alertmanager": (MAX_ALERT_BYTES, self.handle_alerts),
+                "/slack/events": (MAX_COMMAND_BYTES, self.handle_slack),
+                "/dingtalk/command": (MAX_COMMAND_BYTES, self.handle_dingtalk),
             },
         )
         self._stop = threading.Event()
@@ -186,20 +189,72 @@ class Notifier:
         )
         if verdict != "ok":
             return 401, {"error": verdict}
+        try:
+            doc = strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what="command")
+        except (ConfigError, UnicodeDecodeError):
+            return 400, {"error": "bad_command"}
+        return self._accept(doc, accepted=202)
+
+    def _accept(self, doc: object, *, accepted: int) -> tuple[int, dict[str, Any]]:
+        """The one command path of every route, after its signature: rate, parse, store once."""
         if not self.rate.allow():
             return 429, {"error": "too_many_commands"}
         try:
-            req = chat.parse_request(
-                strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what="command"),
-                self.cfg.lang,
-            )
-        except (ConfigError, chat.BadRequest, UnicodeDecodeError):
+            req = chat.parse_request(doc, self.cfg.lang)
+        except chat.BadRequest:
             return 400, {"error": "bad_command"}
         seq = self.store.accept(req.message_id, req.command, req.arg, req.lang)
         if seq is None:
             return 200, {"status": "duplicate"}
         self._wake_worker.set()
-        return 202, {"status": "accepted", "seq": seq}
+        return accepted, {"status": "accepted", "seq": seq}
+
+    def handle_slack(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """Slack's Events API: answered at once with 200, the reply goes through the outbox."""
+        secret = self.cfg.slack_signing_secret
+        if secret is None:
+            return 404, {"error": "slack_not_configured"}
+        verdict = inbound.verify_slack(
+            secret,
+            headers.get(inbound.SLACK_TIMESTAMP_HEADER.lower()),
+            headers.get(inbound.SLACK_SIGNATURE_HEADER.lower()),
+            body,
+            now_ts=self.clock(),
+        )
+        if verdict != "ok":
+            return 401, {"error": verdict}
+        try:
+            found = inbound.slack_command(
+                strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what="event")
+            )
+        except inbound.NotACommand:
+            return 200, {"status": "ignored"}
+        except (ConfigError, UnicodeDecodeError, ValueError):
+            return 400, {"error": "bad_event"}
+        if isinstance(found, inbound.Challenge):
+            return 200, {"challenge": found.value}
+        return self._accept(found, accepted=200)
+
+    def handle_dingtalk(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """DingTalk's outgoing robot; the reply goes through the outbox, not this answer."""
+        secret = self.cfg.dingtalk_app_secret
+        if secret is None:
+            return 404, {"error": "dingtalk_not_configured"}
+        verdict = inbound.verify_dingtalk(
+            secret,
+            headers.get(inbound.DINGTALK_TIMESTAMP_HEADER),
+            headers.get(inbound.DINGTALK_SIGN_HEADER),
+            now_ts=self.clock(),
+        )
+        if verdict != "ok":
+            return 401, {"error": verdict}
+        try:
+            found = inbound.dingtalk_command(
+                strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what="message")
+            )
+        except (ConfigError, UnicodeDecodeError, ValueError):
+            return 400, {"error": "bad_message"}
+        return self._accept(found, accepted=200)
 
     def handle_resend(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
         verdict = signing.verify(
