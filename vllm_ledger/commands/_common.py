@@ -595,43 +595,51 @@ EARLIEST_AT = 946_684_800.0  # 2000-01-01T00:00:00Z: no ledger is older
 LATEST_AT = 4_102_444_800.0  # 2100-01-01T00:00:00Z
 
 
-def at_time(value: str) -> float:
-    """``--at`` as argparse's ``type``: the instant, or one line saying what is wrong."""
-    ts = parse_at(value)
-    assert ts is not None
-    return ts
+def instant(flag: str) -> Callable[[str], float]:
+    """A point in time as argparse's ``type`` (``--at``, ``--since``, ``--from``...): the
+    instant, or one line naming ``flag`` and saying what is wrong."""
+
+    def parse(value: str) -> float:
+        ts = parse_at(value, flag)
+        assert ts is not None
+        return ts
+
+    return parse
 
 
-def parse_at(value: str | float | None) -> float | None:
-    """``--at``: Unix seconds or ISO 8601 with an offset, between 2000 and 2100 (a number
-    already parsed is passed through)."""
+at_time = instant("--at")
+
+
+def parse_at(value: str | float | None, flag: str = "--at") -> float | None:
+    """Unix seconds or ISO 8601 with an offset, between 2000 and 2100 (a number already
+    parsed is passed through); errors name ``flag``."""
     if value is None or isinstance(value, float):
         return value
-    example = "give Unix seconds or ISO 8601, e.g. --at 2026-11-29T08:00:00+08:00"
+    example = f"give Unix seconds or ISO 8601, e.g. {flag} 2026-11-29T08:00:00+08:00"
     try:
         ts = float(value)
     except ValueError:
-        ts = _iso_seconds(value, example)
+        ts = _iso_seconds(value, example, flag)
     if not math.isfinite(ts):
-        raise BadArgument(f"--at {value!r} is not a time: {example}")
+        raise BadArgument(f"{flag} {value!r} is not a time: {example}")
     if ts > LATEST_AT and ts / 1000 <= LATEST_AT:
         raise BadArgument(
-            f"--at {value!r} looks like milliseconds: give seconds, e.g. --at {ts / 1000:.0f}"
+            f"{flag} {value!r} looks like milliseconds: give seconds, e.g. {flag} {ts / 1000:.0f}"
         )
     if not EARLIEST_AT <= ts <= LATEST_AT:
-        raise BadArgument(f"--at {value!r} is outside 2000-2100: {example}")
+        raise BadArgument(f"{flag} {value!r} is outside 2000-2100: {example}")
     return ts
 
 
-def _iso_seconds(value: str, example: str) -> float:
+def _iso_seconds(value: str, example: str, flag: str) -> float:
     try:
         # Python 3.10's fromisoformat does not take a trailing Z.
         dt = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
     except ValueError as exc:
-        raise BadArgument(f"--at {value!r} is not a time: {example}") from exc
+        raise BadArgument(f"{flag} {value!r} is not a time: {example}") from exc
     if dt.tzinfo is None:
-        raise BadArgument(f"--at {value!r} has no UTC offset: add one, e.g. +08:00")
+        raise BadArgument(f"{flag} {value!r} has no UTC offset: add one, e.g. +08:00")
     try:
         return dt.timestamp()
     except (OverflowError, OSError, ValueError) as exc:  # year 1 with an offset, say
-        raise BadArgument(f"--at {value!r} is outside 2000-2100: {example}") from exc
+        raise BadArgument(f"{flag} {value!r} is outside 2000-2100: {example}") from exc

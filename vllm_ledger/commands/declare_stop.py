@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from vllm_ledger.commands._common import add_roots, parse_at, roots_of, text
+from vllm_ledger.commands._common import add_roots, instant, roots_of, text
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -34,18 +34,6 @@ when no ledger knows the instance. `report --strict` ignores every declaration.
 """
 
 
-def _instant(flag: str) -> Callable[[str], float]:
-    def parse(value: str) -> float:
-        try:
-            ts = parse_at(value)
-        except BadArgument as exc:
-            raise BadArgument(str(exc).replace("--at", flag)) from None
-        assert ts is not None
-        return ts
-
-    return parse
-
-
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
     p.add_argument(
@@ -59,7 +47,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--from",
         dest="from_ts",
         required=True,
-        type=_instant("--from"),
+        type=instant("--from"),
         metavar="TIME",
         help="when it stopped: Unix seconds or ISO 8601 with an offset",
     )
@@ -67,7 +55,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--until",
         dest="until_ts",
         required=True,
-        type=_instant("--until"),
+        type=instant("--until"),
         metavar="TIME",
         help="when it was serving again (not in the future)",
     )

@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 from vllm_ledger.commands._common import (
     add_roots,
     add_tz,
+    instant,
     output_file,
-    parse_at,
     roots_of,
     zone_of,
 )
@@ -39,18 +39,6 @@ is exact when complete is true. Rows stream: a year of hours runs in constant me
 """
 
 
-def _instant(flag: str) -> Callable[[str], float]:
-    def parse(value: str) -> float:
-        try:
-            ts = parse_at(value)
-        except BadArgument as exc:
-            raise BadArgument(str(exc).replace("--at", flag)) from None
-        assert ts is not None
-        return ts
-
-    return parse
-
-
 def _by(value: str) -> str:
     parse_by(value)  # one line on what is wrong
     return value
@@ -61,13 +49,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--since",
         required=True,
-        type=_instant("--since"),
+        type=instant("--since"),
         metavar="TIME",
         help="start: Unix seconds or ISO 8601 with an offset",
     )
     p.add_argument(
         "--until",
-        type=_instant("--until"),
+        type=instant("--until"),
         metavar="TIME",
         help="end (not included; default: the report cutoff, now)",
     )

@@ -6,14 +6,13 @@ import argparse
 import csv
 import io
 import sys
-from collections.abc import Callable
 
 from vllm_ledger.commands._common import (
     add_filters,
     add_roots,
     add_time,
+    instant,
     output_file,
-    parse_at,
     roots_of,
     zone_of,
 )
@@ -53,13 +52,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--since",
-        type=_instant("--since"),
+        type=instant("--since"),
         metavar="TIME",
         help="show the period from TIME (Unix seconds or ISO 8601) as a window named 'period'",
     )
     p.add_argument(
         "--until",
-        type=_instant("--until"),
+        type=instant("--until"),
         metavar="TIME",
         help="end of the --since period (not included; default: the cutoff)",
     )
@@ -75,18 +74,6 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write a self-contained HTML page (a regular file; replaced whole)",
     )
-
-
-def _instant(flag: str) -> Callable[[str], float]:
-    def parse(value: str) -> float:
-        try:
-            ts = parse_at(value)
-        except BadArgument as exc:
-            raise BadArgument(str(exc).replace("--at", flag)) from None
-        assert ts is not None
-        return ts
-
-    return parse
 
 
 def run(args: argparse.Namespace) -> int:
