@@ -57,6 +57,40 @@ def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
+def _spawn_until_ready(
+    argv: list[str], ready_url: str, log_path: Path, name: str, timeout_s: float, poll_s: float
+) -> subprocess.Popen[bytes]:
+    """Start a server in its own session, logging to ``log_path``, and wait until ``ready_url``
+    answers 200; a server that exits or is not ready in time is stopped and raised."""
+    log = open(log_path, "ab")  # noqa: SIM115
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode}; log: {log_path}")
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(ready_url, timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        time.sleep(poll_s)
+    _stop(proc)
+    raise TimeoutError(f"{name} not ready after {timeout_s} s; log: {log_path}")
+
+
+def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+    """SIGTERM by pid, SIGKILL after 20 s."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
 @dataclass
 class Prometheus:
     config: Path
@@ -71,8 +105,7 @@ class Prometheus:
 
     def start(self, timeout_s: float = 60.0) -> Prometheus:
         self.port = self.port or free_port()
-        log = open(self.log_path, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(
+        self.proc = _spawn_until_ready(
             [
                 PROMETHEUS,
                 f"--config.file={self.config}",
@@ -80,37 +113,16 @@ class Prometheus:
                 f"--web.listen-address=127.0.0.1:{self.port}",
                 "--web.enable-lifecycle",
             ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            self.url + "/-/ready",
+            self.log_path,
+            "prometheus",
+            timeout_s,
+            0.3,
         )
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"prometheus exited with {self.proc.returncode}; log: {self.log_path}"
-                )
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        return self
-            time.sleep(0.3)
-        self.stop()
-        raise TimeoutError(f"prometheus not ready after {timeout_s} s; log: {self.log_path}")
+        return self
 
     def stop(self) -> None:
-        proc = self.proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        _stop(self.proc)
         self.proc = None
 
     def api(self, path: str, **params: str) -> dict[str, Any]:
@@ -175,8 +187,7 @@ class VictoriaMetrics:
 
     def start(self, timeout_s: float = 60.0) -> VictoriaMetrics:
         self.port = self.port or free_port()
-        log = open(self.log_path, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(
+        self.proc = _spawn_until_ready(
             [
                 VICTORIA_METRICS,
                 f"-storageDataPath={self.data_dir}",
@@ -185,37 +196,16 @@ class VictoriaMetrics:
                 "-search.latencyOffset=0s",
                 "-search.disableCache",
             ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            self.url + "/health",
+            self.log_path,
+            "victoria-metrics",
+            timeout_s,
+            0.2,
         )
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"victoria-metrics exited with {self.proc.returncode}; log: {self.log_path}"
-                )
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        return self
-            time.sleep(0.2)
-        self.stop()
-        raise TimeoutError(f"victoria-metrics not ready after {timeout_s} s; log: {self.log_path}")
+        return self
 
     def stop(self) -> None:
-        proc = self.proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        _stop(self.proc)
         self.proc = None
 
 
@@ -239,8 +229,7 @@ class Alertmanager:
 
     def start(self, timeout_s: float = 30.0) -> Alertmanager:
         self.port = self.port or free_port()
-        log = open(self.log_path, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(
+        self.proc = _spawn_until_ready(
             [
                 ALERTMANAGER,
                 f"--config.file={self.config}",
@@ -248,37 +237,16 @@ class Alertmanager:
                 f"--web.listen-address=127.0.0.1:{self.port}",
                 "--cluster.listen-address=",
             ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            self.url + "/-/ready",
+            self.log_path,
+            "alertmanager",
+            timeout_s,
+            0.2,
         )
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"alertmanager exited with {self.proc.returncode}; log: {self.log_path}"
-                )
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        return self
-            time.sleep(0.2)
-        self.stop()
-        raise TimeoutError(f"alertmanager not ready after {timeout_s} s; log: {self.log_path}")
+        return self
 
     def stop(self) -> None:
-        proc = self.proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        _stop(self.proc)
         self.proc = None
 
     def alerts(self) -> list[dict[str, Any]]:
