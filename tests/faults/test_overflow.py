@@ -39,7 +39,7 @@ def _blocked_and_flooded(root: Path):
     s0 = int(time.time()) - 30
     p.record(None, iteration(s0 - 1 + 0.5, prompt=100, gen=1), engine_idx=0)  # starts a flush
     wait_for(entered.is_set, what="the writer to hang in its commit")
-    assert rec.queue.qsize() == 0
+    assert rec.buffered == 0
     items = [iteration(s0 + i // PER_SECOND + 0.5, prompt=2, gen=1) for i in range(PUSHED)]
     times = []
     for it in items:
@@ -63,7 +63,7 @@ def test_blocked_writer_drops_exactly_and_record_stays_fast(ledger_env: Path) ->
     assert rec.dropped_total == PUSHED - QUEUE_SIZE
     assert rec.submitted_total == 1 + QUEUE_SIZE
     release.set()
-    wait_for(lambda: rec.queue.qsize() == 0, what="the queue to drain")
+    wait_for(lambda: rec.buffered == 0, what="the queue to drain")
     p.shutdown()
     (path,) = ledger_files(ledger_env)
     snap = snapshot(path)

@@ -1,7 +1,7 @@
 """SIGTERM with 4000 events queued: the real plugin in its own process, fed real vLLM
 IterationStats, drains them all at exit (its atexit hook -> Recorder.close) and closes cleanly.
 
-The writer is parked (its queue's consuming side gated) while the 4000 events are recorded, so
+The writer is parked (its waker gated) while the 4000 events are recorded, so
 they really are queued when the signal arrives; the SIGTERM handler opens the gate and exits
 the way vLLM's handler does (SystemExit, so atexit runs)."""
 

@@ -35,7 +35,7 @@ def test_writer_thread_dies(ledger_env: Path) -> None:
     assert rec.last_error is not None and "injected" in rec.last_error
 
     items = [iteration(now + i / 10_000, prompt=2, gen=1) for i in range(10_000)]
-    queued_before = rec.queue.qsize()
+    queued_before = rec.buffered
     t = time.perf_counter()
     for it in items:
         p.record(None, it, engine_idx=0)

@@ -6,7 +6,7 @@ Lines on stdout (each written with one os.write, so a kill never leaves half a l
   READY <pid>                    the recorder thread runs
   PRE <seq> <events>             commit <seq> is about to run; if it lands, <events> are durable
   ACK <seq> <events>             commit <seq> returned: <events> events are on disk in total
-  QUEUED <n> <json sums>         (plugin mode) n events wait in the queue; the writer is parked
+  QUEUED <n> <json sums>         (plugin mode) n events wait in the buffer; the writer is parked
   LOST <n>                       (--wait-lost) n events were counted as lost after retries
   CLOSED <clean> <committed> <lost>   close() returned (or the atexit drain ran)
 
@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import os
-import queue
 import signal
 import sys
 import threading
@@ -93,8 +92,9 @@ def run_recorder(a: argparse.Namespace) -> int:
         time.sleep(1)
 
 
-class _GatedQueue(queue.SimpleQueue):
-    """The recorder's queue with a gate on the consuming side: closed, the writer parks."""
+class _GatedWake(threading.Event):
+    """The recorder's waker with a gate: closed, the writer parks in its next wait and takes
+    nothing in, so what vLLM's loop records stays buffered."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -102,18 +102,11 @@ class _GatedQueue(queue.SimpleQueue):
         self.gate.set()
         self.parked = threading.Event()
 
-    def _wait_gate(self) -> None:
+    def wait(self, timeout: float | None = None) -> bool:
         if not self.gate.is_set():
             self.parked.set()
             self.gate.wait()
-
-    def get(self, block: bool = True, timeout: float | None = None) -> Any:
-        self._wait_gate()
-        return super().get(block, timeout)
-
-    def get_nowait(self) -> Any:
-        self._wait_gate()
-        return super().get_nowait()
+        return super().wait(timeout)
 
 
 def run_plugin(a: argparse.Namespace) -> int:
@@ -129,7 +122,7 @@ def run_plugin(a: argparse.Namespace) -> int:
     orig_start = Recorder.start
 
     def gated_start(self: Recorder) -> None:
-        self.queue = _GatedQueue()
+        self.wake = _GatedWake()
         orig_start(self)
 
     Recorder.start = gated_start  # type: ignore[method-assign]
@@ -149,7 +142,7 @@ def run_plugin(a: argparse.Namespace) -> int:
     rec = plugin.recorder
     assert rec is not None
     holder["rec"] = rec
-    gq: _GatedQueue = rec.queue  # type: ignore[assignment]
+    gq: _GatedWake = rec.wake  # type: ignore[assignment]
 
     def on_term(signum: int, frame: Any) -> None:
         gq.gate.set()
@@ -192,7 +185,7 @@ def run_plugin(a: argparse.Namespace) -> int:
     sums["decode_us"] = decode_us
     while time.time() < first_ts + 2.05:  # the events' second is over before the close
         time.sleep(0.01)
-    out(f"QUEUED {rec.queue.qsize()} {json.dumps(sums)}")
+    out(f"QUEUED {rec.buffered} {json.dumps(sums)}")
     while True:
         signal.pause()
 

@@ -1,9 +1,13 @@
 """The writer thread: per-second buckets, one transaction per flush, heartbeats, drain on exit.
 
-``Recorder.submit()`` is the only call made on vLLM's output loop: a ``put_nowait`` on a
-bounded queue. Everything else happens on the recorder's own daemon thread:
+``Recorder.submit()`` is the only call made on vLLM's output loop: an append to a bounded
+buffer (a ``deque``; one producer, one consumer) that wakes nobody. A full buffer counts the
+event as dropped, never blocks. Everything else happens on the recorder's own daemon thread,
+which wakes on its own cadence (``write/schedule.py``: at most every flush interval), when the
+buffer crosses its high-water mark, or on ``close()``:
 
-* events are summed into buckets keyed by (event wall second, DP rank);
+* events are taken in, in slices that each hold the GIL briefly, and summed into buckets
+  keyed by (event wall second, DP rank);
 * about every second the buckets are committed in one transaction that *adds* to the
   stored rows (``ON CONFLICT DO UPDATE SET x = x + excluded.x``), never overwrites them;
 * the writer's vouched span is extended on every commit and at least every 5 s
@@ -14,7 +18,7 @@ bounded queue. Everything else happens on the recorder's own daemon thread:
   uncovered;
 * a ledger file SQLite calls damaged is left byte-for-byte as it is, and a new file of the
   next generation is opened for the same writer;
-* on ``close()`` the queue is drained within a time limit and a clean-close marker written.
+* on ``close()`` the buffer is drained within a time limit and a clean-close marker written.
 
 Standard library only: this runs inside vLLM.
 """
@@ -25,26 +29,27 @@ import contextlib
 import logging
 import math
 import os
-import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from vllm_ledger.write import compaction, paths, store
+from vllm_ledger.write import compaction, paths, schedule, store
 from vllm_ledger.write.identity import WriterIdentity
 
 logger = logging.getLogger("vllm.ledger.recorder")
 
-QUEUE_SIZE = 4096
+QUEUE_SIZE = 4096  # the buffer's bound: events past it are counted as dropped
 FLUSH_INTERVAL_S = 1.0
 HEARTBEAT_INTERVAL_S = 5.0
-# The next heartbeat after a commit that held events: the reader trims the second before a
-# proof (an event stamped then may still be on its way), so a proof 2 s after the last event
-# lets a live report include it.
-PROVE_AFTER_EVENTS_S = 2.0
+# The next heartbeat after a commit that held events (see write/schedule.py).
+PROVE_AFTER_EVENTS_S = schedule.Cadence.prove_after_events_s
+# Events taken in per slice before the recorder lets other threads have the GIL: a slice of
+# 256 events holds it for about 0.3 ms.
+TAKE_IN_SLICE = 256
 DRAIN_TIMEOUT_S = 5.0
 MAX_RETRIES = 3
 MAX_PENDING_FAULT_SECONDS = 86_400
@@ -62,7 +67,6 @@ N_COUNTS = len(store.COUNT_COLUMNS)
 # where ``finished`` is a tuple of (generation_tokens, decode_seconds) per finished request.
 IterationEvent = tuple[float, int, int, int, int, tuple[tuple[int, float], ...]]
 
-_FAULT_KINDS = {"dropped": DROPPED, "rejected": REJECTED, "lost": LOST}
 _DAMAGE_MARKERS = ("malformed", "not a database", "file is encrypted", "disk image")
 
 
@@ -85,6 +89,21 @@ class _Faults:
             self.uncounted += n
 
 
+class Waker(Protocol):
+    """What the recorder thread sleeps on: ``threading.Event`` (tests pass one on fake time)."""
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+    def set(self) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+def high_water_mark(capacity: int) -> int:
+    """Three quarters of the buffer: room left for a burst while the recorder wakes."""
+    return max(1, capacity * 3 // 4)
+
+
 class Recorder:
     """Owns one writer's ledger files and the thread that writes them."""
 
@@ -104,20 +123,28 @@ class Recorder:
     ) -> None:
         self.root = Path(root)
         self.identity = identity
-        # A SimpleQueue bounded by a size check: one producer (vLLM's output loop) and one
-        # consumer, so the check can only err towards room, never overfill. About 4x cheaper
-        # than queue.Queue's locks and condition variables.
-        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # A deque bounded by a size check: one producer (vLLM's output loop) appends, one
+        # consumer (the recorder thread) pops from the other end; both are atomic in CPython,
+        # and neither notifies anyone. The check can only err towards room, never overfill.
+        self.buffer: deque[Any] = deque()
         self.queue_size = queue_size
+        self.high_water = high_water_mark(queue_size)
+        # Set only by the append that crosses the high-water mark, and by close().
+        self.wake: Waker = threading.Event()
         self.flush_interval_s = flush_interval_s
         self.heartbeat_interval_s = heartbeat_interval_s
+        self.cadence = schedule.Cadence(
+            flush_interval_s=flush_interval_s,
+            heartbeat_interval_s=heartbeat_interval_s,
+            prove_after_events_s=PROVE_AFTER_EVENTS_S,
+            compaction_interval_s=COMPACTION_INTERVAL_S,
+        )
         self.max_retries = max_retries
         self.clock = clock
         self.monotonic = monotonic
         self.integrity_check_interval_s = integrity_check_interval_s
         self.span_break_s = span_break_s
         self._next_integrity_check = monotonic() + integrity_check_interval_s
-        self._next_compaction = monotonic() + 60.0
 
         # Touched only by the submitting thread (vLLM's output loop).
         self._faults = _Faults()
@@ -129,6 +156,9 @@ class Recorder:
         self.commit_failures_total = 0
         self.lost_events_total = 0
         self.files_rotated_total = 0
+        # Written by the recorder thread only: every return from its wait, and why.
+        self.wakeups_total = 0
+        self.wakeups_by_reason: dict[str, int] = dict.fromkeys(schedule.WAKE_REASONS, 0)
         self.last_error: str | None = None
 
         self._buckets: dict[tuple[int, int], list[int]] = {}
@@ -153,16 +183,20 @@ class Recorder:
     # ---- the hot path (vLLM's output loop) -------------------------------------------
 
     def submit(self, event: IterationEvent) -> bool:
-        """Queue one event without blocking. A full queue counts the event as dropped."""
-        q = self.queue
-        if q.qsize() >= self.queue_size:
+        """Buffer one event without blocking or waking anyone. A full buffer counts it as
+        dropped. Only the append that crosses the high-water mark wakes the recorder."""
+        buf = self.buffer
+        n = len(buf)
+        if n >= self.queue_size:
             self.dropped_total += 1
             self._faults.add(int(event[0]), DROPPED)
             return False
         if self._faults.by_second:
             self._hand_over_faults()
-        q.put(event)  # SimpleQueue.put never blocks
+        buf.append(event)
         self.submitted_total += 1
+        if schedule.crosses_high_water(n, self.high_water):  # once per crossing
+            self.wake.set()
         return True
 
     def reject(self, event_ts: float) -> None:
@@ -173,10 +207,15 @@ class Recorder:
 
     def _hand_over_faults(self, force: bool = False) -> None:
         faults = self._faults
-        if not force and self.queue.qsize() >= self.queue_size:
+        if not force and len(self.buffer) >= self.queue_size:
             return
-        self.queue.put_nowait(("faults", faults.by_second))
+        self.buffer.append(("faults", faults.by_second))
         faults.by_second = {}
+
+    @property
+    def buffered(self) -> int:
+        """Items waiting in the buffer (events and fault hand-overs)."""
+        return len(self.buffer)
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -189,7 +228,7 @@ class Recorder:
         return self._thread is not None and self._thread.is_alive()
 
     def close(self, timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
-        """Drain the queue and mark a clean close, giving up after ``timeout_s``.
+        """Drain the buffer and mark a clean close, giving up after ``timeout_s``.
 
         Returns True when the clean close was written in time. Never raises.
         """
@@ -198,23 +237,19 @@ class Recorder:
                 self._hand_over_faults(force=True)  # one item past the bound, at exit only
         self._drain_deadline = self.monotonic() + timeout_s
         self._stop.set()
-        self.queue.put_nowait(("wake", {}))  # end the thread's wait at once
+        self.wake.set()  # end the thread's wait at once
         if self._thread is None:
             return False
         self._closed.wait(timeout_s)
         return self._closed.is_set() and self._clean
 
     def pump(self, final: bool = False) -> bool:
-        """Drain the queue and commit on the caller's thread; ``final`` closes cleanly.
+        """Take the buffer in and commit on the caller's thread; ``final`` closes cleanly.
 
         The same code the writer thread runs, for generators and tests that drive time
         themselves. Not to be mixed with ``start()``.
         """
-        while True:
-            try:
-                self._accumulate(self.queue.get_nowait())
-            except queue.Empty:
-                break
+        self._take_in()
         ok = self._flush(final=final)
         if final:
             self._close_connection()
@@ -240,52 +275,56 @@ class Recorder:
             self._closed.set()
 
     def _loop(self) -> None:
-        get = self.queue.get
-        get_nowait = self.queue.get_nowait
-        accumulate = self._accumulate
         mono = self.monotonic
-        next_flush = mono() + self.flush_interval_s
-        next_heartbeat = mono()  # the first heartbeat opens the span at once
-        next_check = mono() + self.heartbeat_interval_s  # on its own clock: flushes don't defer it
+        wake = self.wake
+        cadence = self.cadence
+        deadlines = schedule.first_deadlines(mono(), cadence)
         while not self._stop.is_set():
-            wait = max(0.0, min(next_flush, next_heartbeat, next_check) - mono())
-            try:
-                accumulate(get(timeout=wait))
-                for _ in range(8192):
-                    accumulate(get_nowait())
-            except queue.Empty:
-                pass
-            now = mono()
-            if now >= next_check:
-                next_check = now + self.heartbeat_interval_s
-                self._check_file(now)
-            if (now >= next_flush and self._pending_events) or now >= next_heartbeat:
-                had_events = self._pending_events > 0
-                self._flush()
-                next_flush = now + self.flush_interval_s
-                # After events, prove once more soon (a commit with nothing in it), so a live
-                # report's watermark passes them within seconds, not a heartbeat later.
-                next_heartbeat = now + (
-                    min(self.heartbeat_interval_s, PROVE_AFTER_EVENTS_S)
-                    if had_events
-                    else self.heartbeat_interval_s
-                )
-            elif now >= next_flush:
-                next_flush = now + self.flush_interval_s  # nothing to commit: wait, don't spin
-            if now >= self._next_compaction:
-                self._next_compaction = now + COMPACTION_INTERVAL_S
-                self.compact()
-        # Drain what is queued, within the deadline, then close cleanly.
-        while mono() < self._drain_deadline:
-            try:
-                accumulate(get_nowait())
-            except queue.Empty:
+            woken = wake.wait(schedule.wait_s(deadlines, mono()))
+            if woken:
+                wake.clear()
+            reason = schedule.wake_reason(woken=woken, stopping=self._stop.is_set())
+            self.wakeups_total += 1
+            self.wakeups_by_reason[reason] += 1
+            if reason == "shutdown":
                 break
+            self._take_in()
+            now = mono()
+            todo, deadlines = schedule.step(
+                deadlines, now, pending_events=self._pending_events, cadence=cadence
+            )
+            if todo.check_file:
+                self._check_file(now)
+            if todo.commit:
+                self._flush()
+            if todo.compact:
+                self.compact()
+        # Drain what is buffered, within the deadline, then close cleanly.
+        self._take_in(deadline_mono=self._drain_deadline)
         if mono() < self._drain_deadline and self._flush(final=True):
             self._clean = True
         if self._conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
+
+    def _take_in(self, deadline_mono: float = math.inf) -> int:
+        """Sum what is buffered into the buckets, ``TAKE_IN_SLICE`` items at a time with the
+        GIL let go between slices, so the serving loop never waits long for it. Items appended
+        meanwhile are left for the next wake. Returns the number taken in."""
+        buf = self.buffer
+        popleft = buf.popleft
+        accumulate = self._accumulate
+        todo = len(buf)
+        done = 0
+        while done < todo:
+            for _ in range(min(TAKE_IN_SLICE, todo - done)):
+                accumulate(popleft())
+            done += min(TAKE_IN_SLICE, todo - done)
+            if done < todo:
+                if self.monotonic() >= deadline_mono:
+                    break
+                time.sleep(0)  # let another thread (vLLM's loop) have the GIL
+        return done
 
     def _accumulate(self, event: Any) -> None:
         if isinstance(event[0], str):
