@@ -1,14 +1,15 @@
 """The maintenance pass: compact finished ledgers, then refresh the root's summary.
 
-Run by ``vllm-ledger compact`` (cron) and, in the background, by the writer of API rank 0
-a minute after start and every six hours. A non-blocking ``flock`` on
-``ROOT/.vllm-ledger-maintenance.lock`` keeps two passes from overlapping. It only ever
+Run by ``vllm-ledger compact`` (cron) and, in the background, for the writer of API rank 0
+a minute after start and every six hours, in a low-priority child process
+(``python -m vllm_ledger.maintenance ROOT``, started by ``background.py``). A non-blocking
+``flock`` on ``ROOT/.vllm-ledger-maintenance.lock`` keeps two passes from overlapping. It only ever
 deletes per-second rows older than the compaction horizon from sound, finished files, and
 rewrites the derived summary. Standard library only.
 
 It sits above both sides: it compacts (write side) and reads facts and writes the summary of
-finished files (read side). Inside vLLM only the rank-0 writer runs it, through the entry
-point ``vllm_ledger.plugin``; that is the one place the read side is imported into vLLM.
+finished files (read side). It never runs inside a vLLM process: the entry point
+``vllm_ledger.plugin`` only spawns it, so no read-side module is imported into vLLM.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import contextlib
 import fcntl
 import math
 import os
-import threading
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -87,23 +88,34 @@ def run(root: Path, clock: Callable[[], float] = time.time) -> MaintenanceResult
     return result
 
 
-FIRST_DELAY_S = 60.0
-INTERVAL_S = 6 * 3600.0
+def lower_priority() -> None:
+    """The idle CPU class for this process: ``nice`` 19 and, where allowed, ``SCHED_IDLE``.
 
-
-def start_background(root: Path) -> threading.Thread:
-    """A daemon thread that runs the pass a minute after start, then every six hours.
-
-    For the writer of API rank 0 inside vLLM: it never raises and never blocks the writer.
+    IO priority follows the CPU nice level under Linux's IO schedulers (best effort, level
+    7), so the pass also yields the disk. Never raises: an unchanged priority is no fault.
     """
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(19)
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
-    def loop() -> None:
-        time.sleep(FIRST_DELAY_S)
-        while True:
-            with contextlib.suppress(Exception):
-                run(root)
-            time.sleep(INTERVAL_S)
 
-    t = threading.Thread(target=loop, name="vllm-ledger-maintenance", daemon=True)
-    t.start()
-    return t
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vllm_ledger.maintenance ROOT``: one pass at idle priority (the child that
+    the rank-0 writer spawns, ``background.py``). Exit 0 also when another pass holds the
+    lock; an error is one line on stderr, exit 1."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m vllm_ledger.maintenance ROOT", file=sys.stderr)
+        return 2
+    lower_priority()
+    try:
+        run(Path(args[0]))
+    except Exception as exc:
+        print(f"maintenance pass failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

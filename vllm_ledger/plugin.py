@@ -2,8 +2,9 @@
 
 The write-side adapter (``vllm_ledger.write.plugin``) plus the rank-0 background maintenance
 pass (``vllm_ledger.maintenance``: compaction of finished files and the summary of finished
-files, which reads ledgers). The pass is imported only when rank 0 starts it, so every other
-API process imports the write side alone. Bundles already in the field name this module.
+files, which reads ledgers), run in a low-priority child process that ``vllm_ledger.background``
+spawns: no API process imports the read side or runs the pass on its GIL. Bundles already in
+the field name this module.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ class LedgerStatLogger(_WriteSideLogger):
 
     @staticmethod
     def start_maintenance(root: Path) -> None:
-        from vllm_ledger import maintenance
+        from vllm_ledger import background
 
-        maintenance.start_background(root)
+        background.start_background(root)
 
 
 __all__ = ["LedgerStatLogger"]
