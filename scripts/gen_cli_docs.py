@@ -57,6 +57,30 @@ Rules behind the table:
   `timeline` print text unless `--json` or `--csv` is given.
 """  # noqa: E501  (a markdown table's row is one line)
 
+CSV_DIALECT = """\
+## CSV output
+
+`report --csv`, `export` (the default `--format csv`) and `timeline --csv` write one dialect
+(`vllm_ledger/formats/csvout.py`):
+
+- one header row; the columns carry the JSON's field names (`input`, `cached`,
+  `uncovered_seconds`, ...); RFC 4180 quoting; `\\n` line ends;
+- every instant is two columns: `NAME` in ISO 8601 with the zone's offset
+  (`2026-11-30T09:00:00+08:00`) and `NAME_unix` in Unix seconds (`start`, `start_unix`,
+  `cutoff`, `cutoff_unix`; `export` has `end`/`end_unix` for the step's end);
+- booleans are `true`/`false`; a ratio with a zero denominator is an empty cell (unknown,
+  never 0); problems are `code=n;code=n`;
+- text from a ledger (model and host names, keys) is terminal-safe (control characters shown as
+  `\\x1b`) and **formula-safe**: a cell that starts with `=`, `+`, `-` or `@` and is not a
+  number gets a leading `'`, so a spreadsheet shows `=HYPERLINK(...)` instead of running it
+  (a tab or carriage return is already shown escaped).
+
+Earlier releases wrote three dialects (Unix seconds and `True`/`False` in `report --csv`, ISO
+times and `False` in `export`, Unix seconds plus `start_local` in `timeline --csv`); a script
+that read `start_local` reads `start` now, and one that read `end` from `timeline --csv` reads
+`cutoff_unix`.
+"""
+
 
 def render() -> str:
     os.environ["COLUMNS"] = "100"
@@ -67,6 +91,7 @@ def render() -> str:
         "Generated from `--help` by `scripts/gen_cli_docs.py`, below this section.",
         "",
         VOCABULARY,
+        CSV_DIALECT,
         "## vllm-ledger",
         "",
     ]

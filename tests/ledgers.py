@@ -42,6 +42,7 @@ def write_ledger(
     port: int = 8000,
     model: str = "tiny",
     heartbeat_every_s: float | None = 5.0,
+    host: str = "testhost",
 ) -> Recorder:
     """A writer that ran from start_ts to end_ts, committing heartbeats on the way."""
     clock = FakeClock(start_ts)
@@ -52,7 +53,7 @@ def write_ledger(
             rank,
             expected,
             pid=1000 + rank,
-            instance=InstanceInfo((model,), port, "testhost", "0.32.0"),
+            instance=InstanceInfo((model,), port, host, "0.32.0"),
         ),
         clock=clock,
     )

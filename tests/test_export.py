@@ -62,10 +62,10 @@ def test_hourly_rows_per_model_and_instance_add_up_to_the_report(
     rows = list(csv.DictReader(io.StringIO(_export(tmp_path, capsys, "--tz", "Asia/Shanghai"))))
     got = [(r["start"][11:16], r["instance"], r["model"], r["input"], r["complete"]) for r in rows]
     assert got == [
-        ("09:00", "testhost:8000", "qwen", "100", "True"),
-        ("10:00", "testhost:8000", "qwen", "50", "True"),
-        ("10:00", "testhost:8001", "llama", "30", "True"),
-        ("11:00", "testhost:8000", "qwen", "7", "True"),  # b closed at 11:00: no row
+        ("09:00", "testhost:8000", "qwen", "100", "true"),
+        ("10:00", "testhost:8000", "qwen", "50", "true"),
+        ("10:00", "testhost:8001", "llama", "30", "true"),
+        ("11:00", "testhost:8000", "qwen", "7", "true"),  # b closed at 11:00: no row
     ]
     assert rows[-1]["end"].endswith("11:30:00+08:00")  # the period ends at 11:30
     # The rows add up to the report's figures for the same period, exactly.
@@ -97,7 +97,9 @@ def test_export_to_a_file_is_written_whole_and_bad_by_is_one_line(
     _two_instances(root)
     target = tmp_path / "november.csv"
     assert _export(root, capsys, "--output", str(target)) == ""
-    assert target.read_text().startswith("start,end,instance,model,input,output,")
+    assert target.read_text().startswith(
+        "start,start_unix,end,end_unix,instance,model,input,output,"
+    )
     rc = cli.main(["export", "--root", str(root), "--since", str(H0), "--by", "week"])
     _out, err = capsys.readouterr()
     assert rc == 2 and err.count("\n") == 1 and "--by 'week'" in err

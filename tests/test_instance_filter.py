@@ -260,7 +260,7 @@ def test_timeline_by_instance_text_shows_each_key(root: Path) -> None:
     assert "input 1,500  output 120  cached 500  hit rate 33.3%" in text
     (csv_out,) = cli([*argv, "--window", "6h", "--by", "instance", "--csv"])
     lines = csv_out["stdout"].splitlines()
-    assert lines[0].startswith("key,start,end,")
+    assert lines[0].startswith("key,start,start_unix,cutoff,cutoff_unix,")
     assert len(lines) == 1 + 3 * 6
     assert lines[1].startswith("gpu1:8000,")
 

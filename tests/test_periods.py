@@ -110,10 +110,10 @@ def test_report_takes_named_periods_and_since_until_on_the_command_line(
     assert cli.main([*base, "--window", "this-month", "--window", "last-month", "--csv"]) == 0
     out, _ = capsys.readouterr()
     rows = [line.split(",") for line in out.splitlines()]
-    assert rows[0][:5] == ["key", "window", "start", "cutoff", "input"]
-    assert [(r[1], r[4], r[13]) for r in rows[1:]] == [
-        ("this-month", "33", "True"),
-        ("last-month", "24", "False"),
+    assert rows[0][:7] == ["key", "window", "start", "start_unix", "cutoff", "cutoff_unix", "input"]
+    assert [(r[1], r[2], r[6], r[15]) for r in rows[1:]] == [
+        ("this-month", "2026-11-01T00:00:00+08:00", "33", "true"),
+        ("last-month", "2026-10-01T00:00:00+08:00", "24", "false"),
     ]
     assert cli.main([*base, "--since", str(edge - 2), "--until", str(edge + 2), "--json"]) == 0
     out, _ = capsys.readouterr()

@@ -247,7 +247,7 @@ def test_csv_has_every_step(tmp_path: Path) -> None:
     assert code == 0, err
     rows = list(csv.DictReader(io.StringIO(out)))
     assert len(rows) == 9  # 10:00-12:00, then every 3 h on the local clock, then 09:00-10:00
-    assert [r["start_local"][11:16] for r in rows[:3]] == ["10:00", "12:00", "15:00"]
+    assert [r["start"][11:16] for r in rows[:3]] == ["10:00", "12:00", "15:00"]
     rep = build_report([tmp_path], at_ts=AT, clock=lambda: AT)
     w = rep.window("24h")
     assert sum(int(r["input"]) for r in rows) == w.input_tokens

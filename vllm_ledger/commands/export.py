@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import time
@@ -20,9 +19,10 @@ from vllm_ledger.commands._common import (
     zone_of,
 )
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.formats import csvout
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.outfile import writing
-from vllm_ledger.read.export import FIELDS, ExportRow, export_rows, parse_by, row_values
+from vllm_ledger.read.export import FIELDS, ExportRow, export_rows, parse_by, row_dict
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.report import resolve_tz
 
@@ -94,13 +94,13 @@ def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int
 
 
 def _write(rows: Iterable[ExportRow], out: IO[str], fmt: str, zone: ZoneInfo) -> None:
-    writer = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
-    if writer is not None:
-        writer.writerow(FIELDS)
+    """CSV in the project's one dialect (formats/csvout.py), or JSON lines."""
+    writer = csvout.CsvWriter(out, FIELDS) if fmt == "csv" else None
     for row in rows:
-        values = row_values(row, zone)
-        values[2], values[3] = printable(str(values[2])), printable(str(values[3]))
+        values = row_dict(row, zone)
         if writer is not None:
-            writer.writerow(values)
+            writer.row(values)
         else:
-            out.write(json.dumps(dict(zip(FIELDS, values, strict=True)), ensure_ascii=True) + "\n")
+            values["instance"] = printable(values["instance"])
+            values["model"] = printable(values["model"])
+            out.write(json.dumps(values, ensure_ascii=True) + "\n")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import sys
 
 from vllm_ledger.commands._common import (
@@ -19,10 +17,9 @@ from vllm_ledger.commands._common import (
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format
-from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.periods import PERIOD_NAMES
-from vllm_ledger.read.report import BREAKDOWN_KEYS, Report, build_report
+from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report
 
 NAME = "report"
 HELP = "sum every ledger into today / 24h / 3d / 7d / total, with coverage"
@@ -102,57 +99,11 @@ def run(args: argparse.Namespace) -> int:
 
             html_format.write(build_page(ledgers, report), args.html)
     if args.csv:
-        sys.stdout.write(csv_rows(report))
+        from vllm_ledger.formats import csvout
+
+        sys.stdout.write(csvout.render_report(report))
     else:
         render = json_format.render if args.json else text_format.render
         sys.stdout.write(render(report, zone))
     return 0
 
-
-CSV_FIELDS = (
-    "key",
-    "window",
-    "start",
-    "cutoff",
-    "input",
-    "output",
-    "cached",
-    "requests",
-    "hit_rate",
-    "avg_speed",
-    "gen_speed",
-    "uncovered_seconds",
-    "declared_seconds",
-    "complete",
-    "problems",
-)
-
-
-def csv_rows(report: Report) -> str:
-    """Each window (and with --by, each key's) as a CSV row; instants as Unix seconds."""
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
-    rows = [("", report.windows)] + [(r.key, r.windows) for r in report.breakdown]
-    for key, windows in rows:
-        for x in windows:
-            w.writerow(
-                [
-                    printable(key),
-                    x.name,
-                    x.start_ts,
-                    x.cutoff_ts,
-                    x.input_tokens,
-                    x.output_tokens,
-                    x.cached_tokens,
-                    x.requests,
-                    "" if x.hit_rate is None else round(x.hit_rate, 6),
-                    "" if x.avg_speed is None else round(x.avg_speed, 6),
-                    "" if x.gen_speed is None else round(x.gen_speed, 6),
-                    x.uncovered_seconds,
-                    x.declared_seconds,
-                    x.complete,
-                    ";".join(f"{k}={v}" for k, v in x.problems.items()),
-                ]
-            )
-    return out.getvalue()

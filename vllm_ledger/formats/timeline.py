@@ -5,8 +5,6 @@ Each function takes a built ``Timeline`` and returns a string; none reads a ledg
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from collections.abc import Callable
@@ -14,6 +12,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from vllm_ledger.formats import csvout
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.text import duration, pct, rate
@@ -73,9 +72,7 @@ def render_json(tl: Timeline, zone: ZoneChoice | None = None) -> str:
 
 
 CSV_FIELDS = (
-    "start",
-    "end",
-    "start_local",
+    *csvout.instant_fields("start", "cutoff"),
     "input",
     "output",
     "cached",
@@ -89,35 +86,24 @@ CSV_FIELDS = (
 
 
 def render_csv(tl: Timeline, zone: ZoneChoice | None = None) -> str:
-    """One row per step; with ``--by``, one row per key and step, the key first."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    """One row per step; with ``--by``, one row per key and step, the key first. The
+    project's one CSV dialect (formats/csvout.py)."""
     by = tl.breakdown_by is not None
-    w.writerow(("key", *CSV_FIELDS) if by else CSV_FIELDS)
     tz = ZoneInfo(tl.tz)
     keyed = (
         [(r.key, s) for r in tl.breakdown for s in r.steps] if by else [("", s) for s in tl.steps]
     )
-    for key, s in keyed:
+
+    def row(key: str, s: WindowReport) -> dict[str, object]:
         d = window_dict(s)
-        w.writerow(
-            ([key] if by else [])
-            + [
-                s.start_ts,
-                s.cutoff_ts,
-                datetime.fromtimestamp(s.start_ts, tz).isoformat(),
-                s.input_tokens,
-                s.output_tokens,
-                s.cached_tokens,
-                "" if d["hit_rate"] is None else d["hit_rate"],
-                "" if d["avg_speed"] is None else d["avg_speed"],
-                "" if d["gen_speed"] is None else d["gen_speed"],
-                s.requests,
-                s.uncovered_seconds,
-                "true" if s.complete else "false",
-            ]
-        )
-    return buf.getvalue()
+        return {
+            **({"key": key} if by else {}),
+            **csvout.instant("start", s.start_ts, tz),
+            **csvout.instant("cutoff", s.cutoff_ts, tz),
+            **{f: d[f] for f in CSV_FIELDS[4:]},
+        }
+
+    return csvout.render(("key", *CSV_FIELDS) if by else CSV_FIELDS, (row(k, s) for k, s in keyed))
 
 
 # ---- the terminal chart ---------------------------------------------------------------------

@@ -27,7 +27,9 @@ MAX_STEPS = 24 * 366 * 5  # five years of hours
 
 FIELDS: tuple[str, ...] = (
     "start",
+    "start_unix",
     "end",
+    "end_unix",
     "instance",
     "model",
     "input",
@@ -167,24 +169,27 @@ def export_rows(
                 s.forget_sums()
 
 
-def row_values(row: ExportRow, tz: ZoneInfo) -> list[object]:
-    """A row as ``FIELDS`` values: instants as ISO 8601 in the zone, problems ``code=n;...``."""
-    return [
-        datetime.fromtimestamp(row.start_ts, tz).isoformat(),
-        datetime.fromtimestamp(row.end_ts, tz).isoformat(),
-        row.instance,
-        row.model,
-        row.input_tokens,
-        row.output_tokens,
-        row.cached_tokens,
-        row.requests,
-        row.decode_tokens,
-        round(row.decode_seconds, 6),
-        row.uncovered_seconds,
-        row.declared_seconds,
-        row.complete,
-        ";".join(f"{k}={v}" for k, v in row.problems),
-    ]
+def row_dict(row: ExportRow, tz: ZoneInfo) -> dict[str, object]:
+    """A row by ``FIELDS`` name: each instant as ISO 8601 in the zone and as Unix seconds,
+    problems as ``code=n;...``."""
+    return {
+        "start": datetime.fromtimestamp(row.start_ts, tz).isoformat(),
+        "start_unix": row.start_ts,
+        "end": datetime.fromtimestamp(row.end_ts, tz).isoformat(),
+        "end_unix": row.end_ts,
+        "instance": row.instance,
+        "model": row.model,
+        "input": row.input_tokens,
+        "output": row.output_tokens,
+        "cached": row.cached_tokens,
+        "requests": row.requests,
+        "decode_tokens": row.decode_tokens,
+        "decode_seconds": round(row.decode_seconds, 6),
+        "uncovered_seconds": row.uncovered_seconds,
+        "declared_seconds": row.declared_seconds,
+        "complete": row.complete,
+        "problems": ";".join(f"{k}={v}" for k, v in row.problems),
+    }
 
 
 __all__: Sequence[str] = ["EXPORT_KEYS", "FIELDS", "ExportRow", "export_rows", "parse_by"]

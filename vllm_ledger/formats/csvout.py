@@ -1,0 +1,148 @@
+"""The one CSV dialect of every command (``report --csv``, ``export``, ``timeline --csv``). Pure.
+
+docs/cli.md ("CSV output") states it; in short:
+
+* columns carry the JSON's field names; one header row; ``\\n`` line ends; RFC 4180 quoting;
+* an instant is two columns: ``NAME`` in ISO 8601 with the zone's offset
+  (``2026-12-01T00:00:00+08:00``) and ``NAME_unix`` in Unix seconds;
+* booleans are ``true``/``false``; a figure with no value (a ratio over zero) is empty;
+* text from disk or a remote (model names, host names, run ids) is terminal-safe
+  (``formats/safe.printable``) and **formula-safe**: a cell that starts with ``=``, ``+``,
+  ``-``, ``@``, a tab or a carriage return and is not a number gets a leading ``'``, so a
+  spreadsheet shows it instead of running it (OWASP's advice for CSV injection).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import IO
+from zoneinfo import ZoneInfo
+
+from vllm_ledger.formats.safe import printable
+from vllm_ledger.read.report import Report
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def text_cell(value: object) -> str:
+    """Untrusted text as a cell: control characters escaped, formulas defused."""
+    s = printable(value)
+    if s.startswith(_FORMULA_STARTS) and not _is_number(s):
+        return "'" + s
+    return s
+
+
+def cell(value: object) -> object:
+    """One value in the dialect: ``true``/``false``, empty for None, numbers as they are."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return value
+    return text_cell(value)
+
+
+def instant(name: str, ts: float, zone: ZoneInfo) -> dict[str, object]:
+    """``{NAME: ISO 8601 with the zone's offset, NAME_unix: Unix seconds}``."""
+    return {name: datetime.fromtimestamp(ts, zone).isoformat(), f"{name}_unix": ts}
+
+
+def instant_fields(*names: str) -> tuple[str, ...]:
+    """The column names of instants ``names``, in order: ``start, start_unix, ...``."""
+    return tuple(f for n in names for f in (n, f"{n}_unix"))
+
+
+def problems_cell(problems: Mapping[str, int] | Iterable[tuple[str, int]]) -> str:
+    """Problem codes as ``code=n;code=n``, empty when there are none."""
+    items = problems.items() if isinstance(problems, Mapping) else problems
+    return ";".join(f"{k}={v}" for k, v in items)
+
+
+class CsvWriter:
+    """Rows by field name into ``out``, after one header row."""
+
+    def __init__(self, out: IO[str], fields: Sequence[str]) -> None:
+        self.fields = tuple(fields)
+        self._w = csv.writer(out, lineterminator="\n")
+        self._w.writerow(self.fields)
+
+    def row(self, values: Mapping[str, object]) -> None:
+        """Write one row; every field must be present, and no other."""
+        if values.keys() != set(self.fields):
+            missing = sorted(set(self.fields) - values.keys())
+            extra = sorted(values.keys() - set(self.fields))
+            raise ValueError(f"CSV row does not match its header: missing {missing}, extra {extra}")
+        self._w.writerow([cell(values[f]) for f in self.fields])
+
+
+def render(fields: Sequence[str], rows: Iterable[Mapping[str, object]]) -> str:
+    """A whole CSV document as text."""
+    buf = io.StringIO()
+    w = CsvWriter(buf, fields)
+    for r in rows:
+        w.row(r)
+    return buf.getvalue()
+
+
+# ---- report --csv ------------------------------------------------------------------------------
+
+REPORT_FIELDS: tuple[str, ...] = (
+    "key",
+    "window",
+    *instant_fields("start", "cutoff"),
+    "input",
+    "output",
+    "cached",
+    "requests",
+    "hit_rate",
+    "avg_speed",
+    "gen_speed",
+    "uncovered_seconds",
+    "declared_seconds",
+    "complete",
+    "problems",
+)
+
+
+def render_report(report: Report) -> str:
+    """Each window (and with ``--by``, each key's) as a row, in the report's zone."""
+    from vllm_ledger.formats.json import round_or_none
+
+    zone = ZoneInfo(report.tz)
+    keyed = [("", report.windows)] + [(r.key, r.windows) for r in report.breakdown]
+    return render(
+        REPORT_FIELDS,
+        (
+            {
+                "key": key,
+                "window": x.name,
+                **instant("start", x.start_ts, zone),
+                **instant("cutoff", x.cutoff_ts, zone),
+                "input": x.input_tokens,
+                "output": x.output_tokens,
+                "cached": x.cached_tokens,
+                "requests": x.requests,
+                "hit_rate": round_or_none(x.hit_rate),
+                "avg_speed": round_or_none(x.avg_speed),
+                "gen_speed": round_or_none(x.gen_speed),
+                "uncovered_seconds": x.uncovered_seconds,
+                "declared_seconds": x.declared_seconds,
+                "complete": x.complete,
+                "problems": problems_cell(x.problems),
+            }
+            for key, windows in keyed
+            for x in windows
+        ),
+    )
