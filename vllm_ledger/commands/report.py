@@ -106,4 +106,3 @@ def run(args: argparse.Namespace) -> int:
         render = json_format.render if args.json else text_format.render
         sys.stdout.write(render(report, zone))
     return 0
-
