@@ -61,13 +61,12 @@ def number(
     unit: str = "a number",
     lo_open: bool = False,
     integer: bool = False,
-    seconds: bool = False,
     fraction: bool = False,
 ) -> Callable[[str], float]:
     """An argparse ``type`` for a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``).
 
-    ``seconds``: a value above ``hi`` that is in range once divided by 1000 is refused as
-    milliseconds. ``fraction``: a value in (1, 100] is refused as a percentage.
+    ``fraction``: a value in (1, 100] is refused as a percentage (durations are ``Duration``,
+    which refuses milliseconds).
     ``integer``: whole numbers only (returned as ``int``).
     """
     low = f"above {_fmt(lo)}" if lo_open else f"from {_fmt(lo)}"
@@ -83,10 +82,6 @@ def number(
             ) from None
         if not math.isfinite(x):
             raise BadArgument(f"{shown} is not finite: give {wanted}, e.g. {flag} {example}")
-        if seconds and x > hi and (lo < x / 1000 <= hi):
-            raise BadArgument(
-                f"{shown} looks like milliseconds: give seconds, e.g. {flag} {_fmt(x / 1000)}"
-            )
         if fraction and 1 < x <= 100 and lo < x / 100 <= hi:
             raise BadArgument(
                 f"{shown} looks like a percentage: give a fraction, e.g. {flag} {x / 100:g}"
@@ -102,13 +97,6 @@ def number(
         return x
 
     return parse
-
-
-def seconds(
-    flag: str, lo: float, hi: float, example: str, *, lo_open: bool = False
-) -> Callable[[str], float]:
-    """A duration in seconds: finite, in range, and not milliseconds."""
-    return number(flag, lo, hi, example, unit="seconds", lo_open=lo_open, seconds=True)
 
 
 def port(flag: str, example: str = "8000", *, zero: bool = False) -> Callable[[str], float]:

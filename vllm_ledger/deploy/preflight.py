@@ -37,7 +37,6 @@ MIB = 1024**2
 SEED_HW = "seed 001, 2.1 hardware"
 MIN_CORES = 4
 MIN_RAM_BYTES = 16 * GIB
-RECOMMENDED_RAM_BYTES = 32 * GIB
 MIN_MODEL_CACHE_FREE = 50 * GIB
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default for --gpu-memory-utilization
 KV_ROOM = 0.8  # weights above this share of the budget leave little room for the KV cache
@@ -46,20 +45,6 @@ MIN_ARTIFACTS_FREE = 100 * MIB
 WARN_ARTIFACTS_FREE = 1 * GIB
 VOLATILE_FS = {"overlay", "aufs", "tmpfs", "ramfs", "devtmpfs"}
 MAX_SAFETENSORS_HEADER = 100 * MIB
-DTYPE_BYTES = {
-    "F64": 8,
-    "F32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "I64": 8,
-    "I32": 4,
-    "I16": 2,
-    "I8": 1,
-    "U8": 1,
-    "BOOL": 1,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-}
 SERVE_DTYPE_BYTES = {"half": 2, "float16": 2, "bfloat16": 2, "float": 4, "float32": 4}
 
 

@@ -33,7 +33,6 @@ from vllm_ledger.errors import ConfigError
 PLATFORMS: tuple[str, ...] = ("feishu", "lark", "dingtalk", "wecom", "slack", "json")
 DEFAULT_PORT = 9095
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
-DEFAULT_ALERTMANAGER_PATH = "/alertmanager"
 ENV_WEBHOOK_URL = "VLLM_LEDGER_WEBHOOK_URL"
 ENV_WEBHOOK_SECRET = "VLLM_LEDGER_WEBHOOK_SECRET"
 ENV_COMMAND_SECRET = "VLLM_LEDGER_COMMAND_SECRET"
@@ -211,7 +210,6 @@ def notifier_config(
 
 
 __all__ = [
-    "DEFAULT_ALERTMANAGER_PATH",
     "DEFAULT_LISTEN",
     "DEFAULT_PORT",
     "ENV_ALERTMANAGER_TOKEN",
