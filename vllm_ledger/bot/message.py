@@ -28,6 +28,7 @@ from typing import Any
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.poll import STALE_AFTER_S, CacheEntry, reported_health
 from vllm_ledger.formats.status import StatusDoc, StatusInstance, StatusWindow
+from vllm_ledger.formats.table import aligned, display_width
 
 LANGS = ("zh", "en")
 
@@ -232,22 +233,10 @@ def ip_last_part(host: str | None) -> str | None:
 # ---- layout ----------------------------------------------------------------------------
 
 
-def display_width(text: str) -> int:
-    return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
-
-
-def _pad(text: str, width: int, right: bool) -> str:
-    fill = " " * max(0, width - display_width(text))
-    return fill + text if right else text + fill
-
-
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(display_width(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for r in rows:
-        cells = [_pad(c, widths[i], right=0 < i < len(r) - 1) for i, c in enumerate(r)]
-        out.append("  ".join(cells).rstrip())
-    return out
+    """Figures right-aligned between the label column and the last one."""
+    n = max(len(r) for r in rows)
+    return aligned(rows, right=range(1, n - 1))
 
 
 def _clean(text: str) -> str:

@@ -10,6 +10,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.safe import printable
+from vllm_ledger.formats.table import aligned
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.zone import ZoneChoice
 
@@ -49,12 +50,7 @@ def coverage_cell(w: WindowReport) -> str:
 
 
 def _table(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for r in rows:
-        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)]
-        out.append("  ".join(cells).rstrip())
-    return out
+    return aligned(rows, right=right)
 
 
 HEADER = [
