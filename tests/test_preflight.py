@@ -345,3 +345,13 @@ def test_table_is_one_line_per_check() -> None:
         "check  result   found | needs (from)",
         "port   BLOCKER  in use | needs free (host file)",
     ]
+
+
+def test_the_table_shows_control_characters_in_a_model_path_escaped() -> None:
+    from vllm_ledger.deploy.preflight import Preflight
+
+    evil = "/models/qwen\n\x1b[2Jgpu  pass  forged line"
+    p = Preflight((Finding("disk (model)", "BLOCKER", f"model folder {evil} not found", "", "x"),))
+    lines = table(p)
+    assert len(lines) == 2  # no forged line
+    assert "\\x0a\\x1b[2Jgpu" in lines[1] and "\x1b" not in lines[1]
