@@ -1,4 +1,4 @@
-"""Seed 001's tuning rules and seed 002's calibration (vllm_ledger/deploy/tuning.py), and
+"""The tuning rules and the calibration (vllm_ledger/deploy/tuning.py), and
 `render --explain` on a real ledger."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def values(hints: list) -> dict[str, str | None]:  # type: ignore[type-arg]
 def test_memory_rule_by_gpu_size(gb: float, util: str, swap: str) -> None:
     hints = memory_hints([Gpu("x", round(gb * GB))])
     assert values(hints) == {"gpu_memory_utilization": util, "swap_space": swap}
-    assert all(h.rule.startswith("seed 001, memory by GPU size") for h in hints)
+    assert all(h.rule.startswith("memory by GPU size") for h in hints)
 
 
 def test_memory_rule_takes_the_smallest_gpu_and_says_unknown() -> None:
@@ -118,7 +118,7 @@ def test_host_gpus_prefers_nvml_then_the_host_file() -> None:
 
 
 def test_calibration_exact() -> None:
-    # The seed's example: about 3K used per request, 32K reserved.
+    # The documented example: about 3K used per request, 32K reserved.
     c = calibration("7d", 10, 25_000, 5_000, 32768)
     assert (c.mean_prompt_tokens, c.mean_output_tokens) == (2500.0, 500.0)
     assert c.suggested_max_model_len == 16384  # smallest power of two >= 4 x 3000
@@ -168,23 +168,23 @@ def test_explain_cli_with_a_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "Tuning hints, batch workload (GPUs: from the host file (gpu_name, gpu_memory_gb))\n"
         "\n"
         "  gpu_memory_utilization  0.95      smallest GPU has 80.0 GB: 24 GB or more\n"
-        "                                    rule: seed 001, memory by GPU size: "
+        "                                    rule: memory by GPU size: "
         "<16 GB 0.85/4 GB swap, <24 GB 0.90/8, else 0.95/16\n"
         "  swap_space              16        smallest GPU has 80.0 GB: 24 GB or more "
         "(GB of CPU memory, --swap-space)\n"
-        "                                    rule: seed 001, memory by GPU size: "
+        "                                    rule: memory by GPU size: "
         "<16 GB 0.85/4 GB swap, <24 GB 0.90/8, else 0.95/16\n"
         "  max_num_seqs            32        batch: many sequences at once for throughput\n"
-        "                                    rule: seed 001, batching by request pattern: "
+        "                                    rule: batching by request pattern: "
         "interactive 4 seqs/1024 tokens, batch 32/8192\n"
         "  max_num_batched_tokens  8192      batch: many sequences at once for throughput\n"
-        "                                    rule: seed 001, batching by request pattern: "
+        "                                    rule: batching by request pattern: "
         "interactive 4 seqs/1024 tokens, batch 32/8192\n"
         "  dtype                   bfloat16  NVIDIA A100-SXM4-80GB supports bfloat16\n"
-        "                                    rule: seed 001, precision: bfloat16 where "
+        "                                    rule: precision: bfloat16 where "
         "supported, else float16, else float32\n"
         "\n"
-        "Calibration from the ledger (7d window; seed 002, calibration: mean tokens per "
+        "Calibration from the ledger (7d window; calibration: mean tokens per "
         "request against max_model_len)\n"
         "  requests               2\n"
         "  mean prompt tokens     2500.0\n"

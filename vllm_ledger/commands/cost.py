@@ -39,7 +39,7 @@ EPILOG = """example:
 
   vllm-ledger cost --root /srv/artifacts/usage --window last-month --config prices.toml
 
-  # before buying: a planned load, no ledger (the write-up's worked example)
+  # before buying: a planned load, no ledger (the worked example of docs/cost-and-capacity.md)
   vllm-ledger cost --tokens-per-day 50.4M --power-watts 475 --electricity-price 1 \\
       --hardware-price 20000 --lifetime-years 3 --ops-per-hour 0.1 \\
       --cloud-input-price 1.5 --cloud-output-price 1.5

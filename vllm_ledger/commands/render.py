@@ -111,8 +111,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--explain",
         action="store_true",
-        help="print tuning hints for the host file's GPUs (seed 001's rules) and, with --root, "
-        "the ledger's mean request against max_model_len; writes nothing",
+        help="print tuning hints for the host file's GPUs (docs/launch.md#tuning-hints-explain) "
+        "and, with --root, the ledger's mean request against max_model_len; writes nothing",
     )
     p.add_argument(
         "--workload",

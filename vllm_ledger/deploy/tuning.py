@@ -1,6 +1,7 @@
-"""Launch tuning hints (``render --explain``): seed 001's rules and seed 002's calibration. Pure.
+"""Launch tuning hints (``render --explain``): the tuning rules and the calibration of
+docs/launch.md#tuning-hints-explain. Pure.
 
-Seed 001 ("参数调优建议", single-host deployment) gives three rules, applied here as written:
+Three rules for a single host, applied as written:
 
 * memory, by the GPU's memory in GB (10^9 bytes, ``total_memory / 1e9``): under 16 GB
   ``gpu_memory_utilization`` 0.85 and swap 4 GB; under 24 GB 0.90 and 8 GB; else 0.95 and 16 GB.
@@ -10,11 +11,11 @@ Seed 001 ("参数调优建议", single-host deployment) gives three rules, appli
 * dtype: bfloat16 where the GPU supports it (A100 and later: compute capability 8.0+),
   else float16 (most GPUs), else float32 (the fallback; also a CPU host here).
 
-Seed 002 ("校准容量参数"): input plus output tokens over requests is the mean length of a request;
+Calibration: input plus output tokens over requests is the mean length of a request;
 when ``max_model_len`` reserves far more (its example: 3K used, 32K reserved) the reservation
 is waste. ``calibration`` flags ``max_model_len`` at ``FAR_ABOVE`` times the mean or more and
 suggests the smallest power of two at least ``HEADROOM`` times the mean (our margin for
-requests longer than the mean; the seed gives no figure).
+requests longer than the mean).
 """
 
 from __future__ import annotations
@@ -39,12 +40,10 @@ _BF16_MODELS = frozenset(
 _FP16_MODELS = frozenset("V100 V100S T4 T4G P100 P40 P4".split())
 _RTX_BF16_SERIES = "345"  # GeForce RTX 30xx, 40xx, 50xx (Ampere and later); 20xx is Turing
 
-SEED_001_MEMORY = "seed 001, memory by GPU size: <16 GB 0.85/4 GB swap, <24 GB 0.90/8, else 0.95/16"
-SEED_001_BATCH = (
-    "seed 001, batching by request pattern: interactive 4 seqs/1024 tokens, batch 32/8192"
-)
-SEED_001_DTYPE = "seed 001, precision: bfloat16 where supported, else float16, else float32"
-SEED_002_CALIBRATION = "seed 002, calibration: mean tokens per request against max_model_len"
+RULE_MEMORY = "memory by GPU size: <16 GB 0.85/4 GB swap, <24 GB 0.90/8, else 0.95/16"
+RULE_BATCH = "batching by request pattern: interactive 4 seqs/1024 tokens, batch 32/8192"
+RULE_DTYPE = "precision: bfloat16 where supported, else float16, else float32"
+RULE_CALIBRATION = "calibration: mean tokens per request against max_model_len"
 
 
 @dataclass(frozen=True)
@@ -70,14 +69,10 @@ def memory_hints(gpus: Sequence[Gpu]) -> list[Hint]:
     sizes = [g.memory_bytes for g in gpus if g.memory_bytes is not None]
     if not gpus:
         why = "no GPU in the host file: not a CPU host's setting"
-        return [
-            Hint(k, "n/a", why, SEED_001_MEMORY) for k in ("gpu_memory_utilization", "swap_space")
-        ]
+        return [Hint(k, "n/a", why, RULE_MEMORY) for k in ("gpu_memory_utilization", "swap_space")]
     if len(sizes) < len(gpus):
         why = "GPU memory unknown (no NVML here and no gpu_memory_gb in the host file)"
-        return [
-            Hint(k, None, why, SEED_001_MEMORY) for k in ("gpu_memory_utilization", "swap_space")
-        ]
+        return [Hint(k, None, why, RULE_MEMORY) for k in ("gpu_memory_utilization", "swap_space")]
     gb = min(sizes) / GB
     if gb < 16:
         util, swap, band = "0.85", "4", "under 16 GB"
@@ -87,8 +82,8 @@ def memory_hints(gpus: Sequence[Gpu]) -> list[Hint]:
         util, swap, band = "0.95", "16", "24 GB or more"
     why = f"smallest GPU has {gb:.1f} GB: {band}"
     return [
-        Hint("gpu_memory_utilization", util, why, SEED_001_MEMORY),
-        Hint("swap_space", swap, why + " (GB of CPU memory, --swap-space)", SEED_001_MEMORY),
+        Hint("gpu_memory_utilization", util, why, RULE_MEMORY),
+        Hint("swap_space", swap, why + " (GB of CPU memory, --swap-space)", RULE_MEMORY),
     ]
 
 
@@ -99,8 +94,8 @@ def batch_hints(workload: Workload) -> list[Hint]:
     else:
         seqs, tokens, why = "32", "8192", "batch: many sequences at once for throughput"
     return [
-        Hint("max_num_seqs", seqs, why, SEED_001_BATCH),
-        Hint("max_num_batched_tokens", tokens, why, SEED_001_BATCH),
+        Hint("max_num_seqs", seqs, why, RULE_BATCH),
+        Hint("max_num_batched_tokens", tokens, why, RULE_BATCH),
     ]
 
 
@@ -125,29 +120,29 @@ def dtype_support(name: str) -> Literal["bfloat16", "float16"] | None:
 def dtype_hint(gpus: Sequence[Gpu], *, cpu: bool) -> Hint:
     """bfloat16 if every GPU supports it, else float16 if every one does, else float32."""
     if cpu:
-        return Hint("dtype", "float32", "no GPU (CPU serving): the fallback", SEED_001_DTYPE)
+        return Hint("dtype", "float32", "no GPU (CPU serving): the fallback", RULE_DTYPE)
     names = [g.name for g in gpus]
     if not names or any(n is None for n in names):
         why = "GPU model unknown (no NVML here and no gpu_name in the host file)"
-        return Hint("dtype", None, why, SEED_001_DTYPE)
+        return Hint("dtype", None, why, RULE_DTYPE)
     support = [dtype_support(n) for n in names if n is not None]
     shown = ", ".join(sorted({n for n in names if n is not None}))
     if all(s == "bfloat16" for s in support):
-        return Hint("dtype", "bfloat16", f"{shown} supports bfloat16", SEED_001_DTYPE)
+        return Hint("dtype", "bfloat16", f"{shown} supports bfloat16", RULE_DTYPE)
     if all(s in ("bfloat16", "float16") for s in support):
-        return Hint("dtype", "float16", f"{shown}: float16, not bfloat16", SEED_001_DTYPE)
+        return Hint("dtype", "float16", f"{shown}: float16, not bfloat16", RULE_DTYPE)
     why = f"{shown}: half-precision support not known here, so the fallback"
-    return Hint("dtype", "float32", why, SEED_001_DTYPE)
+    return Hint("dtype", "float32", why, RULE_DTYPE)
 
 
 def tuning_hints(gpus: Sequence[Gpu], workload: Workload, *, cpu: bool) -> list[Hint]:
-    """Every seed 001 hint, in the order the launch script passes the flags."""
+    """Every tuning hint, in the order the launch script passes the flags."""
     return [*memory_hints([] if cpu else gpus), *batch_hints(workload), dtype_hint(gpus, cpu=cpu)]
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Seed 002's figures for one window of the ledger."""
+    """The calibration figures for one window of the ledger."""
 
     window: str
     requests: int
@@ -204,7 +199,7 @@ def explain_text(
     if calib is not None:
         lines += [
             "",
-            f"Calibration from the ledger ({calib.window} window; {SEED_002_CALIBRATION})",
+            f"Calibration from the ledger ({calib.window} window; {RULE_CALIBRATION})",
         ]
         if calib.mean_prompt_tokens is not None and calib.mean_output_tokens is not None:
             lines.append(f"  requests               {calib.requests}")

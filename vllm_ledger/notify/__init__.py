@@ -1,4 +1,4 @@
-"""The notifier: the bot of seed 000 as one long-running process.
+"""The notifier: the chat bot (docs/bot-status.md) as one long-running process.
 
     config.py     the config's ``notifier`` object; secrets from files or the environment
     store.py      the durable state (SQLite beside the config) and every SQL statement
@@ -7,7 +7,7 @@
     inbound.py    Slack's and DingTalk's own outgoing requests: signature, body -> command
     alerts.py     Alertmanager's webhook JSON v4 -> notifications, deduplicated
     watch.py      health every ~10 s per instance, flap damping
-    platforms.py  Feishu/Lark, DingTalk, WeCom, Slack bodies; generic JSON through apprise
+    platforms.py  Feishu/Lark, DingTalk, WeCom, Slack and generic JSON bodies, one POST each
     server.py     the HTTP endpoint (commands, Slack, DingTalk, resend, Alertmanager), bounded
     service.py    the threads put together: ``Notifier``
     unit.py       the systemd unit

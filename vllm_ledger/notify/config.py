@@ -1,8 +1,9 @@
 """The notifier's settings: the config file's optional ``notifier`` object, secrets from files
 or the environment. Pure apart from reading those files.
 
-The seed's config (only ``usage``) is enough: every setting has a default, and the secrets
-can come from the environment. A secret is never taken from argv and never printed::
+The bot's original config (only ``usage``, docs/bot-status.md) is enough: every setting has a
+default, and the secrets can come from the environment. A secret is never taken from argv and
+never printed::
 
     {"usage": {...},
      "notifier": {"listen": "127.0.0.1:9095", "platform": "feishu", "lang": "zh",

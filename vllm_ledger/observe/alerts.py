@@ -1,5 +1,6 @@
-"""The alert rules, one alert per instance: the write-up's three, the targets' health, GPU heat,
-the error rate, the queue's leading indicator, and two for the ledger.
+"""The alert rules, one alert per instance: the three to start with (docs/observability.md),
+the targets' health, GPU heat, the error rate, the queue's leading indicator, and two for the
+ledger.
 
 Pure: ``alert_rules(thresholds)`` returns the rules as data; ``rules_document`` wraps them in
 the group Prometheus loads from ``alerts.yml``. Every rule is a *signal* (a PromQL expression
@@ -36,7 +37,7 @@ DEFAULT_RUNBOOK = "docs/runbook.md"
 
 AlertSet = Literal["minimal", "full"]
 ALERT_SETS: tuple[AlertSet, ...] = ("minimal", "full")
-# The write-up's three, which it says to start with.
+# The three to start with (``--alerts minimal``).
 MINIMAL = ("KVCacheNearFull", "TTFTP99High", "GPUMemNearFull")
 
 # GPU memory in use as a fraction, from DCGM (MiB figures) or, on a host without DCGM, from the
@@ -73,8 +74,8 @@ def check_duration(value: str) -> str:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Where each alert trips and for how long it must hold. Defaults are the write-up's, and
-    the issue's for the rules it added (down 1m, 85 C for 3m, 5 % errors)."""
+    """Where each alert trips and for how long it must hold. Defaults are starting points
+    (docs/runbook.md): down 1m, 85 C for 3m, 5 % errors for the rules beyond the first three."""
 
     kv_cache_fraction: float = 0.90
     kv_cache_for: str = "10m"

@@ -1,4 +1,4 @@
-"""The Grafana dashboard: the write-up's rows (now, experience, headroom), the GPUs, the ledger per
+"""The Grafana dashboard: three rows (now, experience, headroom), the GPUs, the ledger per
 instance and the fleet, filtered by template variables and importable through Grafana's import
 form.
 
@@ -39,7 +39,7 @@ GRAFANA_MIN_VERSION = "10.3.0"  # the first Grafana whose schemaVersion is 39
 
 DS_INPUT = "DS_PROMETHEUS"  # the import form's data-source input
 DS_VAR = "${datasource}"  # every panel and target reads the $datasource variable
-DEFAULT_MAX_MODEL_LEN = 32768  # the write-up's example; set it to the instances' flag
+DEFAULT_MAX_MODEL_LEN = 32768  # a common setting; set it to the instances' flag
 
 TTFT = "vllm:time_to_first_token_seconds_bucket"
 TPOT = "vllm:inter_token_latency_seconds_bucket"  # vLLM 0.32's time per output token

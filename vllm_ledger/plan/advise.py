@@ -1,4 +1,4 @@
-"""The write-up's capacity decision table (section 7), walked over measured readings.
+"""The capacity decision table (docs/cost-and-capacity.md#advise), walked over measured readings.
 
 Four rules, from readings to a diagnosis and an action:
 
@@ -58,7 +58,7 @@ class Thresholds:
     kv_usage: float = 0.90
     gpu_high_percent: float = 95.0
     gpu_low_percent: float = 60.0
-    ttft_p99_seconds: float = 3.0  # the write-up's TTFT alert
+    ttft_p99_seconds: float = 3.0  # the TTFT alert's threshold (docs/runbook.md)
     full_power_fraction: float = 0.90  # "full load": power at or above this share of the limit
     flat_rise: float = 0.10  # throughput rising less than this between halves is flat
 

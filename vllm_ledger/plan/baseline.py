@@ -1,8 +1,9 @@
 """Alert thresholds from a baseline: what a Prometheus saw over the last days, not a guess.
 
-The write-up (section 1) says: run three days first, note each metric's everyday range, and
-derive the alert thresholds of section 5 from it. Three readings, per ``(instance,
-model_name)``, all instant queries at the window's end ``at`` over ``[at - window, at]``:
+The practice (docs/cost-and-capacity.md#thresholds-from-a-baseline): run three days first,
+note each metric's everyday range, and derive the alert thresholds from it. Three readings,
+per ``(instance, model_name)``, all instant queries at the window's end ``at`` over
+``[at - window, at]``:
 
 ===============  ==============================================================================
 reading          PromQL (W = the window, e.g. 3d)

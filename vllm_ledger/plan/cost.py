@@ -1,12 +1,12 @@
 """Cost per million tokens and the break-even daily volume against a cloud price. Pure.
 
-The model is the write-up's (section 6): cost per million tokens = the period's cost divided
+The model (docs/cost-and-capacity.md#cost): cost per million tokens = the period's cost divided
 by the period's tokens, the period's cost being electricity (average power x price), hardware
 depreciation (price / lifetime) and operations, each per hour, times the hours of the period.
 Two bases:
 
 - allocation: every hour of the period, idle included (what the bill says);
-- usage: the marginal electricity of the busy seconds only (the write-up's "local marginal
+- usage: the marginal electricity of the busy seconds only (the "local marginal
   price": what one more token costs once the machine is paid for).
 
 Break-even: running locally pays when cloud price x daily volume > daily fixed cost + marginal
@@ -178,7 +178,7 @@ class PlannedLoad:
     ``input_share``: the part of the tokens that are input (prompt) tokens; ``cached_share``: the
     part of the input tokens that hit the prefix cache; ``busy_share``: the part of the day the
     machine is generating, which the usage basis charges electricity for (1: all day, the
-    write-up's assumption).
+    worked example's assumption).
     """
 
     tokens_per_day: int

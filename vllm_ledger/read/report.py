@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read import coverage as cov
-from vllm_ledger.read.ledgerset import LedgerSet, gc_paused
+from vllm_ledger.read.ledgerset import LedgerSet, Source, gc_paused
 from vllm_ledger.read.periods import PERIOD_NAMES, period, since_until
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
 from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
@@ -166,7 +166,7 @@ def _window_report(
 
 def _windows_for(
     ledgers: LedgerSet,
-    snaps: Sequence[LedgerSnapshot],
+    snaps: Sequence[Source],
     windows: Sequence[Window],
     model: cov.CoverageModel,
     engine: int | None = None,
@@ -194,17 +194,17 @@ def window_reports(
     with as_ledger_set(ledgers, clock, busy_timeout_s) as ls, gc_paused():
         ls.set_strict(strict)
         at = ls.now_ts if at_ts is None else at_ts
-        snaps = ls.select(instance, model)
         for _attempt in range(2):  # once more if a file failed while its sums were read
             failures = ls.late_failures
+            snaps = ls.sources(instance, model)
             model_ = ls.coverage(snaps, at)
             reports = _windows_for(ls, snaps, windows, model_)
             if ls.late_failures == failures:
                 break
-        return reports, ls.coverage(snaps, at)
+        return reports, ls.coverage(ls.sources(instance, model), at)
 
 
-def _key_of(by: str, s: LedgerSnapshot) -> str:
+def _key_of(by: str, s: Source) -> str:
     if by == "instance":
         return s.instance.key
     if by == "model":
@@ -231,7 +231,7 @@ def build_report(
 ) -> Report:
     """The five windows with coverage, over a LedgerSet (or the ledgers under some roots).
 
-    ``strict``: ignore declared stops (the seed's rule alone: every stop is uncovered).
+    ``strict``: ignore declared stops (the ledger's rule alone: every stop is uncovered).
     ``periods`` (names from ``read.periods.PERIOD_NAMES``) and ``since_ts``/``until_ts`` (a
     window named ``period``) replace the five windows, in that order."""
     zone = resolve_tz(tz)
@@ -279,7 +279,7 @@ def _build(
     chosen: _Chosen | None = None,
 ) -> Report:
     at = ls.now_ts if at_ts is None else at_ts
-    snaps = ls.select(instance, model)
+    snaps = ls.sources(instance, model)
     model_ = ls.coverage(snaps, at)
     # A live report ends at the watermark: the last instant every alive writer has proven.
     cutoff = model_.cutoff_at(at)
@@ -292,7 +292,7 @@ def _build(
         for e in engines:
             breakdown.append(BreakdownRow(str(e), _windows_for(ls, snaps, five, model_, engine=e)))
     elif by is not None:
-        groups: dict[str, list[LedgerSnapshot]] = {}
+        groups: dict[str, list[Source]] = {}
         for s in snaps:
             if s.ok:
                 groups.setdefault(_key_of(by, s), []).append(s)
@@ -325,7 +325,11 @@ def _build(
             for w in model_.writers
         ),
         files=(
-            *(FileStatus(str(s.path), s.status, s.detail) for s in snaps if not s.ok),
+            *(
+                FileStatus(str(s.path), s.status, s.detail)
+                for s in snaps
+                if isinstance(s, LedgerSnapshot) and not s.ok
+            ),
             *(FileStatus(str(p), "bad_values", d) for p, d in ls.declaration_errors),
         ),
         runs=len({s.run_id for s in snaps if s.ok}),

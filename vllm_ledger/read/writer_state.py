@@ -11,7 +11,7 @@ from typing import Literal
 
 WriterState = Literal["alive", "closed", "stale", "crashed", "missing"]
 
-# A heartbeat older than this cannot claim completeness (the seed's 30 s).
+# A heartbeat older than this cannot claim completeness (30 s: docs/ledger.md).
 STALE_AFTER_S = 30.0
 # A writer silent this long without a clean close will not write again: its file is finished
 # (compaction and the summary of finished files may take it).

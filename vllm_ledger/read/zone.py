@@ -1,6 +1,6 @@
 """The one time-zone rule every reader uses to cut "today" (and days, months, local times).
 
-    --tz ZONE  >  $VLLM_LEDGER_TZ  >  ROOT/zone  >  Asia/Shanghai (the seed's default)
+    --tz ZONE  >  $VLLM_LEDGER_TZ  >  ROOT/zone  >  Asia/Shanghai (the default)
 
 The first level that is set decides; the levels below it are not even read. ``ROOT/zone`` is
 written by the plugin when the ledger is switched on with a zone (``render --usage --tz``,

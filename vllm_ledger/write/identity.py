@@ -111,7 +111,7 @@ def sanitize_run_id(value: str) -> str | None:
 
 
 WRITERS_ENV = "VLLM_LEDGER_WRITERS"
-# The seed's own tool (deploy_usage) named it LLMDEPLOY_USAGE_WRITERS; read as an alias.
+# deploy_usage (docs/migrating-from-deploy-usage.md) named it LLMDEPLOY_USAGE_WRITERS: an alias.
 WRITERS_ENV_ALIASES = ("LLMDEPLOY_USAGE_WRITERS",)
 MAX_EXPECTED_WRITERS_ENV = 4096  # the reader refuses more (read/values.py)
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,4}")

@@ -159,8 +159,9 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             logger.info("vllm-ledger: disabled by VLLM_LEDGER_DISABLE")
             return
         if not env.get("VLLM_LEDGER_DIR", "").strip():
-            # Switching the ledger on is explicit (the write-up's rule): an installed plugin
-            # records nothing until VLLM_LEDGER_DIR names a root that outlives the process.
+            # Switching the ledger on is explicit (docs/ledger.md#switching-it-on-and-off): an
+            # installed plugin records nothing until VLLM_LEDGER_DIR names a root that outlives
+            # the process.
             logger.info(
                 "vllm-ledger: installed but not recording: set VLLM_LEDGER_DIR to the ledger "
                 "root (a host directory that outlives the container) to switch it on"
