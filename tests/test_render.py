@@ -635,3 +635,19 @@ def test_shellcheck_passes_on_rendered_scripts(name: str, tmp_path: Path) -> Non
         [SHELLCHECK, "--shell=bash", "--severity=style", *scripts], capture_output=True, text=True
     )
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_every_host_default_is_the_schemas() -> None:
+    """deploy/host.py's schema is the one source of defaults: a Host built in code with only a
+    model equals one read from a host file with only a model, key by key."""
+    import dataclasses
+
+    from vllm_ledger.deploy.host import SCHEMA, Host, host_data, parse_host
+
+    assert Host(model="m") == parse_host({"model": "m"})
+    props = SCHEMA["properties"]
+    data = host_data(Host(model="m"))
+    for field in dataclasses.fields(Host):
+        key = field.name
+        if key in props and "default" in props[key]:
+            assert data[key] == props[key]["default"], key

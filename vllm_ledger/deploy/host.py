@@ -302,43 +302,49 @@ class Volume:
     read_only: bool = True
 
 
+def _default(key: str) -> Any:
+    """The schema's default for ``key`` (None where it has none): the one source of defaults."""
+    return SCHEMA["properties"][key].get("default")
+
+
 @dataclass(frozen=True)
 class Host:
-    """A validated host file, defaults applied."""
+    """A validated host file, defaults applied: each default is the schema's (``_default``), so
+    a ``Host`` built in code and one read from a file agree."""
 
     model: str
-    mode: str = "docker"
-    served_model_name: str | None = None
-    host: str = "0.0.0.0"
-    port: int = 8000
-    image: str | None = None
-    container_name: str | None = None
-    restart: str = "unless-stopped"
-    gpus: str | tuple[int, ...] = "all"
-    shm_size: str = "16g"
-    volumes: tuple[Volume, ...] = ()
-    tensor_parallel_size: int | None = None
-    data_parallel_size: int | None = None
-    api_server_count: int = 1
-    max_model_len: int | None = None
-    gpu_memory_utilization: float | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    dtype: str | None = None
-    quantization: str | None = None
-    shutdown_timeout_seconds: int | None = None
+    mode: str = _default("mode")
+    served_model_name: str | None = _default("served_model_name")
+    host: str = _default("host")
+    port: int = _default("port")
+    image: str | None = _default("image")
+    container_name: str | None = _default("container_name")
+    restart: str = _default("restart")
+    gpus: str | tuple[int, ...] = _default("gpus")
+    shm_size: str = _default("shm_size")
+    volumes: tuple[Volume, ...] = ()  # the schema's default: none
+    tensor_parallel_size: int | None = _default("tensor_parallel_size")
+    data_parallel_size: int | None = _default("data_parallel_size")
+    api_server_count: int = _default("api_server_count")
+    max_model_len: int | None = _default("max_model_len")
+    gpu_memory_utilization: float | None = _default("gpu_memory_utilization")
+    max_num_seqs: int | None = _default("max_num_seqs")
+    max_num_batched_tokens: int | None = _default("max_num_batched_tokens")
+    dtype: str | None = _default("dtype")
+    quantization: str | None = _default("quantization")
+    shutdown_timeout_seconds: int | None = _default("shutdown_timeout_seconds")
     api_key_env: str | None = None
     api_key_file: str | None = None
-    artifacts_dir: str | None = None
-    ledger_code_dir: str | None = None
-    ledger_python: str = "python3"
-    extra_args: tuple[str, ...] = ()
-    extra_env: tuple[tuple[str, str], ...] = ()
-    vllm_executable: str = "/usr/local/bin/vllm"
-    user: str | None = None
-    group: str | None = None
-    gpu_name: str | None = None
-    gpu_memory_gb: float | None = None
+    artifacts_dir: str | None = _default("artifacts_dir")
+    ledger_code_dir: str | None = _default("ledger_code_dir")
+    ledger_python: str = _default("ledger_python")
+    extra_args: tuple[str, ...] = ()  # the schema's default: none
+    extra_env: tuple[tuple[str, str], ...] = ()  # the schema's default: none
+    vllm_executable: str = _default("vllm_executable")
+    user: str | None = _default("user")
+    group: str | None = _default("group")
+    gpu_name: str | None = _default("gpu_name")
+    gpu_memory_gb: float | None = _default("gpu_memory_gb")
 
     @property
     def name(self) -> str:
