@@ -1,7 +1,7 @@
 """The capacity decision table over /metrics snapshots built from a real vLLM 0.32 /metrics.
 
 tests/data/vllm-0.32.0-metrics.txt was captured from the tiny model on CPU after the
-traffic mix; each scenario edits its values to meet one rule of the write-up's table.
+traffic mix; each scenario edits its values to meet one rule of the capacity decision table.
 """
 
 from __future__ import annotations

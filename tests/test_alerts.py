@@ -420,7 +420,7 @@ def test_every_runbook_link_has_its_section() -> None:
         assert r.runbook_url.split("#")[1] == r.name.lower() == r.anchor
 
 
-def test_minimal_gives_the_write_ups_three_and_runbook_url_reaches_them(tmp_path: Path) -> None:
+def test_minimal_gives_the_three_to_start_with_and_runbook_url_reaches_them(tmp_path: Path) -> None:
     out = _stack(
         tmp_path,
         "--alerts", "minimal", "--runbook-url", "https://git.example.com/ops/runbook.md",

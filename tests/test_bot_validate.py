@@ -24,7 +24,7 @@ def _entry(**kw: object) -> dict[str, object]:
     return {**GOOD, **kw}
 
 
-def test_the_write_up_example_is_valid() -> None:
+def test_the_documented_example_is_valid() -> None:
     usage = {
         "19001": GOOD,
         "19002": _entry(target="example-backup"),

@@ -1,4 +1,5 @@
-"""The cost model against the write-up's worked example, and `vllm-ledger cost` on built ledgers."""
+"""The cost model against the worked example (docs/cost-and-capacity.md), and
+`vllm-ledger cost` on built ledgers."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def _week(tokens_per_hour: float, busy_fraction: float = 1.0) -> Usage:
 
 
 def test_worked_example_is_0_64_per_million() -> None:
-    # The write-up's ten lines, verbatim in spirit: hours * (elec + dep + ops) / (tokens / 1e6).
+    # The worked example's ten lines, verbatim in spirit:
+    # hours * (elec + dep + ops) / (tokens / 1e6).
     hours = 24 * 7
     elec = 475 / 1000 * 1.0
     dep = 20000 / (3 * 8760)
@@ -56,17 +58,17 @@ def test_worked_example_is_0_64_per_million() -> None:
 
 def test_marginal_price_is_0_23_and_break_even_about_17_million_a_day() -> None:
     c = compute(_week(2.1e6), EXAMPLE, CloudPrices(0.0, 1.5, 0.0))
-    # Usage basis with the machine busy all week: electricity per million = the write-up's
+    # Usage basis with the machine busy all week: electricity per million = the example's
     # "local marginal price about 0.23".
     assert f"{c.usage_per_million_output:.2f}" == "0.23"
     be = c.break_even
     assert be is not None
-    assert f"{be.daily_fixed_cost:.1f}" == "20.7"  # the write-up's "about 21"
-    # The write-up's arithmetic with its rounded figures: 21 / (1.5 - 0.23) = 16.5 -> "about 17".
+    assert f"{be.daily_fixed_cost:.1f}" == "20.7"  # the example's "about 21"
+    # The example's arithmetic with its rounded figures: 21 / (1.5 - 0.23) = 16.5 -> "about 17".
     rounded = break_even_tokens_per_day(21, 1.5, 0.23)
     assert rounded is not None
     assert f"{rounded / 1e6:.1f}" == "16.5" and round(rounded / 1e6) == 17
-    # Unrounded, the same formula gives 16.2 M/day: "about 17" is the write-up rounding twice.
+    # Unrounded, the same formula gives 16.2 M/day: "about 17" is the example rounding twice.
     assert be.output_tokens_per_day is not None
     assert f"{be.output_tokens_per_day / 1e6:.1f}" == "16.2"
     assert be.cloud_per_million_output == pytest.approx(1.5)

@@ -1,8 +1,8 @@
 """`vllm-ledger cost --tokens-per-day`: a planned load costed with no ledger at all.
 
-The write-up's worked example (section 6) through the CLI: 475 W at 1 per kWh, a 20,000
-machine over 3 years, 0.1 an hour of operations, 2.1 M tokens an hour (50.4 M a day), a cloud
-at 1.5 per million: 0.64 per million and a break-even of 16.2 M tokens/day (the write-up's
+The worked example (docs/cost-and-capacity.md#worked-example) through the CLI: 475 W at 1 per
+kWh, a 20,000 machine over 3 years, 0.1 an hour of operations, 2.1 M tokens an hour (50.4 M a day), a cloud
+at 1.5 per million: 0.64 per million and a break-even of 16.2 M tokens/day (the worked example's
 "about 17" rounds its inputs first: docs/cost-and-capacity.md).
 """
 
@@ -49,11 +49,11 @@ def test_worked_example_through_the_cli_byte_for_byte(tmp_path: Path) -> None:
     assert "$ vllm-ledger " + " ".join(EXAMPLE) + "\n" + EXAMPLE_TEXT in docs
 
 
-def test_worked_example_figures_equal_the_write_ups_ten_lines() -> None:
+def test_worked_example_figures_equal_the_ten_line_computation() -> None:
     code, out, err = run_cli(*EXAMPLE, "--json")
     assert code == 0, err
     doc = json.loads(out)
-    # The write-up's ten lines, for one week; per million does not depend on the period.
+    # The ten-line computation, for one week; per million does not depend on the period.
     hours = 24 * 7
     elec = 475 / 1000 * 1.0
     dep = 20000 / (3 * 8760)
@@ -72,7 +72,7 @@ def test_worked_example_figures_equal_the_write_ups_ten_lines() -> None:
     assert doc["break_even"]["daily_fixed_cost"] == round(daily_fixed, 6)
     assert doc["break_even"]["output_tokens_per_day"] == round(be, 1)
     assert f"{be / 1e6:.1f}" == "16.2"
-    # The write-up's own rounding of the same formula: 21 / (1.5 - 0.23) = 16.5, "about 17".
+    # The example's own rounding of the same formula: 21 / (1.5 - 0.23) = 16.5, "about 17".
     assert round(21 / (1.5 - 0.23)) == 17
     assert doc["plan"] == {
         "tokens_per_day": 50_400_000,

@@ -1,6 +1,6 @@
 """``vllm-ledger poll --json`` shows the health the text reply shows: where the config names
-no HTTP host (the seed's shape), the deployment host's own per-port probe from the status
-document. (Kept beside the notifier's tests: it is the same rule, ``shown_health``.)"""
+no HTTP host (the bot's original config shape), the deployment host's own per-port probe from
+the status document. (Kept beside the notifier's tests: it is the same rule, ``shown_health``.)"""
 
 from __future__ import annotations
 

@@ -395,7 +395,7 @@ def test_per_instance_panels_beside_the_fleet_sums_and_units(tmp_path: Path) -> 
     assert any("vllm_ledger_window_complete" in e for e in fleet)
 
 
-def test_dashboard_rows_answer_the_write_ups_questions(tmp_path: Path) -> None:
+def test_dashboard_rows_answer_the_operators_questions(tmp_path: Path) -> None:
     model = _model(tmp_path)
     rows = _by_row(model)
     panels = _panels(model)
@@ -426,7 +426,8 @@ def test_dashboard_rows_answer_the_write_ups_questions(tmp_path: Path) -> None:
     per_request = [
         t["expr"] for t in panels["Tokens per request against --max-model-len"]["targets"]
     ]
-    assert per_request[-1] == "vector($max_model_len)"  # the seed's "feed back into the flags"
+    # "feed the monitoring back into the launch flags"
+    assert per_request[-1] == "vector($max_model_len)"
     assert {
         "DCGM_FI_DEV_GPU_UTIL",
         "DCGM_FI_DEV_FB_USED",
@@ -527,7 +528,7 @@ def test_every_metric_name_is_one_vllm_dcgm_or_the_exporter_really_serves(tmp_pa
             assert name in served, f"vLLM's /metrics has no {name}"
         else:
             assert name in exporter, f"the exporter serves no {name}"
-    assert "vllm:gpu_cache_usage_perc" not in used  # the write-up's pre-0.32 name
+    assert "vllm:gpu_cache_usage_perc" not in used  # the pre-0.32 name older guides use
     assert "vllm:time_per_output_token_seconds_bucket" not in used
     gpu_only = {
         e

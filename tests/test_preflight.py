@@ -309,7 +309,7 @@ def test_an_overlay_ledger_folder_and_a_bot_that_cannot_read_it(open_base: Path)
 
 
 def test_a_ledger_folder_on_tmpfs_is_a_blocker(tmp_path: Path) -> None:
-    """Seed 000: the ledger must outlive the container: a real tmpfs is refused."""
+    """The ledger must outlive the container (docs/ledger.md): a real tmpfs is refused."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     from tests.faults.helpers import tmpfs

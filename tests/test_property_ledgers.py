@@ -449,7 +449,7 @@ def report_dict(root: Path, at: float, tz: str, as_nobody: bool) -> dict[str, An
 
 
 def expected_windows(at: float, tz: str) -> dict[str, tuple[int, int]]:
-    """The four fixed windows from their definition (seed 000): up to the start of the query's
+    """The four fixed windows from their definition (docs/ledger.md): up to the start of the query's
     second; today from local midnight; 24 h, 72 h, 168 h rolling."""
     cutoff = math.floor(at)
     local = datetime.fromtimestamp(cutoff, ZoneInfo(tz))
