@@ -2,8 +2,8 @@
 
 The worked example (docs/cost-and-capacity.md#worked-example) through the CLI: 475 W at 1 per
 kWh, a 20,000 machine over 3 years, 0.1 an hour of operations, 2.1 M tokens an hour (50.4 M a
-day), a cloud at 1.5 per million: 0.64 per million and a break-even of 16.2 M tokens/day (the worked example's
-"about 17" rounds its inputs first: docs/cost-and-capacity.md).
+day), a cloud at 1.5 per million: 0.64 per million and a break-even of 16.2 M tokens/day (the
+worked example's "about 17" rounds its inputs first: docs/cost-and-capacity.md).
 """
 
 from __future__ import annotations
