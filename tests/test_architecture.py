@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "vllm_ledger",
         "vllm_ledger.errors",
+        "vllm_ledger.http",
         "vllm_ledger.outfile",
         "vllm_ledger.promtext",
         "vllm_ledger.strictjson",
@@ -221,3 +222,23 @@ def test_every_exception_of_the_package_is_in_the_one_tree() -> None:
             ):
                 outside.append(f"{name}.{obj_name}")
     assert outside == []
+
+
+def test_the_http_package_imports_only_the_standard_library_and_errors() -> None:
+    """``vllm_ledger.http`` (the one client, the one server) sits on the ground floor."""
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    found = []
+    for m, path in MODULES.items():
+        if m != "vllm_ledger.http" and not m.startswith("vllm_ledger.http."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                ours = name == "vllm_ledger.errors" or name.startswith("vllm_ledger.http")
+                if name.split(".")[0] not in stdlib and not ours:
+                    found.append(f"{m} imports {name}")
+    assert found == []

@@ -119,7 +119,9 @@ DURATIONS: list[tuple[str, str, str | None, bool]] = [
     ("poll", "--connect-timeout-s", "5000", True),
     ("ramp", "--duration", "60000", False),
     ("verify", "--wait", "10000", False),
+    ("verify", "--timeout", "10000", False),
     ("doctor", "--wait", "10000", False),
+    ("doctor", "--timeout", "10000", False),
     ("doctor", "--heartbeat-wait", "12000", False),
 ]
 

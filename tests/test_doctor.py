@@ -27,6 +27,7 @@ import pytest
 from tests.conftest import REPO, run_cli
 from tests.faults.helpers import WriterProc, fill_disk, pumped_recorder, tmpfs
 from tests.ledgers import ev, write_ledger
+from tests.rawhttp import RawServer, drip
 from tests.test_verify import METRICS, MetricsServer, created_at
 from vllm_ledger.doctor import (
     PLACES,
@@ -112,6 +113,38 @@ def test_agreement_names_another_servers_metrics(tmp_path: Path) -> None:
     assert row.checked.startswith("run run-a: /metrics is another server's (or another launch's)")
     assert ", 3,600 s after this run started (" in row.checked
     assert row.fix == "point --metrics-url at the vLLM whose ledger is under --root"
+
+
+def test_agreement_against_a_dripping_metrics_ends_at_the_timeout(tmp_path: Path) -> None:
+    """`doctor --only agreement --timeout 1s` against a /metrics that drips a byte every 0.2 s:
+    a failed row after about a second, not after the drip (1,000 bytes: 200 s)."""
+    start = float(int(time.time()) - 7200)
+    write_ledger(tmp_path, "run-a", start_ts=start, end_ts=start + 100)
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+    with RawServer(drip(head, b"x")) as server:
+        url = server.url("/metrics")
+        began = time.monotonic()
+        code, out, err = run_cli(
+            "doctor",
+            "--only",
+            "agreement",
+            "--root",
+            str(tmp_path),
+            "--metrics-url",
+            url,
+            "--timeout",
+            "1s",
+        )
+        took = time.monotonic() - began
+    assert (code, err) == (1, "")
+    assert out.splitlines() == [
+        "check      result  what was checked",
+        f"agreement  FAIL    {url} did not answer within 1 s: is vLLM running there?",
+        f"           fix:    check that vLLM serves {url} and that --root is the ledger root it "
+        "writes (VLLM_LEDGER_DIR)",
+        "0 of 1 checks pass",
+    ]
+    assert took < 1.0 + 15.0, took  # the interpreter's start-up included
 
 
 def _writer(root: Path, rank: int) -> WriterProc:

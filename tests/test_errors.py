@@ -14,8 +14,10 @@ import pytest
 
 from vllm_ledger import errors
 from vllm_ledger.errors import (
+    AnswerTooLarge,
     BadArgument,
     BadDeclaration,
+    BadResponse,
     BadValues,
     ConfigError,
     DuplicateKey,
@@ -24,7 +26,9 @@ from vllm_ledger.errors import (
     LedgerUnavailable,
     MissingExtra,
     NotARegularFile,
+    RedirectRefused,
     RemoteError,
+    RemoteTimeout,
     StatusParseError,
 )
 
@@ -46,6 +50,14 @@ EXAMPLES: dict[type[LedgerError], LedgerError] = {
     LedgerUnavailable: LedgerUnavailable("no ledger under /srv", ("/srv",)),
     RemoteError: RemoteError("cannot read http://h/metrics", "http://h/metrics"),
     StatusParseError: StatusParseError("not JSON"),
+    RemoteTimeout: RemoteTimeout("http://h/metrics", 10.0, hint="is vLLM running there?"),
+    AnswerTooLarge: AnswerTooLarge("http://h/metrics", 32 << 20),
+    RedirectRefused: RedirectRefused(
+        "http://h/metrics", "http://x/metrics", "redirects to another host ('x'): not followed"
+    ),
+    BadResponse: BadResponse(
+        "http://h/metrics", "status_line", "did not answer with an HTTP/1.x status line"
+    ),
     BadValues: BadValues("hourly: a negative count (-1)"),
     NotARegularFile: NotARegularFile(errno.EINVAL, "not a regular file", "/srv/x.sqlite"),
 }
@@ -147,5 +159,19 @@ def test_the_carried_values() -> None:
     assert RemoteError("cannot read", "http://h/metrics", hint="is vLLM up?").target == (
         "http://h/metrics"
     )
+    late = EXAMPLES[RemoteTimeout]
+    assert (str(late), late.target, late.seconds) == (  # type: ignore[attr-defined]
+        "http://h/metrics did not answer within 10 s: is vLLM running there?",
+        "http://h/metrics",
+        10.0,
+    )
+    big = EXAMPLES[AnswerTooLarge]
+    assert (str(big), big.limit) == (  # type: ignore[attr-defined]
+        "http://h/metrics answered more than 32 MiB",
+        32 << 20,
+    )
+    assert str(AnswerTooLarge("u", 1000)) == "u answered more than 1,000 bytes"
+    assert EXAMPLES[RedirectRefused].location == "http://x/metrics"  # type: ignore[attr-defined]
+    assert EXAMPLES[BadResponse].problem == "status_line"  # type: ignore[attr-defined]
     os_error = NotARegularFile(errno.EINVAL, "not a regular file", "/x")
     assert (os_error.errno, os_error.filename) == (errno.EINVAL, "/x")

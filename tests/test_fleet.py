@@ -14,10 +14,10 @@ from vllm_ledger.plan.fleet import (
     build_fleet,
     fleet_dict,
     queries,
-    query_samples,
     read_fleet,
     render_text,
 )
+from vllm_ledger.plan.prom import vector_query
 
 AT = 1_800_000_000.0
 WINDOWS = ("today", "24h", "3d", "7d", "total")
@@ -189,7 +189,7 @@ def _answer(result: list[dict[str, Any]]) -> bytes:
     return json.dumps({"status": "success", "data": data}).encode()
 
 
-def test_query_samples_reads_labels_and_values_and_refuses_nonsense() -> None:
+def test_the_one_query_reads_labels_and_values_and_refuses_nonsense() -> None:
     urls: list[str] = []
 
     def fetch(url: str) -> bytes:
@@ -199,18 +199,22 @@ def test_query_samples_reads_labels_and_values_and_refuses_nonsense() -> None:
                 {"metric": {"__name__": "up", "instance": "a:1"}, "value": [AT, "1"]},
                 {"metric": {"instance": "b:1"}, "value": [AT, "NaN"]},  # dropped
                 {"metric": {"instance": "c:1"}},  # no value: dropped
+                {"value": [AT, "2"]},  # no metric: dropped
+                {"metric": [], "value": [AT, "3"]},  # a metric that is not an object: dropped
             ]
         )
 
-    got = query_samples("http://p:9090/", "up", AT, fetch)
+    got = vector_query("http://p:9090/", "up", AT, fetch)
     assert got == [({"__name__": "up", "instance": "a:1"}, 1.0)]
     assert urls == ["http://p:9090/api/v1/query?query=up&time=1800000000.000"]
     with pytest.raises(RemoteError, match="refused 'up': bad_data"):
-        query_samples("http://p", "up", None, lambda _u: b'{"status":"error","error":"bad_data"}')
+        vector_query("http://p", "up", None, lambda _u: b'{"status":"error","error":"bad_data"}')
     with pytest.raises(RemoteError, match="JSON it can trust"):
-        query_samples("http://p", "up", None, lambda _u: b"<html>")
+        vector_query("http://p", "up", None, lambda _u: b"<html>")
     with pytest.raises(RemoteError, match="without a result list"):
-        query_samples("http://p", "up", None, lambda _u: b'{"status":"success","data":{}}')
+        vector_query("http://p", "up", None, lambda _u: b'{"status":"success","data":{}}')
+    scalar = b'{"status":"success","data":{"resultType":"scalar","result":[1,"4.5"]}}'
+    assert vector_query("http://p", "scalar(up)", None, lambda _u: scalar) == [({}, 4.5)]
 
 
 def test_read_fleet_asks_four_queries_at_one_instant() -> None:

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.rawhttp import RawServer, drip
 from vllm_ledger.bot.health import Health
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify import platforms
@@ -253,7 +255,7 @@ def test_platform_bodies_and_signatures_against_a_real_server() -> None:
         assert platforms.send("dingtalk", hook.url, "hi", secret="sec", clock=lambda: now).ok
         assert platforms.send("wecom", hook.url, "hi").ok
         assert platforms.send("slack", hook.url, "hi").ok
-        assert platforms.send("json", hook.url, "hi").ok  # through apprise's json://
+        assert platforms.send("json", hook.url, "hi").ok  # apprise's json:// body
     finally:
         hook.close()
     feishu, ding, wecom, slack, generic = hook.got
@@ -271,6 +273,35 @@ def test_platform_bodies_and_signatures_against_a_real_server() -> None:
     assert ding[1] == wecom[1] == {"msgtype": "text", "text": {"content": "hi"}}
     assert slack[1] == {"text": "hi"}
     assert generic[1]["message"] == "hi" and generic[1]["version"] == "1.0"
+
+
+@pytest.mark.parametrize("platform", ["json", "slack"])
+def test_a_dripping_webhook_is_cut_at_the_delivery_deadline(platform: str) -> None:
+    """The webhook takes the POST and drips its answer a byte every 0.2 s (all of it: 200 s):
+    the send ends failed, ``timeout``, at its ``timeout_s`` (the notifier's deliver_timeout_s)."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+    with RawServer(drip(head, b"x")) as hook:
+        began = time.monotonic()
+        out = platforms.send(platform, hook.url("/hook"), "hi", timeout_s=1.5)
+        took = time.monotonic() - began
+    assert out == platforms.Outcome(False, "timeout")
+    assert 1.5 <= took < 1.5 + 2.0, took
+    assert len(hook.requests) == 1  # one attempt
+
+
+def test_a_json_scheme_is_its_http_one() -> None:
+    hook = _Hook()
+    try:
+        url = hook.url.replace("http://", "json://")
+        assert platforms.send("json", url, "hi") == platforms.Outcome(True, None, 200)
+    finally:
+        hook.close()
+    assert hook.got == [
+        (
+            "/hook?access_token=t",
+            {"version": "1.0", "title": "", "message": "hi", "attachments": [], "type": "info"},
+        )
+    ]
 
 
 def test_platform_failures_are_classified_never_retried() -> None:

@@ -166,5 +166,7 @@ def test_prometheus_answer_is_strict() -> None:
     assert "holds NaN" in str(answer(b'{"status": "success", "data": NaN}'))
     assert "is larger than 16 MiB" in str(answer(b" " * (16 * 1024 * 1024 + 1)))
     assert "with an object" in str(answer(b"[]"))
-    ok = b'{"status": "success", "data": {"resultType": "vector", "result": 7}}'
+    no_list = b'{"status": "success", "data": {"resultType": "vector", "result": 7}}'
+    assert str(answer(no_list)) == "http://prom:9090 answered 'up' without a result list"
+    ok = b'{"status": "success", "data": {"resultType": "vector", "result": []}}'
     assert instant_query("http://prom:9090", "up", fetch=lambda _url: ok) == []

@@ -17,7 +17,8 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.errors import BadArgument, LedgerUnavailable, RemoteError
+from tests.rawhttp import RawServer, canned, drip, response
+from vllm_ledger.errors import BadArgument, LedgerUnavailable, RedirectRefused, RemoteError
 from vllm_ledger.read.verify import (
     SAME_LAUNCH_S,
     Difference,
@@ -195,10 +196,10 @@ def test_fetch_names_a_bad_url_and_a_server_that_is_not_there() -> None:
     with MetricsServer([METRICS]) as server:
         assert fetch_metrics(server.url) == METRICS
         wrong_path = server.url.replace("/metrics", "/other")
-        with pytest.raises(RemoteError, match="HTTP Error 404"):
+        with pytest.raises(RemoteError, match="HTTP 404 Not Found: is vLLM running there"):
             fetch_metrics(wrong_path)
     # Stopped: nothing listens on the port any more.
-    with pytest.raises(RemoteError, match=r"Connection refused\S*; is vLLM running there\?$"):
+    with pytest.raises(RemoteError, match=r"Connection refused: is vLLM running there\?$"):
         fetch_metrics(server.url, timeout_s=5)
 
 
@@ -268,4 +269,34 @@ def test_the_command_names_another_server(tmp_path: Path) -> None:
         f"{iso}, 3,600 s after this run started ({iso_start}); the figures were not compared: "
         "point --metrics-url at the server that writes this ledger (or pass --run for the run "
         "it serves)\n"
+    )
+
+
+def test_a_dripping_metrics_ends_the_command_at_its_timeout(tmp_path: Path) -> None:
+    """`vllm-ledger verify --timeout 1s` against a /metrics that drips a byte every 0.2 s (the
+    whole text would take hours): one line and exit 2 after about a second, not the drip."""
+    _run(tmp_path, "run-a", time.time() - 600, prompt=1065, gen=121, cached=576, n=12)
+    body = METRICS.encode()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body)
+    with RawServer(drip(head, body)) as server:
+        url = server.url("/metrics")
+        began = time.monotonic()
+        code, out, err = run_cli(
+            "verify", "--root", str(tmp_path), "--metrics-url", url, "--timeout", "1s"
+        )
+        took = time.monotonic() - began
+    assert (code, out) == (2, "")
+    assert err == f"vllm-ledger: error: {url} did not answer within 1 s: is vLLM running there?\n"
+    assert took < 1.0 + 15.0, took  # the interpreter's start-up included; the drip is hours
+
+
+def test_a_metrics_that_redirects_to_another_host_is_refused(tmp_path: Path) -> None:
+    _run(tmp_path, "run-a", time.time() - 600, prompt=1065, gen=121, cached=576, n=12)
+    elsewhere = response("302 Found", headers=("Location: http://127.0.0.2:8000/metrics",))
+    with RawServer(canned(elsewhere)) as server:
+        with pytest.raises(RedirectRefused) as exc:
+            fetch_metrics(server.url("/metrics"))
+    assert str(exc.value) == (
+        f"{server.url('/metrics')} redirects to another host ('127.0.0.2:8000'): not followed: "
+        "give the URL that answers without leaving its host"
     )

@@ -43,7 +43,7 @@ from vllm_ledger import __version__
 from vllm_ledger.errors import LedgerError
 from vllm_ledger.read.report import Report, WriterStatus, build_report
 from vllm_ledger.read.snapshot import Sums, read_ledger
-from vllm_ledger.read.verify import COUNTERS, verify
+from vllm_ledger.read.verify import COUNTERS, FETCH_TIMEOUT_S, verify
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write import paths
 from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
@@ -104,6 +104,7 @@ def doctor(
     *,
     checks: Sequence[CheckName] = CHECKS,
     wait_s: float = 10.0,
+    timeout_s: float = FETCH_TIMEOUT_S,
     heartbeat_wait_s: float = HEARTBEAT_WAIT_S,
     expect_writers: int | None = None,
     clock: Callable[[], float] = time.time,
@@ -118,7 +119,9 @@ def doctor(
             if name == "interface":
                 row = check_interface()
             elif name == "agreement":
-                row = check_agreement(roots, metrics_url, wait_s=wait_s, clock=clock, sleep=sleep)
+                row = check_agreement(
+                    roots, metrics_url, wait_s=wait_s, timeout_s=timeout_s, clock=clock, sleep=sleep
+                )
             elif name == "writers":
                 row = check_writers(
                     roots,
@@ -371,6 +374,7 @@ def check_agreement(
     metrics_url: str | None,
     *,
     wait_s: float,
+    timeout_s: float = FETCH_TIMEOUT_S,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
 ) -> Row:
@@ -382,7 +386,9 @@ def check_agreement(
             "pass --metrics-url http://HOST:PORT/metrics of the server writing the ledger",
         )
     try:
-        result = verify(roots, metrics_url, wait_s=wait_s, clock=clock, sleep=sleep)
+        result = verify(
+            roots, metrics_url, wait_s=wait_s, clock=clock, sleep=sleep, timeout_s=timeout_s
+        )
     except LedgerError as exc:
         return Row("agreement", False, str(exc), _agreement_fix(metrics_url))
     if result.other_server is not None:

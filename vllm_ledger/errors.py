@@ -8,8 +8,12 @@
     │   └── FieldError          one field of one config entry is refused (.field); a ValueError
     ├── MissingExtra            an optional dependency is not installed (.extra names it)
     ├── LedgerUnavailable       no ledger could be read under the given roots (.roots)
-    ├── RemoteError             a remote status could not be fetched or parsed (.target)
-    │   └── StatusParseError    remote bytes are not a status document we can trust; a ValueError
+    ├── RemoteError             a remote answer could not be fetched or parsed (.target)
+    │   ├── StatusParseError    remote bytes are not a status document we can trust; a ValueError
+    │   ├── RemoteTimeout       the request did not end within its total deadline (.seconds)
+    │   ├── AnswerTooLarge      the answer's body is over the bytes the caller reads (.limit)
+    │   ├── RedirectRefused     a redirect to another host, or one too many (.location)
+    │   └── BadResponse         not an HTTP answer this client can read (.problem)
     ├── BadValues               a value read from a ledger is of the wrong type or range
     │                           (a ValueError)
     └── NotARegularFile         a FIFO, socket, device or directory where a ledger file should be;
@@ -27,6 +31,8 @@ in this tree is ever raised inside vLLM: the plugin counts faults instead.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 
 class LedgerError(Exception):
@@ -75,7 +81,7 @@ class LedgerUnavailable(LedgerError):
 
 
 class RemoteError(LedgerError):
-    """A remote status could not be fetched or parsed; ``.target`` names where from."""
+    """A remote answer could not be fetched or parsed; ``.target`` names where from."""
 
     def __init__(self, message: str, target: str = "", *, hint: str = "") -> None:
         super().__init__(message, hint=hint)
@@ -100,6 +106,53 @@ class FieldError(ConfigError, ValueError):
 
 class StatusParseError(RemoteError, ValueError):
     """Remote bytes are not a status document this version can trust."""
+
+
+class RemoteTimeout(RemoteError):
+    """The request (connect, send, headers, body) did not end within ``.seconds``."""
+
+    def __init__(self, target: str, seconds: float, *, hint: str = "") -> None:
+        super().__init__(f"{target} did not answer within {seconds:g} s", target, hint=hint)
+        self.seconds = seconds
+
+
+class AnswerTooLarge(RemoteError):
+    """The answer's body is longer than ``.limit`` bytes, the most the caller reads."""
+
+    def __init__(self, target: str, limit: int, *, hint: str = "") -> None:
+        super().__init__(f"{target} answered more than {_size(limit)}", target, hint=hint)
+        self.limit = limit
+
+
+class RedirectRefused(RemoteError):
+    """A redirect not followed: to another scheme, host or port, or past the limit."""
+
+    def __init__(self, target: str, location: str, why: str, *, hint: str = "") -> None:
+        super().__init__(f"{target} {why}", target, hint=hint)
+        self.location = location
+
+
+BadResponseProblem = Literal[
+    "no_answer", "status_line", "headers", "too_many_headers", "framing", "truncated"
+]
+
+
+class BadResponse(RemoteError):
+    """Bytes that are not an HTTP/1.x answer this client reads; ``.problem`` says which part."""
+
+    def __init__(
+        self, target: str, problem: BadResponseProblem, why: str, *, hint: str = ""
+    ) -> None:
+        super().__init__(f"{target} {why}", target, hint=hint)
+        self.problem = problem
+
+
+def _size(n: int) -> str:
+    """``16777216`` -> ``16 MiB``, ``65536`` -> ``64 KiB``, ``1000`` -> ``1,000 bytes``."""
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n:,} bytes"
 
 
 class BadValues(LedgerError, ValueError):

@@ -42,7 +42,7 @@ def message_text(body: dict[str, Any]) -> str:
         return str(body["content"]["text"])
     if "msgtype" in body:
         return str(body["text"]["content"])
-    if "message" in body:  # apprise json://
+    if "message" in body:  # the generic JSON webhook (apprise's json:// body)
         return str(body["message"])
     return str(body.get("text", ""))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from tests.e2e.notifier_fakes import (
     write_config,
 )
 from tests.e2e.sshd import free_port
+from tests.rawhttp import RawServer, drip
 
 
 @pytest.fixture
@@ -144,6 +146,44 @@ def test_a_failed_delivery_is_recorded_shown_and_sent_again_only_on_resend(
         assert [f["id"] for f in n.status()["failures"]] == [2]  # #1 delivered by its resend
     finally:
         n.stop()
+
+
+def test_a_dripping_json_webhook_is_cut_at_deliver_timeout(
+    tmp_path: Path, platform: FakePlatform
+) -> None:
+    """The generic JSON webhook takes the POST, then drips its answer a byte every 0.2 s (the
+    whole of it would take 200 s): the delivery ends at deliver_timeout_s (1 s) as failed,
+    ``timeout``, and the sender is free for the next one."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+    held_s: list[float] = []
+
+    def dripping(conn: socket.socket, request: bytes) -> None:
+        began = time.monotonic()
+        try:
+            drip(head, b"x")(conn, request)
+        finally:
+            held_s.append(time.monotonic() - began)
+
+    with RawServer(dripping) as hook:
+        n = _setup(tmp_path, platform)
+        config = json.loads(n.config.read_text())
+        config["notifier"]["platform"] = "json"
+        n.config.write_text(json.dumps(config))
+        (tmp_path / "webhook_url").write_text(hook.url("/hook") + "\n")
+        n.start()
+        try:
+            assert send_command(n.port, "d1", "@bot help")[0] == 202
+            assert send_command(n.port, "d2", "@bot help")[0] == 202
+            wait_for("both cut", lambda: len(held_s) == 2)
+            failures = wait_for("both recorded", lambda: n.status()["failures"])
+        finally:
+            n.stop()
+    assert [(f["state"], f["reason"]) for f in failures] == [("failed", "timeout")] * 2
+    # cut at the deadline: the hook sees the hang-up within a drip or two of it
+    assert all(0.5 <= s < 1.0 + 2.0 for s in held_s), held_s
+    body = json.loads(hook.requests[0].partition(b"\r\n\r\n")[2])
+    assert (body["version"], body["title"], body["type"]) == ("1.0", "", "info")
+    assert body["message"].startswith("Help\n")
 
 
 def test_down_once_up_once_and_no_storm_while_flapping(

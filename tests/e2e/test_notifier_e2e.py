@@ -106,7 +106,7 @@ def test_status_from_the_seed_config_over_sshd_with_health_for_every_instance(
     finally:
         sshd.stop()
         vllm_up.stop()
-    assert platform.raw[0][1]["version"] == "1.0"  # the generic JSON webhook, via apprise
+    assert platform.raw[0][1]["version"] == "1.0"  # the generic JSON webhook (apprise's body)
     assert reply.startswith("Status\ndeployments 3: healthy 1, down 1, refused 1\n"), reply
     assert f"── :{vllm_up.port} ──\nvLLM healthy · ledger: no live writer" in reply
     assert f"── :{port_down} ──\nvLLM not responding · ledger: no live writer" in reply

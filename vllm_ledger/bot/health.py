@@ -3,9 +3,9 @@
 vLLM's OpenAI server answers ``GET /health`` with 200 when its engine is alive. The probe
 keeps only the status code: no response byte reaches a message. Standard library only.
 
-``timeout_s`` is a total deadline per probe, connection, headers and body together: a server
-that drips its answer a byte at a time is cut when it passes (a watchdog shuts the socket
-down), and counts as ``down``. At most ``MAX_PARALLEL_PROBES`` probes run at once.
+``timeout_s`` is a total deadline per probe, connection, headers and body together (the one
+HTTP client, ``vllm_ledger.http.client``): a server that drips its answer a byte at a time is
+cut when it passes, and counts as ``down``. At most ``MAX_PARALLEL_PROBES`` probes run at once.
 
 ``probe_local`` is the deployment host's side: the status command probes 127.0.0.1 at each
 port of its document (the instance's own ``/health``), so a bot that has only an SSH target
@@ -14,16 +14,13 @@ gets vLLM's health in the status document (``from_status`` reads it back).
 
 from __future__ import annotations
 
-import contextlib
-import http.client
-import socket
-import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from vllm_ledger.bot.validate import Target
+from vllm_ledger.errors import RemoteError
+from vllm_ledger.http import client
 
 DEFAULT_TIMEOUT_S = 3.0
 MAX_PARALLEL_PROBES = 8
@@ -46,42 +43,22 @@ class Health:
 def probe(
     host: str, port: int, *, timeout_s: float = DEFAULT_TIMEOUT_S, path: str = "/health"
 ) -> Health:
-    """One GET, all of it within ``timeout_s``; redirects are not followed; the body is read
-    at most 1 KiB and dropped."""
-    began = time.monotonic()
-    conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
-    cut = threading.Event()
-    watchdog: threading.Timer | None = None
+    """One GET, all of it within ``timeout_s``; redirects are not followed (a 3xx is
+    ``unhealthy``); the body is read at most 1 KiB and dropped."""
+    where = f"[{host}]" if ":" in host else host
     try:
-        conn.connect()
-        watchdog = threading.Timer(
-            max(0.0, timeout_s - (time.monotonic() - began)), _cut, (conn.sock, cut)
+        answer = client.get(
+            f"http://{where}:{port}{path}",
+            deadline_s=timeout_s,
+            max_bytes=MAX_BODY_BYTES,
+            truncate=True,
         )
-        watchdog.daemon = True
-        watchdog.start()
-        conn.request("GET", path, headers={"Connection": "close"})
-        resp = conn.getresponse()
-        resp.read(MAX_BODY_BYTES)
-        code = resp.status
-    except (OSError, http.client.HTTPException, ValueError):
+    except (RemoteError, ValueError):  # no answer in time, or none that is HTTP
         return Health(port, "down")
-    finally:
-        if watchdog is not None:
-            watchdog.cancel()
-        conn.close()
-    if cut.is_set():  # the answer did not end in time: what was read may be a fragment
-        return Health(port, "down")
-    if not 100 <= code <= 599:
+    code = answer.status
+    if code > 599:
         return Health(port, "unhealthy")
     return Health(port, "healthy" if code == 200 else "unhealthy", code)
-
-
-def _cut(sock: socket.socket | None, cut: threading.Event) -> None:
-    """Wake a read blocked on ``sock`` (it then sees the end of the stream), once."""
-    cut.set()
-    if sock is not None:
-        with contextlib.suppress(OSError):  # closed meanwhile: nothing to wake
-            sock.shutdown(socket.SHUT_RDWR)
 
 
 def probe_all(

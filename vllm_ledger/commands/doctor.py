@@ -41,6 +41,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="agreement: re-check for up to this long while the ledger catches up (default 10s)",
     )
     p.add_argument(
+        "--timeout",
+        type=duration("--timeout", 0, 300, "10s", lo_open=True),
+        default=10.0,
+        metavar="DURATION",
+        help="agreement: each read of /metrics, whole, ends within this (default 10s)",
+    )
+    p.add_argument(
         "--heartbeat-wait",
         type=duration("--heartbeat-wait", 0, 600, "12s"),
         default=12.0,
@@ -73,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         args.metrics_url,
         checks=checks,
         wait_s=args.wait,
+        timeout_s=args.timeout,
         heartbeat_wait_s=args.heartbeat_wait,
         expect_writers=args.expect_writers,
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES
 from vllm_ledger.commands._common import input_file
-from vllm_ledger.errors import BadArgument, ConfigError, LedgerError
+from vllm_ledger.errors import BadArgument, ConfigError, LedgerError, RemoteError
 from vllm_ledger.notify.config import DEFAULT_LISTEN, parse_listen
 
 NAME = "notifier"
@@ -223,7 +223,7 @@ def _status(config: Path, *, as_json: bool) -> int:
 
 
 def _resend(config: Path, delivery_id: int, listen: tuple[str, int] | None) -> int:
-    from vllm_ledger.notify.platforms import post_json
+    from vllm_ledger.http import client
     from vllm_ledger.notify.service import load_config
     from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
@@ -234,17 +234,23 @@ def _resend(config: Path, delivery_id: int, listen: tuple[str, int] | None) -> i
     body = json.dumps({"request_id": uuid.uuid4().hex, "delivery_id": delivery_id}).encode()
     ts = str(int(time.time()))
     try:
-        status, answer = post_json(
+        answer = client.post(
             f"http://{where}:{listen_port}/resend",
             body,
-            timeout_s=10.0,
-            headers={TIMESTAMP_HEADER: ts, SIGNATURE_HEADER: sign(cfg.command_secret, ts, body)},
+            deadline_s=10.0,
+            headers={
+                "Content-Type": "application/json; charset=utf-8",
+                TIMESTAMP_HEADER: ts,
+                SIGNATURE_HEADER: sign(cfg.command_secret, ts, body),
+            },
+            max_bytes=64 * 1024,
         )
-    except (OSError, ValueError) as exc:
+    except RemoteError as exc:
         raise LedgerError(
             f"the notifier at {where}:{listen_port} did not answer",
             hint="start it (`vllm-ledger notifier --config FILE`); resend goes through it",
         ) from exc
+    status = answer.status
     if status == 404:
         raise BadArgument(
             f"no delivery #{delivery_id} in the notifier's outbox: see `notifier status`"
@@ -252,7 +258,7 @@ def _resend(config: Path, delivery_id: int, listen: tuple[str, int] | None) -> i
     if status != 200:
         raise LedgerError(f"the notifier refused the resend (HTTP {status})")
     try:
-        new = int(json.loads(answer)["delivery_id"])
+        new = int(json.loads(answer.body)["delivery_id"])
     except (ValueError, KeyError, TypeError) as exc:
         raise LedgerError("the notifier's answer was not understood") from exc
     print(f"delivery #{delivery_id} queued again as #{new}")

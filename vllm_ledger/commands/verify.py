@@ -32,6 +32,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="re-check for up to this long while the ledger catches up (default 10s)",
     )
     p.add_argument(
+        "--timeout",
+        type=duration("--timeout", 0, 300, "10s", lo_open=True),
+        default=10.0,
+        metavar="DURATION",
+        help="each read of /metrics, whole (connect, headers, body), ends within this "
+        "(default 10s)",
+    )
+    p.add_argument(
         "--run",
         type=text("--run", "20261129-080000-a1b2"),
         metavar="RUN_ID",
@@ -40,7 +48,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    result = verify(roots_of(args), args.metrics_url, wait_s=args.wait, run_id=args.run)
+    result = verify(
+        roots_of(args),
+        args.metrics_url,
+        wait_s=args.wait,
+        run_id=args.run,
+        timeout_s=args.timeout,
+    )
     if result.match:
         figures = ", ".join(f"{k} {v:,}" for k, v in result.ledger.items())
         print(f"match: run {result.run_id}: {figures}")

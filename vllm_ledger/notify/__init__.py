@@ -8,7 +8,8 @@
     alerts.py     Alertmanager's webhook JSON v4 -> notifications, deduplicated
     watch.py      health every ~10 s per instance, flap damping
     platforms.py  Feishu/Lark, DingTalk, WeCom, Slack and generic JSON bodies, one POST each
-    server.py     the HTTP endpoint (commands, Slack, DingTalk, resend, Alertmanager), bounded
+    server.py     the HTTP endpoint's routes (commands, Slack, DingTalk, resend, Alertmanager)
+                  on the one bounded server, ``vllm_ledger.http.server``
     service.py    the threads put together: ``Notifier``
     unit.py       the systemd unit
 

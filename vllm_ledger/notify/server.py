@@ -1,4 +1,4 @@
-"""The notifier's HTTP endpoint: commands in, Alertmanager in, resend requests. Stdlib.
+"""The notifier's HTTP endpoint: commands in, Alertmanager in, resend requests.
 
 ==========================  ==================================================  ==========
 path                        what                                                body bound
@@ -11,123 +11,91 @@ path                        what                                                
 ``GET /healthz``            ``ok`` while the process serves                     -
 ==========================  ==================================================  ==========
 
-A body is read only when its ``Content-Length`` is within the bound (413 otherwise), the
-signature is checked before the body is parsed, and at most ``MAX_CONNECTIONS`` requests are
-served at once (503 past that); each socket has a ``REQUEST_TIMEOUT_S`` deadline per read.
-The answer is a small JSON object; no request text is echoed (but Slack's checked challenge),
-nothing secret is logged.
+The routes are served by the one bounded server (``vllm_ledger.http.server``): a body is read
+only when its ``Content-Length`` is within the bound (413 otherwise), each request has
+``REQUEST_DEADLINE_S`` in all for its request line, headers and body, and at most
+``MAX_CONNECTIONS`` connections are served at once (503 at once past that). The signature is
+checked before the body is parsed. The answer is a small JSON object; no request text is
+echoed (but Slack's checked challenge), nothing secret is logged.
 """
 
 from __future__ import annotations
 
-import json
-import socket
 import sys
-import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from vllm_ledger.http import server as http
 
 MAX_COMMAND_BYTES = 64 * 1024
 MAX_ALERT_BYTES = 1024 * 1024
-MAX_CONNECTIONS = 32
-REQUEST_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 128
+REQUEST_DEADLINE_S = 10.0
 
 # (path) -> handler(body, headers) -> (HTTP status, JSON answer)
 Route = Callable[[bytes, dict[str, str]], tuple[int, dict[str, Any]]]
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+def _post(path: str, handler: Route) -> http.Handler:
+    """A POST route: the body and headers to ``handler``, its answer as JSON; a refusal by
+    the handler (4xx, 5xx) is one line on stderr, without body or headers."""
 
-    def __init__(self, address: tuple[str, int], routes: dict[str, tuple[int, Route]]) -> None:
-        self.routes = routes
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        super().__init__(address, _Handler)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    timeout = REQUEST_TIMEOUT_S
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass  # one line per refusal is written by _refuse, without bodies or headers
-
-    def _answer(self, code: int, doc: dict[str, Any]) -> None:
-        data = (json.dumps(doc, ensure_ascii=True) + "\n").encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
-
-    def do_GET(self) -> None:
-        if self.path == "/healthz":
-            self._answer(200, {"status": "ok"})
-        else:
-            self._answer(404, {"error": "not_found"})
-
-    def do_POST(self) -> None:
-        if not self.server.slots.acquire(blocking=False):
-            self._answer(503, {"error": "busy"})
-            return
-        try:
-            self._post()
-        finally:
-            self.server.slots.release()
-
-    def _post(self) -> None:
-        route = self.server.routes.get(self.path.split("?", 1)[0])
-        if route is None:
-            self._answer(404, {"error": "not_found"})
-            return
-        limit, handler = route
-        length = self.headers.get("Content-Length", "")
-        if not length.isdigit():
-            self._answer(411, {"error": "length_required"})
-            return
-        if int(length) > limit:
-            self._answer(413, {"error": "too_large", "limit_bytes": limit})
-            return
-        body = self.rfile.read(int(length))
-        if len(body) != int(length):
-            self._answer(400, {"error": "short_body"})
-            return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        code, doc = handler(body, headers)
+    def serve(request: http.Request) -> http.Response:
+        code, doc = handler(request.body, dict(request.headers))
         if code >= 400:
             print(
-                f"vllm-ledger notifier: refused {self.path.split('?', 1)[0]}: "
-                f"{doc.get('error', code)}",
+                f"vllm-ledger notifier: refused {path}: {doc.get('error', code)}",
                 file=sys.stderr,
                 flush=True,
             )
-        self._answer(code, doc)
+        return http.json_response(code, doc)
+
+    return serve
 
 
-class Endpoint:
-    """The server in a daemon thread."""
+def _healthz(_request: http.Request) -> http.Response:
+    return http.json_response(200, {"status": "ok"})
 
-    def __init__(self, host: str, port: int, routes: dict[str, tuple[int, Route]]) -> None:
-        self.httpd = _Server((host, port), routes)
-        self.port = int(self.httpd.server_address[1])
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, name="vllm-ledger-notifier-http", daemon=True
+
+def route_table(routes: Mapping[str, tuple[int, Route]]) -> http.Routes:
+    """The server's table: each ``path: (body bound, handler)`` as POST, and ``GET /healthz``."""
+    table = {
+        ("POST", path): http.Route(_post(path, handler), limit)
+        for path, (limit, handler) in routes.items()
+    }
+    table[("GET", "/healthz")] = http.Route(_healthz)
+    return table
+
+
+class Endpoint(http.Server):
+    """The server for ``routes`` (``path: (body bound, handler)``); ``start`` serves it on a
+    daemon thread, ``stop`` ends it."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        routes: Mapping[str, tuple[int, Route]],
+        *,
+        request_deadline_s: float = REQUEST_DEADLINE_S,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
+        super().__init__(
+            route_table(routes),
+            host,
+            port,
+            name="vllm-ledger-notifier-http",
+            request_deadline_s=request_deadline_s,
+            max_connections=max_connections,
         )
 
-    def start(self) -> None:
-        self._thread.start()
 
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(5)
-
-
-__all__ = ["MAX_ALERT_BYTES", "MAX_COMMAND_BYTES", "MAX_CONNECTIONS", "Endpoint", "Route"]
+__all__ = [
+    "MAX_ALERT_BYTES",
+    "MAX_COMMAND_BYTES",
+    "MAX_CONNECTIONS",
+    "REQUEST_DEADLINE_S",
+    "Endpoint",
+    "Route",
+    "route_table",
+]

@@ -33,7 +33,7 @@ from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify import alerts as alerts_mod
 from vllm_ledger.notify import chat, inbound, platforms, signing
 from vllm_ledger.notify.config import NotifierConfig, notifier_config
-from vllm_ledger.notify.server import MAX_ALERT_BYTES, MAX_COMMAND_BYTES, Endpoint
+from vllm_ledger.notify.server import MAX_ALERT_BYTES, MAX_COMMAND_BYTES, Endpoint, Route
 from vllm_ledger.notify.store import Command, Store, state_path
 from vllm_ledger.notify.watch import Damper, HealthWatch, make_observer
 
@@ -116,17 +116,14 @@ class Notifier:
             interval_s=cfg.health_interval_s,
         )
         self.rate = RateLimit(cfg.commands_per_minute, monotonic)
-        self.endpoint = Endpoint(
-            cfg.listen_host,
-            cfg.listen_port,
-            {
-                "/command": (MAX_COMMAND_BYTES, self.handle_command),
-                "/resend": (MAX_COMMAND_BYTES, self.handle_resend),
-                "/alertmanager": (MAX_ALERT_BYTES, self.handle_alerts),
-                "/slack/events": (MAX_COMMAND_BYTES, self.handle_slack),
-                "/dingtalk/command": (MAX_COMMAND_BYTES, self.handle_dingtalk),
-            },
-        )
+        self.routes: dict[str, tuple[int, Route]] = {
+            "/command": (MAX_COMMAND_BYTES, self.handle_command),
+            "/resend": (MAX_COMMAND_BYTES, self.handle_resend),
+            "/alertmanager": (MAX_ALERT_BYTES, self.handle_alerts),
+            "/slack/events": (MAX_COMMAND_BYTES, self.handle_slack),
+            "/dingtalk/command": (MAX_COMMAND_BYTES, self.handle_dingtalk),
+        }
+        self.endpoint = Endpoint(cfg.listen_host, cfg.listen_port, self.routes)
         self._stop = threading.Event()
         self._wake_sender = threading.Event()
         self._wake_worker = threading.Event()

@@ -5,7 +5,7 @@
 - ``dashboard``: the Grafana dashboard model
 - ``exporter``: the ledger's Prometheus exporter (its own process)
 - ``counters``: the exporter's memory that keeps its counters from ever going down
-- ``server``: the exporter's HTTP server (listen backlog, request deadline, connection bound)
+- ``server``: the exporter's /metrics, a route of the one bounded server (``vllm_ledger.http``)
 - ``gpu``: per-GPU readings through NVML
 
 Nothing here is imported by the plugin; prometheus_client, PyYAML and nvidia-ml-py are extras

@@ -20,8 +20,8 @@ A window of the fleet is complete only when every host is ``ok`` and complete in
 (its whole-root coverage series, without ``ledger_instance``); otherwise ``incomplete`` names
 each host and why. A model's window is complete when every host instance serving it is.
 
-``read_fleet`` asks four instant queries (``query_samples``: labels and values, through
-``plan.prom.http_get``); ``build_fleet`` is pure; ``fleet_dict`` and ``render_text`` are its
+``read_fleet`` asks four instant queries (``plan.prom.vector_query``: labels and values,
+through ``plan.prom.http_get``); ``build_fleet`` is pure; ``fleet_dict`` and ``render_text`` are its
 JSON and text forms.
 """
 
@@ -30,14 +30,11 @@ from __future__ import annotations
 import json
 import math
 import time
-import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from vllm_ledger.errors import ConfigError, RemoteError
-from vllm_ledger.plan.prom import MAX_ANSWER_BYTES, Fetch, duration, http_get
-from vllm_ledger.strictjson import loads
+from vllm_ledger.plan.prom import Fetch, duration, http_get, vector_query
 
 WINDOW_NAMES: tuple[str, ...] = ("today", "24h", "3d", "7d", "total")
 FIGURE_NAMES: tuple[str, ...] = (
@@ -361,41 +358,6 @@ def queries(job: str | None = None, lookback_s: float = LOOKBACK_S) -> dict[str,
     }
 
 
-def query_samples(
-    base_url: str, expr: str, at_ts: float | None = None, fetch: Fetch = http_get
-) -> list[Sample]:
-    """An instant query's series: each one's labels (``__name__`` included) and value."""
-    params = {"query": expr}
-    if at_ts is not None:
-        params["time"] = f"{at_ts:.3f}"
-    url = base_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode(params)
-    raw = fetch(url)
-    try:
-        doc = loads(raw, max_bytes=MAX_ANSWER_BYTES, what=f"{base_url}'s answer")
-    except ConfigError as exc:
-        raise RemoteError(
-            f"{base_url} did not answer a Prometheus query with JSON it can trust: {exc.what}", url
-        ) from exc
-    if not isinstance(doc, dict) or doc.get("status") != "success":
-        error = doc.get("error") if isinstance(doc, dict) else "not an object"
-        raise RemoteError(f"Prometheus at {base_url} refused {expr!r}: {error}", url)
-    data = doc.get("data")
-    result = data.get("result") if isinstance(data, dict) else None
-    if not isinstance(result, list):
-        raise RemoteError(f"{base_url} answered {expr!r} without a result list", url)
-    out: list[Sample] = []
-    for item in result:
-        try:
-            metric = item["metric"]
-            value = float(item["value"][1])
-        except (KeyError, IndexError, TypeError, ValueError, OverflowError):
-            continue
-        if not isinstance(metric, dict) or math.isnan(value):
-            continue
-        out.append(({str(k): str(v) for k, v in metric.items()}, value))
-    return out
-
-
 def read_fleet(
     base_url: str,
     *,
@@ -408,7 +370,7 @@ def read_fleet(
     """Ask ``base_url`` (Prometheus or a compatible API) the four queries at one instant."""
     at = clock()
     answers = {
-        name: query_samples(base_url, expr, at, fetch)
+        name: vector_query(base_url, expr, at, fetch)
         for name, expr in queries(job, lookback_s).items()
     }
     return build_fleet(
@@ -549,7 +511,6 @@ __all__ = [
     "fleet_dict",
     "host_of",
     "queries",
-    "query_samples",
     "read_fleet",
     "render_json",
     "render_text",

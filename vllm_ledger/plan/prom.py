@@ -1,21 +1,18 @@
-"""A small client for Prometheus' HTTP API (instant queries, values or labelled series),
-shared by cost and advise.
+"""Prometheus' HTTP API (instant queries: values or labelled series), for cost, advise,
+baseline, usage and fleet: one query function, ``vector_query``, and one fetch, ``http_get``
+(the one HTTP client, ``vllm_ledger.http.client``, with a 30 s total deadline).
 
-Standard library only. Every failure is a ``RemoteError`` naming the URL and what to check.
+Every failure is a ``RemoteError`` naming the URL and what to check.
 """
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import math
-import socket
-import threading
-import time
 import urllib.parse
 from collections.abc import Callable
 
-from vllm_ledger.errors import ConfigError, RemoteError
+from vllm_ledger.errors import AnswerTooLarge, ConfigError, RemoteError
+from vllm_ledger.http import client
 from vllm_ledger.strictjson import loads
 
 Fetch = Callable[[str], bytes]
@@ -24,87 +21,29 @@ DEADLINE_S = 30.0
 
 
 def http_get(
-    url: str,
-    timeout_s: float = 10.0,
-    *,
-    max_bytes: int = MAX_ANSWER_BYTES,
-    deadline_s: float = DEADLINE_S,
-    monotonic: Callable[[], float] = time.monotonic,
+    url: str, *, max_bytes: int = MAX_ANSWER_BYTES, deadline_s: float = DEADLINE_S
 ) -> bytes:
-    """The body at ``url``: at most ``max_bytes``, all of it (connection, headers, body) within
-    ``deadline_s``: a server that drips its headers or its body is cut at the deadline, whatever
-    the pace (a watchdog shuts the socket). ``timeout_s`` bounds each socket operation."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise RemoteError(f"cannot read {url}: not an http(s) URL", url, hint="check the URL")
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    timeout = min(timeout_s, deadline_s)
-    began = monotonic()
-    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    """The body at ``url`` (HTTP 200 only): at most ``max_bytes``, all of it (connection, headers,
+    body) within ``deadline_s``, through the one HTTP client: a server that drips its headers or
+    its body is cut at the deadline, whatever the pace. Redirects are followed on the same host
+    only (a proxy in front of Prometheus may add a slash)."""
+    hint = "check that Prometheus is up and not overloaded"
     try:
-        conn = cls(parts.hostname, parts.port, timeout=timeout)
-    except ValueError as exc:  # a port that is not a number
-        raise RemoteError(f"cannot read {url}: {exc}", url, hint="check the URL") from exc
-    cut = threading.Event()
-    watchdog: threading.Timer | None = None
-    late = RemoteError(
-        f"{url} did not answer within {deadline_s:g} s",
-        url,
-        hint="check that Prometheus is up and not overloaded",
-    )
-    try:
-        conn.connect()
-        watchdog = threading.Timer(max(0.0, deadline_s - (monotonic() - began)), _cut, (conn, cut))
-        watchdog.daemon = True
-        watchdog.start()
-        conn.request("GET", target, headers={"Accept": "application/json", "Connection": "close"})
-        resp = conn.getresponse()
-        if resp.status != 200:
-            body = resp.read(2048).decode("utf-8", "replace")
-            raise RemoteError(
-                f"cannot read {url}: HTTP {resp.status} {resp.reason}: {body[:200]!r}",
-                url,
-                hint="check the URL and that it is up",
-            )
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            if monotonic() - began > deadline_s:
-                raise late
-            chunk = resp.read1(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > max_bytes:
-                raise RemoteError(
-                    f"{url} answered more than {max_bytes // (1 << 20)} MiB",
-                    url,
-                    hint="narrow the query",
-                )
-    except RemoteError:
-        raise
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        if cut.is_set():
-            raise late from exc
-        msg = f"cannot read {url}: {exc}; check the URL and that it is up"
-        raise RemoteError(msg, url) from exc
-    finally:
-        if watchdog is not None:
-            watchdog.cancel()
-        conn.close()
-    if cut.is_set():  # the stream ended because the watchdog shut it: a fragment
-        raise late
-    return b"".join(chunks)
-
-
-def _cut(conn: http.client.HTTPConnection, cut: threading.Event) -> None:
-    """Wake a read blocked on the connection's socket (it then sees the end), once."""
-    cut.set()
-    sock = conn.sock
-    if sock is not None:
-        with contextlib.suppress(OSError):  # closed meanwhile: nothing to wake
-            sock.shutdown(socket.SHUT_RDWR)
+        answer = client.get(
+            url,
+            deadline_s=deadline_s,
+            headers={"Accept": "application/json"},
+            max_bytes=max_bytes,
+            redirects=3,
+            hint=hint,
+        )
+    except AnswerTooLarge as exc:
+        raise AnswerTooLarge(url, max_bytes, hint="narrow the query") from exc
+    if answer.status != 200:
+        raise RemoteError(
+            f"cannot read {url}: {answer.status_text}", url, hint="check the URL and that it is up"
+        )
+    return answer.body
 
 
 def instant_query(
@@ -117,7 +56,10 @@ def instant_query(
 def vector_query(
     base_url: str, expr: str, at_ts: float | None = None, fetch: Fetch = http_get
 ) -> list[tuple[dict[str, str], float]]:
-    """Each series of an instant vector (or scalar) query with its labels; NaN values dropped."""
+    """Each series of an instant vector (or scalar) query: its labels (``__name__`` included)
+    and its value. An answer that is not ``{"status": "success", "data": {"result": [...]}}`` is
+    a ``RemoteError``; a series without a ``metric`` object or a number ``value`` is skipped,
+    and so is a NaN. A scalar is one series with no labels."""
     params = {"query": expr}
     if at_ts is not None:
         params["time"] = f"{at_ts:.3f}"
@@ -134,20 +76,21 @@ def vector_query(
     if doc.get("status") != "success":
         raise RemoteError(f"Prometheus at {base_url} refused {expr!r}: {doc.get('error')}", url)
     data = doc.get("data")
-    data = data if isinstance(data, dict) else {}
-    result = data.get("result", [])
-    if data.get("resultType") == "scalar":
-        result = [{"value": result}]
+    result = data.get("result") if isinstance(data, dict) else None
+    if isinstance(data, dict) and data.get("resultType") == "scalar":
+        result = [{"metric": {}, "value": result}]
+    if not isinstance(result, list):
+        raise RemoteError(f"{base_url} answered {expr!r} without a result list", url)
     out: list[tuple[dict[str, str], float]] = []
-    for item in result if isinstance(result, list) else []:
+    for item in result:
         try:
-            v = float(item["value"][1])
+            metric = item["metric"]
+            value = float(item["value"][1])
         except (KeyError, IndexError, TypeError, ValueError, OverflowError):
             continue
-        metric = item.get("metric") if isinstance(item, dict) else None
-        labels = {str(k): str(x) for k, x in metric.items()} if isinstance(metric, dict) else {}
-        if not math.isnan(v):
-            out.append((labels, v))
+        if not isinstance(metric, dict) or math.isnan(value):
+            continue
+        out.append(({str(k): str(v) for k, v in metric.items()}, value))
     return out
 
 

@@ -19,12 +19,12 @@ on the figures alone.
 from __future__ import annotations
 
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_ledger.errors import BadArgument, LedgerUnavailable, RemoteError
+from vllm_ledger.http import client
 from vllm_ledger.promtext import Sample, has_metric, parse_samples, sum_metric
 from vllm_ledger.read.report import build_report
 
@@ -39,6 +39,8 @@ COUNTERS: tuple[tuple[str, str], ...] = (
 CREATED: tuple[str, ...] = tuple(m.removesuffix("_total") + "_created" for _k, m in COUNTERS)
 # Counters created this far (or further) from the run's start are not that run's launch's.
 SAME_LAUNCH_S = 30.0
+FETCH_TIMEOUT_S = 10.0  # one /metrics read, whole
+MAX_METRICS_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -99,16 +101,26 @@ class VerifyResult:
         return not self.differences and self.other_server is None
 
 
-def fetch_metrics(url: str, timeout_s: float = 10.0) -> str:
+def fetch_metrics(url: str, timeout_s: float = FETCH_TIMEOUT_S) -> str:
+    """The text at ``url``, all of it within ``timeout_s`` (connection, headers and body: a
+    server that drips it is cut there), at most ``MAX_METRICS_BYTES``. Redirects are followed
+    only on the same host (vLLM's ``/metrics`` may answer with one to ``/metrics/``)."""
     if not url.startswith(("http://", "https://")):
         raise BadArgument(
             f"--metrics-url {url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/metrics"
         )
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as r:
-            return r.read(32 * 1024 * 1024).decode("utf-8", "replace")
-    except OSError as exc:
-        raise RemoteError(f"cannot read {url}: {exc}; is vLLM running there?", url) from exc
+    hint = "is vLLM running there?"
+    answer = client.get(
+        url,
+        deadline_s=timeout_s,
+        headers={"Accept": "text/plain"},
+        max_bytes=MAX_METRICS_BYTES,
+        redirects=3,
+        hint=hint,
+    )
+    if answer.status != 200:
+        raise RemoteError(f"cannot read {url}: {answer.status_text}", url, hint=hint)
+    return answer.body.decode("utf-8", "replace")
 
 
 def vllm_counters(metrics_text: str) -> dict[str, int]:
@@ -186,14 +198,16 @@ def verify(
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
     run_id: str | None = None,
+    timeout_s: float = FETCH_TIMEOUT_S,
 ) -> VerifyResult:
     """Compare, re-checking until they agree or ``wait_s`` has passed (queue drain, commit).
+    Each read of ``metrics_url`` ends within ``timeout_s``; one that does not is an error.
 
     Counters of another server (``OtherServer``: created ``SAME_LAUNCH_S`` or more away from the
     run's start) end the check at once: waiting cannot make them agree."""
     start = clock()
     while True:
-        samples = parse_samples(fetch_metrics(metrics_url))
+        samples = parse_samples(fetch_metrics(metrics_url, timeout_s))
         vllm = _counters(samples)
         run = ledger_run(roots, clock, run_id)
         ledger = run.totals

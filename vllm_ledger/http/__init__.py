@@ -1,0 +1,10 @@
+"""HTTP over the standard library alone, on the ground floor of the layers (it imports nothing
+of the package but ``errors``):
+
+    client.py   the one HTTP client: every outbound request, one total deadline, a byte cap
+    server.py   the one bounded HTTP server: a route table behind every port vllm-ledger opens
+                (the exporter's ``/metrics``, the notifier's endpoint)
+
+Import the module you need (``from vllm_ledger.http import client``); this package imports
+neither, so a reader that only fetches never loads the server, nor the reverse.
+"""
