@@ -245,6 +245,19 @@ def listen(flag: str = "--listen", example: str = "127.0.0.1:9464") -> Callable[
 _NOTES = "_deprecation_notes"
 
 
+def service_logging() -> None:
+    """Log lines of a long-running command (exporter, notifier) to stderr, INFO and up, with
+    the time and the logger's name: a refused request or a cut client is one line there (and in
+    journald under systemd). Commands that print a result and exit keep WARNING."""
+    import logging
+
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
 def deprecate(namespace: argparse.Namespace, old: str, new: str) -> None:
     """Record that the old spelling ``old`` was used; ``new`` is what to write instead.
     ``cli.main`` prints each note once, on stderr, once the command line has parsed (a refused

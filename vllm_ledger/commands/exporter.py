@@ -12,6 +12,7 @@ from vllm_ledger.commands._common import (
     listen,
     port,
     roots_of,
+    service_logging,
     text,
     zone_of,
 )
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     host, port_ = address_of(args)
     roots = roots_of(args)
     zone = zone_of(args, roots)  # once, at start: a zone file written later needs a restart
+    service_logging()
     serve(
         roots,
         host=host,

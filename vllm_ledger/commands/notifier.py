@@ -13,7 +13,7 @@ from types import FrameType
 from typing import Any
 
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES
-from vllm_ledger.commands._common import input_file
+from vllm_ledger.commands._common import input_file, service_logging
 from vllm_ledger.errors import BadArgument, ConfigError, LedgerError, RemoteError
 from vllm_ledger.notify.config import DEFAULT_LISTEN, parse_listen
 
@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(config: Path, listen: tuple[str, int] | None, ssh_config: Path | None) -> int:
     from vllm_ledger.notify.service import Notifier
 
+    service_logging()
     try:
         notifier = Notifier(config, listen=listen, ssh_config=ssh_config)
         notifier.start()
