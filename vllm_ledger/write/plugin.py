@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import math
 import os
 import time
 from pathlib import Path
@@ -249,12 +248,20 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             if type(finished_requests) is not list and type(finished_requests) is not tuple:
                 raise ValueError("finished_requests is not a list")
             if finished_requests:
-                finished = tuple(
-                    (f.num_generation_tokens, f.decode_time) for f in finished_requests
-                )
-                for g, d in finished:
-                    if not (_ok_count(g) and _ok_seconds(d)):
+                pairs = []
+                for f in finished_requests:
+                    g = f.num_generation_tokens
+                    d = f.decode_time
+                    # NaN fails 0.0 <= d, inf fails d < MAX_DECODE_SECONDS; bool is not int.
+                    if not (
+                        type(g) is int
+                        and 0 <= g < MAX_TOKENS_PER_EVENT
+                        and (type(d) is float or type(d) is int)
+                        and 0.0 <= d < MAX_DECODE_SECONDS
+                    ):
                         raise ValueError("out of range")
+                    pairs.append((g, d))
+                finished = tuple(pairs)
             else:
                 finished = ()
             if type(engine_idx) is not int:
@@ -282,11 +289,3 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             recorder.close()
         except Exception:
             self.faults_total += 1
-
-
-def _ok_count(n: object) -> bool:
-    return type(n) is int and 0 <= n < MAX_TOKENS_PER_EVENT
-
-
-def _ok_seconds(s: object) -> bool:
-    return type(s) in (float, int) and 0.0 <= s < MAX_DECODE_SECONDS and math.isfinite(s)  # type: ignore[operator,arg-type]
