@@ -1,4 +1,4 @@
-"""Slack's and DingTalk's own outgoing requests, read by ``notify.inbound``: the signatures
+"""Slack's and DingTalk's own outgoing requests, read by ``notify/platforms/``: the signatures
 (checked against each platform's documented formula, computed here independently), the
 bodies turned into commands, and the secrets read from files or the environment."""
 
@@ -14,14 +14,11 @@ import pytest
 
 from vllm_ledger.notify.chat import parse_request
 from vllm_ledger.notify.config import notifier_config
-from vllm_ledger.notify.inbound import (
-    Challenge,
-    NotACommand,
-    dingtalk_command,
-    slack_command,
-    verify_dingtalk,
-    verify_slack,
-)
+from vllm_ledger.notify.platforms.base import Challenge, NotACommand
+from vllm_ledger.notify.platforms.dingtalk import check_signature as verify_dingtalk
+from vllm_ledger.notify.platforms.dingtalk import command as dingtalk_command
+from vllm_ledger.notify.platforms.slack import check_signature as verify_slack
+from vllm_ledger.notify.platforms.slack import command as slack_command
 
 NOW = 1_764_400_000.0
 SLACK = b"8f742231b10e8888abcd99yyyzzz85a5"

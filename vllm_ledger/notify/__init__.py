@@ -2,14 +2,15 @@
 
     config.py     the config's ``notifier`` object; secrets from files or the environment
     store.py      the durable state (SQLite beside the config) and every SQL statement
-    signing.py    HMAC-SHA256 over timestamp and body for command requests
+    signing.py    every HMAC and secret comparison; our signature on command requests
     chat.py       commands read from a chat, and the notifier's own words
-    inbound.py    Slack's and DingTalk's own outgoing requests: signature, body -> command
     alerts.py     Alertmanager's webhook JSON v4 -> notifications, deduplicated
     watch.py      health every ~10 s per instance, flap damping
-    platforms.py  Feishu/Lark, DingTalk, WeCom, Slack and generic JSON bodies, one POST each
-    server.py     the HTTP endpoint's routes (commands, Slack, DingTalk, resend, Alertmanager)
-                  on the one bounded server, ``vllm_ledger.http.server``
+    platforms/    the chat platforms, one module each (Feishu/Lark, DingTalk, WeCom, Slack,
+                  generic JSON): body, success rule, signature, inbound requests; the
+                  registry and the one ``send``
+    server.py     the HTTP endpoint's routes (commands, each platform's inbound route,
+                  resend, Alertmanager) on the one bounded server, ``vllm_ledger.http.server``
     service.py    the threads put together: ``Notifier``
     unit.py       the systemd unit
 

@@ -14,13 +14,17 @@ never printed::
                   "dingtalk_app_secret_file": "/etc/notify/dingtalk_app_secret"}}
 
 Each ``*_file`` field, when absent, falls back to its environment variable
-(``ENV_WEBHOOK_URL``, ``ENV_WEBHOOK_SECRET``, ``ENV_COMMAND_SECRET``, ``ENV_ALERTMANAGER_TOKEN``,
-``ENV_SLACK_SIGNING_SECRET``, ``ENV_DINGTALK_APP_SECRET``). The Slack and DingTalk secrets
-are optional: without one, that platform's route refuses every request.
+(``ENV_WEBHOOK_URL``, ``ENV_WEBHOOK_SECRET``, ``ENV_COMMAND_SECRET``, ``ENV_ALERTMANAGER_TOKEN``).
+``platform`` is one of the registry's names (``notify/platforms``), and each platform with
+inbound requests (Slack, DingTalk) adds its own secret's field and variable
+(``slack_signing_secret_file`` or ``VLLM_LEDGER_SLACK_SIGNING_SECRET``, ...), read into
+``inbound_secrets``. Those secrets are optional: without one, that platform's route refuses
+every request.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -30,16 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import ConfigError
+from vllm_ledger.notify import platforms
 
-PLATFORMS: tuple[str, ...] = ("feishu", "lark", "dingtalk", "wecom", "slack", "json")
+PLATFORMS: tuple[str, ...] = platforms.names()
 DEFAULT_PORT = 9095
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
 ENV_WEBHOOK_URL = "VLLM_LEDGER_WEBHOOK_URL"
 ENV_WEBHOOK_SECRET = "VLLM_LEDGER_WEBHOOK_SECRET"
 ENV_COMMAND_SECRET = "VLLM_LEDGER_COMMAND_SECRET"
 ENV_ALERTMANAGER_TOKEN = "VLLM_LEDGER_ALERTMANAGER_TOKEN"
-ENV_SLACK_SIGNING_SECRET = "VLLM_LEDGER_SLACK_SIGNING_SECRET"
-ENV_DINGTALK_APP_SECRET = "VLLM_LEDGER_DINGTALK_APP_SECRET"
 MAX_SECRET_BYTES = 4096
 _LISTEN = re.compile(
     r"^(?P<host>[0-9A-Za-z.:_-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>[0-9]{1,5})$"
@@ -65,8 +68,7 @@ FIELDS = (
     "webhook_secret_file",
     "command_secret_file",
     "alertmanager_token_file",
-    "slack_signing_secret_file",
-    "dingtalk_app_secret_file",
+    *(i.secret_file for _p, i in platforms.inbound()),
     *NUMBERS,
 )
 
@@ -82,8 +84,8 @@ class NotifierConfig:
     command_secret: bytes
     alertmanager_token: str | None
     ssh_config: Path | None
-    slack_signing_secret: bytes | None = None
-    dingtalk_app_secret: bytes | None = None
+    # platform name -> the secret its inbound requests are signed with (configured ones only)
+    inbound_secrets: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
     health_interval_s: float = 10.0
     health_deadline_s: float = 8.0
     poll_interval_s: float = 30.0
@@ -98,6 +100,15 @@ class NotifierConfig:
             f"NotifierConfig(listen={self.listen_host}:{self.listen_port}, "
             f"platform={self.platform}, webhook={'set' if self.webhook_url else 'none'})"
         )
+
+    # the two inbound secrets under the names of their settings (``*_file``)
+    @property
+    def slack_signing_secret(self) -> bytes | None:
+        return self.inbound_secrets.get("slack")
+
+    @property
+    def dingtalk_app_secret(self) -> bytes | None:
+        return self.inbound_secrets.get("dingtalk")
 
 
 def _bad(field: str, why: str) -> ConfigError:
@@ -135,11 +146,15 @@ def _secret(
     return found or None
 
 
-def _secret_bytes(
-    section: Mapping[str, Any], field: str, env: Mapping[str, str], var: str, base: Path
-) -> bytes | None:
-    found = _secret(section, field, env, var, base)
-    return None if found is None else found.encode("utf-8")
+def _inbound_secrets(
+    section: Mapping[str, Any], env: Mapping[str, str], base: Path
+) -> dict[str, bytes]:
+    """Each inbound platform's secret, from its ``*_file`` field or its variable."""
+    found = {
+        p.name: _secret(section, i.secret_file, env, i.secret_env, base)
+        for p, i in platforms.inbound()
+    }
+    return {name: secret.encode("utf-8") for name, secret in found.items() if secret is not None}
 
 
 def _number(section: Mapping[str, Any], name: str) -> float:
@@ -200,12 +215,7 @@ def notifier_config(
             section, "alertmanager_token_file", env, ENV_ALERTMANAGER_TOKEN, base
         ),
         ssh_config=None if ssh_config is None else (base / ssh_config),
-        slack_signing_secret=_secret_bytes(
-            section, "slack_signing_secret_file", env, ENV_SLACK_SIGNING_SECRET, base
-        ),
-        dingtalk_app_secret=_secret_bytes(
-            section, "dingtalk_app_secret_file", env, ENV_DINGTALK_APP_SECRET, base
-        ),
+        inbound_secrets=_inbound_secrets(section, env, base),
         **{name: _number(section, name) for name in NUMBERS},
     )
 
@@ -215,8 +225,6 @@ __all__ = [
     "DEFAULT_PORT",
     "ENV_ALERTMANAGER_TOKEN",
     "ENV_COMMAND_SECRET",
-    "ENV_DINGTALK_APP_SECRET",
-    "ENV_SLACK_SIGNING_SECRET",
     "ENV_WEBHOOK_SECRET",
     "ENV_WEBHOOK_URL",
     "PLATFORMS",

@@ -4,8 +4,9 @@
 path                        what                                                body bound
 ==========================  ==================================================  ==========
 ``POST /command``           a signed chat command (``signing``), answered once  64 KiB
-``POST /slack/events``      Slack's Events API, Slack-signed (``inbound``)      64 KiB
-``POST /dingtalk/command``  DingTalk's outgoing robot, signed (``inbound``)     64 KiB
+``POST`` inbound routes     each platform's own requests, signed its way:       64 KiB
+                            ``/slack/events``, ``/dingtalk/command``
+                            (``platforms.inbound()``)
 ``POST /resend``            a signed resend request from ``notifier resend``    64 KiB
 ``POST /alertmanager``      Alertmanager's webhook JSON v4 (optional bearer)    1 MiB
 ``GET /healthz``            ``ok`` while the process serves                     -

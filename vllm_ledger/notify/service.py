@@ -5,9 +5,8 @@ Threads, each with one job, none waiting on another's I/O:
 - the usage ``Poller`` (every ``poll_interval_s``, ``bot.poll``) fills the figures cache;
 - the ``HealthWatch`` (every ``health_interval_s`` per instance, its own deadlines) feeds the
   ``Damper``; a confirmed transition is stored and queued in one transaction;
-- the HTTP endpoint verifies and stores commands (ours, Slack's and DingTalk's, one path;
-  the reply is not built there) and queues
-  Alertmanager's alerts;
+- the HTTP endpoint verifies and stores commands (ours, and each inbound platform's from the
+  registry, one path; the reply is not built there) and queues Alertmanager's alerts;
 - the command worker answers stored commands past the cursor, in order, from the caches;
 - the sender takes the oldest pending delivery, marks it ``sending``, posts it once, and
   records ``sent`` or ``failed`` with its reason. Nothing is ever retried by itself.
@@ -31,8 +30,9 @@ from vllm_ledger.bot.poll import Fetcher, Poller
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, validate_usage
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify import alerts as alerts_mod
-from vllm_ledger.notify import chat, inbound, platforms, signing
+from vllm_ledger.notify import chat, platforms, signing
 from vllm_ledger.notify.config import NotifierConfig, notifier_config
+from vllm_ledger.notify.platforms.base import Challenge, NotACommand
 from vllm_ledger.notify.server import MAX_ALERT_BYTES, MAX_COMMAND_BYTES, Endpoint, Route
 from vllm_ledger.notify.store import Command, Store, state_path
 from vllm_ledger.notify.watch import Damper, HealthWatch, make_observer
@@ -120,9 +120,9 @@ class Notifier:
             "/command": (MAX_COMMAND_BYTES, self.handle_command),
             "/resend": (MAX_COMMAND_BYTES, self.handle_resend),
             "/alertmanager": (MAX_ALERT_BYTES, self.handle_alerts),
-            "/slack/events": (MAX_COMMAND_BYTES, self.handle_slack),
-            "/dingtalk/command": (MAX_COMMAND_BYTES, self.handle_dingtalk),
         }
+        for p, inbound in platforms.inbound():
+            self.routes[inbound.route] = (MAX_COMMAND_BYTES, self.inbound_route(p.name, inbound))
         self.endpoint = Endpoint(cfg.listen_host, cfg.listen_port, self.routes)
         self._stop = threading.Event()
         self._wake_sender = threading.Event()
@@ -210,52 +210,30 @@ class Notifier:
         self._wake_worker.set()
         return accepted, {"status": "accepted", "seq": seq}
 
-    def handle_slack(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        """Slack's Events API: answered at once with 200, the reply goes through the outbox."""
-        secret = self.cfg.slack_signing_secret
-        if secret is None:
-            return 404, {"error": "slack_not_configured"}
-        verdict = inbound.verify_slack(
-            secret,
-            headers.get(inbound.SLACK_TIMESTAMP_HEADER.lower()),
-            headers.get(inbound.SLACK_SIGNATURE_HEADER.lower()),
-            body,
-            now_ts=self.clock(),
-        )
-        if verdict != "ok":
-            return 401, {"error": verdict}
-        try:
-            found = inbound.slack_command(
-                strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what="event")
-            )
-        except inbound.NotACommand:
-            return 200, {"status": "ignored"}
-        except (ConfigError, UnicodeDecodeError, ValueError):
-            return 400, {"error": "bad_event"}
-        if isinstance(found, inbound.Challenge):
-            return 200, {"challenge": found.value}
-        return self._accept(found, accepted=200)
+    def inbound_route(self, name: str, inbound: platforms.Inbound) -> Route:
+        """The handler of platform ``name``'s own requests (Slack's Events API, DingTalk's
+        outgoing robot): answered at once with 200, the reply goes through the outbox."""
 
-    def handle_dingtalk(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        """DingTalk's outgoing robot; the reply goes through the outbox, not this answer."""
-        secret = self.cfg.dingtalk_app_secret
-        if secret is None:
-            return 404, {"error": "dingtalk_not_configured"}
-        verdict = inbound.verify_dingtalk(
-            secret,
-            headers.get(inbound.DINGTALK_TIMESTAMP_HEADER),
-            headers.get(inbound.DINGTALK_SIGN_HEADER),
-            now_ts=self.clock(),
-        )
-        if verdict != "ok":
-            return 401, {"error": verdict}
-        try:
-            found = inbound.dingtalk_command(
-                strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what="message")
-            )
-        except (ConfigError, UnicodeDecodeError, ValueError):
-            return 400, {"error": "bad_message"}
-        return self._accept(found, accepted=200)
+        def handle(body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+            secret = self.cfg.inbound_secrets.get(name)
+            if secret is None:
+                return 404, {"error": f"{name}_not_configured"}
+            verdict = inbound.verify(headers, body, secret, self.clock())
+            if verdict != "ok":
+                return 401, {"error": verdict}
+            try:
+                found = inbound.parse(
+                    strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what=inbound.body_name)
+                )
+            except NotACommand:
+                return 200, {"status": "ignored"}
+            except (ConfigError, UnicodeDecodeError, ValueError):
+                return 400, {"error": f"bad_{inbound.body_name}"}
+            if isinstance(found, Challenge):
+                return 200, {"challenge": found.value}
+            return self._accept(found, accepted=200)
+
+        return handle
 
     def handle_resend(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
         verdict = self._signed(body, headers)
@@ -321,12 +299,10 @@ class Notifier:
 
     def handle_alerts(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
         token = self.cfg.alertmanager_token
-        if token is not None:
-            import hmac
-
-            got = headers.get("authorization", "")
-            if not hmac.compare_digest(got.encode(), f"Bearer {token}".encode()):
-                return 401, {"error": "bad_token"}
+        if token is not None and not signing.equal(
+            f"Bearer {token}", headers.get("authorization", "")
+        ):
+            return 401, {"error": "bad_token"}
         try:
             found = alerts_mod.parse_alerts(
                 strictjson.loads(body, max_bytes=MAX_ALERT_BYTES, what="alerts", max_depth=8),
