@@ -63,6 +63,20 @@ def test_missing_readings_keep_the_default() -> None:
     assert "  --ttft-p99-seconds (keep the default): no TTFT data in the window\n" in text
 
 
+def test_the_servers_table_aligns_label_values_and_shows_them_escaped() -> None:
+    groups = (
+        GroupBaseline("gpu1:8000", "通义千问", 1.75, 0.692, 6.0, 4306),
+        GroupBaseline("gpu2:8000", "tiny\x1b[2J\nforged", None, 0.2, 0.0, 12),
+    )
+    text = render_baseline_text(_base(*groups), derive(_base(*groups)))
+    assert "\x1b" not in text
+    assert text.splitlines()[2:5] == [
+        "instance   model_name             TTFT P99  KV-cache P99  waiting P99  KV samples",
+        "gpu1:8000  通义千问                1.750 s        69.2 %         6.00       4,306",
+        "gpu2:8000  tiny\\x1b[2J\\x0aforged       n/a        20.0 %         0.00          12",
+    ]
+
+
 def _fake(
     answers: dict[str, list[dict[str, object]]], asked: list[tuple[str, str]]
 ) -> Callable[[str], bytes]:

@@ -1,4 +1,4 @@
-"""vllm-ledger doctor (vllm_ledger/doctor.py): each check failing for its real cause.
+"""vllm-ledger doctor (vllm_ledger/doctor/): each check failing for its real cause.
 
 * interface: a patched copy of vLLM's FinishedRequestStats without ``decode_time``, from a
   test-only folder first on PYTHONPATH (tests/data/vllm_missing_field), in a real doctor process;

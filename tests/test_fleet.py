@@ -1,6 +1,7 @@
-"""The fleet model (plan/fleet.py), pure: hosts' window gauges as a Prometheus query answers
-them, summed per host, per model and for the fleet; ok / stale / missing / failing hosts named;
-the queries it asks and how it reads an answer. The live parts are in tests/e2e/test_fleet.py."""
+"""The fleet model (plan/fleet.py) and its forms (formats/fleet.py), pure: hosts' window gauges
+as a Prometheus query answers them, summed per host, per model and for the fleet; ok / stale /
+missing / failing hosts named; the queries it asks and how it reads an answer. The live parts
+are in tests/e2e/test_fleet.py; the renderer's own cases in tests/unit/formats/test_fleet.py."""
 
 from __future__ import annotations
 
@@ -10,13 +11,8 @@ from typing import Any
 import pytest
 
 from vllm_ledger.errors import RemoteError
-from vllm_ledger.plan.fleet import (
-    build_fleet,
-    fleet_dict,
-    queries,
-    read_fleet,
-    render_text,
-)
+from vllm_ledger.formats.fleet import fleet_dict, render_text
+from vllm_ledger.plan.fleet import build_fleet, queries, read_fleet
 from vllm_ledger.plan.prom import vector_query
 
 AT = 1_800_000_000.0

@@ -27,7 +27,8 @@ from tests.conftest import run_cli
 from tests.e2e.prom import Prometheus
 from tests.e2e.settle import settle
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.plan.ramp import StepResult, find_knee, percentile, render_table, write_outputs
+from vllm_ledger.formats.ramp import render_files, render_table
+from vllm_ledger.plan.ramp import StepResult, find_knee, percentile
 
 CHROMIUM = "/usr/bin/chromium"
 PRICES = {"electricity": 1.2, "hardware": 30000.0, "years": 4.0, "ops": 0.25, "watts": 350.0}
@@ -311,7 +312,7 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile([3.0], 0.99) == 3.0 and percentile([], 0.5) is None
 
 
-def test_outputs_table_png_html(tmp_path: Path) -> None:
+def test_outputs_table_png_html() -> None:
     steps = [_step(1, 1000), _step(2, 1900), _step(4, 1950)]
     knee = find_knee(steps)
     assert render_table(steps, knee).splitlines() == [
@@ -325,8 +326,10 @@ def test_outputs_table_png_html(tmp_path: Path) -> None:
         "           40           80       20      20.0          0.0",
         "knee: concurrency 4: throughput +3 % over concurrency 2 (190.0 -> 195.0 tokens/s)",
     ]
-    paths = write_outputs(steps, knee, tmp_path, "t")
-    assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (tmp_path / "ramp.csv").read_text().splitlines()[1].startswith("1,62,0,10.0,1000")
-    page = paths["html"].read_text()
+    files = render_files(steps, knee, "t")
+    assert list(files) == ["png", "html", "json", "csv"]
+    assert files["png"][:8] == b"\x89PNG\r\n\x1a\n"
+    assert files["csv"].decode().splitlines()[1].startswith("1,62,0,10.0,1000")
+    page = files["html"].decode()
     assert "<svg" in page and "knee: concurrency 4" in page
+    assert json.loads(files["json"])["knee"]["concurrency"] == 4

@@ -64,7 +64,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from vllm_ledger.commands._common import roots_of
-    from vllm_ledger.doctor import CHECKS, doctor
+    from vllm_ledger.doctor import CHECKS, doctor, table
 
     checks = tuple(c for c in CHECKS if args.only is None or c in args.only)
     if "agreement" in checks and args.metrics_url is None:
@@ -84,12 +84,8 @@ def run(args: argparse.Namespace) -> int:
         heartbeat_wait_s=args.heartbeat_wait,
         expect_writers=args.expect_writers,
     )
-    width = max(len(r.check) for r in report.rows)
-    print(f"{'check':<{width}}  result  what was checked")
-    for r in report.rows:
-        print(f"{r.check:<{width}}  {'pass' if r.passed else 'FAIL':<6}  {r.checked}")
-        if not r.passed and r.fix:
-            print(f"{'':<{width}}  {'fix:':<6}  {r.fix}")
+    for line in table(report):
+        print(line)
     passed = sum(r.passed for r in report.rows)
     print(f"{passed} of {len(report.rows)} checks pass")
     return 0 if report.ok else 1

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from vllm_ledger.commands._common import duration, format_duration, text, url
-from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, read_fleet, render_json, render_text
+from vllm_ledger.formats.fleet import render_json, render_text
+from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, read_fleet
 
 NAME = "fleet"
 HELP = "every host's exporter windows from Prometheus: per host, per model, fleet total"

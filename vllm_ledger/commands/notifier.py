@@ -10,7 +10,6 @@ import time
 import uuid
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES
 from vllm_ledger.commands._common import input_file, service_logging
@@ -150,6 +149,7 @@ def _run(config: Path, listen: tuple[str, int] | None, ssh_config: Path | None) 
 
 
 def _status(config: Path, *, as_json: bool) -> int:
+    from vllm_ledger.formats.notifier_status import NotifierStatus, render_json, render_text
     from vllm_ledger.notify.store import (
         open_read_only,
         read_failures,
@@ -165,62 +165,15 @@ def _status(config: Path, *, as_json: bool) -> int:
             f"no notifier state at {path}", hint="start `vllm-ledger notifier --config FILE` first"
         )
     with open_read_only(path) as db:
-        summary = read_summary(db)
-        failed = read_failures(db, limit=20)
-        recent = read_recent(db, limit=20)
-        health = read_health(db)
-    if as_json:
-        doc: dict[str, Any] = {
-            "state_file": str(path),
-            "deliveries": {k: v for k, v in summary.items() if k not in ("cursor",)},
-            "cursor": summary["cursor"],
-            "health": {str(p): {"state": s, "since": t} for p, (s, t) in sorted(health.items())},
-            "failures": [
-                {
-                    "id": d.id,
-                    "kind": d.kind,
-                    "state": d.state,
-                    "reason": d.reason,
-                    "http_status": d.http_status,
-                    "created": d.created_ts,
-                }
-                for d in failed
-            ],
-            "recent": [
-                {"id": d.id, "kind": d.kind, "state": d.state, "resend_of": d.resend_of}
-                for d in recent
-            ],
-        }
-        sys.stdout.write(json.dumps(doc, ensure_ascii=True, sort_keys=True) + "\n")
-        return 0
-    lines = [
-        f"state {path}",
-        "deliveries: "
-        + ", ".join(
-            f"{s} {summary[s]}" for s in ("sent", "failed", "unknown", "pending", "sending")
+        status = NotifierStatus(
+            state_file=path,
+            summary=read_summary(db),
+            failures=read_failures(db, limit=20),
+            recent=read_recent(db, limit=20),
+            health=read_health(db),
         )
-        + f"; dropped (outbox full) {summary['dropped_total']}",
-        f"commands: cursor {summary['cursor']}, unanswered {summary['unanswered']}",
-        "health: "
-        + (
-            ", ".join(
-                f":{p} {'up' if s == 'up' else 'DOWN'} since "
-                f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t))}"
-                for p, (s, t) in sorted(health.items())
-            )
-            or "none observed yet"
-        ),
-    ]
-    if failed:
-        lines.append("failed (never resent by themselves; `vllm-ledger notifier resend ID`):")
-        for d in failed:
-            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.created_ts))
-            code = f" {d.http_status}" if d.http_status else ""
-            lines.append(f"  #{d.id} {d.kind} {d.state} {d.reason}{code} at {when}")
-    else:
-        lines.append("failed: none")
-    sys.stdout.write("\n".join(lines) + "\n")
-    return 1 if failed else 0
+    sys.stdout.write(render_json(status) if as_json else render_text(status))
+    return 1 if status.failures and not as_json else 0
 
 
 def _resend(config: Path, delivery_id: int, listen: tuple[str, int] | None) -> int:

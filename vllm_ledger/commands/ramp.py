@@ -7,7 +7,9 @@ import sys
 
 from vllm_ledger.commands._common import add_renamed, duration, number, output_dir, text, url
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.plan.ramp import OUTPUT_NAMES, find_knee, render_table, run_ramp, write_outputs
+from vllm_ledger.formats.ramp import OUTPUT_NAMES, render_files, render_table
+from vllm_ledger.outfile import write_file
+from vllm_ledger.plan.ramp import find_knee, run_ramp
 
 NAME = "ramp"
 HELP = "drive an OpenAI-compatible server at rising concurrency; chart throughput, TTFT, KV"
@@ -114,7 +116,13 @@ def run(args: argparse.Namespace) -> int:
         **extra,
     )
     knee = find_knee(steps)
-    paths = write_outputs(steps, knee, args.output, f"Load ramp: {args.model} at {args.url}")
+    files = render_files(steps, knee, f"Load ramp: {args.model} at {args.url}")
+    # Each written whole and only as a regular file: a directory, FIFO or device already at
+    # one of those names is refused with one line.
+    args.output.mkdir(parents=True, exist_ok=True)
+    paths = [args.output / f"ramp.{key}" for key in files]
+    for path, data in zip(paths, files.values(), strict=True):
+        write_file(path, data, flag="--output", example="--output ramp-2026-11-29")
     sys.stdout.write(render_table(steps, knee))
-    sys.stdout.write("wrote " + ", ".join(str(p) for p in paths.values()) + "\n")
+    sys.stdout.write("wrote " + ", ".join(str(p) for p in paths) + "\n")
     return 0

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from vllm_ledger.formats.table import aligned
 from vllm_ledger.plan.advise import Advice
 from vllm_ledger.plan.baseline import Baseline, Threshold, observability_flags
 
@@ -142,16 +143,21 @@ def render_baseline_text(b: Baseline, thresholds: Sequence[Threshold]) -> str:
         f"baseline over {b.window_seconds / 86400:g} days: {_utc(start)} .. {_utc(b.end_ts)} "
         f"from Prometheus {b.url}",
         "",
-        f"{'instance':<24}{'model_name':<24}{'TTFT P99':>12}{'KV-cache P99':>14}"
-        f"{'waiting P99':>13}{'KV samples':>12}",
     ]
+    # Instance and model are Prometheus label values: shown escaped, aligned by display width.
+    rows = [["instance", "model_name", "TTFT P99", "KV-cache P99", "waiting P99", "KV samples"]]
     for g in b.groups:
-        lines.append(
-            f"{g.instance:<24}{g.model_name:<24}"
-            f"{_or_na(g.ttft_p99_seconds, lambda x: f'{x:.3f} s'):>12}"
-            f"{_or_na(g.kv_cache_p99, lambda x: f'{x * 100:.1f} %'):>14}"
-            f"{_or_na(g.waiting_p99, lambda x: f'{x:.2f}'):>13}{g.kv_samples:>12,}"
+        rows.append(
+            [
+                g.instance,
+                g.model_name,
+                _or_na(g.ttft_p99_seconds, lambda x: f"{x:.3f} s"),
+                _or_na(g.kv_cache_p99, lambda x: f"{x * 100:.1f} %"),
+                _or_na(g.waiting_p99, lambda x: f"{x:.2f}"),
+                f"{g.kv_samples:,}",
+            ]
         )
+    lines += aligned(rows, right={2, 3, 4, 5}, safe=True)
     lines += ["", "thresholds (from the highest baseline of the servers above):"]
     for t in thresholds:
         name, base_fmt, value_fmt = _SHOWN[t.name]

@@ -21,8 +21,8 @@ A window of the fleet is complete only when every host is ``ok`` and complete in
 each host and why. A model's window is complete when every host instance serving it is.
 
 ``read_fleet`` asks four instant queries (``plan.prom.vector_query``: labels and values,
-through ``plan.prom.http_get``); ``build_fleet`` is pure; ``fleet_dict`` and ``render_text`` are its
-JSON and text forms.
+through ``plan.prom.http_get``); ``build_fleet`` is pure; ``formats/fleet.py`` renders its
+text and JSON forms.
 """
 
 from __future__ import annotations
@@ -385,120 +385,6 @@ def read_fleet(
     )
 
 
-# ---- its forms -------------------------------------------------------------------------------
-
-
-def _r6(x: float | None) -> float | None:
-    return None if x is None else round(x, 6)
-
-
-def figures_dict(f: Figures) -> dict[str, Any]:
-    """A window's figures under the names of ``report --json``."""
-    return {
-        "input": f.input_tokens,
-        "output": f.output_tokens,
-        "cached": f.cached_tokens,
-        "requests": f.requests,
-        "decode_tokens": f.decode_tokens,
-        "decode_seconds": round(f.decode_seconds, 6),
-        "hit_rate": _r6(f.hit_rate),
-        "gen_speed": _r6(f.gen_speed),
-    }
-
-
-def fleet_dict(fleet: Fleet) -> dict[str, Any]:
-    return {
-        "source": fleet.source,
-        "at": round(fleet.at_ts, 3),
-        "stale_after_s": fleet.stale_after_s,
-        "lookback_s": fleet.lookback_s,
-        "complete": dict(fleet.complete),
-        "incomplete": list(fleet.incomplete),
-        "total": {w: figures_dict(f) for w, f in fleet.total.items()},
-        "hosts": {
-            h.name: {
-                "state": h.state,
-                "why": h.why,
-                "newest_sample": None if h.newest_ts is None else round(h.newest_ts, 3),
-                "instances": list(h.instances),
-                "windows": {
-                    w: {
-                        **figures_dict(h.windows[w]),
-                        "uncovered_seconds": h.coverage[w].uncovered_seconds,
-                        "wall_seconds": h.coverage[w].wall_seconds,
-                        "complete": h.coverage[w].complete,
-                        "problems": dict(h.coverage[w].problems),
-                    }
-                    for w in WINDOW_NAMES
-                },
-            }
-            for h in fleet.hosts
-        },
-        "models": {
-            m.name: {
-                "hosts": list(m.hosts),
-                "windows": {
-                    w: {**figures_dict(m.windows[w]), "complete": m.complete[w]}
-                    for w in WINDOW_NAMES
-                },
-            }
-            for m in fleet.models
-        },
-    }
-
-
-def render_json(fleet: Fleet) -> str:
-    return json.dumps(fleet_dict(fleet), indent=2, allow_nan=False) + "\n"
-
-
-def _n(x: int) -> str:
-    return f"{x:,}"
-
-
-def _row(label: str, figures: dict[str, Figures], marks: dict[str, bool] | None) -> list[str]:
-    cells = [label]
-    for w in WINDOW_NAMES:
-        f = figures[w]
-        mark = "" if marks is None or marks[w] else "*"
-        cells.append(f"{_n(f.input_tokens)}/{_n(f.output_tokens)}{mark}")
-    return cells
-
-
-def render_text(fleet: Fleet) -> str:
-    """A table: input/output tokens per window for each host, each model and the fleet; ``*``
-    marks an incomplete window; then why."""
-    head = ["", *WINDOW_NAMES]
-    rows: list[list[str]] = [["hosts (input/output tokens)"] + [""] * len(WINDOW_NAMES)]
-    for h in fleet.hosts:
-        marks = {w: h.state == "ok" and h.coverage[w].complete for w in WINDOW_NAMES}
-        label = f"  {h.name}" + ("" if h.state == "ok" else f" [{h.state}]")
-        if h.counted:
-            rows.append(_row(label, h.windows, marks))
-        else:
-            rows.append([label] + ["-"] * len(WINDOW_NAMES))
-    rows.append(["models"] + [""] * len(WINDOW_NAMES))
-    for m in fleet.models:
-        rows.append(_row(f"  {m.name}", m.windows, m.complete))
-    rows.append(_row("fleet", fleet.total, fleet.complete))
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    lines = [
-        "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))
-        for r in [head, *rows]
-    ]
-    counted = sum(1 for h in fleet.hosts if h.counted)
-    lines.append("")
-    lines.append(
-        f"{len(fleet.hosts)} hosts from {fleet.source}, {counted} counted; "
-        f"stale after {fleet.stale_after_s:g} s; * = incomplete"
-    )
-    if all(fleet.complete.values()):
-        lines.append("complete: every host is up, fresh and vouches for every window")
-    else:
-        lines.append("INCOMPLETE:")
-        lines.extend(f"  {why}" for why in fleet.incomplete)
-    return "\n".join(line.rstrip() for line in lines) + "\n"
-
-
 __all__ = [
     "HOST_STATES",
     "Coverage",
@@ -508,10 +394,7 @@ __all__ = [
     "HostState",
     "ModelRow",
     "build_fleet",
-    "fleet_dict",
     "host_of",
     "queries",
     "read_fleet",
-    "render_json",
-    "render_text",
 ]

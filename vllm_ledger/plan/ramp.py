@@ -15,27 +15,21 @@ so the client's view can be far below the engine's), KV-cache usage and waiting 
 The knee is the first step whose throughput rose less than 10 % over the step before, or
 whose KV-cache usage reached 90 %, whichever comes first.
 
-``find_knee``, ``percentile``, the table and the chart builders are pure; ``run_step`` and
-``run_ramp`` talk HTTP (httpx, the ``http`` extra).
+``find_knee`` and ``percentile`` are pure; ``run_step`` and ``run_ramp`` talk HTTP (httpx, the
+``http`` extra). The table, the chart and the four output files are ``formats/ramp.py``'s.
 """
 
 from __future__ import annotations
 
-import csv
-import html
-import io
-import json
 import math
 import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from vllm_ledger.errors import MissingExtra, RemoteError
-from vllm_ledger.outfile import write_file
 from vllm_ledger.promtext import has_metric, parse_samples, sum_metric
 from vllm_ledger.strictjson import loads
 
@@ -121,219 +115,6 @@ def find_knee(
                 f"({before:.1f} -> {now:.1f} tokens/s)",
             )
     return None
-
-
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{x * 1000:.0f}"
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x * 100:.1f}"
-
-
-def _num(x: float | int | None, digits: int = 1) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
-COLUMNS = (
-    "concurrency",
-    "requests",
-    "errors",
-    "seconds",
-    "output tokens",
-    "server output",
-    "tokens/s",
-    "TTFT P50 ms",
-    "TTFT P99 ms",
-    "TPOT ms",
-    "KV max %",
-    "waiting max",
-)
-
-
-def table_rows(steps: Sequence[StepResult]) -> list[list[str]]:
-    return [
-        [
-            str(s.concurrency),
-            str(s.requests),
-            str(s.errors),
-            f"{s.seconds:.1f}",
-            str(s.output_tokens),
-            "-" if s.server_output_tokens is None else str(s.server_output_tokens),
-            f"{s.throughput_tokens_per_s:.1f}",
-            _ms(s.ttft_p50_s),
-            _ms(s.ttft_p99_s),
-            _ms(s.tpot_s),
-            _pct(s.kv_usage_max),
-            _num(s.waiting_max),
-        ]
-        for s in steps
-    ]
-
-
-def render_table(steps: Sequence[StepResult], knee: Knee | None) -> str:
-    rows = [list(COLUMNS), *table_rows(steps)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    lines.append(knee_text(knee))
-    return "\n".join(lines) + "\n"
-
-
-def knee_text(knee: Knee | None) -> str:
-    if knee is None:
-        return "knee: not reached (throughput still rising, KV-cache usage under 90 %)"
-    return f"knee: concurrency {knee.concurrency}: {knee.reason}"
-
-
-def figure(steps: Sequence[StepResult], knee: Knee | None, title: str) -> Any:
-    """The chart: throughput; TTFT P50/P99 and TPOT; KV usage and waiting, vs concurrency."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise MissingExtra("matplotlib", "charts") from exc
-    xs = [s.concurrency for s in steps]
-    fig = Figure(figsize=(12, 4), dpi=100, layout="constrained")
-    ax1, ax2, ax3 = fig.subplots(1, 3)
-    ax1.plot(xs, [s.throughput_tokens_per_s for s in steps], "o-", color="C0", lw=2.5)
-    ax1.set_title("throughput")
-    ax1.set_ylabel("output tokens / s")
-    nan = float("nan")
-    ax2.plot(
-        xs,
-        [nan if s.ttft_p50_s is None else s.ttft_p50_s * 1000 for s in steps],
-        "o-",
-        color="C1",
-        lw=2.5,
-        label="TTFT P50",
-    )
-    ax2.plot(
-        xs,
-        [nan if s.ttft_p99_s is None else s.ttft_p99_s * 1000 for s in steps],
-        "s--",
-        color="C3",
-        lw=2.5,
-        label="TTFT P99",
-    )
-    ax2.plot(
-        xs,
-        [nan if s.tpot_s is None else s.tpot_s * 1000 for s in steps],
-        "^-",
-        color="C2",
-        lw=2.5,
-        label="TPOT",
-    )
-    ax2.set_title("latency")
-    ax2.set_ylabel("ms")
-    ax2.legend(loc="upper left")
-    ax3.plot(
-        xs,
-        [nan if s.kv_usage_max is None else s.kv_usage_max * 100 for s in steps],
-        "o-",
-        color="C4",
-        lw=2.5,
-        label="KV-cache usage (max)",
-    )
-    ax3.axhline(90, color="C4", lw=1, ls=":")
-    ax3.set_ylim(0, 100)
-    ax3.set_ylabel("KV-cache usage %")
-    ax3.set_title("KV cache and queue")
-    ax4 = ax3.twinx()
-    ax4.plot(
-        xs,
-        [nan if s.waiting_max is None else s.waiting_max for s in steps],
-        "d-",
-        color="C5",
-        lw=2.5,
-        label="waiting (max)",
-    )
-    ax4.set_ylabel("waiting requests")
-    waits = [s.waiting_max for s in steps if s.waiting_max is not None]
-    ax4.set_ylim(0, max([1.0, *waits]) * 1.1)
-    handles = ax3.get_legend_handles_labels()[0] + ax4.get_legend_handles_labels()[0]
-    ax3.legend(handles=handles, loc="upper left")
-    for ax in (ax1, ax2, ax3):
-        ax.set_xlabel("concurrency")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(xs, [str(x) for x in xs])
-        ax.grid(True, alpha=0.3)
-        if knee is not None:
-            ax.axvline(knee.concurrency, color="red", ls="--", lw=1.5)
-    fig.suptitle(title + ("" if knee is None else f" (knee at concurrency {knee.concurrency})"))
-    return fig
-
-
-def svg_of(fig: Any) -> str:
-    """The figure as an inline <svg> element (text drawn as paths: no fonts to fetch)."""
-    import matplotlib
-
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "path"}):
-        fig.savefig(buf, format="svg")
-    text = buf.getvalue()
-    return text[text.index("<svg") :]
-
-
-def render_html(steps: Sequence[StepResult], knee: Knee | None, title: str, svg: str) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
-        for row in table_rows(steps)
-    )
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title>"
-        "<style>body{font-family:sans-serif;margin:16px;color:#222;background:#fff}"
-        ".chart svg{width:1150px;height:auto;display:block}"
-        "table{border-collapse:collapse;margin-top:12px}"
-        "th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}</style>"
-        "</head><body>"
-        f'<h1 style="font-size:18px">{html.escape(title)}</h1>'
-        f"<p>{html.escape(knee_text(knee))}</p>"
-        f'<div class="chart">{svg}</div>'
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        "</body></html>\n"
-    )
-
-
-OUTPUT_NAMES = tuple(f"ramp.{k}" for k in ("png", "html", "json", "csv"))
-
-
-def write_outputs(
-    steps: Sequence[StepResult], knee: Knee | None, out_dir: Path, title: str
-) -> dict[str, Path]:
-    """ramp.png, ramp.html (self-contained, inline SVG), ramp.json and ramp.csv.
-
-    Each is written whole and only as a regular file: a directory, FIFO or device already
-    at one of those names is refused with one line (``outfile.write_file``).
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fig = figure(steps, knee, title)
-    paths = {name.split(".")[1]: out_dir / name for name in OUTPUT_NAMES}
-    png = io.BytesIO()
-    fig.savefig(png, format="png")
-    doc = {
-        "title": title,
-        "knee": None if knee is None else asdict(knee),
-        "steps": [
-            {**asdict(s), "throughput_tokens_per_s": s.throughput_tokens_per_s} for s in steps
-        ],
-    }
-    table = io.StringIO(newline="")
-    w = csv.writer(table)
-    w.writerow(COLUMNS)
-    w.writerows(table_rows(steps))
-    data = {
-        "png": png.getvalue(),
-        "html": render_html(steps, knee, title, svg_of(fig)).encode("utf-8"),
-        "json": (json.dumps(doc, indent=2, allow_nan=False) + "\n").encode("utf-8"),
-        "csv": table.getvalue().encode("utf-8"),
-    }
-    for key, path in paths.items():
-        write_file(path, data[key], flag="--output", example="--output ramp-2026-11-29")
-    return paths
 
 
 # ---- the edges: HTTP -------------------------------------------------------------------------
@@ -631,17 +412,11 @@ def _with_bar(
 
 
 __all__ = [
-    "OUTPUT_NAMES",
     "Knee",
     "RequestResult",
     "StepResult",
-    "figure",
     "find_knee",
     "percentile",
-    "render_html",
-    "render_table",
     "run_ramp",
     "run_step",
-    "svg_of",
-    "write_outputs",
 ]

@@ -49,13 +49,13 @@ def preflight(
 def table(p: Preflight) -> list[str]:
     """One line per check: check, result, what was found, what is needed (and from where).
     Terminal-safe: a model path or host name with a control character is shown escaped."""
-    from vllm_ledger.formats.table import aligned
+    from vllm_ledger.formats.checks import CheckRow, render
 
-    rows = [["check", "result", "found | needs (from)"]]
+    rows = []
     for f in p.findings:
         needs = f" | needs {f.needs} ({f.source})" if f.needs else f" | ({f.source})"
-        rows.append([f.check, f.result, f.found + needs])
-    return aligned(rows, safe=True)
+        rows.append(CheckRow(f.check, f.result, f.found + needs))
+    return render(rows, heading="found | needs (from)")
 
 
 __all__ = [

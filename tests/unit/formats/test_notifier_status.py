@@ -1,0 +1,72 @@
+"""formats/notifier_status.py: the text and JSON of `notifier status` from what the state file
+holds; what came from the file or a platform shown escaped."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vllm_ledger.formats.notifier_status import NotifierStatus, render_json, render_text
+from vllm_ledger.notify.store import Delivery
+
+T = 1_795_000_000.0  # 2026-11-18 11:06:40 UTC
+SUMMARY = {
+    "sent": 4,
+    "failed": 1,
+    "unknown": 1,
+    "pending": 0,
+    "sending": 0,
+    "cursor": 5,
+    "dropped_total": 0,
+    "unanswered": 0,
+}
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def _status(failures: list[Delivery], health: dict[int, tuple[str, float]]) -> NotifierStatus:
+    return NotifierStatus(Path("private.notifier.sqlite"), SUMMARY, failures, failures, health)
+
+
+def test_the_text_names_each_failure_and_the_health() -> None:
+    failures = [
+        Delivery(3, "reply", "t", "unknown", "interrupted", None, None, T + 4, T + 4),
+        Delivery(1, "reply", "t", "failed", "http_status", 500, None, T, T),
+    ]
+    assert render_text(_status(failures, {19001: ("up", T + 1), 19002: ("down", T)})) == (
+        "state private.notifier.sqlite\n"
+        "deliveries: sent 4, failed 1, unknown 1, pending 0, sending 0; dropped (outbox full) 0\n"
+        "commands: cursor 5, unanswered 0\n"
+        "health: :19001 up since 2026-11-18 11:06:41, :19002 DOWN since 2026-11-18 11:06:40\n"
+        "failed (never resent by themselves; `vllm-ledger notifier resend ID`):\n"
+        "  #3 reply unknown interrupted at 2026-11-18 11:06:44\n"
+        "  #1 reply failed http_status 500 at 2026-11-18 11:06:40\n"
+    )
+
+
+def test_nothing_failed_and_no_health_yet() -> None:
+    lines = render_text(_status([], {})).splitlines()
+    assert lines[3:] == ["health: none observed yet", "failed: none"]
+
+
+def test_a_reason_from_the_state_file_cannot_forge_lines() -> None:
+    evil = "timeout\n\x1b[2Jfailed: none"
+    text = render_text(_status([Delivery(2, "alert", "t", "failed", evil, None, None, T, T)], {}))
+    assert "\x1b" not in text
+    assert text.splitlines()[-1] == (
+        "  #2 alert failed timeout\\x0a\\x1b[2Jfailed: none at 2026-11-18 11:06:40"
+    )
+    doc = json.loads(render_json(_status([], {})))
+    assert doc["cursor"] == 5 and "cursor" not in doc["deliveries"]
+    assert doc["deliveries"]["dropped_total"] == 0 and doc["failures"] == []

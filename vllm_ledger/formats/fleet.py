@@ -1,0 +1,124 @@
+"""The forms of a fleet: its terminal table and its JSON. Pure.
+
+Each function takes a built ``plan.fleet.Fleet`` and returns a string; none asks Prometheus.
+Host and model names are Prometheus label values: whoever controls an exporter's labels (or
+a model's name) controls them, so the text shows each through ``formats/safe.printable`` (an
+escape sequence or a newline in a model name is shown escaped, not sent to the terminal), and
+the columns are display widths (``formats/table.aligned``: a CJK model name lines up). The JSON
+escapes every control character itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from vllm_ledger.formats.safe import printable
+from vllm_ledger.formats.table import aligned
+from vllm_ledger.plan.fleet import WINDOW_NAMES, Figures, Fleet
+
+
+def _r6(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+def figures_dict(f: Figures) -> dict[str, Any]:
+    """A window's figures under the names of ``report --json``."""
+    return {
+        "input": f.input_tokens,
+        "output": f.output_tokens,
+        "cached": f.cached_tokens,
+        "requests": f.requests,
+        "decode_tokens": f.decode_tokens,
+        "decode_seconds": round(f.decode_seconds, 6),
+        "hit_rate": _r6(f.hit_rate),
+        "gen_speed": _r6(f.gen_speed),
+    }
+
+
+def fleet_dict(fleet: Fleet) -> dict[str, Any]:
+    return {
+        "source": fleet.source,
+        "at": round(fleet.at_ts, 3),
+        "stale_after_s": fleet.stale_after_s,
+        "lookback_s": fleet.lookback_s,
+        "complete": dict(fleet.complete),
+        "incomplete": list(fleet.incomplete),
+        "total": {w: figures_dict(f) for w, f in fleet.total.items()},
+        "hosts": {
+            h.name: {
+                "state": h.state,
+                "why": h.why,
+                "newest_sample": None if h.newest_ts is None else round(h.newest_ts, 3),
+                "instances": list(h.instances),
+                "windows": {
+                    w: {
+                        **figures_dict(h.windows[w]),
+                        "uncovered_seconds": h.coverage[w].uncovered_seconds,
+                        "wall_seconds": h.coverage[w].wall_seconds,
+                        "complete": h.coverage[w].complete,
+                        "problems": dict(h.coverage[w].problems),
+                    }
+                    for w in WINDOW_NAMES
+                },
+            }
+            for h in fleet.hosts
+        },
+        "models": {
+            m.name: {
+                "hosts": list(m.hosts),
+                "windows": {
+                    w: {**figures_dict(m.windows[w]), "complete": m.complete[w]}
+                    for w in WINDOW_NAMES
+                },
+            }
+            for m in fleet.models
+        },
+    }
+
+
+def render_json(fleet: Fleet) -> str:
+    return json.dumps(fleet_dict(fleet), indent=2, allow_nan=False) + "\n"
+
+
+def _row(label: str, figures: dict[str, Figures], marks: dict[str, bool] | None) -> list[str]:
+    cells = [label]
+    for w in WINDOW_NAMES:
+        f = figures[w]
+        mark = "" if marks is None or marks[w] else "*"
+        cells.append(f"{f.input_tokens:,}/{f.output_tokens:,}{mark}")
+    return cells
+
+
+def render_text(fleet: Fleet) -> str:
+    """A table: input/output tokens per window for each host, each model and the fleet; ``*``
+    marks an incomplete window; then why."""
+    blank = [""] * len(WINDOW_NAMES)
+    rows: list[list[str]] = [["", *WINDOW_NAMES], ["hosts (input/output tokens)", *blank]]
+    for h in fleet.hosts:
+        marks = {w: h.state == "ok" and h.coverage[w].complete for w in WINDOW_NAMES}
+        label = f"  {h.name}" + ("" if h.state == "ok" else f" [{h.state}]")
+        if h.counted:
+            rows.append(_row(label, h.windows, marks))
+        else:
+            rows.append([label] + ["-"] * len(WINDOW_NAMES))
+    rows.append(["models", *blank])
+    for m in fleet.models:
+        rows.append(_row(f"  {m.name}", m.windows, m.complete))
+    rows.append(_row("fleet", fleet.total, fleet.complete))
+    lines = aligned(rows, right=range(1, len(WINDOW_NAMES) + 1), safe=True)
+    counted = sum(1 for h in fleet.hosts if h.counted)
+    lines.append("")
+    lines.append(
+        f"{len(fleet.hosts)} hosts from {printable(fleet.source)}, {counted} counted; "
+        f"stale after {fleet.stale_after_s:g} s; * = incomplete"
+    )
+    if all(fleet.complete.values()):
+        lines.append("complete: every host is up, fresh and vouches for every window")
+    else:
+        lines.append("INCOMPLETE:")
+        lines.extend(f"  {printable(why)}".rstrip() for why in fleet.incomplete)
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["figures_dict", "fleet_dict", "render_json", "render_text"]

@@ -1,0 +1,95 @@
+"""The forms of ``notifier status``: its text and its JSON. Pure apart from the local time
+zone the text's times are shown in.
+
+``NotifierStatus`` is what the command reads from the notifier's state file (through
+``notify.store``); nothing here opens it. Kinds, states and reasons come from that file, and a
+delivery's reason from a chat platform's answer, so the text shows each through
+``formats/safe.printable``; the JSON escapes every control character itself.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vllm_ledger.formats.safe import printable
+from vllm_ledger.notify.store import Delivery
+
+SUMMARY_STATES = ("sent", "failed", "unknown", "pending", "sending")
+
+
+@dataclass(frozen=True)
+class NotifierStatus:
+    state_file: Path
+    summary: Mapping[str, int]  # notify.store.read_summary: counts per state, cursor, ...
+    failures: Sequence[Delivery]  # newest first
+    recent: Sequence[Delivery]  # newest first
+    health: Mapping[int, tuple[str, float]]  # port -> (state, since_ts)
+
+
+def _local(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def render_text(s: NotifierStatus) -> str:
+    """The state file, the deliveries by state, the command cursor, each port's health and
+    each failed delivery, one line each."""
+    summary = s.summary
+    health = ", ".join(
+        f":{port} {'up' if state == 'up' else 'DOWN'} since {_local(since)}"
+        for port, (state, since) in sorted(s.health.items())
+    )
+    lines = [
+        f"state {printable(s.state_file)}",
+        "deliveries: "
+        + ", ".join(f"{state} {summary[state]}" for state in SUMMARY_STATES)
+        + f"; dropped (outbox full) {summary['dropped_total']}",
+        f"commands: cursor {summary['cursor']}, unanswered {summary['unanswered']}",
+        "health: " + (health or "none observed yet"),
+    ]
+    if s.failures:
+        lines.append("failed (never resent by themselves; `vllm-ledger notifier resend ID`):")
+        for d in s.failures:
+            code = f" {d.http_status}" if d.http_status else ""
+            lines.append(
+                f"  #{d.id} {printable(d.kind)} {printable(d.state)} {printable(d.reason)}{code}"
+                f" at {_local(d.created_ts)}"
+            )
+    else:
+        lines.append("failed: none")
+    return "\n".join(lines) + "\n"
+
+
+def status_dict(s: NotifierStatus) -> dict[str, Any]:
+    return {
+        "state_file": str(s.state_file),
+        "deliveries": {k: v for k, v in s.summary.items() if k != "cursor"},
+        "cursor": s.summary["cursor"],
+        "health": {str(p): {"state": st, "since": t} for p, (st, t) in sorted(s.health.items())},
+        "failures": [
+            {
+                "id": d.id,
+                "kind": d.kind,
+                "state": d.state,
+                "reason": d.reason,
+                "http_status": d.http_status,
+                "created": d.created_ts,
+            }
+            for d in s.failures
+        ],
+        "recent": [
+            {"id": d.id, "kind": d.kind, "state": d.state, "resend_of": d.resend_of}
+            for d in s.recent
+        ],
+    }
+
+
+def render_json(s: NotifierStatus) -> str:
+    return json.dumps(status_dict(s), ensure_ascii=True, sort_keys=True) + "\n"
+
+
+__all__ = ["NotifierStatus", "render_json", "render_text", "status_dict"]
