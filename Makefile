@@ -15,7 +15,7 @@ lint: setup
 	$(PY) -m ruff format --check .
 
 typecheck: setup
-	$(PY) -m mypy vllm_ledger
+	$(PY) -m mypy vllm_ledger tests
 
 test: setup lint typecheck
 	$(PY) -m pytest

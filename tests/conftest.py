@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from devtools.tiny_model import make_tiny_model  # noqa: E402
-from devtools.vllm_server import VllmServer  # noqa: E402
+from devtools.vllm_server import VllmServer, free_port  # noqa: E402
 from vllm_ledger.deploy.bundle import bundle  # noqa: E402
 
 
@@ -54,15 +54,14 @@ def vllm_server(tiny_model: Path, plugin_bundle: Path, tmp_path: Path) -> Iterat
         e = dict(env or {})
         if ledger_dir is not None:
             e["VLLM_LEDGER_DIR"] = str(ledger_dir)
-        kwargs = {} if port is None else {"port": port}
         s = VllmServer(
             tiny_model,
+            port=free_port() if port is None else port,
             served_name=served_name,
             extra_args=extra_args,
             env=e,
             pythonpath=[plugin_bundle] if ledger else [],
             log_path=tmp_path / f"vllm-{len(started)}.log",
-            **kwargs,
         )
         started.append(s)
         s.start()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,6 +75,6 @@ def test_a_prometheus_is_asked_over_the_range() -> None:
         ({}, "give --snapshot FILE \\(twice\\), --metrics-url URL or --prometheus URL"),
     ],
 )
-def test_bad_inputs_are_one_line(kwargs: dict[str, object], message: str) -> None:
+def test_bad_inputs_are_one_line(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(BadArgument, match=message):
         take_readings(**kwargs)

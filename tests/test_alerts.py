@@ -431,9 +431,9 @@ def test_minimal_gives_the_three_to_start_with_and_runbook_url_reaches_them(tmp_
         assert r["annotations"]["runbook_url"] == (
             f"https://git.example.com/ops/runbook.md#{name.lower()}"
         )
-    r = promtool("check", "rules", str(out / "alerts.yml"))
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "SUCCESS: 3 rules found" in r.stdout
+    checked = promtool("check", "rules", str(out / "alerts.yml"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 3 rules found" in checked.stdout
 
 
 def test_threshold_flags_reach_the_rules(tmp_path: Path) -> None:

@@ -103,6 +103,7 @@ def test_cloud_price_uses_the_services_own_mix() -> None:
     marginal = 0.4 * 1.0 * 1 / 1.0  # 400 W for one busy hour, per 1 M output tokens
     assert be.marginal_per_million_output == pytest.approx(marginal)
     assert be.output_tokens_per_day == pytest.approx(be.daily_fixed_cost / (12.5 - marginal) * 1e6)
+    assert be.output_tokens_per_day is not None
     assert be.total_tokens_per_day == pytest.approx(be.output_tokens_per_day * 4)
     assert be.current_output_tokens_per_day == pytest.approx(1_000_000)
 

@@ -14,7 +14,7 @@ from devtools.vllm_server import free_port
 from tests.conftest import REPO, run_cli
 from tests.ledgers import FakeClock, ev, write_ledger
 from vllm_ledger.observe.exporter import LedgerCollector, make_registry
-from vllm_ledger.observe.gpu import GpuReading
+from vllm_ledger.observe.gpu import GpuReader, GpuReading
 from vllm_ledger.promtext import parse_samples, sum_metric
 from vllm_ledger.read.report import build_report
 
@@ -38,8 +38,11 @@ def _value(samples: list, name: str, **labels: str | None) -> float | None:
     return hits[0] if hits else None
 
 
-class FixedGpus:
+class FixedGpus(GpuReader):
+    """A GpuReader whose reads are these readings, counted; NVML is never loaded."""
+
     def __init__(self, gpus: list[GpuReading]) -> None:
+        super().__init__()
         self.gpus = gpus
         self.reads = 0
 
@@ -91,11 +94,11 @@ def test_counters_and_window_gauges_equal_the_report(tmp_path: Path) -> None:
         assert _value(samples, "vllm_ledger_window_output_tokens", window=w.name) == w.output_tokens
         assert _value(samples, "vllm_ledger_window_cached_tokens", window=w.name) == w.cached_tokens
         assert _value(samples, "vllm_ledger_window_requests", window=w.name) == w.requests
-        root = {"window": w.name, "ledger_instance": None}  # the whole root's coverage
+        whole = {"window": w.name, "ledger_instance": None}  # the whole root's coverage
         assert (
-            _value(samples, "vllm_ledger_window_uncovered_seconds", **root) == w.uncovered_seconds
+            _value(samples, "vllm_ledger_window_uncovered_seconds", **whole) == w.uncovered_seconds
         )
-        assert _value(samples, "vllm_ledger_window_complete", **root) == float(w.complete)
+        assert _value(samples, "vllm_ledger_window_complete", **whole) == float(w.complete)
         assert _value(samples, "vllm_ledger_window_hit_ratio", window=w.name) == w.hit_rate
         assert (
             _value(samples, "vllm_ledger_window_gen_speed_tokens_per_second", window=w.name)
@@ -111,9 +114,9 @@ def test_counters_and_window_gauges_equal_the_report(tmp_path: Path) -> None:
         == (29 + 8 + 4) / 2.25
     )
     # The gap between the runs (100 s) and the second after the last close are uncovered.
-    root = {"window": "total", "ledger_instance": None}
-    assert _value(samples, "vllm_ledger_window_uncovered_seconds", **root) == 101
-    assert _value(samples, "vllm_ledger_window_complete", **root) == 0
+    whole = {"window": "total", "ledger_instance": None}
+    assert _value(samples, "vllm_ledger_window_uncovered_seconds", **whole) == 101
+    assert _value(samples, "vllm_ledger_window_complete", **whole) == 0
     # One instance: its own coverage is the root's, labelled.
     inst = {"window": "total", "ledger_instance": "testhost:8000"}
     assert _value(samples, "vllm_ledger_window_uncovered_seconds", **inst) == 101

@@ -46,7 +46,12 @@ def _parsed(
     """``main(argv)`` with the command's ``run`` replaced: the namespace it got, and stderr."""
     got: list[argparse.Namespace] = []
     mod = command_module(argv[0])
-    monkeypatch.setattr(mod, "run", lambda args: got.append(args) or 0)
+
+    def run(args: argparse.Namespace) -> int:
+        got.append(args)
+        return 0
+
+    monkeypatch.setattr(mod, "run", run)
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert out == ""
@@ -283,11 +288,14 @@ def test_window_names_are_the_same_for_report_cost_and_timeline() -> None:
         if action.choices is not None:
             choices[name] = tuple(action.choices)
         else:  # timeline: the names, and free durations
-            assert all(action.type(n) == n for n in PERIOD_NAMES)
-            assert action.type("90m") == "90m" and action.type("1h30m") == "90m"
+            convert = action.type
+            assert callable(convert), name
+            assert all(convert(n) == n for n in PERIOD_NAMES)
+            assert convert("90m") == "90m" and convert("1h30m") == "90m"
             with pytest.raises(BadArgument):
-                action.type("last-week")
+                convert("last-week")
             choices[name] = PERIOD_NAMES
+        assert action.help is not None, name
         assert ", ".join(PERIOD_NAMES) in action.help.replace("\n", " "), name
     assert choices == dict.fromkeys(("report", "cost", "timeline"), PERIOD_NAMES)
 

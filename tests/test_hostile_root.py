@@ -243,8 +243,8 @@ BAD_AT = {
 def test_bad_at_values_give_one_line_and_exit_2_in_every_command(tmp_path: Path) -> None:
     root = tmp_path / "ledger"
     _one_run(root)
-    cost = ("cost", "--power-watts", "300", "--electricity-price", "1", "--hardware-price", "2e4")
-    cost += ("--lifetime-years", "3", "--ops-per-hour", "0.1")
+    cost: tuple[str, ...] = ("cost", "--power-watts", "300", "--electricity-price", "1")
+    cost += ("--hardware-price", "2e4", "--lifetime-years", "3", "--ops-per-hour", "0.1")
     for command in (("report",), ("timeline",), cost):
         for value, says in BAD_AT.items():
             out = _run(*command, "--root", str(root), f"--at={value}")

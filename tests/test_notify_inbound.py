@@ -94,6 +94,7 @@ def test_slack_bodies_become_commands_or_are_dropped() -> None:
             slack_command(_event(dropped))
     with pytest.raises(NotACommand):
         slack_command({"type": "app_rate_limited"})
+    bad: object
     for bad in (
         [],
         {"type": "url_verification", "challenge": "has space"},

@@ -19,8 +19,10 @@ SH = ZoneInfo("Asia/Shanghai")
 NY = ZoneInfo("America/New_York")  # DST ends 2026-11-01 02:00 EDT -> 01:00 EST
 
 
-def ts(tz: ZoneInfo, *when: int) -> int:
-    return int(datetime(*when, tzinfo=tz).timestamp())  # type: ignore[misc]
+def ts(
+    tz: ZoneInfo, year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> int:
+    return int(datetime(year, month, day, hour, minute, second, tzinfo=tz).timestamp())
 
 
 def test_month_and_day_edges_in_shanghai() -> None:

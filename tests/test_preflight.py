@@ -9,7 +9,7 @@ import shutil
 import socket
 import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -80,6 +80,11 @@ class FakeNvml:
 
     def nvmlSystemGetCudaDriverVersion(self) -> int:
         return self.cuda
+
+
+def _loader(nvml: FakeNvml) -> Callable[[], FakeNvml]:
+    """An ``nvml_load`` that hands preflight this fake."""
+    return lambda: nvml
 
 
 def _no_nvml() -> Any:
@@ -196,7 +201,7 @@ def test_gpu_table_from_nvml_against_the_model(tmp_path: Path) -> None:
     ]
     for cards, result, says in cases:
         nvml = FakeNvml(cards)
-        got = _by_check(preflight(_host(**base), nvml_load=lambda n=nvml: n).findings)
+        got = _by_check(preflight(_host(**base), nvml_load=_loader(nvml)).findings)
         assert got["gpu"].result == "pass", got["gpu"]
         assert got["gpu"].found == f"1 GPU(s) [0: {cards[0][0]} {cards[0][1]:.1f} GiB]"
         assert got["gpu memory"].result == result, got["gpu memory"]

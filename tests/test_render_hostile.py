@@ -102,7 +102,7 @@ def test_an_unprintable_value_is_shown_escaped(tmp_path: Path) -> None:
     ],
 )
 def test_a_host_built_in_code_is_checked_before_anything_is_written(
-    field: str, value: object, message: str
+    field: str, value: Any, message: str
 ) -> None:
     """Host is a public dataclass: render checks each value again, whoever built it."""
     host = dataclasses.replace(parse_host(BASE), **{field: value})

@@ -6,6 +6,7 @@ import csv
 import io
 import itertools
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -20,7 +21,7 @@ from vllm_ledger.read import timeline as timeline_module
 from vllm_ledger.read.report import build_report
 from vllm_ledger.read.timeline import build_timeline, parse_duration, step_edges
 from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.write.recorder import Recorder
+from vllm_ledger.write.recorder import IterationEvent, Recorder
 
 SH = ZoneInfo("Asia/Shanghai")
 AT = int(datetime(2026, 11, 29, 10, 0, 0, tzinfo=SH).timestamp())  # on the hour
@@ -29,8 +30,13 @@ FIGURES = ("input", "output", "cached", "requests", "decode_tokens", "uncovered_
 
 
 def _with_reject(
-    root: Path, run_id: str, start_ts: float, end_ts: float, reject_ts: float, events: list = ()
-) -> None:  # type: ignore[assignment]
+    root: Path,
+    run_id: str,
+    start_ts: float,
+    end_ts: float,
+    reject_ts: float,
+    events: Sequence[IterationEvent] = (),
+) -> None:
     """A clean writer that could not read one input at ``reject_ts``."""
     clock = FakeClock(start_ts)
     rec = Recorder(

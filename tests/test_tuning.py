@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from tests.ledgers import ev, write_ledger
 from vllm_ledger.deploy.tuning import (
     GB,
     Gpu,
+    Hint,
     batch_hints,
     calibration,
     dtype_hint,
@@ -26,7 +28,7 @@ from vllm_ledger.observe.gpu import GpuReading
 DATA = Path(__file__).resolve().parent / "data" / "render"
 
 
-def values(hints: list) -> dict[str, str | None]:  # type: ignore[type-arg]
+def values(hints: Sequence[Hint]) -> dict[str, str | None]:
     return {h.key: h.value for h in hints}
 
 

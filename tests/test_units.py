@@ -56,8 +56,9 @@ def host(name: str, **changes: Any) -> Host:
     return dataclasses.replace(load_host(DATA / f"{name}.json"), **changes)
 
 
+HOSTILE_MODEL = "/m/a b$HOME %n \"q\" \\ ;'x'\n`id`"
 HOSTILE = {
-    "model": "/m/a b$HOME %n \"q\" \\ ;'x'\n`id`",
+    "model": HOSTILE_MODEL,
     "mode": "bare",
     "served_model_name": "n$1%%",
     "gpus": [],
@@ -284,6 +285,7 @@ def docker_argv(h: Host, usage: bool) -> tuple[list[str], dict[str, str]]:
     """docker mode's argv after the image, and its --env NAME=VALUE pairs."""
     groups = docker_run_words(h, usage)
     words = [w for g in groups for w in g]
+    assert h.image is not None, "docker mode names an image"
     args = [w for w in words[words.index(h.image) + 1 :] if not isinstance(w, Raw)]
     env = dict(
         str(w).split("=", 1) for g in groups if g[0] == "--env" for w in g[1:] if "=" in str(w)
@@ -339,7 +341,7 @@ def test_compose_hostile_values_are_literal() -> None:
     args, env = docker_argv(h, True)
     assert unescape(svc["command"]) == args
     assert {k: unescape(v) for k, v in svc["environment"].items()} == env
-    assert svc["command"][1] == HOSTILE["model"].replace("$", "$$")
+    assert svc["command"][1] == HOSTILE_MODEL.replace("$", "$$")
 
 
 def test_golden_compose_files_validate() -> None:

@@ -130,6 +130,7 @@ def _strip_and_chart(img: Image.Image) -> tuple[int, int, int, set[int], set[int
     rgb = img.convert("RGB")
     w, h = rgb.size
     px = rgb.load()
+    assert px is not None
     strip_rows = {y for y in range(h) if sum(px[x, y] in STRIP_RGB for x in range(w)) > w // 2}
     assert strip_rows, "no coverage strip drawn"
     top = min(strip_rows)
@@ -182,6 +183,7 @@ def test_page_in_chromium(tmp_path: Path) -> None:
     for hour in QUIET_HOURS:
         assert not any(col(hour) + d in chart_cols for d in range(-3, 4)), f"a bar at {hour}"
     px = img.convert("RGB").load()
+    assert px is not None
     mid = (min(strip_rows) + max(strip_rows)) // 2
     colour = {name: _hex(c) for name, c in html_format.CAUSE_COLORS.items()}
     colour["covered"] = _hex(html_format.COVERED_COLOR)
@@ -194,8 +196,8 @@ def test_page_in_chromium(tmp_path: Path) -> None:
         (140, 168, "covered"),
     ]
     for a, b, name in expected:
-        for hour in (a + 0.4, (a + b) / 2, b - 0.4):
-            assert px[col(hour), mid] == colour[name], (hour, name, px[col(hour), mid])
+        for t in (a + 0.4, (a + b) / 2, b - 0.4):
+            assert px[col(t), mid] == colour[name], (t, name, px[col(t), mid])
 
     # 2. No network: nothing in the page points anywhere, and Chromium fetched nothing for it.
     text = page.read_text()

@@ -151,7 +151,7 @@ def test_a_real_alertmanager_alert_fires_and_resolves_once_each(
     am.start()
     try:
         starts = datetime.now(timezone.utc)
-        alert = {
+        alert: dict[str, object] = {
             "labels": {"alertname": "VLLMTargetDown", "instance": "gpu-test:8000",
                        "severity": "critical", "job": "vllm"},
             "annotations": {"summary": "vLLM gpu-test:8000 has not answered a scrape for 1m"},

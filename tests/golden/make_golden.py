@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypedDict
 from zoneinfo import ZoneInfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -37,12 +38,12 @@ H = 3600
 D = 86400
 
 
-def local(zone: str, *when: int) -> int:
-    return int(datetime(*when, tzinfo=ZoneInfo(zone)).timestamp())  # type: ignore[misc]
+def local(zone: str, year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> int:
+    return int(datetime(year, month, day, hour, minute, tzinfo=ZoneInfo(zone)).timestamp())
 
 
-def utc(*when: int) -> int:
-    return int(datetime(*when, tzinfo=timezone.utc).timestamp())  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> int:
+    return int(datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc).timestamp())
 
 
 # ---- writing ledgers ---------------------------------------------------------------------
@@ -113,7 +114,7 @@ def write_writer(
 
 @contextlib.contextmanager
 def _failing_commits(rec: recorder.Recorder) -> Iterator[None]:
-    def fail(*_a: object) -> None:
+    def fail(conn: sqlite3.Connection, now_ts: float, final: bool) -> None:
         raise sqlite3.OperationalError("database or disk is full")
 
     rec._commit = fail  # type: ignore[method-assign]
@@ -207,6 +208,14 @@ def commands_for(case: Case) -> dict[str, dict[str, object]]:
 BY = ("instance", "model", "run", "engine")
 
 
+class _SameRun(TypedDict):
+    """The write_writer arguments the writers of one run share."""
+
+    expected: int
+    models: tuple[str, ...]
+    engines: tuple[int, ...]
+
+
 # ---- the cases ---------------------------------------------------------------------------
 
 A0 = local(SH, 2026, 11, 20, 9, 30)
@@ -215,7 +224,7 @@ A0 = local(SH, 2026, 11, 20, 9, 30)
 def build_a(root: Path) -> None:
     """One run, two writers (two DP engines), clean close, events in several seconds."""
     run = "20261120T013000Z-gpu1-4121"
-    kw = {"expected": 2, "models": ("qwen2.5-7b",), "engines": (0, 1)}
+    kw: _SameRun = {"expected": 2, "models": ("qwen2.5-7b",), "engines": (0, 1)}
     write_writer(
         root,
         run,
@@ -617,7 +626,7 @@ def make_case(case: Case) -> None:
     empty = checkpoint(root)
     mtimes = _mtimes(root)
     assert all(before[k] == v for k, v in mtimes.items()), "checkpoint changed a ledger"
-    doc = {"files": mtimes, "empty_files": empty}
+    doc: dict[str, object] = {"files": mtimes, "empty_files": empty}
     _write(d / "mtimes.json", json.dumps(doc, indent=2) + "\n")
     doc = {"case": (case.build.__doc__ or "").strip(), "commands": commands_for(case)}
     _write(d / "commands.json", json.dumps(doc, indent=2) + "\n")

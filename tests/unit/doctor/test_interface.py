@@ -101,15 +101,15 @@ def test_a_field_removed_or_retyped_is_named() -> None:
 
 def test_a_changed_signature_is_named() -> None:
     class Swapped(AggregateStatLoggerBase):
-        def record(self, iteration_stats, scheduler_stats, engine_idx=0):  # type: ignore[no-untyped-def,override]
+        def record(self, iteration_stats, scheduler_stats, engine_idx=0):  # type: ignore[override]
             pass
 
     class NewDefault(AggregateStatLoggerBase):
-        def record(self, scheduler_stats, iteration_stats, mm_cache_stats=None, engine_idx=1):  # type: ignore[no-untyped-def,override]
+        def record(self, scheduler_stats, iteration_stats, mm_cache_stats=None, engine_idx=1):
             pass
 
     class Built(AggregateStatLoggerBase):
-        def __init__(self, config: Any) -> None:  # type: ignore[no-untyped-def]
+        def __init__(self, config: Any) -> None:
             pass
 
     assert interface_problems(*_vllm(AggregateStatLoggerBase=Swapped)) == [
