@@ -2,17 +2,28 @@
 
 ``ProbedLedgerStatLogger`` is the real ``vllm_ledger.plugin:LedgerStatLogger`` with timers
 around the recorder thread's own code paths, so the cost of the ledger inside a serving API
-process can be read without a sampling profiler:
+process can be read without a sampling profiler. It measures either shape of the recorder:
 
-* wakeups: each return of the recorder thread's blocking ``queue.get`` (counted by a
-  ``SimpleQueue`` subclass swapped in before the thread starts; ``submit()`` still calls the
-  C ``put``/``qsize``, so the hot path is unchanged);
-* flushes (``Recorder._flush``), file checks (``_check_file``) and compactions
-  (``compact``): count, wall seconds and the recorder thread's CPU seconds;
-* the rank-0 maintenance pass (``maintenance.run``): when, wall and CPU seconds, files read;
+* wakeups: the recorder's own ``wakeups_total`` / ``wakeups_by_reason`` where it has a
+  ``buffer`` (a deque that ``submit()`` appends to without waking anyone); for the older
+  shape (a ``SimpleQueue`` whose blocking ``get`` returns once per wakeup) a ``SimpleQueue``
+  subclass swapped in before the thread starts counts the returns;
+* GIL slices of the recorder thread: the thread can let the GIL go only where it waits (its
+  wake-up wait or ``queue.get``), sleeps (``time.sleep(0)`` between take-in slices), or calls
+  into SQLite and the file system (``store.commit_batch``, ``write_sequence_marker``,
+  ``open_for_write``, ``file_damage``, ``quick_check``, ``compaction.compact_connection``).
+  A timer closes a slice as the thread enters one of those and opens the next as it comes
+  back, so each slice's wall time bounds from above one stretch of Python that held the GIL
+  throughout (an OS preemption inside the stretch counts in it; the GIL-held parts inside
+  those calls, such as binding one row's parameters, are not counted);
+* flushes (``Recorder._flush``), take-ins (``_take_in``), file checks (``_check_file``) and
+  compactions (``compact``): count, wall seconds and the recorder thread's CPU seconds;
+* the rank-0 maintenance pass: where it runs in a child (``spawn_pass`` in
+  ``vllm_ledger.background`` or ``vllm_ledger.maintenance``), the spawn's wall and thread CPU
+  in the API process, the ``fork_exec`` inside it, the child's pid, nice level and, from
+  ``wait4``, its CPU; where it runs on a thread (``maintenance.run``), its wall and CPU;
 * ``record()`` of the plugin and of vLLM's ``PrometheusStatLogger`` on the same iterations:
-  calls and wall seconds (the real per-call cost on a serving loop, where each ``put`` has to
-  wake the sleeping recorder thread, which the hot-path micro-benchmark never does);
+  calls and wall seconds, and a histogram of calls for the medians;
 * CPU seconds of the whole process, its main thread (vLLM's asyncio loop) and the recorder
   thread, read from ``/proc/self/task``.
 
@@ -24,49 +35,156 @@ never part of a bundle.
 from __future__ import annotations
 
 import atexit
+import importlib
 import json
+import math
 import os
 import queue
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger import maintenance
 from vllm_ledger.plugin import LedgerStatLogger
+from vllm_ledger.write import recorder as recorder_module
+from vllm_ledger.write import store
 from vllm_ledger.write.recorder import Recorder
 
 _TICK = os.sysconf("SC_CLK_TCK")
+HIST_BUCKETS = 16 * 34  # up to 2**34 ns, about 17 s
 _lock = threading.Lock()
 STATS: dict[str, Any] = {
     "pid": os.getpid(),
     "init_ts": None,
     "recorder_tid": None,
-    "wakeups": 0,
+    "shape": {"recorder": None, "maintenance": None},
+    "wakeups": 0,  # the older recorder: returns of its blocking queue.get
     "flush": {"n": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_wall_s": 0.0},
+    "take_in": {"n": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_wall_s": 0.0, "events": 0},
     "check_file": {"n": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_wall_s": 0.0},
     "compact": {"n": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_wall_s": 0.0},
+    # GIL slices of the recorder thread, by what ran in them; the five longest.
+    "slices": {},
+    "longest_slices": [],
+    "slice_log": [],  # [end ts, wall s, cpu s, label] of every slice of SLICE_LOG_MIN_S or more
+    "switch_interval_s": None,
+    "timer_bias_us": None,
     "maintenance": [],
     # record() on vLLM's output loop, wall time per call (perf_counter only: cheap)
-    # and a histogram of calls by bit length of the wall microseconds (bucket k: < 2**k us).
-    "ledger_record": {"n": 0, "wall_s": 0.0, "max_wall_s": 0.0, "log2_us": [0] * 24},
-    "prometheus_record": {"n": 0, "wall_s": 0.0, "max_wall_s": 0.0, "log2_us": [0] * 24},
+    # and a histogram of calls, 16 buckets an octave of nanoseconds (bucket k: from
+    # 2**(k/16) ns to 2**((k+1)/16) ns, each about 4.4% wide).
+    "ledger_record": {"n": 0, "wall_s": 0.0, "max_wall_s": 0.0, "hist": [0] * HIST_BUCKETS},
+    "prometheus_record": {"n": 0, "wall_s": 0.0, "max_wall_s": 0.0, "hist": [0] * HIST_BUCKETS},
 }
 
 
+# ---- GIL slices of the recorder thread ---------------------------------------------------------
+
+SLICE_LOG_MIN_S = 0.0002
+SLICE_LOG_MAX = 5_000
+_slice: dict[str, Any] = {"ident": None, "t": None, "c": 0.0, "labels": set(), "depth": 0}
+
+
+def _on_recorder() -> bool:
+    return threading.get_ident() == _slice["ident"]
+
+
+def _open_slice() -> None:
+    _slice["labels"] = set()
+    _slice["c"] = time.thread_time()
+    _slice["t"] = time.perf_counter()
+
+
+def _close_slice() -> None:
+    t = _slice["t"]
+    if t is None:
+        return
+    wall = time.perf_counter() - t
+    cpu = time.thread_time() - _slice["c"]
+    _slice["t"] = None
+    label = "+".join(sorted(_slice["labels"])) or "loop"
+    with _lock:
+        s = STATS["slices"].setdefault(
+            label, {"n": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_wall_s": 0.0, "max_cpu_s": 0.0}
+        )
+        s["n"] += 1
+        s["wall_s"] += wall
+        s["cpu_s"] += cpu
+        s["max_wall_s"] = max(s["max_wall_s"], wall)
+        s["max_cpu_s"] = max(s["max_cpu_s"], cpu)
+        if wall >= SLICE_LOG_MIN_S and len(STATS["slice_log"]) < SLICE_LOG_MAX:
+            STATS["slice_log"].append([time.time(), wall, cpu, label])
+        top = STATS["longest_slices"]
+        if len(top) < 5 or wall > top[-1]["wall_s"]:
+            top.append({"wall_s": wall, "cpu_s": cpu, "label": label, "ts": time.time()})
+            top.sort(key=lambda x: -x["wall_s"])
+            del top[5:]
+
+
+def _releases_gil(fn: Any) -> Any:
+    """A call in which the recorder thread may let the GIL go: the slice ends before it."""
+
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        if not _on_recorder() or _slice["depth"]:
+            return fn(*args, **kw)  # another thread's call, or one inside such a call
+        _close_slice()
+        _slice["depth"] += 1
+        try:
+            return fn(*args, **kw)
+        finally:
+            _slice["depth"] -= 1
+            _open_slice()
+
+    return wrapper
+
+
+class _TimedWaker:
+    """The recorder's wake-up ``Event`` with its ``wait`` marked as a GIL release."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.wait = _releases_gil(inner.wait)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _TimeModule:
+    """``time`` as the recorder module sees it, with ``sleep`` marked as a GIL release."""
+
+    sleep = staticmethod(_releases_gil(time.sleep))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
 class CountingQueue(queue.SimpleQueue):  # type: ignore[type-arg]
-    """Counts the blocking ``get`` calls of the recorder loop: one per wakeup."""
+    """The older recorder's queue: counts the blocking ``get`` calls (one per wakeup), each a
+    GIL release."""
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         STATS["wakeups"] += 1  # only the recorder thread calls get()
-        return super().get(block, timeout)
-
-
-def _timed(name: str, fn: Any) -> Any:
-    def wrapper(*args: Any, **kw: Any) -> Any:
-        t, c = time.perf_counter(), time.thread_time()
+        _close_slice()
         try:
-            return fn(*args, **kw)
+            return super().get(block, timeout)
+        finally:
+            _open_slice()
+
+
+# ---- timers --------------------------------------------------------------------------------
+
+
+def _timed(name: str, fn: Any, label: str | None = None) -> Any:
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        if label is not None and _slice["t"] is not None and _on_recorder():
+            _slice["labels"].add(label)
+        t, c = time.perf_counter(), time.thread_time()
+        result = None
+        try:
+            result = fn(*args, **kw)
+            return result
         finally:
             wall = time.perf_counter() - t
             s = STATS[name]
@@ -74,6 +192,10 @@ def _timed(name: str, fn: Any) -> Any:
             s["wall_s"] += wall
             s["cpu_s"] += time.thread_time() - c
             s["max_wall_s"] = max(s["max_wall_s"], wall)
+            if name == "take_in" and isinstance(result, int):
+                s["events"] += result
+            if label is not None and _slice["t"] is not None and _on_recorder():
+                _slice["labels"].add(label)
 
     return wrapper
 
@@ -83,7 +205,8 @@ def _count_call(s: dict[str, Any], wall: float) -> None:
     s["wall_s"] += wall
     if wall > s["max_wall_s"]:
         s["max_wall_s"] = wall
-    s["log2_us"][min(23, int(wall * 1e6).bit_length())] += 1
+    ns = wall * 1e9
+    s["hist"][min(HIST_BUCKETS - 1, int(16 * math.log2(ns))) if ns >= 1 else 0] += 1
 
 
 def _timed_wall(name: str, fn: Any) -> Any:
@@ -97,31 +220,88 @@ def _timed_wall(name: str, fn: Any) -> Any:
     return wrapper
 
 
-def _install() -> None:
-    if getattr(Recorder, "_bench_probed", False):
+def _wrap(obj: Any, name: str, make: Any) -> bool:
+    fn = getattr(obj, name, None)
+    if fn is None:
+        return False
+    setattr(obj, name, make(fn))
+    return True
+
+
+# ---- the maintenance pass -------------------------------------------------------------------
+
+_spawning = threading.local()
+
+
+def _timed_fork_exec(fn: Any) -> Any:
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        if not getattr(_spawning, "entry", None):
+            return fn(*args, **kw)
+        t, c = time.perf_counter(), time.thread_time()
+        try:
+            return fn(*args, **kw)
+        finally:
+            _spawning.entry["fork_exec_wall_s"] = time.perf_counter() - t
+            _spawning.entry["fork_exec_cpu_s"] = time.thread_time() - c
+
+    return wrapper
+
+
+def _timed_spawn(fn: Any) -> Any:
+    """``spawn_pass(root)``: the API process's part of a pass (one fork/exec)."""
+
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        entry: dict[str, Any] = {"start_ts": time.time(), "tid": threading.get_native_id()}
+        _spawning.entry = entry
+        t, c = time.perf_counter(), time.thread_time()
+        try:
+            proc = fn(*args, **kw)
+        finally:
+            entry["spawn_wall_s"] = time.perf_counter() - t
+            entry["spawn_cpu_s"] = time.thread_time() - c
+            _spawning.entry = None
+            with _lock:
+                STATS["maintenance"].append(entry)
+        entry["child_pid"] = proc.pid
+        _watch_child(proc, entry)
+        return proc
+
+    return wrapper
+
+
+def _watch_child(proc: subprocess.Popen[Any], entry: dict[str, Any]) -> None:
+    """Reap the child with ``wait4`` instead of ``waitpid``, to keep its CPU seconds."""
+    orig = proc._try_wait  # type: ignore[attr-defined]
+
+    def try_wait(wait_flags: int) -> tuple[int, int]:
+        try:
+            pid, sts, ru = os.wait4(proc.pid, wait_flags)
+        except ChildProcessError:
+            return orig(wait_flags)  # type: ignore[no-any-return]
+        if pid == proc.pid:
+            entry["child_cpu_s"] = ru.ru_utime + ru.ru_stime
+            entry["child_wall_s"] = time.time() - entry["start_ts"]
+            entry["child_status"] = sts
+        return pid, sts
+
+    proc._try_wait = try_wait  # type: ignore[attr-defined]
+
+
+def _install_maintenance() -> None:
+    spawned = False
+    for name in ("vllm_ledger.background", "vllm_ledger.maintenance"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        spawned = _wrap(mod, "spawn_pass", _timed_spawn) or spawned
+    if spawned:
+        STATS["shape"]["maintenance"] = "child process"
+        subprocess._fork_exec = _timed_fork_exec(subprocess._fork_exec)  # type: ignore[attr-defined]
         return
-    Recorder._bench_probed = True  # type: ignore[attr-defined]
-    orig_start, orig_run = Recorder.start, Recorder._run
+    from vllm_ledger import maintenance  # the older shape: the pass runs on a thread here
 
-    def start(self: Recorder) -> None:
-        q: queue.SimpleQueue[Any] = CountingQueue()
-        while True:
-            try:
-                q.put(self.queue.get_nowait())
-            except queue.Empty:
-                break
-        self.queue = q
-        orig_start(self)
-
-    def run(self: Recorder) -> None:
-        STATS["recorder_tid"] = threading.get_native_id()
-        orig_run(self)
-
-    Recorder.start = start  # type: ignore[method-assign]
-    Recorder._run = run  # type: ignore[method-assign]
-    Recorder._flush = _timed("flush", Recorder._flush)  # type: ignore[method-assign]
-    Recorder._check_file = _timed("check_file", Recorder._check_file)  # type: ignore[method-assign]
-    Recorder.compact = _timed("compact", Recorder.compact)  # type: ignore[method-assign]
+    STATS["shape"]["maintenance"] = "thread in the API process"
     orig_pass = maintenance.run
 
     def maintenance_run(root: Path, *args: Any, **kw: Any) -> Any:
@@ -141,10 +321,93 @@ def _install() -> None:
         return result
 
     maintenance.run = maintenance_run  # the background loop looks it up on each pass
+
+
+# ---- installing -------------------------------------------------------------------------------
+
+
+def _install() -> None:
+    if getattr(Recorder, "_bench_probed", False):
+        return
+    Recorder._bench_probed = True  # type: ignore[attr-defined]
+    STATS["switch_interval_s"] = sys.getswitchinterval()
+    orig_start, orig_run = Recorder.start, Recorder._run
+
+    def start(self: Recorder) -> None:
+        if hasattr(self, "buffer"):
+            STATS["shape"]["recorder"] = "buffer, own cadence"
+            if hasattr(self, "wake"):
+                self.wake = _TimedWaker(self.wake)
+        else:
+            STATS["shape"]["recorder"] = "queue, woken per put"
+            q: queue.SimpleQueue[Any] = CountingQueue()
+            old = self.queue  # type: ignore[attr-defined]
+            while True:
+                try:
+                    q.put(old.get_nowait())
+                except queue.Empty:
+                    break
+            self.queue = q  # type: ignore[attr-defined]
+        orig_start(self)
+
+    def run(self: Recorder) -> None:
+        STATS["recorder_tid"] = threading.get_native_id()
+        _slice["ident"] = threading.get_ident()
+        _open_slice()
+        try:
+            orig_run(self)
+        finally:
+            _close_slice()
+
+    Recorder.start = start  # type: ignore[method-assign]
+    Recorder._run = run  # type: ignore[method-assign]
+    for method, name, label in (
+        ("_flush", "flush", "flush"),
+        ("_take_in", "take_in", "take in"),
+        ("_check_file", "check_file", "file check"),
+        ("compact", "compact", "compaction"),
+    ):
+        _wrap(Recorder, method, lambda fn, n=name, lb=label: _timed(n, fn, lb))
+    recorder_module.time = _TimeModule()  # type: ignore[assignment]
+    for fn in (
+        "commit_batch",
+        "write_sequence_marker",
+        "open_for_write",
+        "file_damage",
+        "quick_check",
+        "close_without_checkpoint",
+    ):
+        _wrap(store, fn, _releases_gil)
+    compaction = getattr(recorder_module, "compaction", None)
+    if compaction is not None:
+        _wrap(compaction, "compact_connection", _releases_gil)
+    _install_maintenance()
     from vllm.v1.metrics import loggers
 
     prom = loggers.PrometheusStatLogger
     prom.record = _timed_wall("prometheus_record", prom.record)  # type: ignore[method-assign]
+    STATS["timer_bias_us"] = _timer_bias_us()
+
+
+def _timer_bias_us() -> float:
+    """What the ``record()`` timer adds to a call it times: the median of timing a call that
+    does nothing, made the way vLLM calls ``record()``."""
+
+    def noop(self: Any, *args: Any, **kw: Any) -> None:
+        return None
+
+    stats: dict[str, Any] = {"n": 0, "wall_s": 0.0, "max_wall_s": 0.0, "hist": [0] * HIST_BUCKETS}
+    STATS["_calibration"] = stats
+    timed = _timed_wall("_calibration", noop)
+    for _ in range(20_000):
+        timed(None, scheduler_stats=None, iteration_stats=None, engine_idx=0)
+    del STATS["_calibration"]
+    counts, seen = stats["hist"], 0
+    for k, c in enumerate(counts):
+        if seen + c >= stats["n"] / 2:
+            return float(2 ** ((k + (stats["n"] / 2 - seen) / c) / 16) / 1e3)
+        seen += c
+    return 0.0
 
 
 def _cpu_s(stat_path: str) -> float | None:
@@ -156,9 +419,26 @@ def _cpu_s(stat_path: str) -> float | None:
         return None
 
 
+def _child_seen(entry: dict[str, Any]) -> None:
+    """While the maintenance child lives: its CPU so far and its nice level."""
+    pid = entry.get("child_pid")
+    if not pid or "child_cpu_s" in entry:
+        return
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        entry["child_cpu_seen_s"] = (int(fields[11]) + int(fields[12])) / _TICK
+        entry["child_nice"] = int(fields[16])
+        entry["child_policy"] = int(fields[38])  # 5: SCHED_IDLE
+    except (OSError, IndexError, ValueError):
+        pass
+
+
 def snapshot(logger: ProbedLedgerStatLogger | None = None) -> dict[str, Any]:
     pid = os.getpid()
     with _lock:
+        for entry in STATS["maintenance"]:
+            _child_seen(entry)
         doc = json.loads(json.dumps(STATS))
     doc["wall_ts"] = time.time()
     doc["process_cpu_s"] = _cpu_s(f"/proc/{pid}/stat")
@@ -170,6 +450,9 @@ def snapshot(logger: ProbedLedgerStatLogger | None = None) -> dict[str, Any]:
         doc["submitted_total"] = rec.submitted_total
         doc["committed_events_total"] = rec.committed_events_total
         doc["dropped_total"] = rec.dropped_total
+        own = getattr(rec, "wakeups_total", None)
+        doc["wakeups_total"] = own if isinstance(own, int) else STATS["wakeups"]
+        doc["wakeups_by_reason"] = dict(getattr(rec, "wakeups_by_reason", None) or {})
     return doc
 
 
@@ -180,12 +463,8 @@ def _write(path: Path, logger: ProbedLedgerStatLogger) -> None:
 
 
 class ProbedLedgerStatLogger(LedgerStatLogger):
-    """The real plugin, with the probe installed before its recorder starts."""
-
-    def record(self, *args: Any, **kw: Any) -> None:
-        t = time.perf_counter()
-        super().record(*args, **kw)
-        _count_call(STATS["ledger_record"], time.perf_counter() - t)
+    """The real plugin, with the probe installed before its recorder starts; its ``record()``
+    timed by the same wrapper as vLLM's ``PrometheusStatLogger.record()``."""
 
     def __init__(self, vllm_config: Any, engine_indexes: list[int] | None = None) -> None:
         _install()
@@ -206,3 +485,8 @@ class ProbedLedgerStatLogger(LedgerStatLogger):
 
         threading.Thread(target=report, name="bench-probe", daemon=True).start()
         atexit.register(lambda: _write(path, self))
+
+
+ProbedLedgerStatLogger.record = _timed_wall(  # type: ignore[method-assign]
+    "ledger_record", LedgerStatLogger.record
+)

@@ -4,7 +4,7 @@ Prints a table and writes bench/results.json and bench/results.md (the README's 
 pasted from results.md). Synthetic ledgers are made by bench/generate.py (through the
 project's own Recorder) under bench/out/, reused when present (about 6 minutes the first time).
 
-    python bench/run.py                       # every part (about 13 minutes once generated)
+    python bench/run.py                       # every part (about 25 minutes once generated)
     python bench/run.py --only report,opens   # some parts; the others' rows are kept
     python bench/run.py --skip serve,profile  # everything but the real-vLLM parts
     python bench/run.py --list                # the parts and what each measures
@@ -629,83 +629,181 @@ def _kinds(paths: list[str]) -> str:
     return ", ".join(f"{n} x {k}" for k, n in sorted(kinds.items())) or "nothing"
 
 
-# ---- serve: throughput on a real vLLM with the ledger on and off --------------------------------
+# ---- serve: a real vLLM with the ledger on against vLLM with no plugin loaded -------------------
+
+# The figures of each pair and their targets: (key in a server's figures, pair-ratio key, unit,
+# target text, is the median ratio within it, pair row label, median row label).
+SERVE_FIGURES: tuple[tuple[str, str, str, str, Callable[[float], bool], str, str], ...] = (
+    (
+        "tokens_per_s",
+        "ratio",
+        "tokens/s",
+        ">= 0.98 of no plugin",
+        lambda r: r >= 0.98,
+        "ledger on",
+        "serving throughput, ledger on, median of {n} pairs",
+    ),
+    (
+        "api_cpu_ms_per_1k_tokens",
+        "api_cpu_ratio",
+        "ms",
+        "<= 1.03 of no plugin",
+        lambda r: r <= 1.03,
+        "API CPU per 1k tokens, on",
+        "  API process CPU per 1k tokens, ledger on",
+    ),
+    (
+        "api_ctx_switches_per_1k_tokens",
+        "ctx_ratio",
+        "",
+        "<= 1.2 of no plugin",
+        lambda r: r <= 1.2,
+        "API context switches per 1k tokens, on",
+        "  API process context switches per 1k tokens, on",
+    ),
+)
+
+
+def _serve_rows(d: dict[str, Any], prefix: str) -> None:
+    """A row per pair for each figure, then the median of the pair ratios against its target."""
+    pairs, a = d["pairs"], d["analysis"]
+    for key, ratio, unit, target, ok, pair_label, median_label in SERVE_FIGURES:
+        for p in pairs:
+            row(
+                f"  {prefix}pair {p['pair']} ({p['order']}): {pair_label}",
+                p["on"][key],
+                unit,
+                "-",
+                p["off"][key],
+                "no plugin",
+                p[ratio],
+                None,
+            )
+        f = a[key]
+        name = median_label.format(n=len(pairs))
+        if d["api_processes"] > 1:
+            name = name.replace("API process ", "API processes' ")
+        row(
+            f"{prefix}{name.strip()}" if prefix else name,
+            f["on"],
+            unit,
+            target,
+            f["off"],
+            "no plugin (ratio: median of pairs)",
+            f["ratio_median"],
+            ok(f["ratio_median"]),
+        )
+
+
+def _serve_notes(d: dict[str, Any], label: str) -> None:
+    a, n = d["analysis"], len(d["pairs"])
+    t, c, x = a["tokens_per_s"], a["api_cpu_ms_per_1k_tokens"], a["api_ctx_switches_per_1k_tokens"]
+    lo, hi = a["load_seconds_range"]
+    note(
+        f"serve {label}: {n} pairs, orders alternating (A B B A ...), every server fresh with the "
+        f"same settings; {serve_mod().WARMUP_REQUESTS} warm-up requests, then {d['requests']} "
+        f"requests x {serve_mod().MAX_TOKENS} tokens ({a['tokens_per_server']:,} generated "
+        f"tokens per server), {d['concurrency']} in flight throughout; the measured load took "
+        f"{lo:.0f}-{hi:.0f} s per server, start-up {a['start_seconds_range'][0]:.0f}-"
+        f"{a['start_seconds_range'][1]:.0f} s"
+    )
+    note(
+        f"serve {label} pair ratios (on/no plugin): tokens/s {t['ratio_min']:.3f}-"
+        f"{t['ratio_max']:.3f} (standard error {t['ratio_se']:.3f}); API CPU per 1k tokens "
+        f"{c['ratio_min']:.3f}-{c['ratio_max']:.3f} (se {c['ratio_se']:.3f}); context switches "
+        f"per 1k tokens {x['ratio_min']:.3f}-{x['ratio_max']:.3f} (se {x['ratio_se']:.3f})"
+    )
+    cs, xs = a["api_cpu_ms_per_s"], a["api_ctx_switches_per_s"]
+    note(
+        f"serve {label} per second of load instead of per token: API CPU {cs['off']:.0f} ms/s "
+        f"(no plugin) and {cs['on']:.0f} ms/s (on), median pair ratio "
+        f"{_f(cs['ratio_median'])} ({_f(cs['ratio_min'])}-{_f(cs['ratio_max'])}); context "
+        f"switches {xs['off']:.0f}/s and {xs['on']:.0f}/s, median pair ratio "
+        f"{_f(xs['ratio_median'])} ({_f(xs['ratio_min'])}-{_f(xs['ratio_max'])}); between "
+        f"servers of a side API CPU per second varies by {cs['between_servers_cv']['off']:.1%}"
+        f" / {cs['between_servers_cv']['on']:.1%} (CV), per 1k tokens by "
+        f"{c['between_servers_cv']['off']:.1%} / {c['between_servers_cv']['on']:.1%}: much of "
+        "the API process's work comes with time, not tokens, so its figures per token also "
+        "follow each server's throughput"
+    )
+    cv = t["between_servers_cv"]
+    note(
+        f"serve {label} spread: tokens/s within a server (quarters of the load) vary by "
+        f"{a['within_server_cv']:.1%} (CV), servers of the same side by {cv['off']:.1%} (no "
+        f"plugin) and {cv['on']:.1%} (on); API CPU per 1k tokens between servers "
+        f"{c['between_servers_cv']['off']:.1%} / {c['between_servers_cv']['on']:.1%}; median "
+        f"throughput ratio with the ledger server first {_f(a['ratio_when_on_first'])}, second "
+        f"{_f(a['ratio_when_off_first'])}; other work on the machine took "
+        f"{a['other_work_cores_range'][0]:.2f}-{a['other_work_cores_range'][1]:.2f} cores during "
+        f"the loads (correlation with tokens/s {_f(a['corr_other_work_vs_tokens_per_s'])})"
+    )
+
+
+def serve_mod() -> Any:
+    from bench import serve
+
+    return serve
 
 
 def bench_serve(args: argparse.Namespace) -> None:
-    from bench import serve
-
-    d = serve.ab_pairs(args.pairs)
-    DETAILS["serve"] = d
-    pairs, a = d["pairs"], d["analysis"]
-    for p in pairs:
-        row(
-            f"  pair {p['pair']} ({p['order']}): ledger on",
-            p["on"]["tokens_per_s"],
-            "tokens/s",
-            "-",
-            p["off"]["tokens_per_s"],
-            "ledger off",
-            p["ratio"],
-            None,
+    serve = serve_mod()
+    t = time.monotonic()
+    d1 = serve.ab_pairs(args.pairs, tokens=args.serve_tokens, concurrency=args.serve_concurrency)
+    DETAILS["serve"] = d1
+    print(f"  serve: one API process, {len(d1['pairs'])} pairs in {time.monotonic() - t:.0f} s")
+    d2 = None
+    if args.pairs_dp2:
+        t = time.monotonic()
+        d2 = serve.ab_pairs(
+            args.pairs_dp2,
+            dp=2,
+            tokens=args.serve_tokens,
+            concurrency=args.serve_concurrency,
+            label="DP 2 x API 2 ",
         )
-    on = statistics.median(p["on"]["tokens_per_s"] for p in pairs)
-    off = statistics.median(p["off"]["tokens_per_s"] for p in pairs)
-    row(
-        f"serving throughput, ledger on, median of {len(pairs)} pairs",
-        on,
-        "tokens/s",
-        ">= 0.98 of off",
-        off,
-        "ledger off (ratio: median of pairs)",
-        a["ratio_median"],
-        a["ratio_median"] >= 0.98,
-    )
-    api = a["api_cpu_ms_per_1k_tokens"]
-    row(
-        "  API process CPU per 1k tokens, ledger on",
-        api["on"],
-        "ms",
-        "-",
-        api["off"],
-        "ledger off",
-        a["api_cpu_ratio_on_off"],
-        None,
-    )
-    ctx = a["api_ctx_switches_per_1k_tokens"]
-    row(
-        "  API process context switches per 1k tokens, on",
-        ctx["on"],
-        "",
-        "-",
-        ctx["off"],
-        "ledger off",
-        ctx["on"] / ctx["off"] if ctx["off"] else None,
-        None,
-    )
-    cv = a["between_servers_cv"]
+        DETAILS["serve_dp2"] = d2
+        print(f"  serve: DP 2 x API 2, {len(d2['pairs'])} pairs in {time.monotonic() - t:.0f} s")
+    _serve_rows(d1, "")
+    if d2 is not None:
+        _serve_rows(d2, "DP 2 x API 2: ")
     note(
-        f"serve: {len(pairs)} pairs, orders alternating (A B B A ...), every server fresh with "
-        f"the same settings, {serve.WARMUP_REQUESTS} warm-up requests then {serve.PASSES} "
-        f"passes of {serve.PASS_REQUESTS} requests x {serve.MAX_TOKENS} tokens, "
-        f"{serve.CONCURRENCY} at a time; "
-        "a server's figure is the median of its passes"
+        "serve: the baseline loads no plugin at all: vLLM's load_plugins_by_group (which "
+        "load_stat_logger_plugin_factories calls for vllm.stat_logger_plugins) loads an entry "
+        "point only when VLLM_PLUGINS is unset or names it, and VLLM_PLUGINS='' splits to [''], "
+        "which names none; the ledger side runs VLLM_PLUGINS=ledger (the same other plugins "
+        "skipped) with the bundle first on PYTHONPATH. Checked in every server's log: no "
+        "'vllm-ledger' line with no plugin, one 'vllm-ledger: recording to' per API process with "
+        "the ledger on"
     )
     note(
-        f"serve spread: pair ratios {a['ratio_min']:.3f}-{a['ratio_max']:.3f}; passes within a "
-        f"server vary by {a['within_server_cv']:.1%} (CV), servers of the same side by "
-        f"{cv['off']:.1%} (off) and {cv['on']:.1%} (on); median ratio with the ledger server "
-        f"first {_f(a['ratio_when_on_first'])}, second {_f(a['ratio_when_off_first'])}"
+        "serve: API CPU is utime+stime from /proc/PID/stat of the API process(es) only (the "
+        "`vllm serve` process with one API server; its VLLM::APIServer_N children with "
+        "--api-server-count 2, summed), context switches are voluntary+nonvoluntary summed over "
+        "/proc/PID/task/*/status (threads alive at both ends), both over the measured load only; "
+        "each median row's ratio is the median of the pair ratios, judged against the target"
     )
+    _serve_notes(d1, "one API process")
+    if d2 is not None:
+        _serve_notes(d2, "DP 2 x API 2")
+        if len(d2["pairs"]) < args.pairs:
+            note(
+                f"serve DP 2 x API 2: {len(d2['pairs'])} pairs, fewer than the "
+                f"{len(d1['pairs'])} with one API process: each of its servers took "
+                f"{d2['analysis']['start_seconds_range'][0]:.0f}-"
+                f"{d2['analysis']['start_seconds_range'][1]:.0f} s to start on this machine, "
+                "and the serving section is kept near 20 minutes"
+            )
+    a1 = d1["analysis"]
+    res = a1["tokens_per_s"]["ratio_se"]
     note(
-        f"serve resolution: the pair ratios' standard error is {a['ratio_se']:.3f}, so a median "
-        f"of {len(pairs)} pairs cannot tell a ledger cost under about {2 * a['ratio_se']:.0%} "
-        "from the noise; the profile part's CPU figures bound the cost directly"
-    )
-    note(
-        f"serve load: other work on the machine took {a['other_work_cores_range'][0]:.2f}-"
-        f"{a['other_work_cores_range'][1]:.2f} cores during the passes; correlation of that with "
-        f"tokens/s {_f(a['corr_other_work_vs_tokens_per_s'])}"
+        f"serve resolution: with one API process the pair ratios' standard errors are "
+        f"{res:.3f} (tokens/s), {a1['api_cpu_ms_per_1k_tokens']['ratio_se']:.3f} (API CPU per "
+        f"1k tokens) and {a1['api_ctx_switches_per_1k_tokens']['ratio_se']:.3f} (context "
+        f"switches per 1k tokens), so the medians of {len(d1['pairs'])} pairs cannot tell a "
+        f"cost under about {2 * res:.0%}, {2 * a1['api_cpu_ms_per_1k_tokens']['ratio_se']:.0%} "
+        f"and {2 * a1['api_ctx_switches_per_1k_tokens']['ratio_se']:.0%} from the noise on "
+        "this machine; the profile part measures the ledger's own CPU and wakeups inside the "
+        "API process directly"
     )
 
 
@@ -726,11 +824,11 @@ def bench_profile(args: argparse.Namespace) -> None:
         "profile: recorder thread wakeups",
         pr["wakeups_per_s"],
         "/s",
-        "-",
+        "<= 5/s under load",
         pr["record_calls_per_s"],
         "record() calls/s",
         pr["wakeups_per_s"] / pr["record_calls_per_s"] if pr["record_calls_per_s"] else None,
-        None,
+        pr["wakeups_per_s"] <= 5,
     )
     row(
         "  recorder thread CPU",
@@ -755,59 +853,189 @@ def bench_profile(args: argparse.Namespace) -> None:
         lr / pr_us if pr_us else None,
         None,
     )
+    # Both medians less what the timer adds to a call (timing a no-op the same way).
+    bias = pr["timer_bias_us"]
+    med = (pr["ledger_record_us_median"] or 0.0) - bias
+    prom_raw = pr["prometheus_record_us_median"]
+    prom_med = prom_raw - bias if prom_raw else None
     row(
         "  record() per call in the serving process, median",
-        pr["ledger_record_us_median"] or 0.0,
+        med,
         "us",
-        "-",
-        pr["prometheus_record_us_median"],
+        "<= 1/10 of baseline",
+        prom_med,
         "PrometheusStatLogger.record()",
-        (pr["ledger_record_us_median"] or 0.0) / pr["prometheus_record_us_median"]
-        if pr["prometheus_record_us_median"]
-        else None,
-        None,
+        med / prom_med if prom_med else None,
+        med / prom_med <= 0.1 if prom_med else None,
     )
     row("  flush (one transaction), mean", pr["flush_ms_mean"], "ms", "-", None, "", None, None)
+    in_process = (pr.get("shape") or {}).get("maintenance") == "thread in the API process"
     for m in pr["maintenance"]:
-        row(
-            f"  rank-0 maintenance pass ({m['files_read']} files read, {m['compacted']} compacted)",
-            m["wall_s"] * 1000,
-            "ms",
-            "-",
-            None,
-            "",
-            None,
-            None,
-        )
-    ledger_ms = pr["recorder_cpu_ms_per_s"] + pr["record_calls_per_s"] * lr / 1000
+        if "spawn_wall_s" in m:
+            row(
+                "  rank-0 maintenance: spawning its child, in the API process",
+                m["spawn_wall_s"] * 1000,
+                "ms",
+                "-",
+                None,
+                "",
+                None,
+                None,
+            )
+        elif "files_read" in m:
+            row(
+                f"  rank-0 maintenance pass ({m['files_read']} files read, "
+                f"{m['compacted']} compacted)",
+                m["wall_s"] * 1000,
+                "ms",
+                "-",
+                None,
+                "",
+                None,
+                None,
+            )
     cores = os.cpu_count() or 1
     row(
         "  ledger CPU: recorder thread + record() calls",
-        ledger_ms,
+        ledger_ms(pr),
         "ms/s",
         "-",
         1000.0 * cores,
         f"the machine ({cores} cores)",
-        ledger_ms / (1000.0 * cores),
+        ledger_ms(pr) / (1000.0 * cores),
         None,
     )
+    gil, switch = pr["longest_gil_hold_ms"], pr["switch_interval_ms"]
+    if gil is not None:
+        row(
+            "  longest GIL hold by ledger code (API process)",
+            gil,
+            "ms",
+            "<= 5 ms, maintenance included",
+            switch,
+            "CPython's switch interval",
+            gil / switch,
+            False if gil > 5 else (None if in_process else True),
+        )
+    _profile_notes(d)
+
+
+def ledger_ms(pr: dict[str, Any]) -> float:
+    """The ledger's CPU in the API process, ms/s: its recorder thread and its record() calls."""
+    return float(
+        pr["recorder_cpu_ms_per_s"]
+        + pr["record_calls_per_s"] * pr["ledger_record_us_per_call"] / 1000
+    )
+
+
+def _profile_notes(d: dict[str, Any]) -> None:
+    pr = d["probe"]
     spy = d.get("py_spy")
+    shape = pr.get("shape") or {}
     note(
         f"profile: {d['window_s']:.0f} s of load on one server with the ledger on "
-        f"({d['tokens_per_s']:.0f} tokens/s while sampled), seed root: {d['seed']}; "
-        f"record() {pr['record_calls_per_s']:.0f}/s, wakeups {pr['wakeups_per_s']:.0f}/s, "
-        f"flushes {pr['flushes_per_s']:.2f}/s of {pr['flush_ms_mean']:.2f} ms (max "
-        f"{pr['flush_ms_max']:.1f} ms), recorder CPU {pr['recorder_cpu_ms_per_s']:.1f} ms/s of "
-        f"which flushes {pr['flush_cpu_ms_per_s']:.1f} and file checks "
-        f"{pr['check_file_cpu_ms_per_s']:.2f}; "
-        f"main thread {pr['main_thread_cpu_ms_per_s']:.0f} ms/s"
+        f"({d['tokens_per_s']:.0f} tokens/s while sampled), seed root: {d['seed']}; recorder: "
+        f"{shape.get('recorder')}, maintenance: {shape.get('maintenance')}; "
+        f"record() {pr['record_calls_per_s']:.0f}/s, wakeups {pr['wakeups_per_s']:.2f}/s "
+        f"(by reason {pr['wakeups_by_reason'] or 'n/a'}), take-ins {pr['take_ins_per_s']:.2f}/s "
+        f"of {pr['take_in_events_per_call']:.0f} events ({pr['take_in_cpu_ms_per_s']:.2f} ms/s "
+        f"CPU), flushes {pr['flushes_per_s']:.2f}/s of {pr['flush_ms_mean']:.2f} ms (max "
+        f"{pr['flush_ms_max']:.1f} ms since start), recorder CPU "
+        f"{pr['recorder_cpu_ms_per_s']:.1f} ms/s of which flushes "
+        f"{pr['flush_cpu_ms_per_s']:.1f} and file checks {pr['check_file_cpu_ms_per_s']:.2f}; "
+        f"main thread {pr['main_thread_cpu_ms_per_s']:.0f} ms/s; dropped {pr['dropped']:.0f}"
     )
-    for m in pr["maintenance"]:
-        note(
-            f"profile: maintenance pass {m['wall_s'] * 1e3:.0f} ms wall, {m['cpu_s'] * 1e3:.0f} ms "
-            f"CPU, {m['files_read']} files read, {m['compacted']} compacted, "
-            f"{'inside' if m['in_window'] else 'outside'} the window"
+    rest = pr["process_cpu_ms_per_s"] - ledger_ms(pr)
+    note(
+        f"profile: the ledger's CPU (recorder thread + record() calls, {ledger_ms(pr):.2f} ms/s) "
+        f"is {ledger_ms(pr) / pr['process_cpu_ms_per_s']:.1%} of the API process's "
+        f"{pr['process_cpu_ms_per_s']:.0f} ms/s: measured directly, the API process's CPU with "
+        f"the ledger is about {pr['process_cpu_ms_per_s'] / rest:.3f}x what it would be without "
+        "it (the A/B target: <= 1.03), py-spy's sampling included in the process's CPU"
+        if rest > 0
+        else "profile: the API process's CPU was not read"
+    )
+    note(
+        "profile, record() medians: both loggers' record() timed by one wrapper (perf_counter "
+        "around the call, histogram of 16 buckets an octave), medians of the window's calls "
+        f"{pr['ledger_record_us_median'] or 0:.2f} us (ledger) and "
+        f"{pr['prometheus_record_us_median'] or 0:.2f} us (PrometheusStatLogger), less "
+        f"{pr['timer_bias_us']:.2f} us that the wrapper adds to a call (the median of timing a "
+        "no-op the same way in the same process)"
+    )
+    sl = pr["gil_slices"]
+    kinds = ", ".join(
+        f"{k}: {v['n']} x {v['mean_ms']:.3f} ms mean ({v['cpu_ms']:.1f} ms CPU in all)"
+        for k, v in sorted(sl["kinds"].items(), key=lambda kv: -kv[1]["n"])
+    )
+    longest = "; ".join(
+        f"{s['wall_ms']:.2f} ms wall / {s['cpu_ms']:.2f} ms CPU ({s['label']})"
+        for s in sl["longest"]
+    )
+    note(
+        "profile, longest GIL hold: bench/probe.py times the recorder thread in slices, each "
+        "from a point where it may let the GIL go (its wake-up wait, the time.sleep(0) between "
+        "take-in slices, a call into SQLite or the file system: commit_batch, "
+        "write_sequence_marker, open_for_write, file_damage, quick_check, compact_connection) to "
+        "the next; a slice's wall time (perf_counter, sub-microsecond resolution, about 2 us of "
+        "timer overhead) bounds from above one stretch that held the GIL, an OS preemption "
+        "inside it included; the GIL-held parts inside those calls (binding one row's "
+        "parameters) are left out. The spawn of the maintenance child counts whole, less "
+        "fork_exec's time off the CPU where the vfork wait lets the GIL go. py-spy cannot "
+        "give this figure: raw and flamegraph output add samples up, "
+        "speedscope keeps each thread's samples in order but without times, chrometrace marks "
+        "only changes of stack, so consecutive GIL-holding samples cannot be told apart from "
+        "ones with another thread's in between"
+    )
+    note(
+        f"profile, recorder GIL slices in the window: {kinds or 'none'}; the longest: "
+        f"{longest or 'none'}; slices over 1 ms: {sl['over_1ms']}, over 5 ms: {sl['over_5ms']}"
+        + (
+            "; the probe's slice log was full (longest slices may be missing)"
+            if sl["log_full"]
+            else ""
         )
+        + f"; record() on vLLM's loop, longest call since start {pr['ledger_record_max_us']:.0f} us"
+    )
+    vf = d.get("vfork_wait_releases_gil") or {}
+    for m in pr["maintenance"]:
+        where = "inside" if m["in_window"] else "outside"
+        if "spawn_wall_s" in m:
+            fork = (
+                f", fork_exec {m['fork_exec_wall_s'] * 1e3:.2f} ms wall / "
+                f"{m['fork_exec_cpu_s'] * 1e3:.2f} ms CPU"
+                if "fork_exec_wall_s" in m
+                else ""
+            )
+            child_cpu = m.get("child_cpu_s", m.get("child_cpu_seen_s"))
+            note(
+                f"profile: maintenance child (pid {m.get('child_pid')}) spawned in "
+                f"{m['spawn_wall_s'] * 1e3:.2f} ms wall / {m['spawn_cpu_s'] * 1e3:.2f} ms CPU of "
+                f"the API process's thread{fork}; the child ran at nice {m.get('child_nice', '?')}"
+                f" (policy {m.get('child_policy', '?')}; 5 is SCHED_IDLE), "
+                + (f"{child_cpu * 1e3:.0f} ms CPU" if child_cpu is not None else "CPU unknown")
+                + (
+                    f" in {m['child_wall_s']:.2f} s wall, exit status {m.get('child_status')}"
+                    if "child_wall_s" in m
+                    else " (still running at the end of the window)"
+                )
+                + f"; {where} the window; counted as {m['spawn_gil_ms']:.2f} ms of GIL"
+                + (
+                    " (fork_exec's time off the CPU left out: the vfork wait lets the GIL go "
+                    f"on this interpreter, checked with a spawn of {vf['spawn_ms']:.0f} ms "
+                    f"during which another thread waited {vf['other_thread_longest_wait_ms']:.1f}"
+                    " ms at most)"
+                    if vf.get("released")
+                    else " (all of the spawn's wall time)"
+                )
+            )
+        else:
+            note(
+                f"profile: maintenance pass {m['wall_s'] * 1e3:.0f} ms wall, "
+                f"{m['cpu_s'] * 1e3:.0f} ms CPU, {m['files_read']} files read, "
+                f"{m['compacted']} compacted, on a thread of the API process (its GIL holds are "
+                f"not bounded by the probe), {where} the window"
+            )
     if not pr["maintenance"]:
         note("profile: no maintenance pass ran during the window")
     if not spy or "threads" not in spy:
@@ -847,8 +1075,8 @@ def bench_profile(args: argparse.Namespace) -> None:
     note(
         f"profile, py-spy --gil at {ticks / d['window_s']:.0f} Hz, {spy['samples']} samples with a "
         f"GIL holder of {ticks} ticks: threads {spy['threads']}; recorder {spy['recorder']}; "
-        f"maintenance {spy['maintenance']} ({maint * ms:.0f} ms of GIL in all); main thread "
-        f"{spy['main']}"
+        f"maintenance thread {spy['maintenance']} ({maint * ms:.0f} ms of GIL in all); main "
+        f"thread {spy['main']}"
     )
 
 
@@ -862,7 +1090,10 @@ PARTS: dict[str, tuple[Callable[[argparse.Namespace], None], str]] = {
     "disk": (bench_disk, "disk use of a year of 8 busy writers"),
     "runs": (bench_runs, "report --json on 8 writers x 1000 runs against the same in 8 files"),
     "opens": (bench_opens, "opens per ledger file of report --html and timeline (strace)"),
-    "serve": (bench_serve, "A/B serving throughput on a real vLLM, every pair (~9 min)"),
+    "serve": (
+        bench_serve,
+        "a real vLLM with the ledger on against no plugin, every pair (~18 min)",
+    ),
     "profile": (bench_profile, "py-spy and probe profile of the API process (~2 min)"),
 }
 
@@ -884,7 +1115,22 @@ def main() -> None:
     ap.add_argument("--no-serve", action="store_true", help="same as --skip serve,profile")
     ap.add_argument("--list", action="store_true", help="list the parts and exit")
     ap.add_argument("--repeats", type=int, default=15, help="timed runs per report command (15)")
-    ap.add_argument("--pairs", type=int, default=5, help="A/B serving pairs (5)")
+    ap.add_argument("--pairs", type=int, default=5, help="A/B serving pairs, one API process (5)")
+    ap.add_argument(
+        "--pairs-dp2",
+        type=int,
+        default=3,
+        help="A/B serving pairs at --data-parallel-size 2 --api-server-count 2 (3; 0: none)",
+    )
+    ap.add_argument(
+        "--serve-tokens",
+        type=int,
+        default=40_960,
+        help="generated tokens per server's measured load, in requests of 64 (40960)",
+    )
+    ap.add_argument(
+        "--serve-concurrency", type=int, default=32, help="requests in flight while serving (32)"
+    )
     ap.add_argument("--profile-seconds", type=float, default=80, help="profile window (80 s)")
     ap.add_argument("--profile-hz", type=int, default=100, help="py-spy sampling rate (100)")
     ap.add_argument(
