@@ -683,8 +683,8 @@ def _window_slices(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def profile(seconds: float, rate_hz: int = 100, spy_mode: str = "blocking") -> dict[str, Any]:
     """Serve with the probe, sample the API process with py-spy under load."""
-    from bench.generate import generate
     from devtools.tiny_model import make_tiny_model
+    from tests.generate import generate
 
     model = make_tiny_model(REPO / "build" / "tiny-model").resolve()
     tmp = Path(tempfile.mkdtemp(prefix="bench-profile-"))

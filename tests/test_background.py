@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.generate import generate
 from tests.conftest import REPO, run_cli
+from tests.generate import generate
 from vllm_ledger import background
 from vllm_ledger.read import summary
 from vllm_ledger.read.discovery import discover_paths

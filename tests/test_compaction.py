@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.generate import generate
 from tests.conftest import REPO, run_cli
+from tests.generate import generate
 from tests.ledgers import ev, write_ledger
 from vllm_ledger import maintenance
 from vllm_ledger.read import summary

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.generate import generate
 from tests.conftest import run_cli
+from tests.generate import generate
 from vllm_ledger.read.discovery import discover_paths
 from vllm_ledger.read.snapshot import window_parts
 from vllm_ledger.write import store

@@ -1,4 +1,4 @@
-"""Synthetic ledgers for the benchmarks, written through the project's own Recorder.
+"""Synthetic ledgers for the benchmarks and the tests, written through the project's own Recorder.
 
 ``generate(root, writers=8, days=365, runs=1)`` writes what ``writers`` busy API processes
 would have left after ``days`` days, split into ``runs`` launches (restarts): every second
@@ -9,7 +9,7 @@ recorder is driven on the caller's thread with a fake clock (``Recorder.pump``),
 span-break limit is raised for the old history so a run stays one vouched span, as a live
 writer's heartbeats would make it.
 
-    python bench/generate.py OUT_DIR --writers 8 --days 365 --runs 1
+    python -m tests.generate OUT_DIR --writers 8 --days 365 --runs 1
 """
 
 from __future__ import annotations
