@@ -190,12 +190,16 @@ def test_the_plugin_and_a_recorder_import_no_read_side_module(tmp_path: Path) ->
     # Rank 0 only spawns the maintenance pass: no read-side module inside vLLM at all.
     assert got["rank0"] == []
     # The pass itself, in its own process (docs/architecture.md names it), needs these and
-    # no more: no coverage, report, timeline or LedgerSet.
+    # no more: no coverage, report, timeline or LedgerSet (a run's own coverage, pure, is what
+    # the summary records of a finished run).
     assert got["child"] == [
         "vllm_ledger.read",
         "vllm_ledger.read.discovery",
+        "vllm_ledger.read.intervals",
+        "vllm_ledger.read.run_coverage",
         "vllm_ledger.read.snapshot",
         "vllm_ledger.read.summary",
+        "vllm_ledger.read.summary_run",
         "vllm_ledger.read.values",
         "vllm_ledger.read.windows",
         "vllm_ledger.read.writer_state",

@@ -18,7 +18,7 @@ import pytest
 from tests.faults.helpers import ALL_TIME, snapshot
 from tests.ledgers import ev, write_ledger
 from vllm_ledger import __version__
-from vllm_ledger.read.snapshot import Sums, read_ledger
+from vllm_ledger.read.snapshot import SUM_FIELDS, Sums, read_ledger
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write import store
 from vllm_ledger.write.identity import InstanceInfo
@@ -270,3 +270,11 @@ def test_the_sequence_marker_names_commits_the_file_lacks(tmp_path: Path) -> Non
     # A marker is a hint written without fsync: a torn one is no evidence of anything.
     Path(f"{path}.seq").write_text("not a marker\n")
     assert snapshot(path).missing_commits == 0
+
+
+def test_sums_add_every_field() -> None:
+    # ``Sums.add`` names its fields one by one (it runs thousands of times per report).
+    n = len(SUM_FIELDS)
+    total = Sums(*range(1, n + 1))
+    total.add(Sums(*range(10, 10 * n + 1, 10)))
+    assert total.as_list() == [11 * i for i in range(1, n + 1)]

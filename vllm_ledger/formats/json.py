@@ -1,14 +1,20 @@
 """The stable JSON form of a Report: ``"schema": 1``. See docs/json-schema.md.
 
 Keys are only ever added, never renamed or removed, within a schema version.
+
+A report over years of restarts lists thousands of writers; ``render`` writes that list
+itself, byte for byte as ``json.dumps(..., indent=2)`` would (whose indenting encoder is pure
+Python, about seven times slower per writer), and leaves the rest of the document to it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from vllm_ledger.read.report import Report, WindowReport
+from vllm_ledger.read.report import Report, WindowReport, WriterStatus
 from vllm_ledger.read.zone import ZoneChoice
 
 
@@ -39,7 +45,25 @@ def window_dict(w: WindowReport) -> dict[str, Any]:
 
 
 def report_dict(report: Report, zone: ZoneChoice | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
+    out = _head(report, zone)
+    out["writers"] = [writer_dict(w) for w in report.writers]
+    return {**out, **_tail(report)}
+
+
+def writer_dict(w: WriterStatus) -> dict[str, Any]:
+    return {
+        "run_id": w.run_id,
+        "writer_rank": w.writer_rank,
+        "expected_writers": w.expected_writers,
+        "instance": w.instance,
+        "state": w.state,
+        "first_ts": round_or_none(w.first_ts, 3),
+        "last_ts": round_or_none(w.last_ts, 3),
+    }
+
+
+def _head(report: Report, zone: ZoneChoice | None) -> dict[str, Any]:
+    return {
         "schema": report.schema,
         "generated_at": round(report.generated_ts, 3),
         "at": round(report.at_ts, 3),
@@ -52,18 +76,11 @@ def report_dict(report: Report, zone: ZoneChoice | None = None) -> dict[str, Any
         "roots": list(report.roots),
         "runs": report.runs,
         "windows": {w.name: window_dict(w) for w in report.windows},
-        "writers": [
-            {
-                "run_id": w.run_id,
-                "writer_rank": w.writer_rank,
-                "expected_writers": w.expected_writers,
-                "instance": w.instance,
-                "state": w.state,
-                "first_ts": round_or_none(w.first_ts, 3),
-                "last_ts": round_or_none(w.last_ts, 3),
-            }
-            for w in report.writers
-        ],
+    }
+
+
+def _tail(report: Report) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "files": [{"path": f.path, "status": f.status, "detail": f.detail} for f in report.files],
     }
     if report.instance_filter is not None or report.model_filter is not None:
@@ -79,5 +96,118 @@ def report_dict(report: Report, zone: ZoneChoice | None = None) -> dict[str, Any
     return out
 
 
+_WRITERS_EMPTY = '\n  "writers": [],\n'
+
+
 def render(report: Report, zone: ZoneChoice | None = None) -> str:
-    return json.dumps(report_dict(report, zone), indent=2, sort_keys=False, allow_nan=False) + "\n"
+    text = _dumps({**_head(report, zone), "writers": [], **_tail(report)})
+    if not report.writers:
+        return text
+    pieces = _writer_pieces(report.writers)
+    if pieces is None:  # a value of a type only json itself knows how to write
+        return _dumps(report_dict(report, zone))
+    # The one place the document holds this text: inside a JSON string every quote is escaped.
+    before, after = text.split(_WRITERS_EMPTY, 1)
+    return "".join([before, '\n  "writers": [\n', *pieces, "\n  ],\n", after])
+
+
+def _dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+
+def writers_json(writers: Sequence[WriterStatus]) -> str | None:
+    """The writers as ``json.dumps`` writes the ``"writers"`` list of the report document with
+    ``indent=2`` (one level in), or None when a value is not a string, number, bool or None."""
+    if not writers:
+        return "[]"
+    pieces = _writer_pieces(writers)
+    return None if pieces is None else "[\n" + "".join(pieces) + "\n  ]"
+
+
+def _writer_pieces(writers: Sequence[WriterStatus]) -> list[str] | None:
+    """``writers_json``'s text between its brackets, in pieces (joined once, by the caller)."""
+    # A run's writers share all but their rank (often the very same objects): the text before
+    # a writer's rank is made once per run, the text after it once per distinct tail. Keys
+    # hold the types too: 1, 1.0 and True are equal, and written apart.
+    heads: dict[tuple[Any, type], str] = {}
+    tails: dict[tuple[Any, ...], str] = {}
+    pieces: list[str] = []
+    add = pieces.extend
+    run_id: Any = object()  # nothing is this: the first writer makes the texts
+    expected = instance = state = first = last = run_id
+    head = tail = ""
+    try:
+        for w in writers:
+            if w.run_id is not run_id:
+                run_id = w.run_id
+                head = heads.get((run_id, type(run_id)), "")
+                if not head:
+                    head = f'    {{\n      "run_id": {_scalar(run_id)},\n      "writer_rank": '
+                    if _memoisable((run_id,)):
+                        heads[(run_id, type(run_id))] = head
+            if (
+                w.expected_writers is not expected
+                or w.instance is not instance
+                or w.state is not state
+                or w.first_ts is not first
+                or w.last_ts is not last
+            ):
+                expected, instance, state = w.expected_writers, w.instance, w.state
+                first, last = w.first_ts, w.last_ts
+                tail = _writer_tail((expected, instance, state, first, last), tails)
+            rank = w.writer_rank
+            add((head, int.__repr__(rank) if type(rank) is int else _scalar(rank), tail))
+    except TypeError:  # not a scalar json writes on one line (or not hashable)
+        return None
+    if pieces:
+        pieces[-1] = pieces[-1][: -len(_ITEM_END)]  # the last writer ends the list
+    return pieces
+
+
+_ITEM_END = ",\n"
+
+
+def _writer_tail(values: tuple[Any, ...], tails: dict[tuple[Any, ...], str]) -> str:
+    """A writer's text after its rank, up to the next writer's, memoised by its values and
+    their types."""
+    key = (*values, *(type(v) for v in values))
+    got = tails.get(key)
+    if got is None:
+        expected, instance, state, first, last = values
+        got = (
+            f',\n      "expected_writers": {_scalar(expected)},\n'
+            f'      "instance": {_scalar(instance)},\n'
+            f'      "state": {_scalar(state)},\n'
+            f'      "first_ts": {_scalar(round_or_none(first, 3))},\n'
+            f'      "last_ts": {_scalar(round_or_none(last, 3))}\n'
+            "    }" + _ITEM_END
+        )
+        if _memoisable(values):
+            tails[key] = got
+    return got
+
+
+def _memoisable(values: tuple[Any, ...]) -> bool:
+    """Whether text made for these values may stand for any equal values of the same types:
+    not where a float is zero (0.0 and -0.0 are equal, and written apart)."""
+    return not any(type(v) is float and v == 0 for v in values)
+
+
+def _scalar(o: Any) -> str:
+    """``json.dumps(o, allow_nan=False)`` for a string, number, bool or None (the same tests in
+    the same order as json's encoder)."""
+    if isinstance(o, str):
+        return encode_basestring_ascii(o)
+    if o is None:
+        return "null"
+    if o is True:
+        return "true"
+    if o is False:
+        return "false"
+    if isinstance(o, int):
+        return int.__repr__(o)
+    if isinstance(o, float):
+        if o != o or o in (float("inf"), float("-inf")):
+            raise ValueError("Out of range float values are not JSON compliant: " + repr(o))
+        return float.__repr__(o)
+    raise TypeError(type(o).__name__)

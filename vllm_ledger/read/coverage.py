@@ -15,7 +15,8 @@ cutoff back at its last proof for up to ``STALE_AFTER_S``, and is ``heartbeat_st
 A run is covered where *every* expected writer of it vouches (a writer that never came up
 leaves its run uncovered). An instance is covered where any of its runs is covered; the
 report is covered where every instance is. Seconds in which events were dropped, rejected
-or lost are cut out of the covered time.
+or lost are cut out of the covered time. Each run's part is ``run_coverage``'s; a run whose
+writers all closed cleanly may come ready-made from the summary of finished files.
 """
 
 from __future__ import annotations
@@ -27,11 +28,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from vllm_ledger.read import intervals as iv
+from vllm_ledger.read.run_coverage import (
+    TAIL_S,
+    ClosedRun,
+    RunCoverage,
+    WriterStatus,
+    first_record_seconds,
+    gaps,
+    run_coverage,
+    run_start_ts,
+)
 from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.windows import Window
-from vllm_ledger.read.writer_state import WriterState, writer_state
-
-TAIL_S = 1.0  # trimmed off the last span of a writer that died
 
 PROBLEM_CODES: tuple[str, ...] = (
     "writer_missing",
@@ -49,21 +57,8 @@ PROBLEM_CODES: tuple[str, ...] = (
 
 
 @dataclass
-class WriterCoverage:
-    run_id: str
-    writer_rank: int
-    expected_writers: int
-    instance_key: str
-    state: WriterState
-    vouched: list[iv.Interval] = field(default_factory=list)
-    first_ts: float | None = None
-    last_ts: float | None = None
-    files: int = 0
-
-
-@dataclass
 class CoverageModel:
-    writers: list[WriterCoverage]
+    writers: list[WriterStatus]
     covered: list[iv.Interval]
     problem_seconds: list[tuple[int, int, int, int]]
     # (since, until) of each file that could not be read: the time it may hide, from its run's
@@ -84,6 +79,9 @@ class CoverageModel:
     # purpose, and every other instance there vouched): never counted as covered, nor as
     # uncovered.
     declared: list[iv.Interval] = field(default_factory=list)
+    _troubled: list[WriterStatus] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def declared_seconds(self, w: Window) -> int:
         return round(iv.measure(iv.clip(self.declared, w.start_ts, w.cutoff_ts)))
@@ -100,9 +98,9 @@ class CoverageModel:
 
     def problems(self, w: Window, imprecise: bool = False) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
-        for wr in self.writers:
-            if wr.state in ("alive", "closed"):
-                continue
+        if self._troubled is None:  # thousands of writers, almost all fine: looked at once
+            self._troubled = [wr for wr in self.writers if wr.state not in ("alive", "closed")]
+        for wr in self._troubled:
             lo = wr.first_ts if wr.first_ts is not None else -math.inf
             if wr.state == "stale":
                 hi = float(w.cutoff_ts)
@@ -142,7 +140,7 @@ class CoverageModel:
         return dict(sorted(counts.items()))
 
 
-def _crash_effect_end(model: CoverageModel, wr: WriterCoverage, w: Window) -> float:
+def _crash_effect_end(model: CoverageModel, wr: WriterStatus, w: Window) -> float:
     # A crashed writer's lost tail runs from its last heartbeat to the next covered instant.
     last = wr.last_ts or 0.0
     for s, _e in model.covered:
@@ -152,17 +150,21 @@ def _crash_effect_end(model: CoverageModel, wr: WriterCoverage, w: Window) -> fl
 
 
 def build(
-    snapshots: Sequence[LedgerSnapshot],
+    ledgers: Sequence[LedgerSnapshot | ClosedRun],
     at_ts: float,
     no_ledger: bool = False,
     declared: Sequence[tuple[str, float, float]] = (),
 ) -> CoverageModel:
     """Coverage from the ledgers' spans, as seen at ``at_ts`` (the report's clock).
 
+    ``ledgers``: files, and runs whose coverage is already known (``ClosedRun``, from the
+    summary of finished files; no file of such a run is among the files).
     ``no_ledger``: the roots hold nothing at all (not: nothing matched a filter).
     ``declared``: (instance key, from, until) stretches an operator declared stopped on purpose;
     only instances these ledgers know count.
     """
+    snapshots = [x for x in ledgers if isinstance(x, LedgerSnapshot)]
+    closed_runs = [x for x in ledgers if isinstance(x, ClosedRun)]
     ok = [s for s in snapshots if s.ok]
     by_writer: dict[tuple[str, int], list[LedgerSnapshot]] = defaultdict(list)
     for s in ok:
@@ -171,14 +173,21 @@ def build(
     for (run_id, rank), snaps in by_writer.items():
         runs[run_id][rank] = snaps
     cutoff = math.floor(at_ts)
-    # The latest run per instance: a non-closed writer of it is "stale", of older runs "crashed".
+    # Each run's start and instance, in the order the ledgers name them (the first of two runs
+    # of an instance that start together counts as the earlier).
     run_start: dict[str, float] = {}
     run_instance: dict[str, str] = {}
-    for run_id, ranks in runs.items():
-        firsts = [sp[0][0] for snaps in ranks.values() for s in snaps for sp in [s.spans] if sp]
-        run_start[run_id] = min(firsts) if firsts else math.inf
-        any_snap = next(iter(ranks.values()))[0]
-        run_instance[run_id] = any_snap.instance.key
+    known: dict[str, RunCoverage] = {}
+    for x in ledgers:
+        if isinstance(x, ClosedRun):
+            rc = x.coverage
+            known[rc.run_id] = rc
+            run_start[rc.run_id], run_instance[rc.run_id] = rc.start_ts, rc.instance_key
+        elif x.ok and x.run_id not in run_instance:
+            ranks = runs[x.run_id]
+            run_start[x.run_id] = run_start_ts(s for snaps in ranks.values() for s in snaps)
+            run_instance[x.run_id] = x.instance.key
+    # The latest run per instance: a non-closed writer of it is "stale", of older runs "crashed".
     latest_for_instance: dict[str, str] = {}
     for run_id, inst in run_instance.items():
         cur = latest_for_instance.get(inst)
@@ -187,62 +196,32 @@ def build(
 
     # Writers with a file that could not be read: their vouched time is not fully known.
     doubtful = {(s.run_id, s.writer_rank) for s in snapshots if not s.ok and s.run_id}
-    writers: list[WriterCoverage] = []
+    writers: list[WriterStatus] = []
     instance_cover: dict[str, list[iv.Interval]] = defaultdict(list)
     instance_active: dict[str, list[iv.Interval]] = defaultdict(list)
-    for run_id, ranks in sorted(runs.items()):
-        expected = max(s.expected_writers for snaps in ranks.values() for s in snaps)
+    for run_id in sorted(run_instance):
         inst = run_instance[run_id]
         latest = latest_for_instance[inst] == run_id
-        present = {
-            rank: _writer(snaps, run_id, rank, expected, inst, at_ts, cutoff, latest=latest)
-            for rank, snaps in ranks.items()
-        }
-        ends = [
-            cutoff if w.state in ("alive", "stale") else (w.last_ts or -math.inf)
-            for w in present.values()
-        ]
-        run_end = float(max(ends, default=cutoff))
-        run_sets: list[list[iv.Interval]] = []
-        for rank in range(expected):
-            wc = present.get(rank)
-            if wc is None:
-                start = run_start[run_id] if run_start[run_id] < math.inf else None
-                writers.append(
-                    WriterCoverage(
-                        run_id, rank, expected, inst, "missing", first_ts=start, last_ts=run_end
-                    )
-                )
-                run_sets.append([])
-                continue
-            writers.append(wc)
-            # An API process serves nothing before its logger exists, so a writer that did
-            # come up also vouches for the moments between its run's start and its own,
-            # unless one of its files is unreadable or its first file is gone.
-            vouched = wc.vouched
-            first_generation = min(s.generation for s in ranks[rank])
-            if (
-                vouched
-                and run_start[run_id] < vouched[0][0]
-                and (run_id, rank) not in doubtful
-                and first_generation == 0
-            ):
-                vouched = [(float(math.ceil(run_start[run_id])), vouched[0][1]), *vouched[1:]]
-            run_sets.append(vouched)
-        # Writers beyond the expected count matter for the figures, not for coverage.
-        writers.extend(wc for rank, wc in sorted(present.items()) if rank >= expected)
-        instance_cover[inst].extend(iv.intersect_all(run_sets))
+        rc = known.get(run_id) or run_coverage(
+            run_id,
+            runs[run_id],
+            start_ts=run_start[run_id],
+            instance_key=inst,
+            at_ts=at_ts,
+            cutoff=cutoff,
+            latest=latest,
+            doubtful=doubtful,
+        )
+        writers.extend(rc.writers)
+        instance_cover[inst].extend(rc.vouched)
         # An instance is there from its first run's start, gaps between its runs included
         # (a rollback to a container without the plugin is uncovered), until its latest run
         # closed every writer cleanly: then it may be gone for good (a replaced container, a
         # retired port), and only the other instances' coverage counts after that.
-        if run_start[run_id] < math.inf:
-            closed = all(
-                present.get(r) is not None and present[r].state == "closed" for r in range(expected)
-            )
+        if rc.start_ts < math.inf:
             # Only the latest run decides where the instance ends.
-            end = (run_end if closed else float(cutoff)) if latest else -math.inf
-            instance_active[inst].append((run_start[run_id], end))
+            end = (rc.end_ts if rc.closed else float(cutoff)) if latest else -math.inf
+            instance_active[inst].append((rc.start_ts, end))
     for inst, spans_ in instance_active.items():
         first = min(s for s, _ in spans_)
         last = max(e for _, e in spans_)
@@ -255,9 +234,14 @@ def build(
         for u in iv.subtract(iv.normalize(active), iv.normalize(instance_cover[inst]))
     )
     covered = iv.subtract(all_cover, not_vouched)
-    problem_seconds = sorted(ps for s in ok for ps in s.problem_seconds)
+    problem_seconds = sorted(
+        ps
+        for x in ledgers
+        for ps in (x.problem_seconds if isinstance(x, ClosedRun) or x.ok else ())
+    )
     bad = iv.normalize((ts, ts + 1) for ts, *_ in problem_seconds)
     covered = iv.subtract(covered, bad)
+
     # Declared idle: where each instance there either vouches or was declared stopped (and
     # one was declared), minus what is covered anyway. Whole seconds only.
     decl: dict[str, list[iv.Interval]] = defaultdict(list)
@@ -292,11 +276,11 @@ def build(
         for s in snapshots
         if s.status in ("unreadable", "denied", "bad_values")
     ]
-    first_seconds: list[int] = [s.first_bucket_ts for s in ok if s.first_bucket_ts is not None]
+    first_seconds = first_record_seconds(ok)
+    first_seconds += [c.first_record_ts for c in closed_runs if c.first_record_ts is not None]
     # An unreadable file's run start counts as a record: `total` must reach back over it.
     first_seconds += [math.floor(a) for a, _b in unreadable if math.isfinite(a)]
     first_seconds += [problem_seconds[0][0]] if problem_seconds else []
-    first_seconds += [math.ceil(s.spans[0][0]) for s in ok if s.spans]
     first_record = min(first_seconds) if first_seconds else None
     alive_proofs = [w.last_ts for w in writers if w.state == "alive" and w.last_ts is not None]
     watermark = min(cutoff, math.floor(min(alive_proofs) - TAIL_S)) if alive_proofs else None
@@ -307,50 +291,10 @@ def build(
         covered=covered,
         problem_seconds=problem_seconds,
         unreadable=unreadable,
-        gaps=[
-            (
-                max((e for _, e in s.spans), default=-math.inf),
-                s.marker_ts or math.inf,
-                s.missing_commits,
-            )
-            for s in ok
-            if s.missing_commits
-        ],
+        gaps=[g for x in ledgers for g in (x.gaps if isinstance(x, ClosedRun) else gaps([x]))],
         busy=sum(1 for s in snapshots if s.status == "busy"),
         first_record_ts=first_record,
         no_ledger=no_ledger,
-    )
-
-
-def _writer(
-    snaps: list[LedgerSnapshot],
-    run_id: str,
-    rank: int,
-    expected: int,
-    inst: str,
-    at_ts: float,
-    cutoff: int,
-    latest: bool,
-) -> WriterCoverage:
-    raw = [sp for s in snaps for sp in s.spans]
-    spans = iv.normalize(raw)  # drops zero-length spans: a single heartbeat vouches for nothing
-    newest = max(snaps, key=lambda s: (s.generation, s.last_seq))
-    # ...but it does say the writer was alive then.
-    last = max((e for _, e in raw), default=None)
-    first = min((s for s, _ in raw), default=None)
-    state = writer_state(
-        clean_close_ts=newest.clean_close_ts, last_proof_ts=last, at_ts=at_ts, latest_run=latest
-    )
-    if state != "closed" and spans:
-        # Nothing after a writer's last proof is proven, alive or not, and events stamped just
-        # before it may still have been on their way to the queue (or queued, not committed,
-        # when the writer died): its last second before the proof is not vouched for either.
-        # A live report is exact up to the watermark instead (``CoverageModel.watermark_ts``).
-        spans = iv.normalize([*spans[:-1], (spans[-1][0], spans[-1][1] - TAIL_S)])
-    # Vouch only for whole seconds: a partial second at either end is not vouched for.
-    whole = [(float(math.ceil(s)), float(math.floor(e))) for s, e in spans]
-    return WriterCoverage(
-        run_id, rank, expected, inst, state, iv.normalize(whole), first, last, files=len(snaps)
     )
 
 

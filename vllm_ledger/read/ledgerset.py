@@ -1,12 +1,18 @@
 """Every ledger under the roots, read once: the one read behind every view.
 
-``LedgerSet.read(roots, clock=...)`` discovers the files, takes each finished file's facts from
-the summary of finished files where it still matches, and opens every other file once,
-read-only, in one read transaction that stays open while the set lives. Window sums are then
-answered from those connections (or from the summary's whole-file totals), memoised per file
-and window, so the report, its breakdowns, a timeline, the HTML page, the bot status, the
-exporter, cost and verify all read from the same snapshot and open each file at most once.
-Coverage is computed once per instant and selection.
+``LedgerSet.read(roots, clock=...)`` discovers the files, takes each finished run the summary
+of finished files answers whole as one ``SummaryRun``, takes each other finished file's facts
+from the summary where it still matches, and opens every other file once, read-only, in one
+read transaction that stays open while the set lives. Window sums are then answered from
+those connections (or from the summary's totals), memoised per file and window, so the
+report, its breakdowns, a timeline, the HTML page, the bot status, the exporter, cost and
+verify all read from the same snapshot and open each file at most once. Coverage is computed
+once per instant and selection.
+
+A view over ``sources()`` (the report) sees a summarised run as one source: a window that
+holds all of its counts or none is answered from the record, any other from its files, which
+are then taken from the summary (or opened) one by one. A view over ``snapshots`` or
+``select()`` sees every file; each summarised run's files are taken on first use.
 
 Use it as a context manager: the connections close with it. At most ``MAX_OPEN_FILES``
 connections are held; past that the least recently used is closed and reopened if asked again
@@ -19,14 +25,15 @@ import contextlib
 import gc
 import sqlite3
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import summary
-from vllm_ledger.read.discovery import Unseen, discover
+from vllm_ledger.read.discovery import Found, Unseen, discover_runs
 from vllm_ledger.read.snapshot import (
     LedgerSnapshot,
     Sums,
@@ -35,6 +42,7 @@ from vllm_ledger.read.snapshot import (
     open_snapshot,
     reopen,
 )
+from vllm_ledger.read.summary_run import SummaryRun
 from vllm_ledger.read.values import BadValues
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write import declarations, paths, store
@@ -46,14 +54,34 @@ MAX_OPEN_FILES = 256
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector for a block that builds many small acyclic objects
     (reading a root builds tens of thousands: snapshots, spans, sums); the collector would
-    walk them over and over for nothing. Reference counting frees them as usual."""
+    walk them over and over for nothing. Reference counting frees them as usual.
+
+    When the block ends, what it built is set aside as long-lived (``gc.freeze``) rather than
+    walked once more as young objects by the first collection after it (about 10 ms for a
+    root of thousands of runs); ``LedgerSet.close`` hands it back (``gc.unfreeze``). Not where
+    the process keeps objects frozen itself (a server that forks): those stay as they are."""
+    global _frozen_by_reads
     collecting = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if collecting:
+            if _frozen_by_reads or gc.get_freeze_count() == 0:
+                gc.freeze()
+                _frozen_by_reads = True
             gc.enable()
+
+
+_frozen_by_reads = False  # whether what is frozen was set aside by ``gc_paused``
+
+
+def _gc_release() -> None:
+    """Hand back to the collector what ``gc_paused`` set aside."""
+    global _frozen_by_reads
+    if _frozen_by_reads:
+        gc.unfreeze()
+        _frozen_by_reads = False
 
 
 class _Connections:
@@ -90,6 +118,104 @@ class _Connections:
             conn.close()
 
 
+Source = LedgerSnapshot | SummaryRun  # what a view reads: a file, or a run answered whole
+
+
+class _Read:
+    """What one read found, in discovery's order: readable files (de-duplicated) and runs
+    answered whole, files that could not be read (with their place in discovery), and what
+    could not be listed. Takes a summarised run's files when first asked."""
+
+    def __init__(
+        self, now_ts: float, connections: _Connections, indexes: dict[Path, summary.Index]
+    ) -> None:
+        self.now_ts = now_ts
+        self.connections = connections
+        self.indexes = indexes
+        self.items: dict[object, Source] = {}  # by (run, writer, generation), or the run's id
+        self.failed: list[tuple[int, LedgerSnapshot]] = []  # (place in discovery, file)
+        self.unseen: list[LedgerSnapshot] = []
+        self.place: dict[int, int] = {}  # a SummaryRun's place in discovery, by id
+        self.files: dict[int, list[LedgerSnapshot]] = {}  # a SummaryRun's readable files, by id
+        self.broken: set[int] = set()  # runs with a file that could not be read when taken
+
+    def one(self, found: Found) -> LedgerSnapshot:
+        """One file's snapshot: from its summary entry where that still matches, else opened."""
+        entries = self.indexes[found.root].entries(found.run_name)
+        snap = summary.snapshot_from(found, entries) if entries else None
+        if snap is None:
+            snap, conn = open_snapshot(
+                found.path,
+                now_ts=self.now_ts,
+                busy_timeout_s=self.connections.busy_timeout_s,
+                st=found.stat,
+            )
+            if conn is not None:
+                self.connections.adopt(found.path, conn)
+        if snap.ok:
+            snap._connect = _connector(self.connections, found.path)
+        return snap
+
+    def add(self, place: int, snap: LedgerSnapshot) -> None:
+        if not snap.ok:
+            if snap.status != "starting":
+                self.failed.append((place, snap))
+            return
+        key = (snap.run_id, snap.writer_rank, snap.generation)
+        prev = self.items.get(key)
+        if not isinstance(prev, LedgerSnapshot) or snap.last_seq > prev.last_seq:
+            self.items[key] = snap
+
+    def add_run(self, place: int, run: SummaryRun) -> None:
+        self.items[id(run)] = run
+        self.place[id(run)] = place
+
+    def files_of(self, run: SummaryRun) -> list[LedgerSnapshot]:
+        """The run's readable files, taken one by one (once). A file that cannot be read
+        marks the run ``broken`` and goes among the failed files, at its place."""
+        got = self.files.get(id(run))
+        if got is None:
+            got = []
+            place = self.place[id(run)]
+            for i, found in enumerate(run.found):
+                snap = self.one(found)
+                if snap.ok:
+                    got.append(snap)
+                else:
+                    self.broken.add(id(run))
+                    if snap.status != "starting":
+                        self.failed.append((place + i, snap))
+            self.files[id(run)] = got
+        return got
+
+    def intact(self, run: SummaryRun) -> bool:
+        """Whether the run still stands for all of its files, each readable."""
+        if id(run) in self.broken:
+            return False
+        return all(s.ok for s in self.files.get(id(run), ()))
+
+    def snapshots(self) -> list[LedgerSnapshot]:
+        out: list[LedgerSnapshot] = []
+        for x in self.items.values():
+            if isinstance(x, SummaryRun):
+                out += self.files_of(x)
+            else:
+                out.append(x)
+        return [*out, *self.failed_in_order(), *self.unseen]
+
+    def sources(self) -> list[Source]:
+        out: list[Source] = []
+        for x in self.items.values():
+            if isinstance(x, SummaryRun) and not self.intact(x):
+                out += self.files_of(x)
+            else:
+                out.append(x)
+        return [*out, *self.failed_in_order(), *self.unseen]
+
+    def failed_in_order(self) -> list[LedgerSnapshot]:
+        return [snap for _place, snap in sorted(self.failed, key=lambda p: p[0])]
+
+
 class LedgerSet:
     """The ledgers under some roots as read at one instant (``now_ts``)."""
 
@@ -97,12 +223,12 @@ class LedgerSet:
         self,
         roots: Sequence[Path],
         now_ts: float,
-        snapshots: list[LedgerSnapshot],
+        read: _Read,
         connections: _Connections,
     ) -> None:
         self.roots = tuple(Path(r) for r in roots)
         self.now_ts = now_ts
-        self.snapshots = snapshots
+        self._read = read
         self._connections = connections
         self._coverage: dict[tuple[float, tuple[int, ...]], cov.CoverageModel] = {}
         self.late_failures = 0  # files that failed when a window was first asked of them
@@ -124,36 +250,45 @@ class LedgerSet:
         roots = [Path(r) for r in roots]
         now = clock()
         connections = _Connections(busy_timeout_s, max_open_files)
-        by_key: dict[tuple[str, int, int], LedgerSnapshot] = {}
-        others: list[LedgerSnapshot] = []
-        indexes: dict[Path, dict[str, summary.Entry]] = {}
+        indexes: dict[Path, summary.Index] = {}
         unseen: list[Unseen] = []
+        read = _Read(now, connections, indexes)
         try:
             with gc_paused():
-                for found in discover(roots, unseen):
-                    if found.root not in indexes:
-                        indexes[found.root] = summary.load(found.root)
-                    snap = summary.snapshot_from(found, indexes[found.root])
-                    if snap is None:
-                        snap, conn = open_snapshot(
-                            found.path, now_ts=now, busy_timeout_s=busy_timeout_s, st=found.stat
-                        )
-                        if conn is not None:
-                            connections.adopt(found.path, conn)
-                    if not snap.ok:
-                        if snap.status != "starting":
-                            others.append(snap)
-                        continue
-                    snap._connect = _connector(connections, found.path)
-                    key = (snap.run_id, snap.writer_rank, snap.generation)
-                    prev = by_key.get(key)
-                    if prev is None or snap.last_seq > prev.last_seq:
-                        by_key[key] = snap
+                found: list[tuple[int, Source]] = []
+                place = 0
+                for files in discover_runs(roots, unseen):
+                    root = files[0].root
+                    if root not in indexes:
+                        indexes[root] = summary.read_index(root)
+                    whole = indexes[root].summary_run(files) if indexes[root] else None
+                    if whole is not None:
+                        found.append((place, whole))
+                    else:
+                        found += ((place + i, read.one(f)) for i, f in enumerate(files))
+                    place += len(files)
+                read.unseen = [_unseen_snapshot(u, roots) for u in unseen]
+                # A run answered whole must be the only source of its id: where another file
+                # or run claims it (a copy under a second root, a file that cannot be read),
+                # its files are taken one by one, as without a summary.
+                claims = Counter(
+                    x.run_id
+                    for _place, x in found
+                    if isinstance(x, SummaryRun) or x.status != "starting"
+                )
+                claims.update(s.run_id for s in read.unseen)
+                for at, x in found:
+                    if not isinstance(x, SummaryRun):
+                        read.add(at, x)
+                    elif claims[x.run_id] == 1:
+                        read.add_run(at, x)
+                    else:
+                        for i, f in enumerate(x.found):
+                            read.add(at + i, read.one(f))
         except BaseException:
             connections.close()
             raise
-        others += [_unseen_snapshot(u, roots) for u in unseen]
-        return cls(roots, now, [*by_key.values(), *others], connections)
+        return cls(roots, now, read, connections)
 
     def __enter__(self) -> LedgerSet:
         return self
@@ -168,11 +303,27 @@ class LedgerSet:
 
     def close(self) -> None:
         self._connections.close()
+        _gc_release()
 
     @property
     def opens(self) -> int:
         """Ledger files opened so far (each open file once, unless evicted and reopened)."""
         return self._connections.opens
+
+    @property
+    def snapshots(self) -> list[LedgerSnapshot]:
+        """Every file: readable ones (de-duplicated), then those that could not be read."""
+        before = len(self._read.broken)
+        out = self._read.snapshots()
+        self._note_broken(before)
+        return out
+
+    def sources(self, instance: int | str | None = None, model: str | None = None) -> list[Source]:
+        """As ``select``, with each run the summary answers whole as one source."""
+        before = len(self._read.broken)
+        out = self._read.sources()
+        self._note_broken(before)
+        return _selected(out, instance, model)
 
     def select(
         self, instance: int | str | None = None, model: str | None = None
@@ -184,33 +335,46 @@ class LedgerSet:
         e.g. one per container host name). ``model`` is a served model name, or the names
         joined by commas as ``--by model`` prints them.
         """
-        snaps = self.snapshots
-        if instance is not None:
-            snaps = [s for s in snaps if not s.ok or instance_matches(instance, s)]
-        if model is not None:
-            snaps = [s for s in snaps if not s.ok or model_matches(model, s)]
-        return snaps
+        return _selected(self.snapshots, instance, model)
 
-    def sums(self, snap: LedgerSnapshot, w: Window) -> SumsByEngine:
-        """One file's sums per engine for ``w``. A file that fails now is marked unreadable
+    def sums(self, source: Source, w: Window) -> SumsByEngine:
+        """One source's sums per engine for ``w``. A file that fails now is marked unreadable
         (and ``late_failures`` counts it, so a view can recompute its coverage)."""
+        if isinstance(source, SummaryRun):
+            got = source.whole_sums(w)
+            if got is not None:
+                return got
+            before = len(self._read.broken)
+            files = self._read.files_of(source)
+            self._note_broken(before)
+            out: SumsByEngine = {}
+            for snap in files:
+                for eng, s in self.sums(snap, w).items():
+                    out.setdefault(eng, Sums()).add(s)
+            return out
         try:
-            return snap.window_sums(w)
+            return source.window_sums(w)
         except (sqlite3.Error, OSError, BadValues) as exc:
             status = "bad_values" if isinstance(exc, BadValues) else classify_error(exc)
-            snap.status, snap.detail = status, str(exc)
+            source.status, source.detail = status, str(exc)
             self.late_failures += 1
             self._coverage.clear()
             return {}
 
+    def _note_broken(self, before: int) -> None:
+        # A summarised run whose file could not be read when taken: as a late failure.
+        if len(self._read.broken) != before:
+            self.late_failures += len(self._read.broken) - before
+            self._coverage.clear()
+
     def total(
-        self, snaps: Sequence[LedgerSnapshot], w: Window, engine: int | None = None
+        self, sources: Sequence[Source], w: Window, engine: int | None = None
     ) -> tuple[Sums, bool]:
-        """The summed figures of ``snaps`` over ``w`` (one engine, or all), and whether an edge
-        second was folded into an hour (the figure is then not exact)."""
+        """The summed figures of ``sources`` over ``w`` (one engine, or all), and whether an
+        edge second was folded into an hour (the figure is then not exact)."""
         total = Sums()
         imprecise = False
-        for s in snaps:
+        for s in sources:
             if not s.ok:
                 continue
             for eng, sums in self.sums(s, w).items():
@@ -225,9 +389,10 @@ class LedgerSet:
             self.strict = strict
             self._coverage.clear()
 
-    def coverage(self, snaps: Sequence[LedgerSnapshot], at_ts: float) -> cov.CoverageModel:
-        """Coverage of ``snaps`` as seen at ``at_ts``: computed once per selection and instant."""
-        key = (at_ts, tuple(id(s) for s in snaps))
+    def coverage(self, sources: Sequence[Source], at_ts: float) -> cov.CoverageModel:
+        """Coverage of ``sources`` as seen at ``at_ts``: computed once per selection and
+        instant."""
+        key = (at_ts, tuple(id(s) for s in sources))
         got = self._coverage.get(key)
         if got is None:
             declared = (
@@ -235,12 +400,29 @@ class LedgerSet:
                 if self.strict
                 else [(d.instance, d.from_ts, d.until_ts) for d in self.declarations]
             )
-            got = cov.build(snaps, at_ts, no_ledger=not self.snapshots, declared=declared)
+            read = self._read
+            got = cov.build(
+                sources,  # a SummaryRun is a ClosedRun: its coverage is ready
+                at_ts,
+                no_ledger=not (read.items or read.failed or read.unseen),
+                declared=declared,
+            )
             self._coverage[key] = got
         return got
 
 
-def instance_matches(instance: int | str, snap: LedgerSnapshot) -> bool:
+S = TypeVar("S", LedgerSnapshot, Source)
+
+
+def _selected(sources: list[S], instance: int | str | None, model: str | None) -> list[S]:
+    if instance is not None:
+        sources = [s for s in sources if not s.ok or instance_matches(instance, s)]
+    if model is not None:
+        sources = [s for s in sources if not s.ok or model_matches(model, s)]
+    return sources
+
+
+def instance_matches(instance: int | str, snap: Source) -> bool:
     """Whether ``snap`` belongs to ``instance``: a port (an int, or digits only) matches every
     host's instance on that port; anything else must equal the instance key exactly."""
     if isinstance(instance, int) or (instance.isascii() and instance.isdigit()):
@@ -248,7 +430,7 @@ def instance_matches(instance: int | str, snap: LedgerSnapshot) -> bool:
     return snap.instance.key == instance
 
 
-def model_matches(model: str, snap: LedgerSnapshot) -> bool:
+def model_matches(model: str, snap: Source) -> bool:
     names = snap.instance.served_model_names
     return model in names or (len(names) > 1 and model == ",".join(names))
 

@@ -19,9 +19,9 @@ from vllm_ledger.errors import BadArgument
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read.ledgerset import LedgerSet, Source, gc_paused
 from vllm_ledger.read.periods import PERIOD_NAMES, period, since_until
+from vllm_ledger.read.run_coverage import WriterStatus
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
 from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
-from vllm_ledger.read.writer_state import WriterState
 
 SCHEMA_VERSION = 1
 BREAKDOWN_KEYS = ("instance", "model", "run", "engine")
@@ -63,17 +63,6 @@ class WindowReport:
     def gen_speed(self) -> float | None:
         """Decode-time-weighted request speed: sum(max(out-1,0)) / sum(decode seconds)."""
         return self.decode_tokens / self.decode_seconds if self.decode_seconds > 0 else None
-
-
-@dataclass(frozen=True)
-class WriterStatus:
-    run_id: str
-    writer_rank: int
-    expected_writers: int
-    instance: str
-    state: WriterState
-    first_ts: float | None
-    last_ts: float | None
 
 
 @dataclass(frozen=True)
@@ -312,18 +301,7 @@ def _build(
         tz=tz,
         roots=tuple(str(r) for r in ls.roots),
         windows=windows,
-        writers=tuple(
-            WriterStatus(
-                w.run_id,
-                w.writer_rank,
-                w.expected_writers,
-                w.instance_key,
-                w.state,
-                w.first_ts,
-                w.last_ts,
-            )
-            for w in model_.writers
-        ),
+        writers=tuple(model_.writers),
         files=(
             *(
                 FileStatus(str(s.path), s.status, s.detail)

@@ -2,53 +2,249 @@
 
 A root that has seen a restart a day for three years holds thousands of ledger files, and
 opening each one costs about a millisecond. Files whose writer has finished never change
-again, so what a report needs of them (identity, spans, fault seconds and their total sums
-per engine) is kept in one JSON file at the root, ``.vllm-ledger-summary.json``, written
-atomically (temporary file, then rename).
+again, so what a report needs of them is kept in one file at the root,
+``.vllm-ledger-summary.json``, written atomically (temporary file, then rename):
+
+- per finished file, its facts (identity, spans, fault seconds) and whole-file sums per
+  engine, used while the file's size, modification time and ``-wal`` still match;
+- per run whose every writer closed cleanly, a record of the run as a whole
+  (``summary_run.SummaryRun``): its coverage and its counts added up. A report takes such a
+  run from the record when its directory holds exactly the files the record names, each
+  unchanged, without decoding or merging the files one by one.
+
+The layout is JSON Lines. The first line is the index: ``{"version": 2, "instances": [...],
+"runs": {<run directory>: {"files": [[name, size, mtime_ns, wal], ...], "at": [start, end],
+"run": [...]}}}`` (``wal``: the ``-wal``'s ``[size, mtime_ns]``, or null; ``run``, only for a
+run answered whole, is its record: ``summary_run.RECORD_FIELDS``, its instance a place in
+``instances``). Each further line holds one run directory's per-file facts, ``{<file name>:
+{...}}``, at bytes ``[start, end)`` after the index's newline, read and decoded only when a
+file of that run must be taken one by one.
 
 It is derived data: rebuilt from the ledgers at any time (``vllm-ledger compact``), never the
-only copy. The reader uses an entry only when the file's size and modification time still
-match and every window asked for either misses the file's time entirely or holds all of it;
-otherwise it opens the file. A missing or damaged summary just means files are opened.
+only copy. Every value read from it passes the ledger reader's checks (``values.py``); a
+missing, older, stale or damaged summary, or any entry or record in it that fails them, just
+means the files it names are opened and read.
 
-Standard library only: the maintenance pass may run inside vLLM. Imports only the
-snapshot module of the read side (no circle: the LedgerSet imports this, not the reverse).
+Standard library only: the maintenance pass writes it. Imports only the one-file and one-run
+parts of the read path (no circle: the LedgerSet imports this, not the reverse).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import itertools
 import json
 import math
 import os
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vllm_ledger.errors import NotARegularFile
 from vllm_ledger.read import values, writer_state
-from vllm_ledger.read.discovery import Found, discover
-from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, read_ledger
+from vllm_ledger.read.discovery import Found, discover_runs
+from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, SumsByEngine, read_ledger
+from vllm_ledger.read.summary_run import SummaryRun, from_record, instance_from, summarise
 from vllm_ledger.read.windows import Window
-from vllm_ledger.write import store
 from vllm_ledger.write.identity import InstanceInfo
 
 SUMMARY_NAME = ".vllm-ledger-summary.json"
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 SUMMARY_MAX_BYTES = 512 << 20  # about 700 000 files; a larger one is ignored (files are opened)
 EVERYTHING = Window("total", 0, 2**62)
 
 
 @dataclass(frozen=True)
 class Entry:
+    """One finished file as the summary holds it."""
+
     size: int
     mtime_ns: int
-    first_ts: float
-    last_ts: float
-    snapshot: dict[str, Any]
+    wal: Any  # the -wal's [size, mtime_ns] when the entry was made, or None
+    facts: Any  # as ``_encode`` wrote them; checked when decoded
 
 
-def _encode(snap: LedgerSnapshot, totals: dict[int, Sums]) -> dict[str, Any]:
+class Index:
+    """A root's summary as read: the index line, and each run's file facts on demand (read
+    only then, and only while the file is still the one the index came from)."""
+
+    def __init__(
+        self,
+        runs: dict[str, Any] | None = None,
+        instances: list[Any] | None = None,
+        path: Path | None = None,
+        st: os.stat_result | None = None,
+        details_at: int = 0,
+    ) -> None:
+        self._runs = runs or {}
+        self._instance_facts = instances or []
+        self._instances: list[InstanceInfo] | None = None
+        self._path = path
+        self._stat = st
+        self._details_at = details_at
+        self._entries: dict[str, dict[str, Entry]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._runs)
+
+    def run_names(self) -> list[str]:
+        return list(self._runs)
+
+    def entries(self, run_name: str) -> dict[str, Entry]:
+        """The run directory's file entries by file name; empty when there are none or its
+        line is damaged."""
+        got = self._entries.get(run_name)
+        if got is None:
+            got = {}
+            with contextlib.suppress(OSError, KeyError, TypeError, ValueError, AttributeError):
+                got = self._decode_entries(self._runs.get(run_name))
+            self._entries[run_name] = got
+        return got
+
+    def _decode_entries(self, rec: Any) -> dict[str, Entry]:
+        if rec is None or self._path is None or self._stat is None:
+            return {}
+        start, end = rec["at"]
+        values.check_count("line end", end, self._stat.st_size - self._details_at)
+        values.check_count("line start", start, end)
+        line = _read_range(self._path, self._stat, self._details_at + start, end - start)
+        facts = json.loads(line)
+        if type(facts) is not dict:
+            return {}
+        return {
+            name: Entry(size, mtime_ns, wal, facts.get(name))
+            for name, size, mtime_ns, wal in rec["files"]
+        }
+
+    def summary_run(self, files: list[Found]) -> SummaryRun | None:
+        """The run in ``files`` (one run directory's, in discovery's order) answered whole, or
+        None when its record is missing, names other files, any file changed, or a value in
+        it fails the reader's checks."""
+        rec = self._runs.get(files[0].run_name)
+        try:
+            if rec is None or "run" not in rec or len(rec["files"]) != len(files):
+                return None
+            for found, (name, size, mtime_ns, wal) in zip(files, rec["files"], strict=True):
+                st = found.stat
+                if found.file_name != name or st.st_size != size or st.st_mtime_ns != mtime_ns:
+                    return None
+                if (found.wal or wal is not None) and _found_wal(found) != wal:
+                    return None  # commits landed in the -wal since the record was made
+            return from_record(rec["run"], self.instances(), files)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def instances(self) -> list[InstanceInfo]:
+        """The instance facts records point into, each checked once (none when any fails)."""
+        if self._instances is None:
+            self._instances = []
+            with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):
+                self._instances = [instance_from(m) for m in self._instance_facts]
+        return self._instances
+
+
+def read_index(root: Path) -> Index:
+    """The root's summary; empty when absent, unreadable or of another version."""
+    path = root / SUMMARY_NAME
+    try:
+        line, st = _read_index_line(path)
+        doc = json.loads(line)
+        if type(doc) is not dict or doc.get("version") != SUMMARY_VERSION:
+            return Index()
+        runs, instances = doc["runs"], doc["instances"]
+        if type(runs) is not dict or type(instances) is not list:
+            return Index()
+        return Index(runs, instances, path, st, len(line) + 1)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return Index()
+
+
+def _read_index_line(path: Path) -> tuple[bytes, os.stat_result]:
+    """The summary's first line and the file's stat, read as ``store.read_regular_file`` reads
+    a file (refused unless regular, never blocking), and no further than that line: the rest
+    is read only if a run's files must be taken one by one."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
+        if st.st_size > SUMMARY_MAX_BYTES:
+            raise OSError(errno.EFBIG, f"larger than {SUMMARY_MAX_BYTES} bytes", str(path))
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(fd, 1 << 18)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if b"\n" in chunk:
+                break
+        data = b"".join(chunks)
+        newline = data.find(b"\n")
+        return (data if newline < 0 else data[:newline]), st
+    finally:
+        os.close(fd)
+
+
+def _read_range(path: Path, st: os.stat_result, offset: int, size: int) -> bytes:
+    """``size`` bytes at ``offset`` of the summary, only while it is still the file whose stat
+    is ``st`` (``OSError`` when it was replaced or cut short since)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # never open anything else (a FIFO blocks)
+        raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        now = os.fstat(fd)
+        same = (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) == (
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+        )
+        data = os.pread(fd, size, offset) if same and stat.S_ISREG(now.st_mode) else b""
+        if len(data) != size:
+            raise OSError(errno.ESTALE, "the summary changed since it was read", str(path))
+        return data
+    finally:
+        os.close(fd)
+
+
+def load(root: Path) -> dict[str, Entry]:
+    """Every file entry of the root's summary by ``<run dir>/<file name>``."""
+    index = read_index(root)
+    return {
+        f"{run}/{name}": entry
+        for run in index.run_names()
+        for name, entry in index.entries(run).items()
+    }
+
+
+def snapshot_from(found: Found, entries: dict[str, Entry]) -> LedgerSnapshot | None:
+    """The file's facts and whole-file totals from its summary entry (``Index.entries``),
+    without opening the file, or None when the entry is missing, stale or fails the reader's
+    checks (the file must then be opened).
+
+    A window that holds all of the file's counts, or none, is answered from the totals; any
+    other window opens the file (``LedgerSnapshot.window_sums``).
+    """
+    entry = entries.get(found.file_name)
+    if entry is None:
+        return None
+    st = found.stat
+    if st.st_size != entry.size or st.st_mtime_ns != entry.mtime_ns:
+        return None
+    if _found_wal(found) != entry.wal:
+        return None  # commits landed in the -wal since the entry was made
+    try:
+        return _decode(found.path, entry.facts)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None  # a malformed entry (wrong types or values): read the file itself
+
+
+def _encode(snap: LedgerSnapshot, totals: SumsByEngine) -> dict[str, Any]:
     return {
         "run_id": snap.run_id,
         "writer_rank": snap.writer_rank,
@@ -70,77 +266,63 @@ def _encode(snap: LedgerSnapshot, totals: dict[int, Sums]) -> dict[str, Any]:
     }
 
 
-def _decode(path: Path, d: dict[str, Any], entry: Entry) -> LedgerSnapshot:
-    last_end = d.get("last_end_ts", entry.last_ts)  # older entries: the file's last instant
+def _decode(path: Path, d: Any) -> LedgerSnapshot:
+    """``_encode``'s facts, each through the check the reader applies to the file's own."""
+    spans = values.check_spans(_list(d["spans"]))
+    if any(b[0] < a[0] for a, b in itertools.pairwise(spans)):
+        raise values.BadValues("spans out of order")  # the reader gets them by start
     return LedgerSnapshot(
         path=path,
         status="ok",
-        run_id=str(d["run_id"]),
-        writer_rank=int(d["writer_rank"]),
-        generation=int(d["generation"]),
-        expected_writers=int(d["expected_writers"]),
-        instance=InstanceInfo.from_meta(d["instance"]),
-        created_ts=d["created_ts"],
-        clean_close_ts=d["clean_close_ts"],
-        last_seq=int(d["last_seq"]),
-        spans=values.check_spans(d["spans"]),
-        problem_seconds=values.check_problem_seconds(d["problem_seconds"]),
-        first_bucket_ts=d["first_bucket_ts"],
-        last_end_ts=None if last_end is None else float(last_end),
-        compacted_before_ts=d["compacted_before_ts"],
-        has_daily=bool(d.get("has_daily", False)),
-        missing_commits=int(d["missing_commits"]),
-        marker_ts=d["marker_ts"],
-        _totals={
-            values.check_count("engine", int(e), values.MAX_ENGINE): Sums(
-                *(values.check_count("total", x, 2**62) for x in v)
-            )
-            for e, v in d["totals"].items()
-        },
+        run_id=values.check_text("run id", d["run_id"]),
+        writer_rank=values.check_count("writer rank", d["writer_rank"], values.MAX_WRITER_RANK),
+        generation=values.check_count("generation", d["generation"], values.MAX_GENERATION),
+        expected_writers=_expected_writers(d["expected_writers"]),
+        instance=InstanceInfo.from_meta(values.check_meta("instance", d["instance"])),
+        created_ts=values.check_optional_instant("created_ts", d["created_ts"]),
+        clean_close_ts=values.check_optional_instant("clean_close_ts", d["clean_close_ts"]),
+        last_seq=values.check_count("last_seq", d["last_seq"], values.MAX_COUNT),
+        spans=spans,
+        problem_seconds=values.check_problem_seconds(_list(d["problem_seconds"])),
+        first_bucket_ts=values.check_optional_second("first counted second", d["first_bucket_ts"]),
+        last_end_ts=values.check_optional_instant("last counted second", d["last_end_ts"]),
+        compacted_before_ts=values.check_optional_second(
+            "compacted_before_ts", d["compacted_before_ts"]
+        ),
+        has_daily=values.check_bool("has_daily", d["has_daily"]),
+        missing_commits=values.check_count(
+            "missing commits", d["missing_commits"], values.MAX_COUNT
+        ),
+        marker_ts=_marker_ts(d["marker_ts"]),
+        _totals={e: Sums(*v) for e, v in values.check_totals(d["totals"]).items()},
     )
 
 
-def load(root: Path) -> dict[str, Entry]:
-    """The summary's entries by path relative to the root; empty when absent or unreadable."""
-    try:
-        doc = json.loads(store.read_regular_file(root / SUMMARY_NAME, SUMMARY_MAX_BYTES))
-        if doc.get("version") != SUMMARY_VERSION:
-            return {}
-        return {
-            rel: Entry(e["size"], e["mtime_ns"], e["first_ts"], e["last_ts"], e["snapshot"])
-            for rel, e in doc["entries"].items()
-        }
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
+def _expected_writers(value: Any) -> int:
+    """1 to ``MAX_EXPECTED_WRITERS``: what a snapshot holds (the reader reads a 0 as 1)."""
+    if values.check_count("expected writers", value, values.MAX_EXPECTED_WRITERS) == 0:
+        raise values.BadValues("expected writers 0: a snapshot holds at least 1")
+    return int(value)
 
 
-def _matching(found: Found, entries: dict[str, Entry]) -> Entry | None:
-    entry = entries.get(found.rel)
-    if entry is None:
+def _list(rows: Any) -> list[Any]:
+    if type(rows) is not list:
+        raise values.BadValues(f"{rows!r:.40} is not a list")
+    return rows
+
+
+def _marker_ts(value: Any) -> float | None:
+    """The sequence marker's time: any finite number (the reader takes it as written)."""
+    if value is None:
         return None
-    if found.stat.st_size != entry.size or found.stat.st_mtime_ns != entry.mtime_ns:
-        return None
-    if _wal_stamp(found.name) != entry.snapshot.get("wal"):
-        return None  # commits landed in the -wal since the entry was made
-    return entry
+    if type(value) not in (int, float) or not math.isfinite(value):
+        raise values.BadValues(f"marker time {value!r:.40} is not a number")
+    return float(value)
 
 
-def snapshot_from(found: Found, entries: dict[str, Entry]) -> LedgerSnapshot | None:
-    """The file's facts and whole-file totals from the summary, without opening the file, or
-    None when the entry is missing, stale or malformed (the file must then be opened).
-
-    A window that holds all of the file's counts, or none, is answered from the totals; any
-    other window opens the file (``LedgerSnapshot.window_sums``).
-    """
-    if not entries:
-        return None
-    entry = _matching(found, entries)
-    if entry is None:
-        return None
-    try:
-        return _decode(found.path, entry.snapshot, entry)
-    except (KeyError, TypeError, ValueError):
-        return None  # a malformed entry (wrong types or values): read the file itself
+def _found_wal(found: Found) -> list[int] | None:
+    """``_wal_stamp`` of a found file; no look of its own where its directory had no -wal."""
+    return _wal_stamp(found.name) if found.wal else None
 
 
 def _wal_stamp(path: Path | str) -> list[int] | None:
@@ -156,67 +338,103 @@ Prepare = Callable[[LedgerSnapshot], LedgerSnapshot]
 
 
 def refresh(root: Path, now_ts: float, prepare: Prepare | None = None) -> tuple[int, int]:
-    """Rewrite the root's summary with every finished file; returns (entries, files read).
+    """Rewrite the root's summary with every finished file; returns (file entries, files read).
 
     Each file is opened at most once (none whose entry still matches). ``prepare`` sees every
     readable file's snapshot first and may change the file (the maintenance pass compacts it)
-    and return a fresh snapshot of it.
+    and return a fresh snapshot of it. A run directory whose files are all in the summary
+    also gets a record of the run as a whole, where one can answer for it.
     """
-    old = load(root)
-    entries: dict[str, dict[str, Any]] = {}
-    read = 0
-    for found in discover([root]):
-        snap = snapshot_from(found, old)
-        if snap is None:
-            snap = read_ledger(found.path, [EVERYTHING], now_ts=now_ts)
-            read += 1
-        if not snap.ok:
+    old = read_index(root)
+    runs: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    instances: list[Any] = []
+    entries = read = 0
+    for files in discover_runs([root]):
+        run_name = files[0].run_name
+        known = old.entries(run_name)
+        stamps: list[list[Any]] = []
+        facts: dict[str, Any] = {}
+        snaps: list[LedgerSnapshot] = []
+        totals: list[SumsByEngine] = []
+        for found in files:
+            snap = snapshot_from(found, known)
+            if snap is None:
+                snap = read_ledger(found.path, [EVERYTHING], now_ts=now_ts)
+                read += 1
+            if not snap.ok:
+                continue
+            if prepare is not None:
+                snap = prepare(snap)
+            made = _file_entry(snap, now_ts)
+            if made is None:
+                continue
+            stamp, whole = made
+            stamps.append([found.file_name, *stamp])
+            facts[found.file_name] = _encode(snap, whole)
+            snaps.append(snap)
+            totals.append(whole)
+        if not stamps:
             continue
-        if prepare is not None:
-            snap = prepare(snap)
-        entry = _entry(snap, now_ts)
-        if entry is not None:
-            entries[found.rel] = entry
-    _write(root, entries)
-    return len(entries), read
+        rec: dict[str, Any] = {"files": stamps}
+        if len(snaps) == len(files):
+            run = summarise(snaps, totals, instances)
+            if run is not None:
+                rec["run"] = run
+        runs.append((run_name, rec, facts))
+        entries += len(stamps)
+    _write(root, runs, instances)
+    return entries, read
 
 
-def _entry(snap: LedgerSnapshot, now_ts: float) -> dict[str, Any] | None:
+def _file_entry(snap: LedgerSnapshot, now_ts: float) -> tuple[list[Any], SumsByEngine] | None:
+    """(size, mtime_ns, -wal stamp) and whole-file sums of a finished file, or None when it
+    is not finished or holds nothing to place in time."""
     if not snap.ok or not writer_state.finished(
         clean_close_ts=snap.clean_close_ts, last_proof_ts=snap.last_proof_ts, at_ts=now_ts
     ):
         return None
+    if not (snap.spans or snap.first_bucket_ts is not None or snap.problem_seconds):
+        return None
+    if snap.marker_ts is not None and not math.isfinite(snap.marker_ts):
+        return None  # not representable in strict JSON: the file is read each time instead
     try:
         st = os.stat(snap.path)
     except OSError:
         return None
-    firsts = [s for s, _ in snap.spans]
-    lasts = [e for _, e in snap.spans]
-    if snap.first_bucket_ts is not None:
-        firsts.append(snap.first_bucket_ts)
-    firsts += [p[0] for p in snap.problem_seconds]
-    lasts += [p[0] + 1 for p in snap.problem_seconds]
-    if snap.last_end_ts is not None:
-        lasts.append(snap.last_end_ts)
-    if not firsts:
-        return None
-    return {
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-        "first_ts": math.floor(min(firsts)),
-        "last_ts": math.ceil(max(lasts)),
-        "snapshot": {**_encode(snap, snap.window_sums(EVERYTHING)), "wal": _wal_stamp(snap.path)},
-    }
+    # Taken from the summary (a file unchanged since), or summed when the file was read.
+    whole = snap._totals if snap._totals is not None else snap.window_sums(EVERYTHING)
+    return [st.st_size, st.st_mtime_ns, _wal_stamp(snap.path)], whole
 
 
-def _write(root: Path, entries: dict[str, dict[str, Any]]) -> None:
-    doc = {"version": SUMMARY_VERSION, "entries": entries}
+def _write(
+    root: Path, runs: Sequence[tuple[str, dict[str, Any], dict[str, Any]]], instances: list[Any]
+) -> None:
+    index: dict[str, Any] = {}
+    lines: list[bytes] = []
+    at = 0
+    for run_name, rec, facts in runs:
+        try:
+            line = json.dumps(facts, separators=(",", ":"), allow_nan=False).encode()
+            if "run" in rec:
+                json.dumps(rec["run"], allow_nan=False)  # never write a record NaN would break
+        except ValueError:
+            continue  # a value strict JSON cannot hold: these files are read each time
+        index[run_name] = {**rec, "at": [at, at + len(line)]}
+        lines.append(line)
+        at += len(line) + 1
+    head = json.dumps(
+        {"version": SUMMARY_VERSION, "instances": instances, "runs": index}, separators=(",", ":")
+    )
     import tempfile  # only the maintenance pass writes the summary
 
     fd, tmp = tempfile.mkstemp(prefix=".summary-", dir=root)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as f:
+            f.write(head.encode())
+            f.write(b"\n")
+            for line in lines:
+                f.write(line)
+                f.write(b"\n")
         os.chmod(tmp, 0o644)
         os.replace(tmp, root / SUMMARY_NAME)
     except BaseException:

@@ -104,7 +104,7 @@ class Timeline:
     window: WindowReport
     steps: tuple[WindowReport, ...]
     uncovered: tuple[UncoveredSpan, ...]
-    writers: tuple[cov.WriterCoverage, ...] = ()
+    writers: tuple[cov.WriterStatus, ...] = ()
     breakdown_by: str | None = None
     breakdown: tuple[TimelineRow, ...] = ()
     instance_filter: int | str | None = None
@@ -259,7 +259,7 @@ def _cause_intervals(model: cov.CoverageModel, cutoff_ts: int) -> dict[str, list
         cause = "write_failed" if lost else "queue_overflow" if dropped else "rejected_input"
         if lost or dropped or rejected:
             out[cause].append((float(ts), float(ts + 1)))
-    runs: dict[str, list[cov.WriterCoverage]] = {}
+    runs: dict[str, list[cov.WriterStatus]] = {}
     for wr in model.writers:
         runs.setdefault(wr.run_id, []).append(wr)
     for wr in model.writers:

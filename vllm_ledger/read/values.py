@@ -34,10 +34,15 @@ from vllm_ledger.write.store import (
     MAX_DECODE_US_PER_ENGINE_SECOND,
     MAX_REQUESTS_PER_ENGINE_SECOND,
     MAX_TOKENS_PER_ENGINE_SECOND,
+    SUM_COLUMNS,
 )
 
 MAX_EXPECTED_WRITERS = 4096
+MAX_WRITER_RANK = 9999  # the file name's four digits
+MAX_GENERATION = 999999  # and six
 MAX_ENGINE = 65535
+MAX_COUNT = 2**62  # a sum of counts, a sequence number
+MAX_TEXT_CHARS = 4096  # a run id, an instance fact
 EARLIEST_TS = 946_684_800.0  # 2000-01-01T00:00:00Z
 LATEST_TS = 4_102_444_800.0  # 2100-01-01T00:00:00Z
 ROW_SECONDS = {"buckets": 1, "hourly": 3600, "daily": 86400}
@@ -108,4 +113,90 @@ def check_problem_seconds(
                 check_count("lost events", lost, 2**53),
             )
         )
+    return out
+
+
+# ---- the summary of finished files: its values pass the same gate ---------------------------
+
+
+def check_second(name: str, value: Any) -> int:
+    """A whole second between 2000 and 2100."""
+    if type(value) is not int or not EARLIEST_TS <= value <= LATEST_TS:
+        raise BadValues(f"{name} {value!r:.40} is not a whole second in 2000-2100")
+    return value
+
+
+def check_optional_instant(name: str, value: Any) -> float | None:
+    return None if value is None else check_instant(name, value)
+
+
+def check_optional_second(name: str, value: Any) -> int | None:
+    return None if value is None else check_second(name, value)
+
+
+def check_counts(name: str, rows: Any, most: int) -> list[int]:
+    """A list of counts from 0 to ``most``."""
+    if type(rows) is not list or not all(type(v) is int and 0 <= v <= most for v in rows):
+        raise BadValues(f"{name}s {rows!r:.40} are not counts from 0 to {most}")
+    return rows
+
+
+def check_instants(name: str, rows: Any) -> list[float]:
+    """A list of instants between 2000 and 2100, as floats."""
+    if type(rows) is not list or not all(
+        (type(v) is float or type(v) is int) and EARLIEST_TS <= v <= LATEST_TS for v in rows
+    ):
+        raise BadValues(f"{name}s {rows!r:.40} are not times in 2000-2100")
+    return [float(v) for v in rows]
+
+
+def check_intervals(name: str, rows: Any) -> list[tuple[float, float]]:
+    """Sorted, disjoint, non-empty intervals of instants (what ``intervals.normalize`` makes)."""
+    if type(rows) is not list:
+        raise BadValues(f"{name} {rows!r:.40} is not a list of intervals")
+    out: list[tuple[float, float]] = []
+    for start, end in rows:
+        a, b = check_instant(f"{name} start", start), check_instant(f"{name} end", end)
+        if not a < b or (out and not out[-1][1] < a):
+            raise BadValues(f"{name}: [{a!r}, {b!r}) is empty, out of order or overlaps")
+        out.append((a, b))
+    return out
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if type(value) is not bool:
+        raise BadValues(f"{name} {value!r:.40} is not true or false")
+    return value
+
+
+def check_text(name: str, value: Any) -> str:
+    if type(value) is not str or len(value) > MAX_TEXT_CHARS:
+        raise BadValues(f"{name} {value!r:.40} is not a short string")
+    return value
+
+
+def check_meta(name: str, value: Any) -> dict[str, str]:
+    """A small mapping of strings to strings (a file's instance facts)."""
+    if (
+        type(value) is not dict
+        or len(value) > 64
+        or not all(type(k) is str and type(v) is str for k, v in value.items())
+        or not all(len(v) <= MAX_TEXT_CHARS for v in value.values())
+    ):
+        raise BadValues(f"{name} {value!r:.40} is not a mapping of short strings")
+    return value
+
+
+def check_totals(value: Any) -> dict[int, list[int]]:
+    """Sums per DP engine, ``{"<engine>": [one count per store.SUM_COLUMNS]}``."""
+    if type(value) is not dict:
+        raise BadValues(f"totals {value!r:.40} are not sums per engine")
+    out: dict[int, list[int]] = {}
+    for key, sums in value.items():
+        if not (type(key) is str and 1 <= len(key) <= 5 and key.isascii() and key.isdigit()):
+            raise BadValues(f"engine {key!r:.40} is not a DP rank")
+        engine = check_count("engine", int(key), MAX_ENGINE)
+        if len(check_counts("total", sums, MAX_COUNT)) != len(SUM_COLUMNS):
+            raise BadValues(f"totals of engine {engine}: {len(sums)} sums, not {len(SUM_COLUMNS)}")
+        out[engine] = sums
     return out
