@@ -3,7 +3,7 @@
 - "@bot status" from the fake chat platform: one reply with the deployment count (the refused
   entry counted and named), health for every instance and the five windows per instance,
   from real ledgers read through the forced status command of a real sshd. The config is the
-  seed's exact shape (``{"usage": {PORT: {target, code_dir, data_dir}}}``, no ``host``): each
+  original exact shape (``{"usage": {PORT: {target, code_dir, data_dir}}}``, no ``host``): each
   instance's health comes from the status command's own probe of 127.0.0.1:PORT/health (one
   port has a stand-in server, the other has nothing listening). A replayed message id, a bad
   signature and an old timestamp get nothing.
@@ -77,7 +77,7 @@ def test_status_from_the_seed_config_over_sshd_with_health_for_every_instance(
     usage["19099"] = {"target": "-oProxyCommand=touch /tmp/x", "code_dir": "/a", "data_dir": "/b"}
     sshd.authorize(lines)
     ssh_config = sshd.client_config(tmp_path / "ssh_config", hosts)
-    config = write_config(tmp_path / "private.json", usage, None)  # the seed's shape, exactly
+    config = write_config(tmp_path / "private.json", usage, None)  # the original shape, exactly
     listen = free_port()
     n = NotifierProc(
         config,

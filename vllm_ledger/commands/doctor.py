@@ -58,7 +58,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--expect-writers",
         type=number("--expect-writers", 1, 4096, "8", unit="a count", integer=True),
         metavar="N",
-        help="writers: the API process count you launched (the seed's recipe: 8)",
+        help="writers: the API process count you launched (often 8)",
     )
 
 

@@ -1,4 +1,4 @@
-"""The post-upgrade checks the write-up asks for after every vLLM upgrade, as one table.
+"""The checks to run after every vLLM upgrade (docs/doctor.md), as one table.
 
 Four checks, one module each, each giving a row that says what was checked, whether it passed
 and how to fix a failure:

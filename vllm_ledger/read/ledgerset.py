@@ -233,7 +233,7 @@ class LedgerSet:
         self._coverage: dict[tuple[float, tuple[int, ...]], cov.CoverageModel] = {}
         self.late_failures = 0  # files that failed when a window was first asked of them
         # Declared stops under the roots (``write/declarations.py``), and the lines refused;
-        # ``strict`` ignores every declaration (the seed's rule alone).
+        # ``strict`` ignores every declaration (the ledger's rule alone).
         self.declarations, self.declaration_errors = _load_declarations(self.roots)
         self.strict = False
 

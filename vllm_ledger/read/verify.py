@@ -1,7 +1,7 @@
 """Compare the current run's ledger totals with vLLM's live /metrics counters.
 
-The check the write-up asks for after every vLLM upgrade: the ledger's input, output and
-cached tokens (and finished requests) for the run now serving must equal
+The check to run after every vLLM upgrade (docs/ledger.md#verification-against-vllm): the
+ledger's input, output and cached tokens (and finished requests) for the run now serving must equal
 ``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``,
 ``vllm:prompt_tokens_cached_total`` (and ``vllm:request_success_total``) summed over engines.
 vLLM's counters start at zero with each launch, so the ledger side is the newest run's
