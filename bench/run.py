@@ -85,6 +85,7 @@ def row(
 
 def note(text: str) -> None:
     """A line printed now and kept under the table in results.md."""
+    text = text.replace(f"{REPO}/", "")  # paths relative to the checkout, as the docs show them
     print(f"  {text}", flush=True)
     DETAILS.setdefault("notes", {}).setdefault(_part, []).append(text)
 
@@ -1220,7 +1221,7 @@ def merge(machine: str, ran: dict[str, dict[str, Any]], total: float) -> dict[st
     return {
         "machine": machine,
         "date": time.strftime("%Y-%m-%d"),
-        "python": PY,
+        "python": os.path.relpath(PY, REPO),
         "parts": parts,
         "last_run_wall_s": total,
         "rows": rows,

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -58,11 +59,13 @@ def main() -> int:
         pythonpath=[work / "plugin"],
         log_path=work / "vllm.log",
     )
-    print(f"starting vllm serve on {server.url} (log: {server.log_path}); about 30-60 s on CPU")
+    log = os.path.relpath(server.log_path)  # as the README shows it: relative to the checkout
+    print(f"starting vllm serve on {server.url} (log: {log}); about 30-60 s on CPU")
     t0 = time.monotonic()
     server.start()
     try:
-        print(f"vLLM is up after {time.monotonic() - t0:.0f} s; the ledger writes to {ledger}")
+        shown = os.path.relpath(ledger)
+        print(f"vLLM is up after {time.monotonic() - t0:.0f} s; the ledger writes to {shown}")
         n = len(plan("tiny")) * ROUNDS
         with Progress() as progress:
             task = progress.add_task("sending requests", total=n)
