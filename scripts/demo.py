@@ -39,11 +39,13 @@ def cli(*args: str) -> int:
 
 def _wait_for_watermark(ledger: Path, since_ts: float, timeout_s: float = 20.0) -> None:
     """A live report ends where every writer has proven its counts (the watermark); the
-    writers prove once more about 2 s after the last event, so the report then holds all."""
+    writers prove once more about 2 s after the last event, so the report then holds all.
+    The cutoff is exclusive: every event stamped before ``since_ts`` is in once it passes the
+    second ``since_ts`` falls in."""
     from vllm_ledger.read.report import build_report
 
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and build_report([ledger]).cutoff_ts < int(since_ts):
+    while time.monotonic() < deadline and build_report([ledger]).cutoff_ts <= int(since_ts):
         time.sleep(0.5)
 
 
