@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 
@@ -144,7 +145,8 @@ def test_baseline_thresholds_equal_the_hand_computed_figures(tmp_path: Path) -> 
     ]  # fmt: skip
     assert doc["observability_flags"] == expected_flags
     assert flags == "vllm-ledger observability " + " ".join(expected_flags) + "\n"
-    assert f"gpu1:8000{'':<15}qwen3-8b{'':<16}     1.750 s" in text
+    # The servers' table: columns aligned by their widest cell (formats/table.py).
+    assert re.search(r"^gpu1:8000  qwen3-8b +1\.750 s +\d", text, re.MULTILINE), text
     assert (
         "  --ttft-p99-seconds 2.63: baseline TTFT P99 1.750 s, baseline x 1.5, rounded up " in text
     )
