@@ -529,7 +529,7 @@ DECODE_MICROSECONDS = dataclasses.replace(
 )
 
 
-# A bug this property found (issue 12; the two tests at the end): where *every* file of a run
+# A bug this property found (the two tests at the end): where *every* file of a run
 # was refused, deleted or hidden, the reader bounded the time those files may hide by the next
 # instant anything vouched for (a later run, another instance), and "total" started at the
 # first record it could read. Fixed: a refused file's time ends only at its own instance's next
