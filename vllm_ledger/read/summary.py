@@ -37,18 +37,17 @@ import itertools
 import json
 import math
 import os
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.errors import NotARegularFile
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Found, discover_runs
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, SumsByEngine, read_ledger
 from vllm_ledger.read.summary_run import SummaryRun, from_record, instance_from, summarise
 from vllm_ledger.read.windows import Window
+from vllm_ledger.write import store
 from vllm_ledger.write.identity import InstanceInfo
 
 SUMMARY_NAME = ".vllm-ledger-summary.json"
@@ -166,15 +165,7 @@ def _read_index_line(path: Path) -> tuple[bytes, os.stat_result]:
     """The summary's first line and the file's stat, read as ``store.read_regular_file`` reads
     a file (refused unless regular, never blocking), and no further than that line: the rest
     is read only if a run's files must be taken one by one."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
-        if st.st_size > SUMMARY_MAX_BYTES:
-            raise OSError(errno.EFBIG, f"larger than {SUMMARY_MAX_BYTES} bytes", str(path))
+    with store.open_regular(path, SUMMARY_MAX_BYTES) as (fd, st):
         chunks: list[bytes] = []
         while True:
             chunk = os.read(fd, 1 << 18)
@@ -186,30 +177,22 @@ def _read_index_line(path: Path) -> tuple[bytes, os.stat_result]:
         data = b"".join(chunks)
         newline = data.find(b"\n")
         return (data if newline < 0 else data[:newline]), st
-    finally:
-        os.close(fd)
 
 
 def _read_range(path: Path, st: os.stat_result, offset: int, size: int) -> bytes:
     """``size`` bytes at ``offset`` of the summary, only while it is still the file whose stat
     is ``st`` (``OSError`` when it was replaced or cut short since)."""
-    if not stat.S_ISREG(os.stat(path).st_mode):  # never open anything else (a FIFO blocks)
-        raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        now = os.fstat(fd)
+    with store.open_regular(path, SUMMARY_MAX_BYTES) as (fd, now):
         same = (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) == (
             st.st_dev,
             st.st_ino,
             st.st_size,
             st.st_mtime_ns,
         )
-        data = os.pread(fd, size, offset) if same and stat.S_ISREG(now.st_mode) else b""
+        data = os.pread(fd, size, offset) if same else b""
         if len(data) != size:
             raise OSError(errno.ESTALE, "the summary changed since it was read", str(path))
         return data
-    finally:
-        os.close(fd)
 
 
 def load(root: Path) -> dict[str, Entry]:

@@ -533,13 +533,15 @@ def write_sequence_marker(path: Path, seq: int, ts: float) -> None:
     os.replace(tmp, marker)
 
 
-def read_regular_file(path: Path | str, max_bytes: int) -> bytes:
-    """The bytes of a small regular file, without ever blocking or opening anything else.
+@contextlib.contextmanager
+def open_regular(path: Path | str, max_bytes: int) -> Iterator[tuple[int, os.stat_result]]:
+    """A descriptor on a regular file and its ``fstat``, without ever blocking or opening
+    anything else.
 
     A FIFO, socket, device or directory named like one of the ledger's files is refused from
     its ``stat`` (``NotARegularFile``), before any open; the open is non-blocking and its
     ``fstat`` checked again, so a file swapped in between is refused too. A file larger than
-    ``max_bytes`` raises ``OSError`` (EFBIG).
+    ``max_bytes`` raises ``OSError`` (EFBIG). The descriptor is closed on leaving.
     """
     import errno
     import stat
@@ -553,6 +555,16 @@ def read_regular_file(path: Path | str, max_bytes: int) -> bytes:
             raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
         if st.st_size > max_bytes:
             raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", str(path))
+        yield fd, st
+    finally:
+        os.close(fd)
+
+
+def read_regular_file(path: Path | str, max_bytes: int) -> bytes:
+    """The bytes of a small regular file (``open_regular``'s checks), at most ``max_bytes``."""
+    import errno
+
+    with open_regular(path, max_bytes) as (fd, _st):
         chunks = []
         left = max_bytes + 1
         while left > 0:
@@ -565,8 +577,6 @@ def read_regular_file(path: Path | str, max_bytes: int) -> bytes:
         if len(data) > max_bytes:
             raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", str(path))
         return data
-    finally:
-        os.close(fd)
 
 
 MARKER_MAX_BYTES = 256
