@@ -21,10 +21,9 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.generate import generate
+from tests.ledgers import second_rows
 from vllm_ledger import background
 from vllm_ledger.read import summary
-from vllm_ledger.read.discovery import discover_paths
-from vllm_ledger.write import store
 
 NOW = 1_795_000_000
 
@@ -35,14 +34,6 @@ def old_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("old") / "ledger"
     generate(root, writers=2, days=12, runs=3, now=NOW)
     return root
-
-
-def _second_rows(root: Path) -> int:
-    n = 0
-    for p in discover_paths([root]):
-        with store.open_read_only(p) as conn:
-            n += conn.execute("SELECT count(*) FROM buckets").fetchone()[0]
-    return n
 
 
 def _total(root: Path, at: int) -> dict:
@@ -56,11 +47,11 @@ def test_the_child_pass_compacts_and_writes_the_summary(old_root: Path, tmp_path
     root = tmp_path / "ledger"
     shutil.copytree(old_root, root)
     at = int(time.time())  # the child compacts as of the real clock
-    before_rows, before_total = _second_rows(root), _total(root, at)
+    before_rows, before_total = second_rows(root), _total(root, at)
     proc = background.spawn_pass(root)
     assert proc.pid != os.getpid()
     assert background.wait_for_pass(proc, timeout_s=120) == 0
-    assert _second_rows(root) < before_rows  # per-second rows past the horizon are gone
+    assert second_rows(root) < before_rows  # per-second rows past the horizon are gone
     assert len(summary.load(root)) == 6  # 2 writers x 3 finished runs
     assert _total(root, at) == before_total  # every figure kept
 

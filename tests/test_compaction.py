@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.generate import generate
-from tests.ledgers import ev, write_ledger
+from tests.ledgers import ev, second_rows, write_ledger
 from vllm_ledger import maintenance
 from vllm_ledger.read import summary
 from vllm_ledger.read.discovery import discover_paths
@@ -29,14 +29,6 @@ def _report(root: Path, at: float, *extra: str) -> dict:
     doc = json.loads(out)
     doc.pop("generated_at")
     return doc
-
-
-def _second_rows(root: Path) -> int:
-    n = 0
-    for p in discover_paths([root]):
-        with store.open_read_only(p) as conn:
-            n += conn.execute("SELECT count(*) FROM buckets").fetchone()[0]
-    return n
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +50,10 @@ def test_compaction_keeps_every_figure(old_ledger: Path, tmp_path: Path) -> None
 
     shutil.copytree(old_ledger, root)
     before = {at: _report(root, at, "--by", "run") for at in AT_CASES}
-    rows_before = _second_rows(root)
+    rows_before = second_rows(root)
     result = maintenance.run(root, clock=lambda: NOW)
     assert [c.status for c in result.compacted].count("compacted") == 2  # the oldest run
-    rows_after = _second_rows(root)
+    rows_after = second_rows(root)
     # Per-second rows older than the horizon are gone. The generator wrote that old history
     # as one event per writer-hour (from `start`), so that is one row per writer-hour.
     start = NOW - 12 * 86400
@@ -118,7 +110,7 @@ def test_sigkill_mid_compaction_loses_nothing(old_ledger: Path, tmp_path: Path) 
     root = tmp_path / "ledger"
     shutil.copytree(old_ledger, root)
     before = {at: _report(root, at, "--by", "run") for at in AT_CASES}
-    rows_before = _second_rows(root)
+    rows_before = second_rows(root)
     oldest = sorted(discover_paths([root]))[0]
     digest_before = store.quick_check(oldest)
     p = subprocess.Popen(
@@ -131,7 +123,7 @@ def test_sigkill_mid_compaction_loses_nothing(old_ledger: Path, tmp_path: Path) 
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     assert digest_before == "ok" and store.quick_check(oldest) == "ok"
-    assert _second_rows(root) == rows_before
+    assert second_rows(root) == rows_before
     for at in AT_CASES:
         assert _report(root, at, "--by", "run") == before[at]
     # The interrupted compaction can simply run again.
