@@ -10,7 +10,7 @@ process can be read without a sampling profiler. It measures either shape of the
   subclass swapped in before the thread starts counts the returns;
 * GIL slices of the recorder thread: the thread can let the GIL go only where it waits (its
   wake-up wait or ``queue.get``), sleeps (``time.sleep(0)`` between take-in slices), or calls
-  into SQLite and the file system (``store.commit_batch``, ``write_sequence_marker``,
+  into SQLite and the file system (``writes.commit_batch``, ``write_sequence_marker``,
   ``open_for_write``, ``file_damage``, ``quick_check``, ``compaction.compact_connection``).
   A timer closes a slice as the thread enters one of those and opens the next as it comes
   back, so each slice's wall time bounds from above one stretch of Python that held the GIL
@@ -47,9 +47,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vllm_ledger.format import connect, smallfiles, writes
 from vllm_ledger.plugin import LedgerStatLogger
 from vllm_ledger.write import recorder as recorder_module
-from vllm_ledger.write import store
 from vllm_ledger.write.recorder import Recorder
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -369,15 +369,15 @@ def _install() -> None:
     ):
         _wrap(Recorder, method, lambda fn, n=name, lb=label: _timed(n, fn, lb))
     recorder_module.time = _TimeModule()  # type: ignore[assignment]
-    for fn in (
-        "commit_batch",
-        "write_sequence_marker",
-        "open_for_write",
-        "file_damage",
-        "quick_check",
-        "close_without_checkpoint",
+    for module, fn in (
+        (writes, "commit_batch"),
+        (smallfiles, "write_sequence_marker"),
+        (connect, "open_for_write"),
+        (connect, "file_damage"),
+        (connect, "quick_check"),
+        (connect, "close_without_checkpoint"),
     ):
-        _wrap(store, fn, _releases_gil)
+        _wrap(module, fn, _releases_gil)
     compaction = getattr(recorder_module, "compaction", None)
     if compaction is not None:
         _wrap(compaction, "compact_connection", _releases_gil)

@@ -171,7 +171,7 @@ def rss_kb():
     for line in open("/proc/self/status"):
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
-from vllm_ledger.write.identity import WriterIdentity
+from vllm_ledger.format.identity import WriterIdentity
 from vllm_ledger.write.recorder import Recorder
 before = rss_kb()
 rec = Recorder(tempfile.mkdtemp(), WriterIdentity("ingest", 0, 1))

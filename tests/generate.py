@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write import compaction
-from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write.recorder import Recorder
 
 HOUR = 3600

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vllm_ledger.format import connect
+from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read.discovery import discover_paths
-from vllm_ledger.write import store
-from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write.recorder import IterationEvent, Recorder
 
 
@@ -86,6 +86,6 @@ def second_rows(root: Path) -> int:
     """Per-second rows in every ledger under ``root`` (what compaction drops past 8 days)."""
     n = 0
     for p in discover_paths([root]):
-        with store.open_read_only(p) as conn:
+        with connect.open_read_only(p) as conn:
             n += conn.execute("SELECT count(*) FROM buckets").fetchone()[0]
     return n

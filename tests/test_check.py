@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from tests.ledgers import ev, write_ledger
+from vllm_ledger.format import connect, smallfiles
 from vllm_ledger.read.check import FileVerdict, check, check_file
-from vllm_ledger.write import store
 
 T0 = 1_800_000_000.0
 WHO = "run run-a writer 0 gen 0"
@@ -58,7 +58,7 @@ def test_a_writer_is_alive_for_30_s_after_its_last_heartbeat_stale_then_an_uncle
 def test_a_damaged_header_is_damaged_and_left_as_it_is(tmp_path: Path) -> None:
     path = _ledger(tmp_path)
     with open(path, "r+b") as f:
-        f.write(b"\0" * store.HEADER_BYTES)
+        f.write(b"\0" * connect.HEADER_BYTES)
     damaged = path.read_bytes()
     assert check_file(path, T0 + 61) == FileVerdict(path, False, "damaged", "bad header")
     os.truncate(path, 50)
@@ -69,7 +69,7 @@ def test_a_damaged_header_is_damaged_and_left_as_it_is(tmp_path: Path) -> None:
 
 def test_commits_the_marker_has_and_the_file_lacks_are_a_sequence_gap(tmp_path: Path) -> None:
     path = _ledger(tmp_path)
-    store.write_sequence_marker(path, 16, T0 + 62)
+    smallfiles.write_sequence_marker(path, 16, T0 + 62)
     assert check_file(path, T0 + 61) == FileVerdict(
         path, False, "sequence_gap", f"{WHO}: 2 committed batch(es) missing after seq 14"
     )
@@ -113,6 +113,6 @@ def test_a_file_claimed_and_never_committed_is_not_damage(tmp_path: Path) -> Non
         path, True, "ok", "empty: truncated (never committed)"
     )
     # With a marker, commits were made and the file holds none: that is a loss.
-    store.write_sequence_marker(path, 2, mtime)
+    smallfiles.write_sequence_marker(path, 2, mtime)
     verdict = check_file(path, mtime + 3600)
     assert (verdict.ok, verdict.verdict) == (False, "damaged")

@@ -15,10 +15,11 @@ from tests.conftest import REPO, run_cli
 from tests.generate import generate
 from tests.ledgers import ev, second_rows, write_ledger
 from vllm_ledger import maintenance
+from vllm_ledger.format import connect
 from vllm_ledger.read import summary
 from vllm_ledger.read.discovery import discover_paths
 from vllm_ledger.read.report import build_report
-from vllm_ledger.write import compaction, store
+from vllm_ledger.write import compaction
 
 NOW = 1_795_000_000
 
@@ -90,8 +91,9 @@ def test_summary_answers_only_what_it_can(old_ledger: Path, tmp_path: Path) -> N
 KILL_INSIDE = r"""
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from vllm_ledger.write import compaction, store
-real = store.transaction
+from vllm_ledger.write import compaction
+from vllm_ledger.format import writes
+real = writes.transaction
 import contextlib
 @contextlib.contextmanager
 def slow(conn):
@@ -99,7 +101,7 @@ def slow(conn):
         yield c
         print("deleted, not committed", flush=True)
         time.sleep(60)
-compaction.store.transaction = slow
+writes.transaction = slow  # what compact() commits with
 compaction.compact_file(__import__("pathlib").Path(sys.argv[2]), float(sys.argv[3]))
 """
 
@@ -112,7 +114,7 @@ def test_sigkill_mid_compaction_loses_nothing(old_ledger: Path, tmp_path: Path) 
     before = {at: _report(root, at, "--by", "run") for at in AT_CASES}
     rows_before = second_rows(root)
     oldest = sorted(discover_paths([root]))[0]
-    digest_before = store.quick_check(oldest)
+    digest_before = connect.quick_check(oldest)
     p = subprocess.Popen(
         [sys.executable, "-c", KILL_INSIDE, str(REPO), str(oldest), str(NOW)],
         stdout=subprocess.PIPE,
@@ -122,7 +124,7 @@ def test_sigkill_mid_compaction_loses_nothing(old_ledger: Path, tmp_path: Path) 
     assert p.stdout.readline().strip() == "deleted, not committed"
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
-    assert digest_before == "ok" and store.quick_check(oldest) == "ok"
+    assert digest_before == "ok" and connect.quick_check(oldest) == "ok"
     assert second_rows(root) == rows_before
     for at in AT_CASES:
         assert _report(root, at, "--by", "run") == before[at]
@@ -146,7 +148,7 @@ def test_compaction_never_touches_a_damaged_file(old_ledger: Path, tmp_path: Pat
     result = maintenance.run(root, clock=lambda: NOW)
     by_path = {c.path: c for c in result.compacted}
     assert hashlib.sha256(victim.read_bytes()).hexdigest() == digest
-    assert store.quick_check(victim) != "ok"
+    assert connect.quick_check(victim) != "ok"
     assert by_path[victim].status == "skipped"
     assert by_path[victim].detail.startswith("quick_check:")
 

@@ -11,9 +11,9 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.generate import generate
+from vllm_ledger.format import connect
 from vllm_ledger.read.discovery import discover_paths
 from vllm_ledger.read.snapshot import window_parts
-from vllm_ledger.write import store
 
 NOW = 1_795_000_000
 # Instants whose windows start mid-hour, mid-day, on a day edge and before any record.
@@ -49,7 +49,7 @@ def _without_days(root: Path) -> None:
 
 def test_day_rows_sum_exactly_the_hours(long_ledger: Path) -> None:
     for p in discover_paths([long_ledger]):
-        with store.open_read_only(p) as conn:
+        with connect.open_read_only(p) as conn:
             hours = conn.execute(
                 "SELECT ts - ts % 86400, engine, sum(prompt_tokens), sum(generation_tokens),"
                 " sum(requests) FROM hourly GROUP BY 1, 2 ORDER BY 1, 2"
@@ -78,9 +78,9 @@ def test_the_migration_back_fills_day_rows_for_an_old_file(
     want = {at: _report(root, at) for at in AT_CASES}
     _without_days(root)
     for p in discover_paths([root]):  # a new writer opening the file applies the migration
-        store.open_for_write(p, NOW).close()
+        connect.open_for_write(p, NOW).close()
     for p in discover_paths([root]):
-        with store.open_read_only(p) as conn:
+        with connect.open_read_only(p) as conn:
             names = [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY name")]
             assert names == ["0001_initial", "0002_problem_seconds", "0003_daily"]
     for at in AT_CASES:

@@ -10,9 +10,9 @@ import pytest
 
 from tests.ledgers import ev, write_ledger
 from vllm_ledger import cli
+from vllm_ledger.format import declarations
 from vllm_ledger.read.report import build_report, window_reports
 from vllm_ledger.read.windows import Window
-from vllm_ledger.write import declarations
 
 T0 = 1_796_000_000  # 2026-11-30T00:53:20Z
 INSTANCE = "testhost:8000"

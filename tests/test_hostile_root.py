@@ -201,7 +201,7 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_escape_sequences_planted_in_a_ledger_never_reach_the_terminal(tmp_path: Path) -> None:
-    from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+    from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
     from vllm_ledger.write.recorder import Recorder
 
     root = tmp_path / "ledger"

@@ -1,4 +1,4 @@
-"""Who is writing (write/identity.py): the instance key, the facts kept in meta, the run id."""
+"""Who is writing (format/identity.py): the instance key, the facts kept in meta, the run id."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_ledger.write.identity import (
+from vllm_ledger.format.identity import (
     InstanceInfo,
     default_root,
     derive_run_id,

@@ -19,9 +19,9 @@ import pytest
 
 from tests.conftest import REPO
 from tests.ledgers import FakeClock, ev
+from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.windows import WINDOW_NAMES
-from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write.recorder import IterationEvent, Recorder
 
 AT = 1_800_000_000  # 2027-01-15 08:00:00 UTC; every writer has closed by then

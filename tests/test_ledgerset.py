@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from tests.ledgers import ev, write_ledger
+from vllm_ledger.format.paths import iter_ledger_files
 from vllm_ledger.maintenance import run as maintenance_run
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.report import build_report
 from vllm_ledger.read.timeline import build_timeline
-from vllm_ledger.write.paths import iter_ledger_files
 
 REPO = Path(__file__).resolve().parent.parent
 T0 = 1_796_000_000.0

@@ -26,7 +26,7 @@ def test_public_api_is_sorted_and_importable() -> None:
 def test_plugin_imports_only_the_standard_library_besides_vllm() -> None:
     code = (
         "import sys; before = set(sys.modules)\n"
-        "import vllm_ledger.write.recorder, vllm_ledger.write.identity, vllm_ledger.write.store\n"
+        "import vllm_ledger.write.recorder, vllm_ledger.format.identity, vllm_ledger.format.reads\n"
         "import vllm_ledger.maintenance\n"
         "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
         "stdlib = set(sys.stdlib_module_names)\n"

@@ -51,8 +51,8 @@ from zoneinfo import ZoneInfo
 from hypothesis import event, example, given
 from hypothesis import strategies as st
 
+from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read.report import build_report
-from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write.recorder import IterationEvent, Recorder
 
 REPO = Path(__file__).resolve().parent.parent

@@ -18,10 +18,10 @@ import pytest
 from tests.faults.helpers import ALL_TIME, snapshot
 from tests.ledgers import ev, write_ledger
 from vllm_ledger import __version__
+from vllm_ledger.format import connect, smallfiles
+from vllm_ledger.format.identity import InstanceInfo
 from vllm_ledger.read.snapshot import SUM_FIELDS, Sums, read_ledger
 from vllm_ledger.read.windows import Window
-from vllm_ledger.write import store
-from vllm_ledger.write.identity import InstanceInfo
 
 REPO = Path(__file__).resolve().parent.parent
 HOUR0 = 1_795_996_800  # a whole UTC hour
@@ -134,7 +134,7 @@ def test_any_window_reads_what_its_seconds_hold(tmp_path: Path) -> None:
     import random
 
     path = _five_events(tmp_path)
-    with store.open_read_only(path) as conn:
+    with connect.open_read_only(path) as conn:
         seconds = conn.execute("SELECT ts, prompt_tokens FROM buckets").fetchall()
     rnd = random.Random(7)
     lo, hi = HOUR0 - 7200, HOUR0 + 9000
@@ -178,7 +178,7 @@ def test_files_that_are_not_a_ledger_yet(tmp_path: Path) -> None:
 def test_a_file_with_commits_made_and_none_in_it_is_unreadable(tmp_path: Path) -> None:
     other = tmp_path / "run-c" / "w0.g0.ledger.sqlite"
     _sqlite_without_ledger_tables(other)
-    store.write_sequence_marker(other, 3, T0)
+    smallfiles.write_sequence_marker(other, 3, T0)
     snap = snapshot(other)
     assert (snap.status, snap.detail) == (
         "unreadable",
@@ -192,7 +192,7 @@ def _truncate_to_50(path: Path) -> None:
 
 def _zero_the_header(path: Path) -> None:
     with open(path, "r+b") as f:
-        f.write(b"\0" * store.HEADER_BYTES)
+        f.write(b"\0" * connect.HEADER_BYTES)
 
 
 def _a_directory_in_its_place(path: Path) -> None:
@@ -256,7 +256,7 @@ def test_a_file_the_reader_may_not_open_is_denied() -> None:
 
 def test_the_sequence_marker_names_commits_the_file_lacks(tmp_path: Path) -> None:
     path = _closed_file(tmp_path)
-    store.write_sequence_marker(path, 14 + 3, T0 + 70)  # three commits the file never got
+    smallfiles.write_sequence_marker(path, 14 + 3, T0 + 70)  # three commits the file never got
     snap = snapshot(path)
     assert (snap.status, snap.last_seq, snap.missing_commits, snap.marker_ts) == (
         "ok",
@@ -265,7 +265,7 @@ def test_the_sequence_marker_names_commits_the_file_lacks(tmp_path: Path) -> Non
         T0 + 70,
     )
     assert snap.window_sums(ALL_TIME)[0].input_tokens == 10  # what it holds still counts
-    store.write_sequence_marker(path, 14, T0 + 60)  # the marker of the last commit: no gap
+    smallfiles.write_sequence_marker(path, 14, T0 + 60)  # the marker of the last commit: no gap
     assert (snapshot(path).missing_commits, snapshot(path).marker_ts) == (0, None)
     # A marker is a hint written without fsync: a torn one is no evidence of anything.
     Path(f"{path}.seq").write_text("not a marker\n")

@@ -16,11 +16,11 @@ import pytest
 from tests.conftest import run_cli
 from tests.ledgers import FakeClock, ev, write_ledger
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.formats.timeline import render_json
 from vllm_ledger.read import timeline as timeline_module
 from vllm_ledger.read.report import build_report
 from vllm_ledger.read.timeline import build_timeline, parse_duration, step_edges
-from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write.recorder import IterationEvent, Recorder
 
 SH = ZoneInfo("Asia/Shanghai")

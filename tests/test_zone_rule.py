@@ -32,10 +32,10 @@ from tests.conftest import REPO
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.cli import main
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.format.zonefile import record_zone, zone_to_record
 from vllm_ledger.promtext import parse_samples, sum_metric
 from vllm_ledger.read.windows import DEFAULT_TZ
 from vllm_ledger.read.zone import ZONE_ENV, ZONE_FILE, resolve_zone
-from vllm_ledger.write.zonefile import record_zone, zone_to_record
 
 SH = ZoneInfo("Asia/Shanghai")
 MIDNIGHT_SH = int(datetime(2026, 11, 29, tzinfo=SH).timestamp())  # 2026-11-28T16:00Z

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write.recorder import IterationEvent, Recorder
 
 SSHD = "/usr/sbin/sshd"

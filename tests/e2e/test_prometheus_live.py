@@ -36,10 +36,10 @@ from devtools.vllm_server import free_port
 from tests.conftest import REPO, run_cli
 from tests.e2e.prom import Prometheus, is_gpu_metric, metric_names, promtool
 from tests.e2e.settle import settle
+from vllm_ledger.format.identity import host_name
 from vllm_ledger.observe.alerts import alert_rules
 from vllm_ledger.observe.dashboard import INSTANCE_QUERY, MODEL_QUERY, expressions, interpolate
 from vllm_ledger.promtext import parse_samples, sum_metric
-from vllm_ledger.write.identity import host_name
 
 pytestmark = pytest.mark.e2e
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.ledgers import FakeClock
+from vllm_ledger.format import connect, paths
+from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read import snapshot as reader
 from vllm_ledger.read.windows import Window
-from vllm_ledger.write import paths, store
-from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write.recorder import Recorder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -210,4 +210,4 @@ def copy_ledger_image(src: Path, dest_root: Path, run_id: str) -> Path:
 
 
 def quick_check(path: Path) -> str:
-    return store.quick_check(path)
+    return connect.quick_check(path)

@@ -15,8 +15,8 @@ from pathlib import Path
 from tests.conftest import REPO, run_cli
 from tests.faults.helpers import identity, ledger_files, wait_for
 from tests.ledgers import ev, write_ledger
+from vllm_ledger.format import connect
 from vllm_ledger.read.report import build_report
-from vllm_ledger.write import store
 from vllm_ledger.write.recorder import Recorder
 
 T0 = 1_800_000_000.0
@@ -66,7 +66,7 @@ def test_long_read_transaction_does_not_stop_the_writer(tmp_path: Path) -> None:
         rec.submit((time.time(), 0, 5, 1, 0, ()))
         wait_for(lambda: rec.committed_events_total == 1, what="first event")
         assert rec.path is not None
-        with store.open_read_only(rec.path) as conn:
+        with connect.open_read_only(rec.path) as conn:
             conn.execute("BEGIN")
             held = conn.execute("SELECT sum(prompt_tokens) FROM buckets").fetchone()[0]
             seq_at_start = rec._seq
@@ -127,7 +127,7 @@ def test_report_as_another_user(tmp_path: Path) -> None:
         )
         # write_ledger(clean=False) closes the connection: reopen one, as a live writer holds it.
         (live_path,) = ledger_files(live)
-        holder = store.open_for_write(live_path, T0 + 60)
+        holder = connect.open_for_write(live_path, T0 + 60)
         holder.execute("SELECT count(*) FROM meta").fetchone()
         del rec
         outcomes = {}

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write.recorder import Recorder
 
 PROMPT_PER_EVENT = 3

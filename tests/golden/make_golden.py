@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.golden import harness
 from tests.ledgers import FakeClock, ev
 from vllm_ledger import maintenance
-from vllm_ledger.write import identity, recorder, store
+from vllm_ledger.format import identity, smallfiles
+from vllm_ledger.write import recorder
 
 SH = "Asia/Shanghai"
 NY = "America/New_York"
@@ -518,8 +519,8 @@ def build_k(root: Path) -> None:
         events=[ev(K0 + 60.5, prompt=90, gen=9, finished=[(9, 0.9)])],
     )
     ledger = root / run / "w0.g0.ledger.sqlite"
-    seq, _ts = store.read_sequence_marker(ledger) or (0, 0.0)
-    store.write_sequence_marker(ledger, seq + 2, K0 + 1810.0)  # as if power loss undid two
+    seq, _ts = smallfiles.read_sequence_marker(ledger) or (0, 0.0)
+    smallfiles.write_sequence_marker(ledger, seq + 2, K0 + 1810.0)  # as if power loss undid two
     (root / run / "w1.g0.ledger.sqlite").write_bytes(b"not a ledger\n" * 400)
 
 

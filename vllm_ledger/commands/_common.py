@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.format.identity import default_root
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.outfile import check_target, kind_of
 from vllm_ledger.read.windows import DEFAULT_TZ
 from vllm_ledger.read.zone import ZONE_ENV, ZONE_FILE, ZoneChoice, is_zone_name, resolve_zone
-from vllm_ledger.write.identity import default_root
 
 MAX_TEXT = 256  # a model name, run id, label, host: longer is a mistake
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from vllm_ledger.commands._common import add_roots, instant, roots_of, text
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.format import declarations
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.windows import Window
-from vllm_ledger.write import declarations
 
 NAME = "declare-stop"
 HELP = "record that an instance was stopped on purpose: the report shows that time as declared"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from vllm_ledger import __version__
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.write.zonefile import BUNDLE_ZONE_FILE, check_zone
+from vllm_ledger.format.zonefile import BUNDLE_ZONE_FILE, check_zone
 
 ENTRY_POINT = "ledger = vllm_ledger.plugin:LedgerStatLogger"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
@@ -81,7 +81,7 @@ def bundle(dest: Path, tz: str | None = None) -> list[Path]:
         )
         (info / "RECORD").write_text(record + f"{_dist_info_name()}/RECORD,,\n")
         (tmp / _marker()).write_text(f"vllm-ledger {__version__}\n")
-        if tz is not None:  # the plugin reads it (write/zonefile.py)
+        if tz is not None:  # the plugin reads it (format/zonefile.py)
             (tmp / BUNDLE_ZONE_FILE).write_text(f"{tz}\n")
         for p in tmp.rglob("*"):
             os.chmod(p, 0o755 if p.is_dir() else 0o644)

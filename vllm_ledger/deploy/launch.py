@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from vllm_ledger import __version__
 from vllm_ledger.deploy.host import ENV_NAME_PATTERN, Host, check_for
 from vllm_ledger.errors import ConfigError
+from vllm_ledger.format.zonefile import check_zone
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
-from vllm_ledger.write.zonefile import check_zone
 
 PLUGIN_SUBDIR = "ledger-plugin"
 LEDGER_SUBDIR = "usage"

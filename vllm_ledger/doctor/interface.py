@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.doctor.base import Row, quiet_ledger_log
+from vllm_ledger.format import paths
 from vllm_ledger.read.snapshot import Sums, read_ledger
 from vllm_ledger.read.windows import Window
-from vllm_ledger.write import paths
 
 # The fields the plugin reads (write/plugin.py's docstring lists them), with their types.
 ITERATION_FIELDS: tuple[tuple[str, type], ...] = (

@@ -27,8 +27,8 @@ from typing import Literal
 from vllm_ledger import __version__
 from vllm_ledger.doctor.base import Row, newest_run, quiet_ledger_log
 from vllm_ledger.errors import LedgerError
+from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read.report import Report, build_report
-from vllm_ledger.write.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write.recorder import MAX_RETRIES, Recorder
 
 # Below this much free space under a ledger root, the next commits may fail.

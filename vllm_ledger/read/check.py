@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vllm_ledger.format import connect, paths, reads
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Unseen, discover
 from vllm_ledger.read.snapshot import LedgerSnapshot, read_ledger
-from vllm_ledger.write import paths, store
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,12 @@ class FileVerdict:
 def _bad_values(path: Path, busy_timeout_s: float) -> str | None:
     """Every row of every table judged as a report would judge it (a report checks only the
     rows it adds: edge seconds, hours, days). None when all pass."""
-    conn, _head, _stamp = store.connect_read_only(path, busy_timeout_s)
+    conn, _head, _stamp = connect.connect_read_only(path, busy_timeout_s)
     try:
-        tables = store.read_facts(conn).tables
+        tables = reads.read_facts(conn).tables
         for table in ("buckets", "hourly", "daily"):
             if table in tables:
-                for row in store.sum_by_engine(conn, table, -(2**62), 2**62):
+                for row in reads.sum_by_engine(conn, table, -(2**62), 2**62):
                     values.check_sum_row(table, row)
     except values.BadValues as exc:
         return str(exc)
@@ -74,10 +74,10 @@ def check_file(
     if snap.status in ("empty", "starting"):
         return FileVerdict(path, True, "ok", f"{snap.status}: {snap.detail} (never committed)")
     # The file's own header first: quick_check alone passes when page 1 comes from the -wal.
-    damage = store.file_damage(path, expect_wal=False)
+    damage = connect.file_damage(path, expect_wal=False)
     if damage is not None:
         return FileVerdict(path, False, "damaged", damage)
-    qc = store.quick_check(path, busy_timeout_s)
+    qc = connect.quick_check(path, busy_timeout_s)
     if qc != "ok":
         kind = "busy" if "locked" in qc else "damaged"
         return FileVerdict(path, False, kind, f"quick_check: {qc}")

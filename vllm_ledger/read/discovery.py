@@ -1,6 +1,6 @@
 """Find every ledger file under the roots, each real file once. No file is opened here.
 
-``ROOT/<run dir>/w<rank>.g<generation>.ledger.sqlite`` (``write/paths.py``): the root is
+``ROOT/<run dir>/w<rank>.g<generation>.ledger.sqlite`` (``format/paths.py``): the root is
 listed, then each run directory once. The same file reached twice (a symlinked directory, a
 second root) has the same device and inode; one ``stat`` per file is much cheaper than
 resolving every path, and the stat is kept for the reader (type and size checks, the summary's
@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from vllm_ledger.write.paths import MISSING_LEDGER, SEQ_SUFFIX, parse_ledger_name
-from vllm_ledger.write.store import LEDGER_SUFFIX
+from vllm_ledger.format.paths import LEDGER_SUFFIX, MISSING_LEDGER, SEQ_SUFFIX, parse_ledger_name
 
 WAL_SUFFIX = "-wal"
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
+from vllm_ledger.format import declarations, paths, smallfiles
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import summary
 from vllm_ledger.read.discovery import Found, Unseen, discover_runs
@@ -45,7 +46,6 @@ from vllm_ledger.read.snapshot import (
 from vllm_ledger.read.summary_run import SummaryRun
 from vllm_ledger.read.values import BadValues
 from vllm_ledger.read.windows import Window
-from vllm_ledger.write import declarations, paths, store
 
 MAX_OPEN_FILES = 256
 
@@ -232,7 +232,7 @@ class LedgerSet:
         self._connections = connections
         self._coverage: dict[tuple[float, tuple[int, ...]], cov.CoverageModel] = {}
         self.late_failures = 0  # files that failed when a window was first asked of them
-        # Declared stops under the roots (``write/declarations.py``), and the lines refused;
+        # Declared stops under the roots (``format/declarations.py``), and the lines refused;
         # ``strict`` ignores every declaration (the ledger's rule alone).
         self.declarations, self.declaration_errors = _load_declarations(self.roots)
         self.strict = False
@@ -443,7 +443,7 @@ def _load_declarations(
     for root in roots:
         path = declarations.path_in(root)
         try:
-            data = store.read_regular_file(path, declarations.MAX_FILE_BYTES)
+            data = smallfiles.read_regular_file(path, declarations.MAX_FILE_BYTES)
         except FileNotFoundError:
             continue
         except OSError as exc:

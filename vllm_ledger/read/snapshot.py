@@ -5,7 +5,7 @@ header's length: SQLite would delete the ``-wal`` beside a shorter one, even rea
 opens it once, read-only, in one read transaction, so its facts (identity, spans, fault
 seconds) and every window sum later asked of it come from the same commit. A file that cannot
 be read gets a status (``unreadable``, ``busy``, ``denied``, ``empty``, ``starting``) instead
-of a crash or a zero. The SQL is in ``write/store.py``; this module turns what it returns into
+of a crash or a zero. The SQL is in ``format/reads.py``; this module turns what it returns into
 a ``LedgerSnapshot``.
 """
 
@@ -21,10 +21,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
+from vllm_ledger.errors import NotARegularFile
+from vllm_ledger.format import connect, paths, reads, smallfiles
+from vllm_ledger.format.identity import InstanceInfo
 from vllm_ledger.read import values
 from vllm_ledger.read.windows import Window
-from vllm_ledger.write import paths, store
-from vllm_ledger.write.identity import InstanceInfo
 
 HOUR = 3600
 DAY = 86400
@@ -37,7 +38,7 @@ FileStatus = Literal["ok", "unreadable", "busy", "denied", "empty", "starting", 
 class Sums:
     """The six sums of some rows (a window, an engine, a file), in the report's vocabulary.
 
-    Their columns on disk are ``store.SUM_COLUMNS``, in this order.
+    Their columns on disk are ``schema.SUM_COLUMNS``, in this order.
     """
 
     input_tokens: int = 0
@@ -62,7 +63,7 @@ class Sums:
             setattr(self, f, getattr(self, f) - getattr(other, f))
 
     def add_row(self, row: tuple[int | None, ...]) -> None:
-        """Add a ``store.sum_by_engine`` row's sums (the engine already taken off)."""
+        """Add a ``reads.sum_by_engine`` row's sums (the engine already taken off)."""
         for f, v in zip(SUM_FIELDS, row, strict=True):
             setattr(self, f, getattr(self, f) + (v or 0))
 
@@ -105,7 +106,7 @@ class LedgerSnapshot:
     _totals: SumsByEngine | None = field(default=None, repr=False)
     _memo: dict[tuple[int, int], SumsByEngine] = field(default_factory=dict, repr=False)
     _parts: dict[tuple[str, int, int], SumsByEngine] = field(default_factory=dict, repr=False)
-    _stamp: store.Stamp | None = field(default=None, repr=False)  # opened immutable
+    _stamp: connect.Stamp | None = field(default=None, repr=False)  # opened immutable
 
     @property
     def ok(self) -> bool:
@@ -203,12 +204,12 @@ class LedgerSnapshot:
                 raise RuntimeError(f"{self.path}: no connection to answer a window")
             got = {}
             try:
-                rows = store.sum_by_engine(self._connect(), table, a, b)
+                rows = reads.sum_by_engine(self._connect(), table, a, b)
             except sqlite3.OperationalError as exc:
                 if "integer overflow" in str(exc):  # a sum past 2^63: values no engine makes
                     raise values.BadValues(f"{table}: counts overflow a 64-bit sum") from exc
                 raise
-            if not store.unchanged(self.path, self._stamp):
+            if not connect.unchanged(self.path, self._stamp):
                 # Opened immutable (no -wal) and since changed: compaction or a writer opened
                 # it, so what was just read may mix two states. Named busy, never added.
                 raise sqlite3.OperationalError("database is busy: it changed while being read")
@@ -292,23 +293,23 @@ def open_snapshot(
     conn: sqlite3.Connection | None = None
     marker: tuple[int, float] | None = None
     try:
-        marker = store.read_sequence_marker(path)
+        marker = smallfiles.read_sequence_marker(path)
         if st is None:
             st = os.stat(path)
         damage = _damage_from_stat(st)
         if damage is None:
-            conn, head, snap._stamp = store.connect_read_only(path, busy_timeout_s)
-            damage = store.header_damage(head)
+            conn, head, snap._stamp = connect.connect_read_only(path, busy_timeout_s)
+            damage = connect.header_damage(head)
         if damage is not None:
             snap.status = "empty" if damage == "truncated" and marker is None else "unreadable"
             snap.detail = damage
         else:
             assert conn is not None
-            _read_facts(store.read_facts(conn), snap)
+            _read_facts(reads.read_facts(conn), snap)
     except sqlite3.Error as exc:
         snap.status = classify_error(exc)
         snap.detail = str(exc)
-    except store.NotARegularFile as exc:  # its .seq marker: it could hide lost commits
+    except NotARegularFile as exc:  # its .seq marker: it could hide lost commits
         snap.status = "unreadable"
         snap.detail = f"{Path(exc.filename or '').name} is not a regular file"
     except OSError as exc:
@@ -343,9 +344,9 @@ def reopen(path: Path, busy_timeout_s: float = 2.0) -> sqlite3.Connection:
     damage = _damage_from_stat(os.stat(path))
     if damage is not None:
         raise sqlite3.DatabaseError(damage)
-    conn, head, stamp = store.connect_read_only(path, busy_timeout_s)
-    damage = store.header_damage(head)
-    if damage is not None or not store.unchanged(path, stamp):
+    conn, head, stamp = connect.connect_read_only(path, busy_timeout_s)
+    damage = connect.header_damage(head)
+    if damage is not None or not connect.unchanged(path, stamp):
         conn.close()
         raise sqlite3.DatabaseError(damage or "database is busy: it changed since it was read")
     return conn
@@ -354,12 +355,12 @@ def reopen(path: Path, busy_timeout_s: float = 2.0) -> sqlite3.Connection:
 def _damage_from_stat(st: os.stat_result) -> str | None:
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file"
-    if st.st_size < store.HEADER_BYTES:
+    if st.st_size < connect.HEADER_BYTES:
         return "truncated"
     return None
 
 
-def _read_facts(facts: store.Facts, snap: LedgerSnapshot) -> None:
+def _read_facts(facts: reads.Facts, snap: LedgerSnapshot) -> None:
     if "meta" not in facts.tables:
         snap.status = "empty"
         snap.detail = "no ledger tables"

@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from vllm_ledger.format.identity import InstanceInfo
 from vllm_ledger.read import values
 from vllm_ledger.read.discovery import Found
 from vllm_ledger.read.run_coverage import ClosedRun, RunCoverage, WriterStatus, closed_run
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, SumsByEngine, edge_imprecise
 from vllm_ledger.read.windows import Window
 from vllm_ledger.read.writer_state import WriterState
-from vllm_ledger.write.identity import InstanceInfo
 
 RECORD_FIELDS = (
     "run_id",

@@ -4,7 +4,7 @@ The disk is not trusted: a file may have been edited, damaged in a way SQLite ca
 written by something else. A file with any value outside these bounds is refused whole (status
 ``bad_values``): nothing from it is added and the time it may cover is uncovered.
 
-The bounds (``write/store.py``: the recorder refuses events past them, so no sound writer
+The bounds (``format/schema.py``: the recorder refuses events past them, so no sound writer
 ever writes such a row) are far above what any engine does, so that only nonsense fails them:
 
 - tokens: at most ``MAX_TOKENS_PER_ENGINE_SECOND`` = 10^8 per second per DP engine (input,
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vllm_ledger.errors import BadValues
-from vllm_ledger.write.store import (
+from vllm_ledger.format.schema import (
     MAX_DECODE_US_PER_ENGINE_SECOND,
     MAX_REQUESTS_PER_ENGINE_SECOND,
     MAX_TOKENS_PER_ENGINE_SECOND,
@@ -49,7 +49,7 @@ ROW_SECONDS = {"buckets": 1, "hourly": 3600, "daily": 86400}
 
 
 def check_sum_row(table: str, row: Sequence[Any]) -> tuple[int, tuple[int, ...]]:
-    """``(engine, six sums)`` of one ``store.sum_by_engine`` row, or ``BadValues``."""
+    """``(engine, six sums)`` of one ``reads.sum_by_engine`` row, or ``BadValues``."""
     engine = row[0]
     sums = tuple(row[1:7])
     non_integer, lowest, most_tokens, most_requests, most_decode_us, cached_over = row[7:13]
@@ -188,7 +188,7 @@ def check_meta(name: str, value: Any) -> dict[str, str]:
 
 
 def check_totals(value: Any) -> dict[int, list[int]]:
-    """Sums per DP engine, ``{"<engine>": [one count per store.SUM_COLUMNS]}``."""
+    """Sums per DP engine, ``{"<engine>": [one count per schema.SUM_COLUMNS]}``."""
     if type(value) is not dict:
         raise BadValues(f"totals {value!r:.40} are not sums per engine")
     out: dict[int, list[int]] = {}

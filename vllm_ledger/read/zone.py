@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from vllm_ledger.errors import BadArgument, NotARegularFile
-from vllm_ledger.read.windows import DEFAULT_TZ
-from vllm_ledger.write.zonefile import (
+from vllm_ledger.format.zonefile import (
     MAX_ZONE_CHARS,
     MAX_ZONE_FILE_BYTES,
     ROOT_ZONE_FILE,
@@ -34,8 +33,9 @@ from vllm_ledger.write.zonefile import (
     check_zone,
     read_zone_text,
 )
+from vllm_ledger.read.windows import DEFAULT_TZ
 
-ZONE_FILE = ROOT_ZONE_FILE  # ROOT/zone, written by the plugin (write/zonefile.py)
+ZONE_FILE = ROOT_ZONE_FILE  # ROOT/zone, written by the plugin (format/zonefile.py)
 
 ZoneSource = Literal["--tz", "VLLM_LEDGER_TZ", "root", "default"]
 ZONE_SOURCES: tuple[ZoneSource, ...] = ("--tz", "VLLM_LEDGER_TZ", "root", "default")

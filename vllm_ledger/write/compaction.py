@@ -20,7 +20,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_ledger.write import store
+from vllm_ledger.format import connect, writes
 
 HOUR = 3600
 HORIZON_S = 8 * 86400 + HOUR
@@ -34,7 +34,7 @@ def horizon_ts(now_ts: float) -> int:
 
 def compact_connection(conn: sqlite3.Connection, horizon: int) -> int:
     """Delete per-second rows before ``horizon`` in one transaction; returns rows deleted."""
-    return store.compact(conn, horizon)
+    return writes.compact(conn, horizon)
 
 
 @dataclass(frozen=True)
@@ -47,11 +47,11 @@ class CompactResult:
 
 def compact_file(path: Path, now_ts: float) -> CompactResult:
     """Compact a ledger whose writer is gone. Never touches a file that is not sound."""
-    verdict = store.quick_check(path)
+    verdict = connect.quick_check(path)
     if verdict != "ok":
         return CompactResult(path, "skipped", detail=f"quick_check: {verdict}")
     try:
-        conn = store.open_for_write(path, now_ts)
+        conn = connect.open_for_write(path, now_ts)
     except sqlite3.Error as exc:
         return CompactResult(path, "skipped", detail=str(exc))
     try:

@@ -23,7 +23,7 @@ from typing import Any
 from vllm.v1.metrics.loggers import AggregateStatLoggerBase
 
 from vllm_ledger import __version__
-from vllm_ledger.write.identity import (
+from vllm_ledger.format.identity import (
     WRITERS_ENV,
     InstanceInfo,
     WriterIdentity,
@@ -34,8 +34,8 @@ from vllm_ledger.write.identity import (
     process_start_ts,
     sanitize_run_id,
 )
+from vllm_ledger.format.zonefile import ROOT_ZONE_FILE, record_zone, zone_to_record
 from vllm_ledger.write.recorder import Recorder
-from vllm_ledger.write.zonefile import ROOT_ZONE_FILE, record_zone, zone_to_record
 
 logger = logging.getLogger("vllm.ledger.plugin")
 
@@ -195,7 +195,7 @@ class LedgerStatLogger(AggregateStatLoggerBase):
 
     def _record_zone(self, root: Path, env: Any) -> None:
         """Record the zone (``$VLLM_LEDGER_TZ`` or the bundle's) in ``ROOT/zone`` once, for the
-        readers (write/zonefile.py). A failure is counted and logged, never raised."""
+        readers (format/zonefile.py). A failure is counted and logged, never raised."""
         try:
             name = zone_to_record(env)
             if name is None:

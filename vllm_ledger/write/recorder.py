@@ -37,8 +37,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from vllm_ledger.write import compaction, paths, schedule, store
-from vllm_ledger.write.identity import WriterIdentity
+from vllm_ledger.format import connect, paths, schema, smallfiles, writes
+from vllm_ledger.format.identity import WriterIdentity
+from vllm_ledger.write import compaction, schedule
 
 logger = logging.getLogger("vllm.ledger.recorder")
 
@@ -58,9 +59,9 @@ FAILURE_LOG_INTERVAL_S = 60.0  # a failing writer logs an error at most this oft
 INTEGRITY_CHECK_INTERVAL_S = 60.0  # PRAGMA quick_check on a fresh read-only connection
 COMPACTION_INTERVAL_S = 3600.0
 
-# Indexes into a bucket's list of counts (the order of ``store.COUNT_COLUMNS``).
+# Indexes into a bucket's list of counts (the order of ``schema.COUNT_COLUMNS``).
 PROMPT, GENERATION, CACHED, REQUESTS, DECODE_TOKENS, DECODE_US, DROPPED, REJECTED, LOST = range(9)
-N_COUNTS = len(store.COUNT_COLUMNS)
+N_COUNTS = len(schema.COUNT_COLUMNS)
 
 # An iteration event, as the plugin builds it:
 #   (event_ts, engine, prompt_tokens, generation_tokens, cached_tokens, finished)
@@ -376,10 +377,10 @@ class Recorder:
         """Look for damage done to the file from outside; on damage, move to a new file."""
         if self._conn is None or self.path is None:
             return
-        problem = store.file_damage(self.path, expect_wal=True)
+        problem = connect.file_damage(self.path, expect_wal=True)
         if problem is None and now_mono >= self._next_integrity_check:
             self._next_integrity_check = now_mono + self.integrity_check_interval_s
-            result = store.quick_check(self.path)
+            result = connect.quick_check(self.path)
             if result != "ok" and "locked" not in result:
                 problem = f"quick_check: {result}"
         if problem is not None:
@@ -426,7 +427,7 @@ class Recorder:
             or now_ts < self._span_end_ts - 1.0
             or now_ts - self._span_end_ts > self.span_break_s
         )
-        span_id = store.commit_batch(
+        span_id = writes.commit_batch(
             conn,
             seconds=rows,
             hours=[(t, e, *c) for (t, e), c in hours.items()],
@@ -442,7 +443,7 @@ class Recorder:
         self._span_end_ts = now_ts
         if self.path is not None:
             with contextlib.suppress(OSError):
-                store.write_sequence_marker(self.path, seq, now_ts)
+                smallfiles.write_sequence_marker(self.path, seq, now_ts)
 
     def _on_commit_failure(self, exc: BaseException) -> None:
         self.commit_failures_total += 1
@@ -484,7 +485,7 @@ class Recorder:
             self.last_error,
         )
         if self._conn is not None:
-            store.close_without_checkpoint(self._conn)
+            connect.close_without_checkpoint(self._conn)
             self._conn = None
         self._span_id = None
         self._need_new_file = True
@@ -507,7 +508,7 @@ class Recorder:
             # A fresh file: never append to a file another process (or a damaged one) has.
             self._generation, self.path = paths.claim_new_ledger(run_dir, ident.writer_rank)
             self._need_new_file = False
-        conn = store.open_for_write(self.path, now_ts)
+        conn = connect.open_for_write(self.path, now_ts)
         if self._need_meta:
             meta = {
                 "run_id": ident.run_id,
@@ -520,12 +521,12 @@ class Recorder:
                 **ident.instance.to_meta(),
             }
             try:
-                store.write_meta(conn, meta)
+                writes.write_meta(conn, meta)
             except BaseException:
                 conn.close()
                 raise
             self._need_meta = False
-            store.fsync_dir(run_dir)
+            connect.fsync_dir(run_dir)
             logger.info(
                 "vllm-ledger: writing %s (run %s, writer %d of %d)",
                 self.path,
@@ -572,14 +573,14 @@ def _fold(rows: dict[tuple[int, int], list[int]], size: int) -> dict[tuple[int, 
 
 
 def _fits(b: list[int], prompt: int, generation: int, cached: int, finished: Any) -> bool:
-    """Whether an event fits its second's bucket within ``store``'s per-second bounds."""
-    most = store.MAX_TOKENS_PER_ENGINE_SECOND
+    """Whether an event fits its second's bucket within the schema's per-second bounds (``format/schema.py``)."""
+    most = schema.MAX_TOKENS_PER_ENGINE_SECOND
     if (
         cached > prompt
         or b[PROMPT] + prompt > most
         or b[GENERATION] + generation > most
         or b[CACHED] + cached > most
-        or b[REQUESTS] + len(finished) > store.MAX_REQUESTS_PER_ENGINE_SECOND
+        or b[REQUESTS] + len(finished) > schema.MAX_REQUESTS_PER_ENGINE_SECOND
     ):
         return False
     if finished:
@@ -587,7 +588,7 @@ def _fits(b: list[int], prompt: int, generation: int, cached: int, finished: Any
         decode_us = sum(round(d * 1e6) for _g, d in finished)
         if (
             b[DECODE_TOKENS] + decode_tokens > most
-            or b[DECODE_US] + decode_us > store.MAX_DECODE_US_PER_ENGINE_SECOND
+            or b[DECODE_US] + decode_us > schema.MAX_DECODE_US_PER_ENGINE_SECOND
         ):
             return False
     return True

@@ -12,9 +12,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from vllm_ledger.write.store import LEDGER_SUFFIX
-
-SEQ_SUFFIX = ".seq"  # the sequence marker beside each ledger (``store.write_sequence_marker``)
+LEDGER_SUFFIX = ".ledger.sqlite"
+SEQ_SUFFIX = ".seq"  # the sequence marker beside each ledger (``smallfiles.write_sequence_marker``)
 MISSING_LEDGER = "ledger file missing; its sequence marker remains"
 _NAME = re.compile(r"^w(\d{1,4})\.g(\d{1,6})" + re.escape(LEDGER_SUFFIX) + r"$")
 
