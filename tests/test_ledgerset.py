@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.format.paths import iter_ledger_files
 from vllm_ledger.maintenance import run as maintenance_run
+from vllm_ledger.read.discovery import discover_paths
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.report import build_report
 from vllm_ledger.read.timeline import build_timeline
@@ -61,7 +61,7 @@ def _two_runs(root: Path, *, live: bool = False) -> list[Path]:
                 expected=2,
                 clean=clean,
             )
-    return sorted(iter_ledger_files(root))
+    return sorted(discover_paths([root]))
 
 
 def _opens(root: Path, files: list[Path], *argv: str) -> dict[str, int]:

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.ledgers import FakeClock
-from vllm_ledger.format import connect, paths
+from vllm_ledger.format import connect
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read import snapshot as reader
+from vllm_ledger.read.discovery import discover_paths
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write.recorder import Recorder
 
@@ -62,7 +63,7 @@ def pumped_recorder(
 
 
 def ledger_files(root: Path) -> list[Path]:
-    return sorted(paths.iter_ledger_files(root))
+    return sorted(discover_paths([root]))
 
 
 def snapshot(path: Path, now_ts: float | None = None) -> reader.LedgerSnapshot:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.doctor.base import Row, quiet_ledger_log
-from vllm_ledger.format import paths
+from vllm_ledger.read.discovery import discover_paths
 from vllm_ledger.read.snapshot import Sums, read_ledger
 from vllm_ledger.read.windows import Window
 
@@ -220,7 +220,7 @@ def round_trip() -> tuple[dict[str, int], dict[str, int]]:
         if faults:
             raise RuntimeError(f"the plugin refused the iteration ({'; '.join(log.lines)})")
         got = Sums()
-        for path in paths.iter_ledger_files(Path(tmp)):
+        for path in discover_paths([Path(tmp)]):
             snap = read_ledger(path, [ALL_TIME])
             if not snap.ok:
                 raise RuntimeError(f"the ledger written reads as {snap.status}: {snap.detail}")

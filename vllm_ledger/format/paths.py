@@ -1,4 +1,4 @@
-"""Where ledger files live under a root, and how readers find them.
+"""Where ledger files live under a root and how their names read (read/discovery.py walks them).
 
 ``ROOT/<run_id>/w<rank>.g<generation>.ledger.sqlite``: one directory per run, one file per
 writer and generation (a new generation starts when a file is found damaged).
@@ -6,10 +6,8 @@ writer and generation (a new generation starts when a file is found damaged).
 
 from __future__ import annotations
 
-import errno
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 LEDGER_SUFFIX = ".ledger.sqlite"
@@ -46,46 +44,13 @@ def claim_new_ledger(directory: Path, writer_rank: int) -> tuple[int, Path]:
         return generation, path
 
 
-def iter_ledger_files(root: Path) -> Iterator[Path]:
-    """Every ledger file under ``root`` (two levels: run directory, file), symlinks followed."""
-    for _run, _name, full in iter_ledger_entries(root):
-        yield Path(full)
-
-
-def iter_ledger_entries(
-    root: Path, unseen: list[tuple[Path, OSError]] | None = None
-) -> Iterator[tuple[str, str, str]]:
-    """``(run directory name, file name, full path)`` of every ledger file under ``root``.
-
-    A directory that cannot be listed (the root or a run directory) is appended to ``unseen``
-    with its error, so a reader can say what it could not see instead of skipping it.
-    """
-    try:
-        runs = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError as exc:
-        if unseen is not None:
-            unseen.append((root, exc))
-        return
-    for entry in runs:
-        try:
-            if not entry.is_dir():
-                continue
-            files = sorted(os.scandir(entry.path), key=lambda e: e.name)
-        except OSError as exc:
-            if unseen is not None:
-                unseen.append((Path(entry.path), exc))
-            continue
-        names = {f.name for f in files}
-        for f in files:
-            if parse_ledger_name(f.name) is not None:
-                yield entry.name, f.name, f.path
-            elif (
-                f.name.endswith(SEQ_SUFFIX)
-                and parse_ledger_name(f.name[: -len(SEQ_SUFFIX)]) is not None
-                and f.name[: -len(SEQ_SUFFIX)] not in names
-                and unseen is not None
-            ):
-                # A sequence marker whose ledger is gone (deleted, moved): the commits it
-                # counts are somewhere the reader cannot see. Named, never skipped.
-                gone = f.path[: -len(SEQ_SUFFIX)]
-                unseen.append((Path(gone), FileNotFoundError(errno.ENOENT, MISSING_LEDGER, gone)))
+def ledger_of_marker(name: str, listed: set[str] | frozenset[str]) -> str | None:
+    """The ledger file name a sequence marker ``name`` stands beside when that ledger is not in
+    ``listed`` (deleted, moved: the commits it counts are somewhere a reader cannot see), else
+    None (not a marker, or its ledger is there)."""
+    if not name.endswith(SEQ_SUFFIX):
+        return None
+    ledger = name[: -len(SEQ_SUFFIX)]
+    if ledger in listed or parse_ledger_name(ledger) is None:
+        return None
+    return ledger

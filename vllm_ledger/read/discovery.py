@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from vllm_ledger.format.paths import LEDGER_SUFFIX, MISSING_LEDGER, SEQ_SUFFIX, parse_ledger_name
+from vllm_ledger.format.paths import (
+    LEDGER_SUFFIX,
+    MISSING_LEDGER,
+    ledger_of_marker,
+    parse_ledger_name,
+)
 
 WAL_SUFFIX = "-wal"
 
@@ -108,14 +113,10 @@ def discover_runs(roots: Iterable[Path], unseen: list[Unseen] | None = None) -> 
                         seen.add(key)
                         wal = wal_name in listed
                         files.append(found(Found, (root, run_name, name, full, st, wal)))
-                elif (
-                    name.endswith(SEQ_SUFFIX)
-                    and name[: -len(SEQ_SUFFIX)] not in listed
-                    and parse_ledger_name(name[: -len(SEQ_SUFFIX)]) is not None
-                ):
+                elif (gone_name := ledger_of_marker(name, listed)) is not None:
                     # A sequence marker whose ledger is gone (deleted, moved): the commits it
                     # counts are somewhere the reader cannot see. Named, never skipped.
-                    gone = base + name[: -len(SEQ_SUFFIX)]
+                    gone = base + gone_name
                     blind.append(
                         Unseen(Path(gone), FileNotFoundError(errno.ENOENT, MISSING_LEDGER, gone))
                     )
