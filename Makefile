@@ -20,8 +20,9 @@ typecheck: setup
 test: setup lint typecheck
 	$(PY) -m pytest
 
+# The unit lane: tests/unit, laid out like the package (under 3 minutes on 2 cores).
 unit: setup
-	$(PY) -m pytest -m "not e2e"
+	$(PY) -m pytest tests/unit
 
 e2e: setup
 	$(PY) -m pytest -m e2e

@@ -13,7 +13,7 @@ from pathlib import Path
 LEDGER_SUFFIX = ".ledger.sqlite"
 SEQ_SUFFIX = ".seq"  # the sequence marker beside each ledger (``smallfiles.write_sequence_marker``)
 MISSING_LEDGER = "ledger file missing; its sequence marker remains"
-_NAME = re.compile(r"^w(\d{1,4})\.g(\d{1,6})" + re.escape(LEDGER_SUFFIX) + r"$")
+_NAME = re.compile(r"w([0-9]{1,4})\.g([0-9]{1,6})" + re.escape(LEDGER_SUFFIX))
 
 
 def run_dir(root: Path, run_id: str) -> Path:
@@ -26,7 +26,7 @@ def ledger_name(writer_rank: int, generation: int) -> str:
 
 def parse_ledger_name(name: str) -> tuple[int, int] | None:
     """(writer rank, generation) from a ledger file name, or None for any other file."""
-    m = _NAME.match(name)
+    m = _NAME.fullmatch(name)
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
