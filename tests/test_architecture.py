@@ -20,10 +20,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "vllm_ledger",
         "vllm_ledger.errors",
+        "vllm_ledger.figures",
         "vllm_ledger.http",
+        "vllm_ledger.names",
         "vllm_ledger.outfile",
         "vllm_ledger.promtext",
         "vllm_ledger.strictjson",
+        "vllm_ledger.units",
     ),
     ("vllm_ledger.format",),
     ("vllm_ledger.write",),

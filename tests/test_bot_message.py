@@ -16,7 +16,6 @@ from vllm_ledger.bot.message import (
     display_width,
     human_count,
     human_rate,
-    human_seconds,
     human_speed,
     ip_last_part,
     render_message,
@@ -27,6 +26,7 @@ from vllm_ledger.formats.status import render as status_render
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.ports import port_rows
 from vllm_ledger.read.report import build_report
+from vllm_ledger.units import format_duration
 
 
 def _doc(**total: object) -> bytes:
@@ -263,8 +263,9 @@ def test_human_other_numbers() -> None:
     assert human_speed(None) == "-" and human_speed(0.0) == "0.0" and human_speed(0.012) == "0.01"
     assert human_speed(0.0027) == "<0.01"
     assert human_speed(25.14) == "25.1" and human_speed(1234.5) == "1.2K"
-    assert human_seconds(59, "smhd") == "59s" and human_seconds(7200, "smhd") == "2h"
-    assert human_seconds(3 * 86400, ("秒", "分", "时", "天")) == "3天"
+    assert format_duration(59, "rounded", units="smhd") == "59s"
+    assert format_duration(7200, "rounded", units="smhd") == "2h"
+    assert format_duration(3 * 86400, "rounded", units=("秒", "分", "时", "天")) == "3天"
     assert display_width("24小时") == 6
 
 

@@ -10,7 +10,6 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.plan import prom
 from vllm_ledger.plan.cost import (
     CloudPrices,
     Prices,
@@ -20,6 +19,7 @@ from vllm_ledger.plan.cost import (
     per_million,
 )
 from vllm_ledger.plan.usage import busy_seconds, prometheus_power
+from vllm_ledger.units import format_duration
 from vllm_ledger.write import compaction
 
 WEEK_S = 7 * 24 * 3600
@@ -171,7 +171,7 @@ def test_prometheus_power_query_and_fallback() -> None:
     assert watts == 312.5
     assert expr == "sum(avg_over_time(vllm_ledger_gpu_power_watts[3600s]))"
     assert "time=1800000000.000" in asked[0] and "DCGM_FI_DEV_POWER_USAGE" in asked[0]
-    assert prom.duration(0.2) == "1s"
+    assert format_duration(0.2, "range") == "1s"
 
 
 def _ledger(root: Path, t0: int) -> None:

@@ -30,6 +30,7 @@ from vllm_ledger.errors import (
     RemoteError,
     RemoteTimeout,
     StatusParseError,
+    TooManySteps,
 )
 
 CLASSES = {
@@ -43,6 +44,7 @@ EXAMPLES: dict[type[LedgerError], LedgerError] = {
     LedgerError: LedgerError("something went wrong"),
     BadArgument: BadArgument("--at 'x' is not a time", hint="give seconds"),
     BadDeclaration: BadDeclaration("until 1 is not after from 2"),
+    TooManySteps: TooManySteps(43200, 5000, window="30d", step="1m"),
     ConfigError: ConfigError("mode: 'x' is not one of docker, bare", key="mode"),
     DuplicateKey: DuplicateKey("model"),
     FieldError: FieldError("target", "missing", hint="give the SSH alias or host name"),

@@ -23,13 +23,12 @@ from vllm_ledger.commands._common import (
     Duration,
     Renamed,
     duration,
-    duration_seconds,
-    format_duration,
     listen,
 )
 from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.plan.prices import load_config
 from vllm_ledger.read.periods import PERIOD_NAMES
+from vllm_ledger.units import duration_seconds, format_duration
 
 NOTE = "vllm-ledger: note: {old} is deprecated; use {new} (it still works until the next release)\n"
 

@@ -12,11 +12,11 @@ from vllm_ledger.formats.timeline import (
     render_csv,
     render_json,
     render_text,
-    span_text,
     sparkline,
 )
 from vllm_ledger.read.report import WindowReport
 from vllm_ledger.read.timeline import Timeline, UncoveredSpan
+from vllm_ledger.units import format_duration
 
 T0 = 1_800_000_000  # 2027-01-15 08:00:00 UTC, on the hour
 
@@ -68,7 +68,12 @@ GAP = (UncoveredSpan(T0 + 3600, T0 + 5400, "not_recording"),)
 
 
 def test_span_text_compact_and_sparkline() -> None:
-    assert [span_text(s) for s in (3600, 5400, 86400, 90)] == ["1 h", "90 min", "1 d", "90 s"]
+    assert [format_duration(s, "unit-words") for s in (3600, 5400, 86400, 90)] == [
+        "1 h",
+        "90 min",
+        "1 d",
+        "90 s",
+    ]
     assert [compact(n) for n in (0, 999, 1234, 5_600_000, 2.5e9, 0.25)] == [
         "0",
         "999",

@@ -5,7 +5,6 @@ themselves are tested in tests/test_alerts.py.)"""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -19,6 +18,7 @@ import yaml
 from tests.conftest import run_cli
 from tests.e2e.prom import is_gpu_metric, metric_names, promtool
 from tests.ledgers import ev, write_ledger
+from tests.vllm_source import vllm_metric_names
 from vllm_ledger.observe.alerts import alert_rules
 from vllm_ledger.observe.dashboard import expressions, interpolate
 from vllm_ledger.observe.exporter import families
@@ -27,13 +27,6 @@ from vllm_ledger.read.report import build_report
 
 AMTOOL = shutil.which("amtool") or "/usr/bin/amtool"
 VLLM_METRICS = Path(__file__).parent / "data" / "vllm-0.32.0-metrics.txt"
-
-
-def _vllm_loggers() -> Path:
-    """vLLM's metrics source, found without importing vLLM."""
-    spec = importlib.util.find_spec("vllm")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations))) / "v1" / "metrics" / "loggers.py"
 
 
 DCGM_FIELDS = {
@@ -506,9 +499,7 @@ def test_every_metric_name_is_one_vllm_dcgm_or_the_exporter_really_serves(tmp_pa
     model = json.loads((out / "grafana/dashboards/vllm-ledger.json").read_text())
     alerts = [r["expr"] for r in _load(out / "alerts.yml")["groups"][0]["rules"]]
     used = {n for e in [*expressions(model), *alerts] for n in _names(e)}
-    source = _vllm_loggers().read_text()
-    vllm_bases = set(re.findall(r'name="(vllm:[a-z_]+)"', source))
-    vllm_names = {b + s for b in vllm_bases for s in ("", "_total", "_bucket", "_sum", "_count")}
+    vllm_names = vllm_metric_names()
     # what vLLM's API server serves besides its own vllm:* (process collector, the HTTP
     # instrumentator), as a real vLLM 0.32 /metrics showed it
     served = {

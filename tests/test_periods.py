@@ -66,7 +66,7 @@ def test_a_period_never_reaches_past_the_cutoff() -> None:
     assert since_until(midnight - 100, midnight + 100, midnight) == Window(
         "period", midnight - 100, midnight
     )
-    with pytest.raises(BadArgument, match="--until must be after --since"):
+    with pytest.raises(BadArgument, match="until must be after since"):
         since_until(midnight, midnight - 1, midnight)
     with pytest.raises(BadArgument, match="unknown window 'fortnight'"):
         period("fortnight", midnight, SH, None)

@@ -20,7 +20,8 @@ from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.formats.timeline import render_json
 from vllm_ledger.read import timeline as timeline_module
 from vllm_ledger.read.report import build_report
-from vllm_ledger.read.timeline import build_timeline, parse_duration, step_edges
+from vllm_ledger.read.timeline import build_timeline, step_edges
+from vllm_ledger.units import whole_duration
 from vllm_ledger.write.recorder import IterationEvent, Recorder
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -224,7 +225,7 @@ def test_step_edges_follow_the_local_clock() -> None:
 
 
 def test_durations() -> None:
-    assert [parse_duration(s, "--step") for s in ("90m", "1h", "7d", "2w", "15s")] == [
+    assert [whole_duration(s, argument="step") for s in ("90m", "1h", "7d", "2w", "15s")] == [
         5400,
         3600,
         604800,
@@ -233,7 +234,7 @@ def test_durations() -> None:
     ]
     for bad in ("0h", "h", "1y", "-1h", ""):
         with pytest.raises(BadArgument, match="is not a duration"):
-            parse_duration(bad, "--step")
+            whole_duration(bad, argument="step")
 
 
 def test_csv_has_every_step(tmp_path: Path) -> None:

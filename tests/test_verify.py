@@ -191,7 +191,7 @@ def test_fetch_names_a_bad_url_and_a_server_that_is_not_there() -> None:
     with pytest.raises(BadArgument) as e:
         fetch_metrics("127.0.0.1:8000")
     assert str(e.value) == (
-        "--metrics-url '127.0.0.1:8000' is not an http(s) URL: e.g. http://127.0.0.1:8000/metrics"
+        "metrics_url '127.0.0.1:8000' is not an http(s) URL: e.g. http://127.0.0.1:8000/metrics"
     )
     with MetricsServer([METRICS]) as server:
         assert fetch_metrics(server.url) == METRICS

@@ -104,11 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         return _fail(f"{exc.strerror or exc}{where}", 1)
     except Exception as exc:  # a bug: still one line, with the way to see more
-        if os.environ.get("VLLM_LEDGER_TRACEBACK"):
+        from vllm_ledger.units import TRACEBACK_ENV
+
+        if os.environ.get(TRACEBACK_ENV):
             raise
         return _fail(
             f"internal error ({type(exc).__name__}: {exc}): please report it; "
-            "VLLM_LEDGER_TRACEBACK=1 shows the traceback",
+            f"{TRACEBACK_ENV}=1 shows the traceback",
             1,
         )
 

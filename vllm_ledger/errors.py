@@ -1,8 +1,11 @@
 """The one exception tree of vllm-ledger.
 
     LedgerError                 base: every error this package raises on purpose (.what, .hint)
-    ├── BadArgument             a flag, file or value the user gave is wrong
-    │   └── BadDeclaration      a declared stop that is not a sane one; also a ValueError
+    ├── BadArgument             a flag, file or value the user gave is wrong (.argument, .value,
+    │   │                       .example)
+    │   ├── BadDeclaration      a declared stop that is not a sane one; also a ValueError
+    │   └── TooManySteps        a timeline's window cut into more steps than it draws (.steps,
+    │                           .limit)
     ├── ConfigError             a config file is malformed (.key names the offending entry)
     │   ├── DuplicateKey        a JSON object repeats a key (.key); also a ValueError
     │   └── FieldError          one field of one config entry is refused (.field); a ValueError
@@ -24,6 +27,12 @@ are also apart, ``.what`` and ``.hint`` (``""`` where there is nothing to do, or
 raiser wrote both into one message); ``raise BadArgument("--at 'x' is not a time",
 hint="give seconds, e.g. --at 1796000000")`` prints ``--at 'x' is not a time: give seconds,
 e.g. --at 1796000000``.
+
+Below the commands a ``BadArgument`` names no flag: it carries ``.argument`` (the parameter,
+``"step"``; its message starts with that name), ``.value`` (what was given) and ``.example`` (a
+good value, printed after the hint as ``e.g. 1h``). A command words it for the command line
+(``commands/_common.py``, ``flagged``): ``step '1y' is not a duration: ..., e.g. 1h`` becomes
+``--step '1y' is not a duration: ..., e.g. --step 1h``.
 
 The read side turns BadValues and NotARegularFile into a file's status (``bad_values``,
 ``unreadable``), never into an exit; the others reach the CLI as one line and exit 2. Nothing
@@ -52,7 +61,26 @@ class LedgerError(Exception):
 
 
 class BadArgument(LedgerError):
-    """A flag, file or value given by the user is wrong."""
+    """A flag, file or value given by the user is wrong; ``.argument`` names which, if known."""
+
+    def __init__(
+        self,
+        *args: object,
+        hint: str = "",
+        argument: str = "",
+        value: object = None,
+        example: str = "",
+    ) -> None:
+        super().__init__(*args, hint=hint)
+        self.argument = argument
+        self.value = value
+        self.example = example
+
+    def __str__(self) -> str:
+        if not self.example:
+            return super().__str__()
+        hint = f"{self.hint}, e.g. {self.example}" if self.hint else f"e.g. {self.example}"
+        return f"{self.what}: {hint}"
 
 
 class ConfigError(LedgerError):
@@ -165,3 +193,37 @@ class NotARegularFile(LedgerError, OSError):
 
 class BadDeclaration(BadArgument, ValueError):
     """A declared stop that is not a sane one (a line of the file, or the command's flags)."""
+
+
+class TooManySteps(BadArgument):
+    """A window at a step makes more than ``.limit`` steps (or, with ``.by``, row steps)."""
+
+    def __init__(
+        self,
+        steps: int,
+        limit: int,
+        *,
+        window: str = "",
+        step: str = "",
+        at_least: bool = False,
+        by: str | None = None,
+        rows: int = 0,
+    ) -> None:
+        if by is None:
+            count = f"at least {steps}" if at_least else f"{steps}"
+            what = f"step {step} cuts the window {window} into {count} steps"
+            hint = f"use a larger step (at most {limit} steps)"
+        else:
+            what = f"by {by} makes {rows} rows of {steps} steps"
+            hint = (
+                "use a larger step, a shorter window, an instance or a model "
+                f"(at most {limit} in all)"
+            )
+        super().__init__(what, hint=hint, argument="step" if by is None else "by", value=step)
+        self.window = window
+        self.step = step
+        self.steps = steps
+        self.limit = limit
+        self.at_least = at_least
+        self.by = by
+        self.rows = rows

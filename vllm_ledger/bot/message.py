@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_ledger.bot.health import Health
-from vllm_ledger.bot.poll import STALE_AFTER_S, CacheEntry, reported_health
+from vllm_ledger.bot.poll import CacheEntry, reported_health
 from vllm_ledger.formats.status import StatusDoc, StatusInstance, StatusWindow
 from vllm_ledger.formats.table import aligned, display_width
+from vllm_ledger.names import POLL_STALE_AFTER_S
+from vllm_ledger.units import format_duration
 
 LANGS = ("zh", "en")
 
@@ -206,17 +208,6 @@ def human_speed(x: float | None) -> str:
     return human_count(round(x))
 
 
-def human_seconds(s: float, units: Sequence[str]) -> str:
-    s = max(0, round(s))
-    if s < 60:
-        return f"{s}{units[0]}"
-    if s < 3600:
-        return f"{s // 60}{units[1]}"
-    if s < 86400:
-        return f"{s // 3600}{units[2]}"
-    return f"{s // 86400}{units[3]}"
-
-
 def ip_last_part(host: str | None) -> str | None:
     """``10.0.0.12`` -> ``.12``; an IPv6 address -> its last group; a host name -> None."""
     if host is None:
@@ -268,7 +259,8 @@ def _mark(win: StatusWindow, w: dict) -> str:
     if win.complete:
         return "✓"
     if win.uncovered_seconds > 0:
-        return str(w["gap"]).format(d=human_seconds(win.uncovered_seconds, w["units"]))
+        gap = format_duration(win.uncovered_seconds, "rounded", units=w["units"])
+        return str(w["gap"]).format(d=gap)
     return "!"
 
 
@@ -362,7 +354,7 @@ def _instance(
         lines.append(str(w["never"]) + " · " + str(w["unknown_figures"]))
         return lines, fault
     age_s = entry.age_s(now_monotonic) or 0.0
-    age = human_seconds(age_s, w["units"])
+    age = format_duration(age_s, "rounded", units=w["units"])
     when = w["stale"] if entry.stale(now_monotonic, stale_after_s) else w["age"]
     lines.append(f"{str(when).format(age=age)} · {str(w['asof']).format(t=_host_time(ok.status))}")
     if ok.clock_hint and ok.clock_offset_s is not None:
@@ -391,7 +383,7 @@ def render_message(
     *,
     now_monotonic: float,
     lang: str = "zh",
-    stale_after_s: float = STALE_AFTER_S,
+    stale_after_s: float = POLL_STALE_AFTER_S,
     refused: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The whole reply, as plain text with aligned columns. ``refused`` names the config
@@ -443,7 +435,6 @@ __all__ = [
     "figures_for",
     "human_count",
     "human_rate",
-    "human_seconds",
     "human_speed",
     "ip_last_part",
     "render_message",

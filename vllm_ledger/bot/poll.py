@@ -41,12 +41,12 @@ from vllm_ledger.bot.health import Health, from_status
 from vllm_ledger.bot.validate import Target
 from vllm_ledger.errors import RemoteError, StatusParseError
 from vllm_ledger.formats import status as status_format
+from vllm_ledger.names import POLL_STALE_AFTER_S
 
 MAX_OUTPUT_BYTES = 64 * 1024
 DEFAULT_DEADLINE_S = 20.0
 DEFAULT_CONNECT_TIMEOUT_S = 5
 DEFAULT_INTERVAL_S = 30.0
-STALE_AFTER_S = 90.0
 CLOCK_HINT_S = 5.0
 SSH = "ssh"
 MAX_PARALLEL_SSH = 8  # ssh processes alive at once, per Poller
@@ -307,7 +307,7 @@ class CacheEntry:
             return None
         return max(0.0, now_monotonic - self.last_ok.received_monotonic)
 
-    def stale(self, now_monotonic: float, stale_after_s: float = STALE_AFTER_S) -> bool:
+    def stale(self, now_monotonic: float, stale_after_s: float = POLL_STALE_AFTER_S) -> bool:
         age = self.age_s(now_monotonic)
         return age is None or age > stale_after_s
 
@@ -402,7 +402,6 @@ __all__ = [
     "CLOCK_HINT_S",
     "MAX_OUTPUT_BYTES",
     "MAX_PARALLEL_SSH",
-    "STALE_AFTER_S",
     "STATES",
     "CacheEntry",
     "CappedRun",

@@ -27,6 +27,7 @@ from typing import Any
 
 from vllm_ledger.errors import ConfigError, FieldError
 from vllm_ledger.strictjson import load_file
+from vllm_ledger.units import is_plain_path
 
 MAX_TARGET_CHARS = 253
 MAX_PATH_CHARS = 1024
@@ -37,7 +38,6 @@ FIELDS_OPTIONAL = ("host", "python")
 _PORT_KEY = re.compile(r"^[1-9][0-9]{0,4}$")
 _HOST = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?$")
 _USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
-_PATH = re.compile(r"^/[A-Za-z0-9._+/@,-]*$")
 _PYTHON_NAME = re.compile(r"^python3(?:\.[0-9]{1,2})?$")
 
 
@@ -99,7 +99,7 @@ def check_path(field: str, value: object) -> str:
         raise FieldError(field, "missing", hint="give an absolute path")
     if len(value) > MAX_PATH_CHARS:
         raise FieldError(field, f"longer than {MAX_PATH_CHARS} characters")
-    if not _PATH.fullmatch(value):
+    if not is_plain_path(value):
         raise FieldError(
             field,
             f"{_shown(value)} is not an absolute path of letters, digits and . _ - + / @ , only",

@@ -17,39 +17,90 @@ One vocabulary for every command (docs/cli.md, "Vocabulary"): every span of time
 ``listen`` (``HOST:PORT``); a folder written is ``--output DIR`` (``add_output_folder``); an old
 spelling is kept for one release by ``Renamed``/``deprecate``, which ``cli.main`` turns into
 one ``note:`` line each.
+
+What a value is (a duration, an instant, HOST:PORT, a number, a short text) is decided once, in
+``vllm_ledger/units.py``, below every layer; here each is an argparse ``type`` whose refusal names
+the flag (``flagged``), and ``flag_names`` does the same for a library's refusal.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import os
-import re
 import stat
 import sys
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from vllm_ledger import units
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.format.identity import default_root
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.outfile import check_target, kind_of
 from vllm_ledger.read.windows import DEFAULT_TZ
-from vllm_ledger.read.zone import ZONE_ENV, ZONE_FILE, ZoneChoice, is_zone_name, resolve_zone
+from vllm_ledger.read.zone import ZONE_FILE, ZoneChoice, is_zone_name, resolve_zone
+from vllm_ledger.units import (
+    DURATION_FORMS,
+    MAX_TEXT,
+    ZONE_ENV,
+    Address,
+    duration_seconds,
+    format_duration,
+    host_port,
+)
 
-MAX_TEXT = 256  # a model name, run id, label, host: longer is a mistake
+T = TypeVar("T")
+
+
+# ---- a library's refusal, worded for the command line ---------------------------------------
+
+
+def flagged(exc: BadArgument, flag: str) -> BadArgument:
+    """``exc`` as the command line says it: ``flag`` where the library named its argument (or
+    in front, when it named none) and in front of the example. ``step '1y' is not a duration:
+    give ..., e.g. 1h`` -> ``--step '1y' is not a duration: give ..., e.g. --step 1h``."""
+    what = exc.what
+    if exc.argument and what.startswith(exc.argument + " "):
+        what = what[len(exc.argument) + 1 :]
+    return BadArgument(
+        f"{flag} {what}",
+        hint=exc.hint,
+        argument=exc.argument,
+        value=exc.value,
+        example=f"{flag} {exc.example}" if exc.example else "",
+    )
+
+
+@contextmanager
+def flag_names(**flags: str) -> Iterator[None]:
+    """Within the block, a library's ``BadArgument`` whose ``.argument`` is one of ``flags``
+    (``step="--step"``) is raised again worded with that flag (``flagged``)."""
+    try:
+        yield
+    except BadArgument as exc:
+        if exc.argument in flags:
+            raise flagged(exc, flags[exc.argument]) from None
+        raise
+
+
+def typed(flag: str, parse: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse ``type`` from a ``units`` parser: its refusal names ``flag``."""
+
+    def typed(value: str) -> T:
+        try:
+            return parse(value)
+        except BadArgument as exc:
+            raise flagged(exc, flag) from None
+
+    return typed
 
 
 # ---- numbers ---------------------------------------------------------------------------------
-
-
-def _fmt(x: float) -> str:
-    return f"{x:,.0f}".replace(",", "") if x == int(x) and abs(x) >= 1e6 else f"{x:g}"
 
 
 def number(
@@ -63,95 +114,37 @@ def number(
     integer: bool = False,
     fraction: bool = False,
 ) -> Callable[[str], float]:
-    """An argparse ``type`` for a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``).
-
-    ``fraction``: a value in (1, 100] is refused as a percentage (durations are ``Duration``,
-    which refuses milliseconds).
-    ``integer``: whole numbers only (returned as ``int``).
-    """
-    low = f"above {_fmt(lo)}" if lo_open else f"from {_fmt(lo)}"
-    wanted = f"{unit} {low} to {_fmt(hi)}"
-
-    def parse(text: str) -> float:
-        shown = f"{flag} {text!r}"
-        try:
-            x = float(text)
-        except (TypeError, ValueError):
-            raise BadArgument(
-                f"{shown} is not a number: give {wanted}, e.g. {flag} {example}"
-            ) from None
-        if not math.isfinite(x):
-            raise BadArgument(f"{shown} is not finite: give {wanted}, e.g. {flag} {example}")
-        if fraction and 1 < x <= 100 and lo < x / 100 <= hi:
-            raise BadArgument(
-                f"{shown} looks like a percentage: give a fraction, e.g. {flag} {x / 100:g}"
-            )
-        if x < lo or (lo_open and x == lo) or x > hi:
-            raise BadArgument(f"{shown} is out of range: give {wanted}, e.g. {flag} {example}")
-        if integer:
-            if x != int(x) or not re.fullmatch(r"\s*[+-]?\d+\s*", text):
-                raise BadArgument(
-                    f"{shown} is not a whole number: give {wanted}, e.g. {flag} {example}"
-                )
-            return int(x)
-        return x
-
-    return parse
+    """An argparse ``type`` for a finite number in ``[lo, hi]`` (``units.number``)."""
+    return typed(
+        flag,
+        lambda text: units.number(
+            text,
+            lo,
+            hi,
+            example,
+            unit=unit,
+            lo_open=lo_open,
+            integer=integer,
+            fraction=fraction,
+        ),
+    )
 
 
 def port(flag: str, example: str = "8000", *, zero: bool = False) -> Callable[[str], float]:
     """A TCP port, 1-65535 (0 too with ``zero``: the system picks one)."""
-    return number(flag, 0 if zero else 1, 65535, example, unit="a port", integer=True)
+    return typed(flag, lambda text: units.port(text, example, zero=zero))
 
 
 # ---- durations -------------------------------------------------------------------------------
-
-DURATION_FORMS = "30s, 10m, 7d, 1h30m or plain seconds"
-_DURATION_UNITS: dict[str, float] = {
-    "w": 604800,
-    "d": 86400,
-    "h": 3600,
-    "m": 60,
-    "s": 1,
-    "ms": 0.001,
-}
-_DURATION_TEXT = re.compile(r"(?:[0-9]{1,12}(?:\.[0-9]{1,9})?(?:ms|[wdhms]))+")
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|[wdhms])")
-
-
-def duration_seconds(text: str) -> float | None:
-    """``30s``, ``10m``, ``7d``, ``1h30m``, ``1.5h``, ``500ms`` -> seconds; None if it is not one
-    (units w, d, h, m, s, ms, each at most once, largest first; plain numbers are not taken
-    here: the caller reads those as seconds)."""
-    if len(text) > 40 or not _DURATION_TEXT.fullmatch(text):
-        return None
-    parts = _DURATION_PART.findall(text)
-    sizes = [_DURATION_UNITS[unit] for _n, unit in parts]
-    if any(a <= b for a, b in itertools.pairwise(sizes)):
-        return None  # 1m1h, 1h1h: a typo, not a duration
-    return sum(float(n) * _DURATION_UNITS[unit] for n, unit in parts)
-
-
-def format_duration(seconds: float) -> str:
-    """How help, errors and notes show a duration: ``90`` -> ``1m30s``, ``86400`` -> ``1d``,
-    ``0.5`` -> ``500ms``, ``1.5`` -> ``1.5s``."""
-    if seconds != int(seconds):
-        ms = round(seconds * 1000, 6)
-        return f"{int(ms)}ms" if seconds < 1 and ms == int(ms) else f"{seconds:g}s"
-    n, parts = int(seconds), []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        q, n = divmod(n, size)
-        if q:
-            parts.append(f"{q}{unit}")
-    return "".join(parts) or "0s"
 
 
 @dataclass(frozen=True)
 class Duration:
     """An argparse ``type`` for a duration flag: ``30s``, ``10m``, ``7d``, ``1h30m`` or plain
-    seconds, finite, in ``[lo, hi]`` seconds (``(lo, hi]`` with ``lo_open``); a plain number above
-    ``hi`` that is in range once divided by 1000 is refused as milliseconds. Returns seconds
-    (an ``int`` with ``integer``). Every duration flag of every command uses this one type."""
+    seconds (``units.duration_seconds``), finite, in ``[lo, hi]`` seconds (``(lo, hi]`` with
+    ``lo_open``); a plain number above ``hi`` that is in range once divided by 1000 is refused as
+    milliseconds. Returns seconds (an ``int`` with ``integer``). Every duration flag of every
+    command uses this one type."""
 
     flag: str
     lo: float
@@ -164,31 +157,35 @@ class Duration:
         flag, lo, hi = self.flag, self.lo, self.hi
         low = f"above {format_duration(lo)}" if self.lo_open else f"from {format_duration(lo)}"
         whole = "a duration in whole seconds" if self.integer else "a duration"
-        tail = (
-            f"give {whole} {low} to {format_duration(hi)} ({DURATION_FORMS}), "
-            f"e.g. {flag} {self.example}"
-        )
+        tail = f"give {whole} {low} to {format_duration(hi)} ({DURATION_FORMS})"
         shown = f"{flag} {value[:40]!r}"
+        example = f"{flag} {self.example}"
         text = value.strip()
         try:
             x = float(text)
         except ValueError:
             seconds = duration_seconds(text)
             if seconds is None:
-                raise BadArgument(f"{shown} is not a duration: {tail}") from None
+                raise BadArgument(
+                    f"{shown} is not a duration", hint=tail, example=example
+                ) from None
             x = seconds
         else:
             if not math.isfinite(x):
-                raise BadArgument(f"{shown} is not finite: {tail}")
+                raise BadArgument(f"{shown} is not finite", hint=tail, example=example)
             if x > hi and lo < x / 1000 <= hi:
                 raise BadArgument(
-                    f"{shown} looks like milliseconds: give seconds, e.g. {flag} {_fmt(x / 1000)}"
+                    f"{shown} looks like milliseconds",
+                    hint="give seconds",
+                    example=f"{flag} {units.number_text(x / 1000)}",
                 )
         if x < lo or (self.lo_open and x == lo) or x > hi:
-            raise BadArgument(f"{shown} is out of range: {tail}")
+            raise BadArgument(f"{shown} is out of range", hint=tail, example=example)
         if self.integer:
             if x != int(x):
-                raise BadArgument(f"{shown} is not a whole number of seconds: {tail}")
+                raise BadArgument(
+                    f"{shown} is not a whole number of seconds", hint=tail, example=example
+                )
             return int(x)
         return x
 
@@ -208,36 +205,11 @@ def duration(
 
 # ---- listen addresses ------------------------------------------------------------------------
 
-_HOST = re.compile(r"[A-Za-z0-9_.-]{1,253}")
-_IPV6 = re.compile(r"[0-9A-Fa-f:.]{2,45}(?:%[A-Za-z0-9_.-]{1,32})?")
-Address = tuple[str, int]  # (host, port) to listen on
-
 
 def listen(flag: str = "--listen", example: str = "127.0.0.1:9464") -> Callable[[str], Address]:
-    """A listen address, ``HOST:PORT`` (``[::1]:9464`` for IPv6; port 0: the system picks one),
-    returned as ``(host, port)``. A bare ``:PORT`` is refused: say which interface."""
-    as_port = port(flag, example.rpartition(":")[2], zero=True)
-
-    def parse(value: str) -> Address:
-        want = f"give HOST:PORT, e.g. {flag} {example} (0.0.0.0:PORT listens on every interface)"
-        host, sep, port_text = value.rpartition(":")
-        if host.startswith("[") and host.endswith("]") and _IPV6.fullmatch(host[1:-1]):
-            host = host[1:-1]
-        elif ":" in host:
-            raise BadArgument(
-                f"{flag} {value[:60]!r}: put an IPv6 address in brackets, e.g. {flag} [::1]:9464"
-            )
-        elif not sep or not _HOST.fullmatch(host):
-            raise BadArgument(f"{flag} {value[:60]!r} is not HOST:PORT: {want}")
-        try:
-            number_ = int(as_port(port_text))
-        except BadArgument:
-            raise BadArgument(
-                f"{flag} {value[:60]!r}: the port {port_text[:20]!r} is not 0 to 65535: {want}"
-            ) from None
-        return host, number_
-
-    return parse
+    """A listen address, ``HOST:PORT`` (``units.host_port``: ``[::1]:9464`` for IPv6; port 0:
+    the system picks one), returned as ``(host, port)``. A bare ``:PORT`` is refused."""
+    return typed(flag, lambda value: host_port(value, example=example))
 
 
 # ---- deprecated spellings --------------------------------------------------------------------
@@ -366,17 +338,7 @@ def output_folder(args: argparse.Namespace, metavar: str = "DIR") -> Path:
 
 def text(flag: str, example: str, *, max_len: int = MAX_TEXT) -> Callable[[str], str]:
     """A short single-line value (a model name, run id, label): no control characters."""
-
-    def parse(value: str) -> str:
-        if not value or len(value) > max_len or not value.isprintable():
-            what = "empty" if not value else "too long" if len(value) > max_len else "unprintable"
-            raise BadArgument(
-                f"{flag} {value[:40]!r} is {what}: give up to {max_len} printable characters, "
-                f"e.g. {flag} {example}"
-            )
-        return value
-
-    return parse
+    return typed(flag, lambda value: units.short_text(value, example, max_len=max_len))
 
 
 def instance(flag: str = "--instance") -> Callable[[str], int | str]:
@@ -576,7 +538,15 @@ def add_tz(p: argparse.ArgumentParser, what: str = "'today'") -> None:
 def zone_of(args: argparse.Namespace, roots: Sequence[Path]) -> ZoneChoice:
     """The zone by the one rule (``--tz``, ``$VLLM_LEDGER_TZ``, the roots' zone file, the
     default); a zone file that was ignored is one warning line on stderr."""
-    zone = resolve_zone(args.tz, os.environ, roots)
+    try:
+        with flag_names(tz="--tz"):
+            zone = resolve_zone(args.tz, os.environ, roots)
+    except BadArgument as exc:
+        if exc.argument != "roots":
+            raise
+        raise BadArgument(
+            exc.what, hint=f"pass --tz ZONE (or set {ZONE_ENV}) to choose one"
+        ) from None
     for line in zone.warnings:
         print(f"vllm-ledger: warning: {printable(line)}", file=sys.stderr)
     return zone
@@ -592,55 +562,11 @@ def add_time(p: argparse.ArgumentParser) -> None:
     )
 
 
-EARLIEST_AT = 946_684_800.0  # 2000-01-01T00:00:00Z: no ledger is older
-LATEST_AT = 4_102_444_800.0  # 2100-01-01T00:00:00Z
-
-
 def instant(flag: str) -> Callable[[str], float]:
-    """A point in time as argparse's ``type`` (``--at``, ``--since``, ``--from``...): the
-    instant, or one line naming ``flag`` and saying what is wrong."""
-
-    def parse(value: str) -> float:
-        ts = parse_at(value, flag)
-        assert ts is not None
-        return ts
-
-    return parse
+    """A point in time as argparse's ``type`` (``--at``, ``--since``, ``--from``...):
+    ``units.instant`` (Unix seconds or ISO 8601 with an offset, 2000-2100), or one line naming
+    ``flag`` and saying what is wrong."""
+    return typed(flag, units.instant)
 
 
 at_time = instant("--at")
-
-
-def parse_at(value: str | float | None, flag: str = "--at") -> float | None:
-    """Unix seconds or ISO 8601 with an offset, between 2000 and 2100 (a number already
-    parsed is passed through); errors name ``flag``."""
-    if value is None or isinstance(value, float):
-        return value
-    example = f"give Unix seconds or ISO 8601, e.g. {flag} 2026-11-29T08:00:00+08:00"
-    try:
-        ts = float(value)
-    except ValueError:
-        ts = _iso_seconds(value, example, flag)
-    if not math.isfinite(ts):
-        raise BadArgument(f"{flag} {value!r} is not a time: {example}")
-    if ts > LATEST_AT and ts / 1000 <= LATEST_AT:
-        raise BadArgument(
-            f"{flag} {value!r} looks like milliseconds: give seconds, e.g. {flag} {ts / 1000:.0f}"
-        )
-    if not EARLIEST_AT <= ts <= LATEST_AT:
-        raise BadArgument(f"{flag} {value!r} is outside 2000-2100: {example}")
-    return ts
-
-
-def _iso_seconds(value: str, example: str, flag: str) -> float:
-    try:
-        # Python 3.10's fromisoformat does not take a trailing Z.
-        dt = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-    except ValueError as exc:
-        raise BadArgument(f"{flag} {value!r} is not a time: {example}") from exc
-    if dt.tzinfo is None:
-        raise BadArgument(f"{flag} {value!r} has no UTC offset: add one, e.g. +08:00")
-    try:
-        return dt.timestamp()
-    except (OverflowError, OSError, ValueError) as exc:  # year 1 with an offset, say
-        raise BadArgument(f"{flag} {value!r} is outside 2000-2100: {example}") from exc

@@ -9,7 +9,6 @@ import sys
 from vllm_ledger.commands._common import (
     add_renamed_duration,
     duration,
-    format_duration,
     input_file,
     number,
     url,
@@ -24,6 +23,7 @@ from vllm_ledger.formats.advise import (
 )
 from vllm_ledger.plan.advise import Thresholds, advise, take_readings
 from vllm_ledger.plan.baseline import derive, read_baseline
+from vllm_ledger.units import format_duration
 
 NAME = "advise"
 HELP = "read KV cache, queue, GPU, TTFT, power and throughput; say which capacity rule is met"

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from vllm_ledger.commands._common import add_output_folder, output_folder, tz_name
+from vllm_ledger.commands._common import add_output_folder, flag_names, output_folder, tz_name
 from vllm_ledger.deploy.bundle import bundle
 
 NAME = "bundle"
@@ -35,7 +35,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     folder = output_folder(args)
-    files = bundle(folder, tz=args.tz)
+    with flag_names(tz="--tz"):
+        files = bundle(folder, tz=args.tz)
     print(f"wrote {len(files)} files to {folder}")
     if args.tz is not None:
         print(f"the plugin records the zone {args.tz} in the ledger root (ROOT/zone) at start")

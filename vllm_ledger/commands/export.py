@@ -16,6 +16,7 @@ from vllm_ledger.commands._common import (
     instant,
     output_file,
     roots_of,
+    typed,
     zone_of,
 )
 from vllm_ledger.errors import BadArgument
@@ -40,7 +41,7 @@ is exact when complete is true. Rows stream: a year of hours runs in constant me
 
 
 def _by(value: str) -> str:
-    parse_by(value)  # one line on what is wrong
+    typed("--by", parse_by)(value)  # one line on what is wrong
     return value
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from vllm_ledger.commands._common import (
-    Address,
     add_renamed,
     add_roots,
     add_tz,
@@ -17,13 +16,15 @@ from vllm_ledger.commands._common import (
     zone_of,
 )
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.names import LEDGER_GENERATION_TOKENS_TOTAL
 from vllm_ledger.observe.exporter import serve
+from vllm_ledger.units import Address
 
 NAME = "exporter"
 HELP = "serve restart-proof token counters, windows, coverage and GPU readings on /metrics"
-EPILOG = """example:
+EPILOG = f"""example:
   vllm-ledger exporter --root /srv/artifacts/usage --listen 0.0.0.0:9464
-  curl -s http://127.0.0.1:9464/metrics | grep '^vllm_ledger_generation_tokens_total'
+  curl -s http://127.0.0.1:9464/metrics | grep '^{LEDGER_GENERATION_TOKENS_TOTAL}'
 """
 
 DEFAULT_LISTEN = "127.0.0.1:9464"

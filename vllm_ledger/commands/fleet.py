@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import duration, format_duration, text, url
+from vllm_ledger.commands._common import duration, text, url
 from vllm_ledger.formats.fleet import render_json, render_text
 from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, read_fleet
+from vllm_ledger.units import format_duration
 
 NAME = "fleet"
 HELP = "every host's exporter windows from Prometheus: per host, per model, fleet total"

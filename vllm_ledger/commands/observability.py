@@ -10,7 +10,6 @@ from collections.abc import Callable
 from vllm_ledger.commands._common import (
     add_output_folder,
     duration,
-    format_duration,
     number,
     output_dir,
     output_folder,
@@ -22,7 +21,6 @@ from vllm_ledger.observe.alerts import (
     DEFAULT_RUNBOOK,
     MINIMAL,
     Thresholds,
-    check_duration,
 )
 from vllm_ledger.observe.dashboard import DEFAULT_MAX_MODEL_LEN
 from vllm_ledger.observe.stack import (
@@ -40,6 +38,7 @@ from vllm_ledger.observe.stack import (
     write_stack,
 )
 from vllm_ledger.outfile import check_target as check_output
+from vllm_ledger.units import duration_seconds, format_duration
 
 NAME = "observability"
 HELP = "write prometheus.yml, alert rules, alertmanager.yml, a Grafana dashboard and compose.yaml"
@@ -68,11 +67,9 @@ def _duration(flag: str, lo_s: float, hi_s: float, example: str) -> Callable[[st
     def parse(value: str) -> str:
         x = seconds(value)
         text = value.strip()
-        try:
-            return check_duration(text)
-        except ValueError:
-            pass
-        return check_duration(format_duration(x) if x == int(x) else f"{round(x * 1000)}ms")
+        if duration_seconds(text, form="prometheus") is not None:
+            return text
+        return format_duration(x, "prometheus")
 
     return parse
 

@@ -15,7 +15,6 @@ from vllm_ledger.bot.poll import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_DEADLINE_S,
     DEFAULT_INTERVAL_S,
-    STALE_AFTER_S,
     CacheEntry,
     Fetcher,
     Poller,
@@ -24,11 +23,12 @@ from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, load_usa
 from vllm_ledger.commands._common import (
     add_renamed_duration,
     duration,
-    format_duration,
     input_file,
 )
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.formats.status import doc_dict
+from vllm_ledger.names import POLL_STALE_AFTER_S
+from vllm_ledger.units import format_duration
 
 NAME = "poll"
 HELP = "ask every configured host for its status over SSH and print the bot's reply"
@@ -135,7 +135,7 @@ def render_once(
     cache = poller.cache()
     if as_json:
         doc = {
-            "stale_after_seconds": STALE_AFTER_S,
+            "stale_after_seconds": POLL_STALE_AFTER_S,
             "instances": [
                 _result_dict(t, health[t.port], cache.get(t.port), now_monotonic) for t in targets
             ],

@@ -76,6 +76,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.until is not None and args.since is None:
         raise BadArgument("--until needs --since: e.g. --since 2026-11-01T00:00:00+08:00")
+    if args.until is not None and args.until <= args.since:
+        raise BadArgument(
+            "--until must be after --since: e.g. --since 2026-11-01T00:00:00+08:00 "
+            f"--until 2026-12-01T00:00:00+08:00 (got {args.since:.0f} .. {args.until:.0f})"
+        )
     if args.json and args.csv:
         raise BadArgument("--json and --csv: choose one")
     roots = roots_of(args)

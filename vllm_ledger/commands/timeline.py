@@ -15,7 +15,7 @@ from vllm_ledger.commands._common import (
     roots_of,
     zone_of,
 )
-from vllm_ledger.errors import BadArgument
+from vllm_ledger.errors import BadArgument, TooManySteps
 from vllm_ledger.formats.timeline import render_csv, render_json, render_text
 from vllm_ledger.read.periods import PERIOD_NAMES
 from vllm_ledger.read.timeline import (
@@ -24,8 +24,8 @@ from vllm_ledger.read.timeline import (
     MAX_STEPS,
     TIMELINE_BREAKDOWN_KEYS,
     build_timeline,
-    parse_duration,
 )
+from vllm_ledger.units import format_duration, whole_duration
 
 NAME = "timeline"
 HELP = "a window in steps: input, output, cached, hit rate, speed and uncovered time per step"
@@ -39,21 +39,14 @@ EPILOG = """example:
 
 
 MAX_SPAN_S = 100 * 366 * 86400  # a century: no ledger is older (2000-2100)
-_LIBRARY_FORM = re.compile(r"[0-9]+[smhdw]")  # what read.timeline.parse_duration takes
-
-
-def _one_unit(seconds: int) -> str:
-    """Whole seconds in the largest unit that divides them: 5400 -> 90m, 86400 -> 1d."""
-    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+_ONE_UNIT = re.compile(r"[0-9]+[smhdw]")  # a window or step as the timeline names it
 
 
 def span(flag: str, *, named: tuple[str, ...] = ()) -> Callable[[str], str]:
     """``--window``/``--step``: a duration as every command takes one (90m, 1h30m, 7d, plain
-    seconds), whole seconds from 1 s to a century, passed on as the timeline reads it (``1h30m``
-    -> ``90m``); ``named``: window names taken as they are (today, this-month, ...)."""
+    seconds), whole seconds from 1 s to a century, passed on in one unit as the timeline names
+    it (``1h30m`` -> ``90m``); ``named``: window names taken as they are (today, this-month,
+    ...)."""
     seconds = duration(flag, 1, MAX_SPAN_S, "7d" if flag == "--window" else "1h", integer=True)
 
     def parse(value: str) -> str:
@@ -61,7 +54,7 @@ def span(flag: str, *, named: tuple[str, ...] = ()) -> Callable[[str], str]:
         if value in named:
             return value
         n = int(seconds(value))  # one line naming the flag if not a duration
-        return value if _LIBRARY_FORM.fullmatch(value) else _one_unit(n)
+        return value if _ONE_UNIT.fullmatch(value) else format_duration(n, "unit")
 
     return parse
 
@@ -70,14 +63,25 @@ def check_steps(window: str, step: str) -> None:
     """Refuse a window that ``step`` would cut into more than MAX_STEPS before any ledger is
     read (calendar windows such as today and total are checked by the timeline, once their
     start is known)."""
-    if not _LIBRARY_FORM.fullmatch(window):
+    if not _ONE_UNIT.fullmatch(window):
         return
-    steps = -(-parse_duration(window, "--window") // parse_duration(step, "--step"))
+    steps = -(-whole_duration(window) // whole_duration(step))
     if steps > MAX_STEPS:
-        raise BadArgument(
-            f"--window {window} at --step {step} makes {steps} steps: "
-            f"use a larger --step (at most {MAX_STEPS} steps)"
+        raise too_many(TooManySteps(steps, MAX_STEPS, window=window, step=step))
+
+
+def too_many(exc: TooManySteps) -> BadArgument:
+    """A timeline's refusal of its step count, worded with the flags."""
+    if exc.by is not None:
+        return BadArgument(
+            f"--by {exc.by} makes {exc.rows} rows of {exc.steps} steps: use a larger --step, a "
+            f"shorter --window, --instance or --model (at most {exc.limit} in all)"
         )
+    count = f"at least {exc.steps}" if exc.at_least else f"{exc.steps}"
+    return BadArgument(
+        f"--window {exc.window} at --step {exc.step} makes {count} steps: "
+        f"use a larger --step (at most {exc.limit} steps)"
+    )
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -113,16 +117,19 @@ def run(args: argparse.Namespace) -> int:
     check_steps(args.window, args.step)
     roots = roots_of(args)
     zone = zone_of(args, roots)
-    tl = build_timeline(
-        roots,
-        window=args.window,
-        step=args.step,
-        at_ts=args.at,
-        tz=zone.name,
-        instance=args.instance,
-        model=args.model,
-        by=args.by,
-    )
+    try:
+        tl = build_timeline(
+            roots,
+            window=args.window,
+            step=args.step,
+            at_ts=args.at,
+            tz=zone.name,
+            instance=args.instance,
+            model=args.model,
+            by=args.by,
+        )
+    except TooManySteps as exc:
+        raise too_many(exc) from None
     render = render_json if args.json else render_csv if args.csv else render_text
     sys.stdout.write(render(tl, zone))
     return 0

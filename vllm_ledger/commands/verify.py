@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from vllm_ledger.commands._common import add_roots, duration, roots_of, text, url
+from vllm_ledger.commands._common import add_roots, duration, flag_names, roots_of, text, url
 from vllm_ledger.read.verify import verify
 
 NAME = "verify"
@@ -48,13 +48,14 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    result = verify(
-        roots_of(args),
-        args.metrics_url,
-        wait_s=args.wait,
-        run_id=args.run,
-        timeout_s=args.timeout,
-    )
+    with flag_names(metrics_url="--metrics-url"):
+        result = verify(
+            roots_of(args),
+            args.metrics_url,
+            wait_s=args.wait,
+            run_id=args.run,
+            timeout_s=args.timeout,
+        )
     if result.match:
         figures = ", ".join(f"{k} {v:,}" for k, v in result.ledger.items())
         print(f"match: run {result.run_id}: {figures}")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from vllm_ledger import __version__
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.format.zonefile import BUNDLE_ZONE_FILE, check_zone
+from vllm_ledger.format.zonefile import BUNDLE_MARKER, BUNDLE_ZONE_FILE, check_zone
 
 ENTRY_POINT = "ledger = vllm_ledger.plugin:LedgerStatLogger"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
@@ -43,13 +43,19 @@ def bundle(dest: Path, tz: str | None = None) -> list[Path]:
         try:
             check_zone(tz)
         except ValueError as exc:
-            raise BadArgument(f"--tz {exc}: use an IANA name, e.g. --tz Asia/Shanghai") from None
+            raise BadArgument(
+                f"tz {exc}",
+                hint="use an IANA name",
+                argument="tz",
+                value=tz,
+                example="Asia/Shanghai",
+            ) from None
     if dest.exists() and not dest.is_dir():
         raise BadArgument(f"{dest} exists and is not a directory: choose another path")
     if (
         dest.exists()
         and any(dest.iterdir())
-        and not (dest / _marker()).exists()
+        and not (dest / BUNDLE_MARKER).exists()
         and not any(
             p.name.endswith(".dist-info") and p.name.startswith("vllm_ledger-")
             for p in dest.iterdir()
@@ -80,7 +86,7 @@ def bundle(dest: Path, tz: str | None = None) -> list[Path]:
             for p in files
         )
         (info / "RECORD").write_text(record + f"{_dist_info_name()}/RECORD,,\n")
-        (tmp / _marker()).write_text(f"vllm-ledger {__version__}\n")
+        (tmp / BUNDLE_MARKER).write_text(f"vllm-ledger {__version__}\n")
         if tz is not None:  # the plugin reads it (format/zonefile.py)
             (tmp / BUNDLE_ZONE_FILE).write_text(f"{tz}\n")
         for p in tmp.rglob("*"):
@@ -97,7 +103,3 @@ def bundle(dest: Path, tz: str | None = None) -> list[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return sorted(p for p in dest.rglob("*") if p.is_file())
-
-
-def _marker() -> str:
-    return "VLLM_LEDGER_BUNDLE"

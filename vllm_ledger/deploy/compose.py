@@ -35,6 +35,7 @@ from vllm_ledger.deploy.launch import (
     shutdown_timeout_s,
 )
 from vllm_ledger.errors import ConfigError
+from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 
 SERVICE = "vllm"
 SECRET = "vllm_api_key"
@@ -56,11 +57,11 @@ def _environment(host: Host, usage: bool, tz: str | None) -> dict[str, str]:
     if usage:
         extra_path = dict(host.extra_env).get("PYTHONPATH")
         env["PYTHONPATH"] = _s(CONTAINER_PLUGIN_DIR + (f":{extra_path}" if extra_path else ""))
-        env["VLLM_LEDGER_DIR"] = _raw(CONTAINER_LEDGER_DIR)
-        env["VLLM_LEDGER_WRITERS"] = _raw(str(host.api_server_count))
-        env["VLLM_LEDGER_PORT"] = _raw(str(host.port))
+        env[ROOT_ENV] = _raw(CONTAINER_LEDGER_DIR)
+        env[WRITERS_ENV] = _raw(str(host.api_server_count))
+        env[PORT_ENV] = _raw(str(host.port))
         if tz is not None:
-            env["VLLM_LEDGER_TZ"] = _s(tz)
+            env[ZONE_ENV] = _s(tz)
     if host.api_key_env:
         name = env_name(host.api_key_env, "api_key.env")
         env["VLLM_API_KEY"] = _raw(f"${{{name}:?the API key variable {name} is not set}}")
@@ -71,7 +72,7 @@ def compose_file(host: Host, *, usage: bool = False, tz: str | None = None) -> s
     """The compose.yaml text. Raises ConfigError if the host file does not fit docker mode."""
     check_for(host, "docker", usage)
     if tz is not None and not usage:
-        raise ConfigError("a zone (--tz) is recorded by the ledger: it needs --usage", key="tz")
+        raise ConfigError("a zone (tz) is recorded by the ledger: it needs usage", key="tz")
     assert host.image is not None
     out = [
         f"# vLLM compose file (compose mode{', usage ledger on' if usage else ''}), rendered by "

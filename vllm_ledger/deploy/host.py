@@ -24,6 +24,7 @@ from typing import Any
 
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.strictjson import load_file, shown_key
+from vllm_ledger.units import ENV_PREFIX, PLAIN_PATH_PATTERN
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
 MODES = ("docker", "bare")
@@ -35,8 +36,6 @@ ENV_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*$"
 ABSOLUTE_PATH_PATTERN = "^/[^\\x00-\\x1f\\x7f]*$"
 NOT_AN_OPTION_PATTERN = "^[^-][\\s\\S]*$"  # a positional word: "-x" would be read as a flag
 ADDRESS_PATTERN = "^[A-Za-z0-9_.:%][A-Za-z0-9_.:%-]*$"
-# An absolute path a systemd unit can hold unquoted (ExecStart's program, path directives).
-PLAIN_PATH_PATTERN = "^/[A-Za-z0-9._+/@,-]*$"
 ACCOUNT_PATTERN = "^[A-Za-z_][A-Za-z0-9_-]{0,31}$"
 
 _POSITIVE_INT: dict[str, Any] = {"type": "integer", "minimum": 1}
@@ -292,7 +291,7 @@ _OWNED_FLAGS = {
 _FORBIDDEN_FLAGS = {
     "--headless": "it starts no API server, so no ledger writer",
 }
-_FORBIDDEN_ENV_PREFIX = "VLLM_LEDGER_"
+_FORBIDDEN_ENV_PREFIX = ENV_PREFIX
 
 
 @dataclass(frozen=True)

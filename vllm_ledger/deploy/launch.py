@@ -32,14 +32,14 @@ from dataclasses import dataclass
 from vllm_ledger import __version__
 from vllm_ledger.deploy.host import ENV_NAME_PATTERN, Host, check_for
 from vllm_ledger.errors import ConfigError
-from vllm_ledger.format.zonefile import check_zone
+from vllm_ledger.format.zonefile import BUNDLE_MARKER, check_zone
+from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
 PLUGIN_SUBDIR = "ledger-plugin"
 LEDGER_SUBDIR = "usage"
 CONTAINER_PLUGIN_DIR = "/vllm-ledger/plugin"
 CONTAINER_LEDGER_DIR = "/vllm-ledger/usage"
-BUNDLE_MARKER = "VLLM_LEDGER_BUNDLE"
 USAGE_SHUTDOWN_TIMEOUT_S = int(DRAIN_TIMEOUT_S) * 2
 DOCKER_STOP_MARGIN_S = 10  # docker stop waits this much past vLLM's own shutdown timeout
 
@@ -137,7 +137,7 @@ def render_script(
     mode = mode or host.mode
     check_for(host, mode, usage)
     if tz is not None and not usage:
-        raise ConfigError("a zone (--tz) is recorded by the ledger: it needs --usage", key="tz")
+        raise ConfigError("a zone (tz) is recorded by the ledger: it needs usage", key="tz")
     if tz is not None:
         try:
             check_zone(tz)
@@ -220,12 +220,12 @@ def _usage_setup(host: Host, mode: str, tz: str | None = None) -> list[str]:
     if mode == "bare":
         lines += [
             f'export PYTHONPATH={q(plugin)}"${{PYTHONPATH:+:${{PYTHONPATH}}}}"',
-            f"export VLLM_LEDGER_DIR={q(ledger)}",
-            f"export VLLM_LEDGER_WRITERS={host.api_server_count}",
-            f"export VLLM_LEDGER_PORT={host.port}",
+            f"export {ROOT_ENV}={q(ledger)}",
+            f"export {WRITERS_ENV}={host.api_server_count}",
+            f"export {PORT_ENV}={host.port}",
         ]
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
-            lines.append(f"export VLLM_LEDGER_TZ={q(tz)}")
+            lines.append(f"export {ZONE_ENV}={q(tz)}")
     lines += [
         f"printf '%s\\n' {q('ledger plugin: ' + plugin)}",
         f"printf '%s\\n' {q('ledger report: ' + report_command(host))}",
@@ -262,11 +262,11 @@ def docker_run_words(host: Host, usage: bool, tz: str | None = None) -> list[lis
     if usage:
         extra_path = env.get("PYTHONPATH")
         env["PYTHONPATH"] = CONTAINER_PLUGIN_DIR + (f":{extra_path}" if extra_path else "")
-        env["VLLM_LEDGER_DIR"] = CONTAINER_LEDGER_DIR
-        env["VLLM_LEDGER_WRITERS"] = str(host.api_server_count)
-        env["VLLM_LEDGER_PORT"] = str(host.port)
+        env[ROOT_ENV] = CONTAINER_LEDGER_DIR
+        env[WRITERS_ENV] = str(host.api_server_count)
+        env[PORT_ENV] = str(host.port)
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
-            env["VLLM_LEDGER_TZ"] = tz
+            env[ZONE_ENV] = tz
     for name in sorted(env):
         groups.append(["--env", f"{env_name(name)}={env[name]}"])
     groups.append(["--entrypoint", "vllm"])

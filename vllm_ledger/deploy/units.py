@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_ledger import __version__
-from vllm_ledger.deploy.host import PLAIN_PATH_PATTERN, Host, check_for
+from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.launch import (
     BUNDLE_MARKER,
     DOCKER_STOP_MARGIN_S,
@@ -41,6 +41,7 @@ from vllm_ledger.deploy.launch import (
 )
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify.unit import unit_text
+from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV, is_plain_path
 
 RESTART_SEC = 10
 STOP_MARGIN_S = DOCKER_STOP_MARGIN_S  # systemd waits this much past vLLM's shutdown timeout
@@ -66,7 +67,7 @@ def sd_word(word: str, *, command: bool = True) -> str:
 
 
 def plain_path(path: str, key: str) -> str:
-    if not re.fullmatch(PLAIN_PATH_PATTERN, path):
+    if not is_plain_path(path):
         raise ConfigError(
             f"{key}: {path!a} cannot go in a systemd unit unquoted: use a path of letters, "
             "digits and ._+/@,- only",
@@ -113,11 +114,11 @@ def _environment(host: Host, usage: bool, tz: str | None) -> list[tuple[str, str
     env += [(env_name(name), value) for name, value in sorted(extra.items())]
     if usage:
         env.append(("PYTHONPATH", plugin_dir(host) + (f":{path}" if path else "")))
-        env.append(("VLLM_LEDGER_DIR", ledger_dir(host)))
-        env.append(("VLLM_LEDGER_WRITERS", str(host.api_server_count)))
-        env.append(("VLLM_LEDGER_PORT", str(host.port)))
+        env.append((ROOT_ENV, ledger_dir(host)))
+        env.append((WRITERS_ENV, str(host.api_server_count)))
+        env.append((PORT_ENV, str(host.port)))
         if tz is not None:
-            env.append(("VLLM_LEDGER_TZ", tz))
+            env.append((ZONE_ENV, tz))
     return env
 
 
@@ -143,7 +144,7 @@ def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
     """The vLLM service unit's text. Raises ConfigError if the host file does not fit."""
     check_for(host, "bare", usage)
     if tz is not None and not usage:
-        raise ConfigError("a zone (--tz) is recorded by the ledger: it needs --usage", key="tz")
+        raise ConfigError("a zone (tz) is recorded by the ledger: it needs usage", key="tz")
     name = unit_name(host)
     out = [
         f"# vLLM service unit (systemd mode{', usage ledger on' if usage else ''}), rendered by "

@@ -23,13 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_ledger.errors import BadDeclaration
+from vllm_ledger.units import EARLIEST_AT, LATEST_AT
 
 DECLARATIONS_NAME = "declared-stops.jsonl"
 MAX_FILE_BYTES = 1 << 20  # about 5000 declarations
 MAX_REASON_CHARS = 200
 MAX_STOP_S = 366 * 86400  # one declaration covers at most a year
-EARLIEST_TS = 946_684_800  # 2000-01-01
-LATEST_TS = 4_102_444_800  # 2100-01-01
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ def check(d: Declaration) -> Declaration:
     if not isinstance(d.instance, str) or not 1 <= len(d.instance) <= 300 or ":" not in d.instance:
         raise BadDeclaration(f"instance {d.instance!r} is not HOST:PORT as --by instance prints")
     for name, v in (("from", d.from_ts), ("until", d.until_ts)):
-        if isinstance(v, bool) or not isinstance(v, int) or not EARLIEST_TS <= v <= LATEST_TS:
+        if isinstance(v, bool) or not isinstance(v, int) or not EARLIEST_AT <= v <= LATEST_AT:
             raise BadDeclaration(f"{name} {v!r} is not whole Unix seconds between 2000 and 2100")
     if d.until_ts <= d.from_ts:
         raise BadDeclaration(f"until {d.until_ts} is not after from {d.from_ts}")

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from vllm_ledger import __version__
+from vllm_ledger.units import ROOT_ENV, WRITERS_ENV
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -110,7 +111,6 @@ def sanitize_run_id(value: str) -> str | None:
     return value if RUN_ID_RE.match(value) else None
 
 
-WRITERS_ENV = "VLLM_LEDGER_WRITERS"
 # deploy_usage (docs/migrating-from-deploy-usage.md) named it LLMDEPLOY_USAGE_WRITERS: an alias.
 WRITERS_ENV_ALIASES = ("LLMDEPLOY_USAGE_WRITERS",)
 MAX_EXPECTED_WRITERS_ENV = 4096  # the reader refuses more (read/values.py)
@@ -135,8 +135,8 @@ def expected_writers_from_env(env: Mapping[str, str]) -> tuple[int | None, str |
 
 def default_root(env: Mapping[str, str]) -> Path:
     """``VLLM_LEDGER_DIR``, else ``$XDG_DATA_HOME/vllm-ledger``, else ``~/.local/share/...``."""
-    if env.get("VLLM_LEDGER_DIR"):
-        return Path(env["VLLM_LEDGER_DIR"]).expanduser()
+    if env.get(ROOT_ENV):
+        return Path(env[ROOT_ENV]).expanduser()
     data_home = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(data_home) / "vllm-ledger"
 

@@ -1,15 +1,18 @@
 """The SQL the read side runs on a ledger: its facts (meta, spans, fault seconds, first and last
 rows) and its sums per DP engine with the checks a reader judges them by. Returns rows as
-stored; ``read/values.py`` decides what counts. Standard library only.
+stored, named by figure (``figures.py``); ``read/values.py`` decides what counts. Standard
+library only.
 """
 
 from __future__ import annotations
 
+import functools
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_ledger.format.schema import SUM_COLUMNS
+from vllm_ledger import figures
 
 
 def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -73,39 +76,85 @@ def read_facts(conn: sqlite3.Connection) -> Facts:
     )
 
 
-_SUMS = ", ".join(f"sum({c})" for c in SUM_COLUMNS)
+@dataclass(frozen=True)
+class SumRow:
+    """One ``sum_by_engine`` group, by name, as stored: the sums and, beside them, what the
+    reader judges the group's rows by before it adds the sums (``read/values.py``)."""
+
+    engine: Any
+    sums: dict[str, Any]  # by figure name (``figures.Figure.name``)
+    non_integer: Any  # whether a value of a row is not an integer
+    lowest: Any  # the smallest value of a row
+    # The largest value of a row, per group of ``figures.limits`` (unit, bound, figures).
+    most: tuple[tuple[figures.Unit, int, Any], ...]
+    # Whether a row holds more of a part than of its whole, per ``figures.parts``.
+    over: tuple[tuple[figures.Figure, figures.Figure, Any], ...]
 
 
-_TOKEN_COLUMNS = ("prompt_tokens", "generation_tokens", "cached_tokens", "decode_tokens")
+def checks_sql(figs: Sequence[figures.Figure] = figures.FIGURES) -> tuple[str, ...]:
+    """The checks computed beside each group's sums, in ``SumRow``'s order: any value that is
+    not an integer, the smallest value, the largest of each unit's figures (``figures.limits``)
+    and whether a part exceeds its whole in a row (``figures.parts``)."""
+    cols = figures.columns(figs)
+    return (
+        "max(" + " OR ".join(f"typeof({c}) != 'integer'" for c in cols) + ")",
+        f"min(min({', '.join(cols)}))",
+        *(_most_sql(fs) for _unit, _most, fs in figures.limits(figs)),
+        *(f"max({part.column} > {whole.column})" for part, whole in figures.parts(figs)),
+    )
 
 
-# Beside each group's sums, what the reader needs to refuse rows it must not add: any value
-# that is not an integer, the smallest value, the largest token count, the largest request
-# count and the largest decode time of a row, and whether a row has more cached than input.
-_CHECKS = ", ".join(
-    [
-        "max(" + " OR ".join(f"typeof({c}) != 'integer'" for c in SUM_COLUMNS) + ")",
-        f"min(min({', '.join(SUM_COLUMNS)}))",
-        f"max(max({', '.join(_TOKEN_COLUMNS)}))",
-        "max(requests)",
-        "max(decode_seconds_micro)",
-        "max(cached_tokens > prompt_tokens)",
-    ]
-)
+def _most_sql(figs: Sequence[figures.Figure]) -> str:
+    """The largest value of these figures' columns in any row (``max`` of one column alone:
+    SQLite takes ``max(max(x))`` for a nested aggregate)."""
+    if len(figs) == 1:
+        return f"max({figs[0].column})"
+    return f"max(max({', '.join(f.column for f in figs)}))"
 
 
-_SUM_QUERIES = {
-    table: f"SELECT engine, {_SUMS}, {_CHECKS} FROM {table}"
-    " WHERE ts >= ? AND ts < ? GROUP BY engine"
-    for table in ("buckets", "hourly", "daily")
-}
+def sum_query(table: str, figs: Sequence[figures.Figure] = figures.FIGURES) -> str:
+    sums = ", ".join(f"sum({c})" for c in figures.columns(figs))
+    return (
+        f"SELECT engine, {sums}, {', '.join(checks_sql(figs))} FROM {table}"
+        " WHERE ts >= ? AND ts < ? GROUP BY engine"
+    )
+
+
+def sum_row(row: Sequence[Any], figs: Sequence[figures.Figure] = figures.FIGURES) -> SumRow:
+    """A ``sum_query`` row by name."""
+    names, limits, parts = _layout(tuple(figs))
+    n = len(names)
+    checks = row[1 + n :]
+    most = checks[2 : 2 + len(limits)]
+    over = checks[2 + len(limits) :]
+    return SumRow(
+        engine=row[0],
+        sums=dict(zip(names, row[1 : 1 + n], strict=True)),
+        non_integer=checks[0],
+        lowest=checks[1],
+        most=tuple((u, m, v) for (u, m, _fs), v in zip(limits, most, strict=True)),
+        over=tuple((p, w, v) for (p, w), v in zip(parts, over, strict=True)),
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _layout(
+    figs: tuple[figures.Figure, ...],
+) -> tuple[
+    tuple[str, ...],
+    tuple[tuple[figures.Unit, int, tuple[figures.Figure, ...]], ...],
+    tuple[tuple[figures.Figure, figures.Figure], ...],
+]:
+    return figures.names(figs), figures.limits(figs), figures.parts(figs)
+
+
+_SUM_QUERIES = {table: sum_query(table) for table in ("buckets", "hourly", "daily")}
 
 
 def sum_by_engine(
     conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int
 ) -> list[tuple[Any, ...]]:
     """``(engine, *SUM_COLUMNS, *checks)`` rows over ``[start_ts, end_ts)`` of ``buckets``,
-    ``hourly`` or ``daily``, as stored: the checks (non-integer seen, lowest value, most tokens,
-    most requests, most decode microseconds, cached over input seen) are for the reader to
-    judge each group before it adds the sums."""
+    ``hourly`` or ``daily``, as stored (``sum_row`` names them): the checks (``checks_sql``) are
+    for the reader to judge each group before it adds the sums."""
     return conn.execute(_SUM_QUERIES[table], (start_ts, end_ts)).fetchall()

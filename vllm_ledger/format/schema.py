@@ -1,4 +1,5 @@
-"""The ledger file's schema: its count columns, the bounds a row must keep, and the migrations.
+"""The ledger file's schema: its count columns and the bounds a row must keep (both from
+``figures.py``), and the migrations.
 
 Tables
 ------
@@ -17,38 +18,62 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-# Column order shared by ``buckets`` and ``hourly`` and by the recorder's accumulators.
-COUNT_COLUMNS: tuple[str, ...] = (
-    "prompt_tokens",
-    "generation_tokens",
-    "cached_tokens",
-    "requests",
-    "decode_tokens",  # sum(max(generation_tokens - 1, 0)) of finished requests
-    "decode_seconds_micro",  # sum of decode seconds of finished requests, in microseconds
+from vllm_ledger import figures
+
+# The fault counts kept beside the figures in every row (``problem_seconds`` holds them per
+# second, so that coverage stays exact after compaction).
+FAULT_COLUMNS: tuple[str, ...] = (
     "dropped_events",  # lost to a full queue
     "rejected_events",  # input the plugin could not read
     "lost_events",  # in a batch whose commit failed
 )
 
 
-# The six sums a window adds up (the fault counts come from ``problem_seconds`` instead).
-SUM_COLUMNS: tuple[str, ...] = COUNT_COLUMNS[:6]
+# The figures' columns (``figures.FIGURES``), in their order: what a window adds up.
+SUM_COLUMNS: tuple[str, ...] = figures.columns()
 
 
-# What one second of one DP engine can physically hold (docs/ledger.md says why): the recorder
-# refuses an event that would pass them, and a reader refuses a file whose rows do.
-MAX_TOKENS_PER_ENGINE_SECOND = 10**8
+def count_columns(figs: Sequence[figures.Figure] = figures.FIGURES) -> tuple[str, ...]:
+    """Every count column of ``buckets``, ``hourly`` and ``daily``: the figures', the fault
+    counts after them. The recorder's accumulators and ``commit_batch``'s rows are in this
+    order (the tables' own order differs only for a column a later migration added)."""
+    return (*figures.columns(figs), *FAULT_COLUMNS)
 
 
-MAX_REQUESTS_PER_ENGINE_SECOND = 10**6
+COUNT_COLUMNS: tuple[str, ...] = count_columns()
 
 
-MAX_DECODE_US_PER_ENGINE_SECOND = 2**62 // 86400  # so a daily row stays below 2^62
+# Each figure's column and the most one second of one DP engine may hold in it
+# (``figures.py``; docs/ledger.md says why).
+PER_ENGINE_SECOND: dict[str, int] = {f.column: f.per_engine_second for f in figures.FIGURES}
 
 
-_COUNTS_DDL = ",\n  ".join(f"{c} INTEGER NOT NULL DEFAULT 0" for c in COUNT_COLUMNS)
+def columns_added_by(
+    migration: str, figs: Sequence[figures.Figure] = figures.FIGURES
+) -> tuple[str, ...]:
+    """The count columns a named migration added to ``buckets``, ``hourly`` and ``daily``
+    (the fault counts came with the first tables)."""
+    added = tuple(f.column for f in figs if f.since == migration)
+    return (*added, *FAULT_COLUMNS) if migration == figures.INITIAL else added
+
+
+def add_columns_ddl(migration: str, figs: Sequence[figures.Figure] = figures.FIGURES) -> str:
+    """A later migration's DDL: its figures' columns added to the three tables of counts."""
+    return "".join(
+        f"ALTER TABLE {table} ADD COLUMN {c} INTEGER NOT NULL DEFAULT 0;\n"
+        for c in columns_added_by(migration, figs)
+        for table in ("buckets", "hourly", "daily")
+    )
+
+
+# The first tables' columns, as migrations 0001 and 0003 made them: a column added later comes
+# with its own migration (``add_columns_ddl``), so these statements never change.
+_FIRST_COLUMNS = columns_added_by(figures.INITIAL)
+
+
+_COUNTS_DDL = ",\n  ".join(f"{c} INTEGER NOT NULL DEFAULT 0" for c in _FIRST_COLUMNS)
 
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -100,8 +125,8 @@ CREATE TABLE daily (
   {_COUNTS_DDL},
   PRIMARY KEY (ts, engine)
 ) WITHOUT ROWID;
-INSERT INTO daily (ts, engine, {", ".join(COUNT_COLUMNS)})
-  SELECT ts - ts % 86400, engine, {", ".join(f"sum({c})" for c in COUNT_COLUMNS)}
+INSERT INTO daily (ts, engine, {", ".join(_FIRST_COLUMNS)})
+  SELECT ts - ts % 86400, engine, {", ".join(f"sum({c})" for c in _FIRST_COLUMNS)}
   FROM hourly GROUP BY ts - ts % 86400, engine;
 """,
     ),

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Literal
 
 from vllm_ledger.format.smallfiles import read_regular_file
+from vllm_ledger.units import ZONE_ENV
 
-ZONE_ENV = "VLLM_LEDGER_TZ"
 ROOT_ZONE_FILE = "zone"  # ROOT/zone
-BUNDLE_ZONE_FILE = "VLLM_LEDGER_TZ"  # DIR/VLLM_LEDGER_TZ in a bundle folder (deploy/bundle.py)
+BUNDLE_ZONE_FILE = ZONE_ENV  # DIR/VLLM_LEDGER_TZ in a bundle folder (deploy/bundle.py)
 BUNDLE_MARKER = "VLLM_LEDGER_BUNDLE"
 MAX_ZONE_CHARS = 64
 MAX_ZONE_FILE_BYTES = 256

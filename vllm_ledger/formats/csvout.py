@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import IO
 from zoneinfo import ZoneInfo
 
+from vllm_ledger import figures
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.report import Report
 
@@ -102,10 +103,7 @@ REPORT_FIELDS: tuple[str, ...] = (
     "key",
     "window",
     *instant_fields("start", "cutoff"),
-    "input",
-    "output",
-    "cached",
-    "requests",
+    *figures.keys(figures.BRIEF),
     "hit_rate",
     "avg_speed",
     "gen_speed",
@@ -130,10 +128,7 @@ def render_report(report: Report) -> str:
                 "window": x.name,
                 **instant("start", x.start_ts, zone),
                 **instant("cutoff", x.cutoff_ts, zone),
-                "input": x.input_tokens,
-                "output": x.output_tokens,
-                "cached": x.cached_tokens,
-                "requests": x.requests,
+                **figures.json_figures(x, figures.BRIEF),
                 "hit_rate": round_or_none(x.hit_rate),
                 "avg_speed": round_or_none(x.avg_speed),
                 "gen_speed": round_or_none(x.gen_speed),

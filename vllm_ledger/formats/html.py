@@ -22,11 +22,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.json import window_dict
-from vllm_ledger.formats.text import duration
 from vllm_ledger.outfile import write_file
 from vllm_ledger.read.page import Page
 from vllm_ledger.read.report import BreakdownRow, Report, WindowReport
 from vllm_ledger.read.timeline import CAUSE_TEXT, CAUSES, Timeline
+from vllm_ledger.units import format_duration
 
 # Series and causes keep these exact colours (the browser test looks for them).
 SERIES_COLORS = {"cached": "#4e79a7", "uncached": "#a0cbe8", "output": "#f28e2b"}
@@ -132,7 +132,7 @@ def _shown(field: str, value: Any) -> str:
     if field in ("avg_speed", "gen_speed"):
         return f"{value:,.2f}"
     if field == "uncovered_seconds":
-        return duration(int(value))
+        return format_duration(int(value), "words")
     return f"{value:,}"
 
 
@@ -261,7 +261,7 @@ def chart_svg(tl: Timeline) -> str:
         label = (
             f"{_when(s.start_ts, tz, '%m-%d %H:%M')}–{_when(s.cutoff_ts, tz, '%H:%M')}: "
             f"input {s.input_tokens:,} (cached {s.cached_tokens:,}), output {s.output_tokens:,}, "
-            f"uncovered {duration(s.uncovered_seconds)}"
+            f"uncovered {format_duration(s.uncovered_seconds, 'words')}"
         )
         y = float(CHART_Y1)
         parts.append(f"<g><title>{_e(label)}</title>")
@@ -285,7 +285,7 @@ def chart_svg(tl: Timeline) -> str:
         w = max(MIN_SPAN_W, x(u.end_ts) - x0)
         x0 = min(x0, PLOT_X1 - w)
         a, b = _when(u.start_ts, tz, "%m-%d %H:%M:%S"), _when(u.end_ts, tz, "%m-%d %H:%M:%S")
-        label = f"{a} – {b}: uncovered {duration(u.seconds)}, {CAUSE_TEXT[u.cause]}"
+        label = f"{a} – {b}: uncovered {format_duration(u.seconds, 'words')}, {CAUSE_TEXT[u.cause]}"
         parts.append(
             f'<rect x="{x0:.2f}" y="{STRIP_Y0}" width="{w:.2f}" '
             f'height="{STRIP_Y1 - STRIP_Y0}" fill="{CAUSE_COLORS[u.cause]}">'
@@ -315,7 +315,7 @@ def legend(tl: Timeline) -> str:
             items.append(
                 f'<li data-cause="{cause}" data-seconds="{seconds[cause]}">'
                 f'<span class="sw" style="background:{CAUSE_COLORS[cause]}"></span>'
-                f"{_e(CAUSE_TEXT[cause])}: {_e(duration(seconds[cause]))}</li>"
+                f"{_e(CAUSE_TEXT[cause])}: {_e(format_duration(seconds[cause], 'words'))}</li>"
             )
     return f'<ul class="legend">{"".join(items)}</ul>'
 
@@ -355,7 +355,7 @@ def render(report: Report, tl: Timeline, instances: Sequence[BreakdownRow]) -> s
         f"Last 7 days in hours, {_when(w7.start_ts, tz, '%m-%d %H:%M')} to "
         f"{_when(w7.cutoff_ts, tz, '%m-%d %H:%M')}: input {w7.input_tokens:,}, "
         f"output {w7.output_tokens:,}, cached {w7.cached_tokens:,}, "
-        f"uncovered {duration(w7.uncovered_seconds)}. The chart and strip cover "
+        f"uncovered {format_duration(w7.uncovered_seconds, 'words')}. The chart and strip cover "
         + (
             "every ledger under the roots."
             if report.instance_filter is None and report.model_filter is None

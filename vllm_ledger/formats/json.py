@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
+from vllm_ledger import figures
 from vllm_ledger.read.report import Report, WindowReport, WriterStatus
 from vllm_ledger.read.zone import ZoneChoice
 
@@ -22,20 +23,30 @@ def round_or_none(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(x, digits)
 
 
+# Schema 1 writes the ratios after this figure, the other figures after the ratios.
+RATIOS_AFTER = figures.CACHED_TOKENS.key
+
+
+def window_figures(w: WindowReport) -> dict[str, Any]:
+    """A window's figures (``figures.FIGURES``, by JSON key) and its ratios, in schema 1's
+    order: the figures up to ``RATIOS_AFTER``, the ratios, the other figures."""
+    figs = list(figures.json_figures(w).items())
+    cut = next(i for i, (k, _v) in enumerate(figs) if k == RATIOS_AFTER) + 1
+    return {
+        **dict(figs[:cut]),
+        "hit_rate": round_or_none(w.hit_rate),
+        "avg_speed": round_or_none(w.avg_speed),
+        "gen_speed": round_or_none(w.gen_speed),
+        **dict(figs[cut:]),
+    }
+
+
 def window_dict(w: WindowReport) -> dict[str, Any]:
     return {
         "start": w.start_ts,
         "cutoff": w.cutoff_ts,
         "wall_seconds": w.wall_seconds,
-        "input": w.input_tokens,
-        "output": w.output_tokens,
-        "cached": w.cached_tokens,
-        "hit_rate": round_or_none(w.hit_rate),
-        "avg_speed": round_or_none(w.avg_speed),
-        "gen_speed": round_or_none(w.gen_speed),
-        "requests": w.requests,
-        "decode_tokens": w.decode_tokens,
-        "decode_seconds": round(w.decode_seconds, 6),
+        **window_figures(w),
         "uncovered_seconds": w.uncovered_seconds,
         # Declared stops (declare-stop): neither covered nor uncovered; 0 with --strict.
         "declared_seconds": w.declared_seconds,

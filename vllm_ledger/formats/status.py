@@ -35,15 +35,20 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from vllm_ledger import strictjson
+from vllm_ledger import figures, strictjson
 from vllm_ledger.errors import ConfigError, StatusParseError
+from vllm_ledger.figures import Figure
 from vllm_ledger.read.coverage import PROBLEM_CODES
 from vllm_ledger.read.ports import MAX_PORT_ROWS, PortRow, PortRows
 from vllm_ledger.read.report import Report, WindowReport
-from vllm_ledger.read.windows import WINDOW_NAMES
 from vllm_ledger.read.zone import MAX_ZONE_CHARS, ZONE_NAME_RE, ZONE_SOURCES, ZoneSource
 
 STATUS_SCHEMA = 1
+# The windows the document promises, in its order (docs/bot-status.md): its own list, not the
+# report's, so that a report with other windows makes no other document.
+STATUS_WINDOWS: tuple[str, ...] = ("today", "24h", "3d", "7d", "total")
+# The figures each window carries (counts only: ``figures.BRIEF``), by their JSON keys.
+STATUS_FIGURES: tuple[Figure, ...] = figures.BRIEF
 MAX_BASE_BYTES = 4096  # the document without instances or breakdown rows
 MAX_STATUS_BYTES = 60 * 1024  # the whole line; the bot reads at most 64 KiB
 MAX_STATUS_INSTANCES = MAX_PORT_ROWS  # 16
@@ -66,6 +71,8 @@ STATUS_MAX_DEPTH = 8  # a valid document nests seven deep (breakdown -> rows -> 
 
 @dataclass(frozen=True)
 class StatusWindow:
+    """A window as a remote host sent it; a field per ``STATUS_FIGURES`` (``report_name``)."""
+
     name: str
     start_ts: int
     cutoff_ts: int
@@ -138,10 +145,7 @@ def _window_dict(w: WindowReport) -> dict[str, Any]:
     return {
         "start": int(w.start_ts),
         "cutoff": int(w.cutoff_ts),
-        "input": int(w.input_tokens),
-        "output": int(w.output_tokens),
-        "cached": int(w.cached_tokens),
-        "requests": int(w.requests),
+        **{f.key: int(getattr(w, f.report_name)) for f in STATUS_FIGURES},
         "hit_rate": _ratio(w.hit_rate),
         "avg_speed": _ratio(w.avg_speed),
         "gen_speed": _ratio(w.gen_speed),
@@ -160,8 +164,12 @@ def _tz_offset_seconds(report: Report) -> int:
 
 
 def _windows_dict(windows: tuple[WindowReport, ...]) -> dict[str, Any]:
+    """``STATUS_WINDOWS``, each from the report's window of that name."""
     by_name = {w.name: w for w in windows}
-    return {n: _window_dict(by_name[n]) for n in WINDOW_NAMES if n in by_name}
+    missing = [n for n in STATUS_WINDOWS if n not in by_name]
+    if missing:
+        raise ValueError(f"a status document needs the windows {', '.join(missing)}")
+    return {n: _window_dict(by_name[n]) for n in STATUS_WINDOWS}
 
 
 PortHealth = Mapping[int, tuple[str, int | None]]
@@ -323,18 +331,15 @@ def _window(name: str, d: Mapping[str, Any]) -> StatusWindow:
     cutoff = _int(d, "cutoff", 0, MAX_CLOCK_TS)
     if start > cutoff:
         raise StatusParseError("window: start after cutoff")
-    input_tokens = _int(d, "input", 0, MAX_COUNT)
-    cached = _int(d, "cached", 0, MAX_COUNT)
-    if cached > input_tokens:
-        raise StatusParseError("window: cached above input")
+    counts: dict[str, Any] = {f.report_name: _int(d, f.key, 0, MAX_COUNT) for f in STATUS_FIGURES}
+    for part, whole in figures.parts(STATUS_FIGURES):
+        if counts[part.report_name] > counts[whole.report_name]:
+            raise StatusParseError(f"window: {part.key} above {whole.key}")
     return StatusWindow(
         name=name,
         start_ts=start,
         cutoff_ts=cutoff,
-        input_tokens=input_tokens,
-        output_tokens=_int(d, "output", 0, MAX_COUNT),
-        cached_tokens=cached,
-        requests=_int(d, "requests", 0, MAX_COUNT),
+        **counts,
         hit_rate=_float(d, "hit_rate", 0.0, 1.0, nullable=True),
         avg_speed=_float(d, "avg_speed", 0.0, MAX_SPEED, nullable=True),
         gen_speed=_float(d, "gen_speed", 0.0, MAX_SPEED, nullable=True),
@@ -377,7 +382,7 @@ def parse(data: bytes, max_bytes: int = 64 * 1024) -> StatusDoc:
     windows_obj = _obj(doc, "windows")
     clock = _float(doc, "clock", MIN_CLOCK_TS, MAX_CLOCK_TS)
     assert clock is not None
-    windows = tuple(_window(n, _obj(windows_obj, n)) for n in WINDOW_NAMES)
+    windows = tuple(_window(n, _obj(windows_obj, n)) for n in STATUS_WINDOWS)
     instances = None
     truncated = 0
     if "instances" in doc:
@@ -434,13 +439,10 @@ def _instances(value: object, whole: tuple[StatusWindow, ...]) -> tuple[StatusIn
         if any(i.port == port for i in out):
             raise StatusParseError("instances: a port given twice")
         windows_obj = _obj(item, "windows")
-        windows = tuple(_window(n, _obj(windows_obj, n)) for n in WINDOW_NAMES)
+        windows = tuple(_window(n, _obj(windows_obj, n)) for n in STATUS_WINDOWS)
         for part, all_ in zip(windows, whole, strict=True):
-            if (
-                part.input_tokens > all_.input_tokens
-                or part.output_tokens > all_.output_tokens
-                or part.cached_tokens > all_.cached_tokens
-                or part.requests > all_.requests
+            if any(
+                getattr(part, f.report_name) > getattr(all_, f.report_name) for f in STATUS_FIGURES
             ):
                 raise StatusParseError("instances: a port above the whole data dir")
         out.append(
@@ -475,10 +477,7 @@ def _parsed_windows(windows: tuple[StatusWindow, ...]) -> dict[str, Any]:
         w.name: {
             "start": w.start_ts,
             "cutoff": w.cutoff_ts,
-            "input": w.input_tokens,
-            "output": w.output_tokens,
-            "cached": w.cached_tokens,
-            "requests": w.requests,
+            **{f.key: getattr(w, f.report_name) for f in STATUS_FIGURES},
             "hit_rate": w.hit_rate,
             "avg_speed": w.avg_speed,
             "gen_speed": w.gen_speed,
@@ -528,7 +527,9 @@ __all__ = [
     "MAX_STATUS_BYTES",
     "MAX_STATUS_INSTANCES",
     "REMOTE_HEALTH_STATES",
+    "STATUS_FIGURES",
     "STATUS_SCHEMA",
+    "STATUS_WINDOWS",
     "StatusDoc",
     "StatusInstance",
     "StatusParseError",

@@ -13,6 +13,7 @@ from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import aligned
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.zone import ZoneChoice
+from vllm_ledger.units import format_duration
 
 
 def _int(n: int) -> str:
@@ -31,22 +32,16 @@ def _when(ts: float, tz: ZoneInfo) -> str:
     return datetime.fromtimestamp(ts, tz).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def duration(seconds: int) -> str:
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        return f"{seconds // 60} min {seconds % 60} s"
-    if seconds < 172800:
-        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
-
-
 def coverage_cell(w: WindowReport) -> str:
-    declared = f"{duration(w.declared_seconds)} declared idle" if w.declared_seconds else ""
+    declared = (
+        f"{format_duration(w.declared_seconds, 'words')} declared idle"
+        if w.declared_seconds
+        else ""
+    )
     if w.complete:
         return f"complete ({declared})" if declared else "complete"
     extra = f", {declared}" if declared else ""
-    return f"INCOMPLETE ({duration(w.uncovered_seconds)} uncovered{extra})"
+    return f"INCOMPLETE ({format_duration(w.uncovered_seconds, 'words')} uncovered{extra})"
 
 
 def _table(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -114,7 +109,7 @@ def render(report: Report, zone: ZoneChoice | None = None) -> str:
             [
                 w.name,
                 f"{_when(w.start_ts, tz)} -> {_when(w.cutoff_ts, tz)}",
-                duration(w.uncovered_seconds),
+                format_duration(w.uncovered_seconds, "words"),
                 problems,
             ]
         )

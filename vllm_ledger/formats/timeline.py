@@ -15,10 +15,11 @@ from zoneinfo import ZoneInfo
 from vllm_ledger.formats import csvout
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.formats.safe import printable
-from vllm_ledger.formats.text import duration, pct, rate
+from vllm_ledger.formats.text import pct, rate
 from vllm_ledger.read.report import SCHEMA_VERSION, WindowReport
 from vllm_ledger.read.timeline import Timeline, UncoveredSpan
 from vllm_ledger.read.zone import ZoneChoice
+from vllm_ledger.units import format_duration
 
 CHART_COLUMNS = 56  # label (9) + chart (56) + scale (<= 12) stays within 80 columns
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -109,14 +110,6 @@ def render_csv(tl: Timeline, zone: ZoneChoice | None = None) -> str:
 # ---- the terminal chart ---------------------------------------------------------------------
 
 
-def span_text(seconds: int) -> str:
-    """3600 -> '1 h', 5400 -> '90 min', 86400 -> '1 d'."""
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size} {unit}"
-    return f"{seconds} s"
-
-
 def compact(n: float) -> str:
     """1234 -> 1.2k, 5_600_000 -> 5.6M."""
     for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
@@ -161,14 +154,15 @@ def render_text(tl: Timeline, zone: ZoneChoice | None = None) -> str:
         return datetime.fromtimestamp(ts, tz).strftime(fmt)
 
     lines = [
-        f"vLLM token timeline: {w.name} in {span_text(tl.step_seconds)} steps, "
+        f"vLLM token timeline: {w.name} in {format_duration(tl.step_seconds, 'unit-words')} steps, "
         f"as of {when(tl.cutoff_ts, '%Y-%m-%d %H:%M:%S')} ({printable(tl.tz)})",
     ]
     if not tl.steps:
         return "\n".join([*lines, "the window is empty", *zone_note]) + "\n"
     per, cols = _columns(tl.steps, CHART_COLUMNS)
     lines.append(
-        f"one column = {span_text(per * tl.step_seconds)}; the scale is the column maximum"
+        f"one column = {format_duration(per * tl.step_seconds, 'unit-words')}; "
+        "the scale is the column maximum"
     )
     lines.append("")
     series = (
@@ -190,7 +184,7 @@ def render_text(tl: Timeline, zone: ZoneChoice | None = None) -> str:
         "",
         f"input {w.input_tokens:,}  output {w.output_tokens:,}  cached {w.cached_tokens:,}  "
         f"hit rate {pct(w.hit_rate)}",
-        f"avg {rate(w.avg_speed)} tok/s  uncovered {duration(w.uncovered_seconds)}"
+        f"avg {rate(w.avg_speed)} tok/s  uncovered {format_duration(w.uncovered_seconds, 'words')}"
         + ("" if w.complete else "  INCOMPLETE: figures are a lower bound"),
     ]
     if len(tl.steps) <= TABLE_MAX_STEPS:
@@ -204,7 +198,7 @@ def render_text(tl: Timeline, zone: ZoneChoice | None = None) -> str:
                     f"{s.cached_tokens:,}",
                     pct(s.hit_rate),
                     rate(s.avg_speed),
-                    duration(s.uncovered_seconds),
+                    format_duration(s.uncovered_seconds, "words"),
                 )
             )
     else:
@@ -213,7 +207,8 @@ def render_text(tl: Timeline, zone: ZoneChoice | None = None) -> str:
         lines += ["", "uncovered spans:"]
         for u in tl.uncovered[-MAX_SPANS_SHOWN:]:
             lines.append(
-                f"  {when(u.start_ts)} -> {when(u.end_ts)}  {duration(u.seconds):>12}  {u.cause}"
+                f"  {when(u.start_ts)} -> {when(u.end_ts)}  "
+                f"{format_duration(u.seconds, 'words'):>12}  {u.cause}"
             )
         if len(tl.uncovered) > MAX_SPANS_SHOWN:
             lines.append(
@@ -237,7 +232,8 @@ def _rows_text(tl: Timeline, when: Callable[[int], str]) -> list[str]:
             f"-- {printable(r.key)} --",
             f"input {w.input_tokens:,}  output {w.output_tokens:,}  cached {w.cached_tokens:,}  "
             f"hit rate {pct(w.hit_rate)}  avg {rate(w.avg_speed)} tok/s  "
-            f"uncovered {duration(w.uncovered_seconds)}" + ("" if w.complete else "  INCOMPLETE"),
+            f"uncovered {format_duration(w.uncovered_seconds, 'words')}"
+            + ("" if w.complete else "  INCOMPLETE"),
         ]
         if len(r.steps) <= TABLE_MAX_STEPS:
             lines.append(_row("step start", "input", "output", "cached", "hit", "avg/s", "uncov."))
@@ -250,7 +246,7 @@ def _rows_text(tl: Timeline, when: Callable[[int], str]) -> list[str]:
                         f"{s.cached_tokens:,}",
                         pct(s.hit_rate),
                         rate(s.avg_speed),
-                        duration(s.uncovered_seconds),
+                        format_duration(s.uncovered_seconds, "words"),
                     )
                 )
         else:
@@ -267,7 +263,6 @@ __all__ = [
     "render_csv",
     "render_json",
     "render_text",
-    "span_text",
     "sparkline",
     "timeline_dict",
 ]

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.errors import ConfigError
+from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.notify import platforms
+from vllm_ledger.units import Address, host_port
 
 PLATFORMS: tuple[str, ...] = platforms.names()
 DEFAULT_PORT = 9095
@@ -44,9 +45,6 @@ ENV_WEBHOOK_SECRET = "VLLM_LEDGER_WEBHOOK_SECRET"
 ENV_COMMAND_SECRET = "VLLM_LEDGER_COMMAND_SECRET"
 ENV_ALERTMANAGER_TOKEN = "VLLM_LEDGER_ALERTMANAGER_TOKEN"
 MAX_SECRET_BYTES = 4096
-_LISTEN = re.compile(
-    r"^(?P<host>[0-9A-Za-z.:_-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>[0-9]{1,5})$"
-)
 
 # name -> (lowest, highest, default) for the numeric settings
 NUMBERS: dict[str, tuple[float, float, float]] = {
@@ -165,11 +163,14 @@ def _number(section: Mapping[str, Any], name: str) -> float:
     return float(value)
 
 
-def parse_listen(value: object) -> tuple[str, int]:
-    m = _LISTEN.fullmatch(value) if isinstance(value, str) else None
-    if m is None or not 1 <= int(m["port"]) <= 65535:
-        raise _bad("listen", "give HOST:PORT, e.g. 127.0.0.1:9095")
-    return m["host"].strip("[]"), int(m["port"])
+def parse_listen(value: object) -> Address:
+    """``HOST:PORT`` (``units.host_port``; ``[::1]:9095`` for IPv6), port 1-65535."""
+    try:
+        if isinstance(value, str):
+            return host_port(value, zero=False)
+    except BadArgument:
+        pass
+    raise _bad("listen", "give HOST:PORT, e.g. 127.0.0.1:9095")
 
 
 def notifier_config(

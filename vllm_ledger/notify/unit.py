@@ -7,19 +7,18 @@ is written beside the config, so that folder is the one path the service may wri
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.units import is_plain_path
 
-_SAFE = re.compile(r"^/[A-Za-z0-9._+/@,-]*$")
 DEFAULT_ENV_FILE = "/etc/vllm-ledger/notifier.env"
 
 
 def unit_text(python: str, config: Path, env_file: str = DEFAULT_ENV_FILE) -> str:
     """A unit for ``python -m vllm_ledger notifier --config CONFIG`` (absolute, plain paths)."""
     for what, value in (("python", python), ("--config", str(config)), ("env file", env_file)):
-        if not _SAFE.fullmatch(value):
+        if not is_plain_path(value):
             raise BadArgument(
                 f"{what} {value!a} is not an absolute path of letters, digits and "
                 "._+/@,- only: the unit would need quoting"

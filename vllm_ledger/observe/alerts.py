@@ -20,9 +20,27 @@ exporter's (``vllm_ledger_*``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from vllm_ledger.names import (
+    DCGM_FB_FREE,
+    DCGM_FB_USED,
+    DCGM_GPU_TEMP,
+    HTTP_REQUESTS_TOTAL,
+    KV_CACHE_FULL_FRACTION,
+    LEDGER_GPU_MEMORY_TOTAL_BYTES,
+    LEDGER_GPU_MEMORY_USED_BYTES,
+    LEDGER_GPU_TEMPERATURE_CELSIUS,
+    LEDGER_WINDOW_UNCOVERED_SECONDS,
+    LEDGER_WRITERS_ALIVE,
+    LEDGER_WRITERS_EXPECTED,
+    TTFT_P99_SLOW_SECONDS,
+    VLLM_KV_CACHE_USAGE_PERC,
+    VLLM_NUM_REQUESTS_WAITING,
+    VLLM_REQUEST_SUCCESS_TOTAL,
+    VLLM_TIME_TO_FIRST_TOKEN_SECONDS,
+)
 
 GROUP_NAME = "vllm-alerts"
 
@@ -44,10 +62,10 @@ MINIMAL = ("KVCacheNearFull", "TTFTP99High", "GPUMemNearFull")
 # ledger exporter's NVML gauges. `or on (UUID)` keeps DCGM's series and adds NVML's only for GPUs
 # DCGM does not report, so a GPU never appears twice.
 GPU_MEMORY_FRACTION = (
-    "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
-    " or on (UUID) vllm_ledger_gpu_memory_used_bytes / vllm_ledger_gpu_memory_total_bytes"
+    f"{DCGM_FB_USED} / ({DCGM_FB_USED} + {DCGM_FB_FREE})"
+    f" or on (UUID) {LEDGER_GPU_MEMORY_USED_BYTES} / {LEDGER_GPU_MEMORY_TOTAL_BYTES}"
 )
-GPU_TEMPERATURE = "DCGM_FI_DEV_GPU_TEMP or on (UUID) vllm_ledger_gpu_temperature_celsius"
+GPU_TEMPERATURE = f"{DCGM_GPU_TEMP} or on (UUID) {LEDGER_GPU_TEMPERATURE_CELSIUS}"
 
 
 def http_error_fraction(matchers: str = "") -> str:
@@ -57,19 +75,9 @@ def http_error_fraction(matchers: str = "") -> str:
     the instrumentator creates the 5xx series on the first one.
     """
     sel = f'job="{VLLM_JOB}"' + (f",{matchers}" if matchers else "")
-    every = f"sum by (instance) (rate(http_requests_total{{{sel}}}[5m]))"
-    errors = f'sum by (instance) (rate(http_requests_total{{{sel},status=~"5.."}}[5m]))'
+    every = f"sum by (instance) (rate({HTTP_REQUESTS_TOTAL}{{{sel}}}[5m]))"
+    errors = f'sum by (instance) (rate({HTTP_REQUESTS_TOTAL}{{{sel},status=~"5.."}}[5m]))'
     return f"({errors} or 0 * {every}) / {every}"
-
-
-_DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
-
-
-def check_duration(value: str) -> str:
-    """A Prometheus duration such as 30s, 5m, 1h30m; raises ValueError otherwise."""
-    if not _DURATION.match(value):
-        raise ValueError(f"{value!r} is not a Prometheus duration like 30s, 5m or 1h")
-    return value
 
 
 @dataclass(frozen=True)
@@ -77,9 +85,9 @@ class Thresholds:
     """Where each alert trips and for how long it must hold. Defaults are starting points
     (docs/runbook.md): down 1m, 85 C for 3m, 5 % errors for the rules beyond the first three."""
 
-    kv_cache_fraction: float = 0.90
+    kv_cache_fraction: float = KV_CACHE_FULL_FRACTION
     kv_cache_for: str = "10m"
-    ttft_p99_seconds: float = 3.0
+    ttft_p99_seconds: float = TTFT_P99_SLOW_SECONDS
     ttft_for: str = "5m"
     gpu_memory_fraction: float = 0.95
     gpu_memory_for: str = "5m"
@@ -150,7 +158,7 @@ def alert_rules(
     rules = [
         AlertRule(
             "KVCacheNearFull",
-            f"avg_over_time(vllm:kv_cache_usage_perc[{t.kv_cache_for}])",
+            f"avg_over_time({VLLM_KV_CACHE_USAGE_PERC}[{t.kv_cache_for}])",
             ">",
             t.kv_cache_fraction,
             t.kv_cache_for,
@@ -168,7 +176,7 @@ def alert_rules(
         AlertRule(
             "TTFTP99High",
             "histogram_quantile(0.99, sum by (instance, model_name, le) "
-            "(rate(vllm:time_to_first_token_seconds_bucket[5m])))",
+            f"(rate({VLLM_TIME_TO_FIRST_TOKEN_SECONDS}_bucket[5m])))",
             ">",
             t.ttft_p99_seconds,
             t.ttft_for,
@@ -178,7 +186,7 @@ def alert_rules(
                 f"above {_number(t.ttft_p99_seconds)} s for {t.ttft_for}"
             ),
             description=(
-                "Users already feel it. Check the queue (vllm:num_requests_waiting) and "
+                f"Users already feel it. Check the queue ({VLLM_NUM_REQUESTS_WAITING}) and "
                 "rate-limit upstream."
             ),
         ),
@@ -258,13 +266,13 @@ def alert_rules(
             ),
             description=(
                 "Clients are getting server errors. The vLLM log says why (engine error, "
-                "KV transfer failure, out of memory); vllm:request_success_total"
+                f"KV transfer failure, out of memory); {VLLM_REQUEST_SUCCESS_TOTAL}"
                 '{finished_reason="error"} shows which model.'
             ),
         ),
         AlertRule(
             "QueueBuildUp",
-            "sum by (instance, model_name) (vllm:num_requests_waiting)",
+            f"sum by (instance, model_name) ({VLLM_NUM_REQUESTS_WAITING})",
             ">",
             t.queue_waiting,
             t.queue_for,
@@ -282,7 +290,7 @@ def alert_rules(
         ),
         AlertRule(
             "LedgerWindowIncomplete",
-            'delta(vllm_ledger_window_uncovered_seconds{window="total",ledger_instance!=""}'
+            f'delta({LEDGER_WINDOW_UNCOVERED_SECONDS}{{window="total",ledger_instance!=""}}'
             f"[{t.ledger_uncovered_range}])",
             ">",
             t.ledger_uncovered_seconds,
@@ -302,7 +310,7 @@ def alert_rules(
         ),
         AlertRule(
             "LedgerWriterMissing",
-            "vllm_ledger_writers_expected - vllm_ledger_writers_alive",
+            f"{LEDGER_WRITERS_EXPECTED} - {LEDGER_WRITERS_ALIVE}",
             ">",
             0,
             t.ledger_writer_for,
@@ -343,7 +351,6 @@ __all__ = [
     "AlertSet",
     "Thresholds",
     "alert_rules",
-    "check_duration",
     "http_error_fraction",
     "rules_document",
 ]

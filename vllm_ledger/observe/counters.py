@@ -34,14 +34,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-COUNT_NAMES: tuple[str, ...] = (
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "requests",
-    "decode_tokens",
-    "decode_us",
-)
+from vllm_ledger import figures
+
+# The figures counted, by ``figures.Figure.name`` (as in ``Sums``).
+COUNT_NAMES: tuple[str, ...] = figures.names()
 Counts = tuple[int, ...]  # one figure per COUNT_NAMES, in that order
 ZERO: Counts = (0,) * len(COUNT_NAMES)
 # (ledger_instance, model_name): as ``report --by instance`` and ``--by model`` name them.

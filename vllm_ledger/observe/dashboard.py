@@ -29,6 +29,42 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_ledger.names import (
+    DCGM_FB_FREE,
+    DCGM_FB_USED,
+    DCGM_GPU_TEMP,
+    DCGM_GPU_UTIL,
+    DCGM_POWER_USAGE,
+    LEDGER_CACHED_TOKENS_TOTAL,
+    LEDGER_GENERATION_TOKENS_TOTAL,
+    LEDGER_GPU_MEMORY_TOTAL_BYTES,
+    LEDGER_GPU_MEMORY_USED_BYTES,
+    LEDGER_GPU_POWER_WATTS,
+    LEDGER_GPU_TEMPERATURE_CELSIUS,
+    LEDGER_GPU_UTILIZATION_PERCENT,
+    LEDGER_INSTANCE_LABEL,
+    LEDGER_PROMPT_TOKENS_TOTAL,
+    LEDGER_WINDOW_CACHED_TOKENS,
+    LEDGER_WINDOW_COMPLETE,
+    LEDGER_WINDOW_INPUT_TOKENS,
+    LEDGER_WINDOW_OUTPUT_TOKENS,
+    LEDGER_WINDOW_REQUESTS,
+    LEDGER_WINDOW_UNCOVERED_SECONDS,
+    LEDGER_WRITERS_ALIVE,
+    LEDGER_WRITERS_EXPECTED,
+    MODEL_NAME_LABEL,
+    PROCESS_START_TIME_SECONDS,
+    VLLM_GENERATION_TOKENS_TOTAL,
+    VLLM_INTER_TOKEN_LATENCY_SECONDS,
+    VLLM_KV_CACHE_USAGE_PERC,
+    VLLM_NUM_REQUESTS_RUNNING,
+    VLLM_NUM_REQUESTS_WAITING,
+    VLLM_PROMPT_TOKENS_TOTAL,
+    VLLM_REQUEST_GENERATION_TOKENS,
+    VLLM_REQUEST_PROMPT_TOKENS,
+    VLLM_REQUEST_SUCCESS_TOTAL,
+    VLLM_TIME_TO_FIRST_TOKEN_SECONDS,
+)
 from vllm_ledger.observe.alerts import EXPORTER_JOB, VLLM_JOB, http_error_fraction
 
 SCHEMA_VERSION = 39
@@ -41,15 +77,17 @@ DS_INPUT = "DS_PROMETHEUS"  # the import form's data-source input
 DS_VAR = "${datasource}"  # every panel and target reads the $datasource variable
 DEFAULT_MAX_MODEL_LEN = 32768  # a common setting; set it to the instances' flag
 
-TTFT = "vllm:time_to_first_token_seconds_bucket"
-TPOT = "vllm:inter_token_latency_seconds_bucket"  # vLLM 0.32's time per output token
+TTFT = f"{VLLM_TIME_TO_FIRST_TOKEN_SECONDS}_bucket"
+# The TPOT panel: vLLM's inter-token latency, one observation per gap between streamed tokens
+# (names.py says how it differs from the per-request time per output token ramp reads).
+TPOT = f"{VLLM_INTER_TOKEN_LATENCY_SECONDS}_bucket"
 
 # Label matchers: vLLM's series by Prometheus's `instance`, the ledger's by `ledger_instance`,
 # GPU series (DCGM's or the exporter's NVML gauges) by the host of their target.
 V = 'instance=~"$instance"'
 VM = 'instance=~"$instance",model_name=~"$model_name"'
-L = 'ledger_instance=~"$instance"'
-LM = 'ledger_instance=~"$instance",model_name=~"$model_name"'
+L = f'{LEDGER_INSTANCE_LABEL}=~"$instance"'
+LM = f'{LEDGER_INSTANCE_LABEL}=~"$instance",{MODEL_NAME_LABEL}=~"$model_name"'
 G = 'instance=~"$host:[0-9]+"'
 HOST_OF_LEDGER = '"host", "$1", "ledger_instance", "(.+):[0-9]+"'
 
@@ -77,7 +115,7 @@ def _mean_per_request(hist: str) -> str:
 
 
 def _window_sum(figure: str, window: str) -> str:
-    return f'sum(vllm_ledger_window_{figure}_tokens{{window="{window}",{LM}}})'
+    return f'sum({figure}{{window="{window}",{LM}}})'
 
 
 def _per_host(expr: str) -> str:
@@ -114,7 +152,7 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 [
                     (
                         "time() - max by (instance) "
-                        f'(process_start_time_seconds{{job="{VLLM_JOB}",{V}}})',
+                        f'({PROCESS_START_TIME_SECONDS}{{job="{VLLM_JOB}",{V}}})',
                         "{{instance}}",
                     )
                 ],
@@ -128,10 +166,10 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 [
                     (
                         "sum by (instance, model_name) "
-                        f"(rate(vllm:request_success_total{{{VM}}}[1m]))",
+                        f"(rate({VLLM_REQUEST_SUCCESS_TOTAL}{{{VM}}}[1m]))",
                         "{{instance}} {{model_name}}",
                     ),
-                    (f"sum(rate(vllm:request_success_total{{{VM}}}[1m]))", "all selected"),
+                    (f"sum(rate({VLLM_REQUEST_SUCCESS_TOTAL}{{{VM}}}[1m]))", "all selected"),
                 ],
                 12,
                 "Finished requests per second, whatever their finished_reason.",
@@ -142,10 +180,10 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "short",
                 [
                     (
-                        f"sum by (instance, model_name) (vllm:num_requests_running{{{VM}}})",
+                        f"sum by (instance, model_name) ({VLLM_NUM_REQUESTS_RUNNING}{{{VM}}})",
                         "{{instance}} {{model_name}}",
                     ),
-                    (f"sum(vllm:num_requests_running{{{VM}}})", "all selected"),
+                    (f"sum({VLLM_NUM_REQUESTS_RUNNING}{{{VM}}})", "all selected"),
                 ],
                 12,
             ),
@@ -155,10 +193,10 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "short",
                 [
                     (
-                        f"sum by (instance, model_name) (vllm:num_requests_waiting{{{VM}}})",
+                        f"sum by (instance, model_name) ({VLLM_NUM_REQUESTS_WAITING}{{{VM}}})",
                         "{{instance}} {{model_name}}",
                     ),
-                    (f"sum(vllm:num_requests_waiting{{{VM}}})", "all selected"),
+                    (f"sum({VLLM_NUM_REQUESTS_WAITING}{{{VM}}})", "all selected"),
                 ],
                 12,
                 "The leading indicator: above 0 for minutes, TTFT climbs next.",
@@ -170,16 +208,16 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 [
                     (
                         "sum by (instance, model_name) "
-                        f"(rate(vllm:generation_tokens_total{{{VM}}}[1m]))",
+                        f"(rate({VLLM_GENERATION_TOKENS_TOTAL}{{{VM}}}[1m]))",
                         "{{instance}} {{model_name}} generated",
                     ),
                     (
                         "sum by (instance, model_name) "
-                        f"(rate(vllm:prompt_tokens_total{{{VM}}}[1m]))",
+                        f"(rate({VLLM_PROMPT_TOKENS_TOTAL}{{{VM}}}[1m]))",
                         "{{instance}} {{model_name}} prompt",
                     ),
                     (
-                        f"sum(rate(vllm:generation_tokens_total{{{VM}}}[1m]))",
+                        f"sum(rate({VLLM_GENERATION_TOKENS_TOTAL}{{{VM}}}[1m]))",
                         "all selected generated",
                     ),
                 ],
@@ -192,16 +230,16 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 [
                     (
                         "sum by (instance, model_name) "
-                        f'(rate(vllm:request_success_total{{{VM},finished_reason="error"}}[5m]))'
+                        f'(rate({VLLM_REQUEST_SUCCESS_TOTAL}{{{VM},finished_reason="error"}}[5m]))'
                         " / sum by (instance, model_name) "
-                        f"(rate(vllm:request_success_total{{{VM}}}[5m]))",
+                        f"(rate({VLLM_REQUEST_SUCCESS_TOTAL}{{{VM}}}[5m]))",
                         "{{instance}} {{model_name}} engine error",
                     ),
                     (
                         "sum by (instance, model_name) "
-                        f'(rate(vllm:request_success_total{{{VM},finished_reason="abort"}}[5m]))'
+                        f'(rate({VLLM_REQUEST_SUCCESS_TOTAL}{{{VM},finished_reason="abort"}}[5m]))'
                         " / sum by (instance, model_name) "
-                        f"(rate(vllm:request_success_total{{{VM}}}[5m]))",
+                        f"(rate({VLLM_REQUEST_SUCCESS_TOTAL}{{{VM}}}[5m]))",
                         "{{instance}} {{model_name}} aborted",
                     ),
                     (http_error_fraction(V), "{{instance}} HTTP 5xx"),
@@ -228,7 +266,8 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "percentunit",
                 [
                     (
-                        f"max by (instance, model_name, engine) (vllm:kv_cache_usage_perc{{{VM}}})",
+                        "max by (instance, model_name, engine) "
+                        f"({VLLM_KV_CACHE_USAGE_PERC}{{{VM}}})",
                         "{{instance}} {{model_name}} engine {{engine}}",
                     ),
                 ],
@@ -240,11 +279,11 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "short",
                 [
                     (
-                        _mean_per_request("vllm:request_prompt_tokens"),
+                        _mean_per_request(VLLM_REQUEST_PROMPT_TOKENS),
                         "{{instance}} {{model_name}} mean prompt",
                     ),
                     (
-                        _mean_per_request("vllm:request_generation_tokens"),
+                        _mean_per_request(VLLM_REQUEST_GENERATION_TOKENS),
                         "{{instance}} {{model_name}} mean output",
                     ),
                     ("vector($max_model_len)", "--max-model-len"),
@@ -261,8 +300,8 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "percentunit",
                 [
                     (
-                        f"({_mean_per_request('vllm:request_prompt_tokens')}"
-                        f" + {_mean_per_request('vllm:request_generation_tokens')})"
+                        f"({_mean_per_request(VLLM_REQUEST_PROMPT_TOKENS)}"
+                        f" + {_mean_per_request(VLLM_REQUEST_GENERATION_TOKENS)})"
                         " / $max_model_len",
                         "{{instance}} {{model_name}}",
                     ),
@@ -280,7 +319,7 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "percent",
                 [
                     (
-                        _gpu("DCGM_FI_DEV_GPU_UTIL", "vllm_ledger_gpu_utilization_percent"),
+                        _gpu(DCGM_GPU_UTIL, LEDGER_GPU_UTILIZATION_PERCENT),
                         "{{instance}} GPU {{gpu}}",
                     )
                 ],
@@ -292,10 +331,10 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "percentunit",
                 [
                     (
-                        f"DCGM_FI_DEV_FB_USED{{{G}}} / (DCGM_FI_DEV_FB_USED{{{G}}} + "
-                        f"DCGM_FI_DEV_FB_FREE{{{G}}}) or on (UUID) "
-                        f"vllm_ledger_gpu_memory_used_bytes{{{G}}} / "
-                        f"vllm_ledger_gpu_memory_total_bytes{{{G}}}",
+                        f"{DCGM_FB_USED}{{{G}}} / ({DCGM_FB_USED}{{{G}}} + "
+                        f"{DCGM_FB_FREE}{{{G}}}) or on (UUID) "
+                        f"{LEDGER_GPU_MEMORY_USED_BYTES}{{{G}}} / "
+                        f"{LEDGER_GPU_MEMORY_TOTAL_BYTES}{{{G}}}",
                         "{{instance}} GPU {{gpu}}",
                     )
                 ],
@@ -307,7 +346,7 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "celsius",
                 [
                     (
-                        _gpu("DCGM_FI_DEV_GPU_TEMP", "vllm_ledger_gpu_temperature_celsius"),
+                        _gpu(DCGM_GPU_TEMP, LEDGER_GPU_TEMPERATURE_CELSIUS),
                         "{{instance}} GPU {{gpu}}",
                     )
                 ],
@@ -319,7 +358,7 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "watt",
                 [
                     (
-                        _gpu("DCGM_FI_DEV_POWER_USAGE", "vllm_ledger_gpu_power_watts"),
+                        _gpu(DCGM_POWER_USAGE, LEDGER_GPU_POWER_WATTS),
                         "{{instance}} GPU {{gpu}}",
                     )
                 ],
@@ -335,9 +374,9 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "stat",
                 "short",
                 [
-                    (f'sum(vllm_ledger_window_input_tokens{{window="today",{LM}}})', "input"),
-                    (f'sum(vllm_ledger_window_output_tokens{{window="today",{LM}}})', "output"),
-                    (f'sum(vllm_ledger_window_cached_tokens{{window="today",{LM}}})', "cached"),
+                    (f'sum({LEDGER_WINDOW_INPUT_TOKENS}{{window="today",{LM}}})', "input"),
+                    (f'sum({LEDGER_WINDOW_OUTPUT_TOKENS}{{window="today",{LM}}})', "output"),
+                    (f'sum({LEDGER_WINDOW_CACHED_TOKENS}{{window="today",{LM}}})', "cached"),
                 ],
                 6,
             ),
@@ -346,9 +385,9 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "stat",
                 "short",
                 [
-                    (f'sum(vllm_ledger_window_input_tokens{{window="7d",{LM}}})', "input"),
-                    (f'sum(vllm_ledger_window_output_tokens{{window="7d",{LM}}})', "output"),
-                    (f'sum(vllm_ledger_window_cached_tokens{{window="7d",{LM}}})', "cached"),
+                    (f'sum({LEDGER_WINDOW_INPUT_TOKENS}{{window="7d",{LM}}})', "input"),
+                    (f'sum({LEDGER_WINDOW_OUTPUT_TOKENS}{{window="7d",{LM}}})', "output"),
+                    (f'sum({LEDGER_WINDOW_CACHED_TOKENS}{{window="7d",{LM}}})', "cached"),
                 ],
                 6,
             ),
@@ -359,9 +398,9 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 [
                     (
                         "sum by (window) "
-                        f'(vllm_ledger_window_cached_tokens{{window=~"today|7d",{LM}}})'
+                        f'({LEDGER_WINDOW_CACHED_TOKENS}{{window=~"today|7d",{LM}}})'
                         " / sum by (window) "
-                        f'(vllm_ledger_window_input_tokens{{window=~"today|7d",{LM}}})',
+                        f'({LEDGER_WINDOW_INPUT_TOKENS}{{window=~"today|7d",{LM}}})',
                         "{{window}}",
                     ),
                 ],
@@ -373,11 +412,11 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "short",
                 [
                     (
-                        f"sum by (ledger_instance) (vllm_ledger_writers_alive{{{L}}})",
+                        f"sum by (ledger_instance) ({LEDGER_WRITERS_ALIVE}{{{L}}})",
                         "{{ledger_instance}} alive",
                     ),
                     (
-                        f"sum by (ledger_instance) (vllm_ledger_writers_expected{{{L}}})",
+                        f"sum by (ledger_instance) ({LEDGER_WRITERS_EXPECTED}{{{L}}})",
                         "{{ledger_instance}} expected",
                     ),
                 ],
@@ -389,7 +428,7 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "s",
                 [
                     (
-                        "max by (ledger_instance, window) (vllm_ledger_window_uncovered_seconds"
+                        f"max by (ledger_instance, window) ({LEDGER_WINDOW_UNCOVERED_SECONDS}"
                         f'{{window=~"today|7d|total",{L}}})',
                         "{{ledger_instance}} {{window}}",
                     ),
@@ -403,7 +442,7 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "short",
                 [
                     (
-                        f"min by (ledger_instance, window) (vllm_ledger_window_complete{{{L}}})",
+                        f"min by (ledger_instance, window) ({LEDGER_WINDOW_COMPLETE}{{{L}}})",
                         "{{ledger_instance}} {{window}}",
                     ),
                 ],
@@ -416,20 +455,20 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 [
                     (
                         "sum by (ledger_instance, model_name) "
-                        f"(rate(vllm_ledger_generation_tokens_total{{{LM}}}[5m]))",
+                        f"(rate({LEDGER_GENERATION_TOKENS_TOTAL}{{{LM}}}[5m]))",
                         "{{ledger_instance}} {{model_name}} generated",
                     ),
                     (
                         "sum by (ledger_instance, model_name) "
-                        f"(rate(vllm_ledger_prompt_tokens_total{{{LM}}}[5m]))",
+                        f"(rate({LEDGER_PROMPT_TOKENS_TOTAL}{{{LM}}}[5m]))",
                         "{{ledger_instance}} {{model_name}} prompt",
                     ),
                     (
-                        f"sum(rate(vllm_ledger_generation_tokens_total{{{LM}}}[5m]))",
+                        f"sum(rate({LEDGER_GENERATION_TOKENS_TOTAL}{{{LM}}}[5m]))",
                         "all selected generated",
                     ),
                     (
-                        f"sum(rate(vllm_ledger_cached_tokens_total{{{LM}}}[5m]))",
+                        f"sum(rate({LEDGER_CACHED_TOKENS_TOTAL}{{{LM}}}[5m]))",
                         "all selected cached",
                     ),
                 ],
@@ -448,7 +487,7 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 [
                     (
                         "sum by (host) ("
-                        + _per_host(f'vllm_ledger_window_output_tokens{{window="today",{LM}}}')
+                        + _per_host(f'{LEDGER_WINDOW_OUTPUT_TOKENS}{{window="today",{LM}}}')
                         + ")",
                         "{{host}}",
                     ),
@@ -462,7 +501,7 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 [
                     (
                         "sum by (ledger_instance, model_name) "
-                        f'(vllm_ledger_window_output_tokens{{window="today",{LM}}})',
+                        f'({LEDGER_WINDOW_OUTPUT_TOKENS}{{window="today",{LM}}})',
                         "{{ledger_instance}} {{model_name}}",
                     ),
                 ],
@@ -473,10 +512,10 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "stat",
                 "short",
                 [
-                    (_window_sum("input", "today"), "input today"),
-                    (_window_sum("output", "today"), "output today"),
-                    (_window_sum("input", "7d"), "input 7 days"),
-                    (_window_sum("output", "7d"), "output 7 days"),
+                    (_window_sum(LEDGER_WINDOW_INPUT_TOKENS, "today"), "input today"),
+                    (_window_sum(LEDGER_WINDOW_OUTPUT_TOKENS, "today"), "output today"),
+                    (_window_sum(LEDGER_WINDOW_INPUT_TOKENS, "7d"), "input 7 days"),
+                    (_window_sum(LEDGER_WINDOW_OUTPUT_TOKENS, "7d"), "output 7 days"),
                 ],
                 8,
             ),
@@ -487,7 +526,7 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 [
                     (
                         "count(min by (ledger_instance) "
-                        f'(vllm_ledger_window_complete{{window="today",{L}}}) == 0) or vector(0)',
+                        f'({LEDGER_WINDOW_COMPLETE}{{window="today",{L}}}) == 0) or vector(0)',
                         "incomplete",
                     ),
                 ],
@@ -501,7 +540,7 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 [
                     (
                         "max by (host) ("
-                        + _per_host(f'vllm_ledger_window_uncovered_seconds{{window="today",{L}}}')
+                        + _per_host(f'{LEDGER_WINDOW_UNCOVERED_SECONDS}{{window="today",{L}}}')
                         + ")",
                         "{{host}}",
                     ),
@@ -609,13 +648,14 @@ def _query_variable(
 # The vLLM instances scraped on the chosen hosts, and those the ledger knows (a vLLM that is
 # down, or not scraped, still has its ledger): one `instance` label for both.
 INSTANCE_QUERY = (
-    'query_result(count by (instance) (vllm:num_requests_running{instance=~"$host:[0-9]+"})'
+    f'query_result(count by (instance) ({VLLM_NUM_REQUESTS_RUNNING}{{instance=~"$host:[0-9]+"}})'
     " or count by (instance) (label_replace("
-    'vllm_ledger_writers_expected{ledger_instance=~"$host:[0-9]+"},'
-    ' "instance", "$1", "ledger_instance", "(.*)")))'
+    f'{LEDGER_WRITERS_EXPECTED}{{{LEDGER_INSTANCE_LABEL}=~"$host:[0-9]+"}},'
+    f' "instance", "$1", "{LEDGER_INSTANCE_LABEL}", "(.*)")))'
 )
 MODEL_QUERY = (
-    'label_values({__name__=~"vllm:num_requests_running|vllm_ledger_window_requests"}, model_name)'
+    f'label_values({{__name__=~"{VLLM_NUM_REQUESTS_RUNNING}|{LEDGER_WINDOW_REQUESTS}"}}, '
+    f"{MODEL_NAME_LABEL})"
 )
 HOST_QUERY = "label_values(up, instance)"
 

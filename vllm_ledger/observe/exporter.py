@@ -37,6 +37,7 @@ counters' memory (kept per file, so per pair); ``start`` opens the HTTP port
 from __future__ import annotations
 
 import dataclasses
+import operator
 import sys
 import threading
 import time
@@ -46,7 +47,39 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import BadArgument, LedgerError, MissingExtra
+from vllm_ledger.figures import FIGURES
 from vllm_ledger.formats.safe import printable
+from vllm_ledger.names import (
+    GPU_LABELS,
+    LEDGER_FILES_HELD,
+    LEDGER_FILES_UNREADABLE,
+    LEDGER_GPU_MEMORY_TOTAL_BYTES,
+    LEDGER_GPU_MEMORY_USED_BYTES,
+    LEDGER_GPU_POWER_WATTS,
+    LEDGER_GPU_TEMPERATURE_CELSIUS,
+    LEDGER_GPU_UTILIZATION_PERCENT,
+    LEDGER_GPUS,
+    LEDGER_INSTANCE_LABEL,
+    LEDGER_REPORT_OK,
+    LEDGER_REPORT_SECONDS,
+    LEDGER_RUNS,
+    LEDGER_RUNS_VANISHED,
+    LEDGER_WINDOW_AVG_SPEED,
+    LEDGER_WINDOW_COMPLETE,
+    LEDGER_WINDOW_GEN_SPEED,
+    LEDGER_WINDOW_HIT_RATIO,
+    LEDGER_WINDOW_PROBLEMS,
+    LEDGER_WINDOW_UNCOVERED_SECONDS,
+    LEDGER_WINDOW_WALL_SECONDS,
+    LEDGER_WRITERS,
+    LEDGER_WRITERS_ALIVE,
+    LEDGER_WRITERS_EXPECTED,
+    MODEL_NAME_LABEL,
+    PROBLEM_LABEL,
+    REASON_LABEL,
+    STATE_LABEL,
+    WINDOW_LABEL,
+)
 from vllm_ledger.observe.counters import (
     COUNT_NAMES,
     HOLD_REASONS,
@@ -62,11 +95,16 @@ from vllm_ledger.observe.counters import (
 from vllm_ledger.observe.gpu import GpuReader, GpuReading
 from vllm_ledger.observe.server import MAX_CONNECTIONS, REQUEST_DEADLINE_S, MetricsServer
 from vllm_ledger.read.ledgerset import LedgerSet
-from vllm_ledger.read.report import Report, WindowReport, build_report, resolve_tz
+from vllm_ledger.read.report import (
+    Report,
+    WindowReport,
+    build_report,
+    report_figures,
+    resolve_tz,
+)
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
 from vllm_ledger.read.windows import Window
 
-PREFIX = "vllm_ledger"
 WRITER_STATES = ("alive", "closed", "stale", "crashed", "missing")
 _OPEN_STATES = ("alive", "stale", "missing")
 # A problem only a long-lived reader can see: a run it counted is no longer under the roots.
@@ -151,17 +189,7 @@ def pair_rows(ledgers: LedgerSet, report: Report) -> tuple[PairRow, ...]:
         for w in row.windows:
             window = Window(w.name, w.start_ts, w.cutoff_ts)
             sums, _imprecise = ledgers.total(groups[labels], window)
-            windows.append(
-                dataclasses.replace(
-                    w,
-                    input_tokens=sums.input_tokens,
-                    output_tokens=sums.output_tokens,
-                    cached_tokens=sums.cached_tokens,
-                    requests=sums.requests,
-                    decode_tokens=sums.decode_tokens,
-                    decode_seconds=sums.decode_us / 1e6,
-                )
-            )
+            windows.append(dataclasses.replace(w, **report_figures(sums)))
         out.append(PairRow(labels, tuple(windows)))
     return tuple(out)
 
@@ -185,10 +213,10 @@ def families(
     core = _client()
     gauge = core.GaugeMetricFamily
     out: list[Any] = []
-    ok = gauge(f"{PREFIX}_report_ok", "1 when the ledgers were read for this scrape, else 0")
+    ok = gauge(LEDGER_REPORT_OK, "1 when the ledgers were read for this scrape, else 0")
     ok.add_metric([], 1.0 if report is not None else 0.0)
     out.append(ok)
-    took = gauge(f"{PREFIX}_report_seconds", "Seconds the last ledger read took")
+    took = gauge(LEDGER_REPORT_SECONDS, "Seconds the last ledger read took")
     took.add_metric([], report_seconds)
     out.append(took)
     if report is not None and pairs is None:
@@ -206,39 +234,22 @@ def families(
 
 def _total_counts(pair: PairRow) -> Counts:
     t = next(w for w in pair.windows if w.name == "total")
-    return (
-        t.input_tokens,
-        t.output_tokens,
-        t.cached_tokens,
-        t.requests,
-        t.decode_tokens,
-        round(t.decode_seconds * 1e6),
-    )
+    return tuple(f.stored_value(getattr(t, f.report_name)) for f in FIGURES)
 
 
-# COUNT_NAMES field -> (counter name without prefix and _total, help, scale to the unit)
+# COUNT_NAMES field -> (counter name, help, scale to the unit), from figures.py.
+# prometheus_client names the family without ``_total`` and its sample with it.
 _COUNTERS: dict[str, tuple[str, str, float]] = {
-    "input_tokens": ("prompt_tokens", "Prompt (input) tokens in every ledger, ever", 1.0),
-    "output_tokens": ("generation_tokens", "Generated (output) tokens in every ledger, ever", 1.0),
-    "cached_tokens": ("cached_tokens", "Prompt tokens served from the prefix cache, ever", 1.0),
-    "requests": ("requests", "Finished requests in every ledger, ever", 1.0),
-    "decode_tokens": (
-        "decode_tokens",
-        "Decode tokens of finished requests (output tokens after the first), ever",
-        1.0,
-    ),
-    "decode_us": ("decode_seconds", "Decode time of finished requests in seconds, ever", 1e-6),
+    f.name: (f.counter, f.counter_help, 1.0 / f.report_divisor) for f in FIGURES
 }
-PAIR_LABELS = ["ledger_instance", "model_name"]
+PAIR_LABELS = [LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL]
 
 
 def _counter_families(core: Any, by_labels: Sequence[tuple[Labels, Counts]]) -> list[Any]:
     out: list[Any] = []
     for i, field_name in enumerate(COUNT_NAMES):
         name, doc, scale = _COUNTERS[field_name]
-        c = core.CounterMetricFamily(
-            f"{PREFIX}_{name}", doc + " (restart-proof)", labels=PAIR_LABELS
-        )
+        c = core.CounterMetricFamily(name, doc + " (restart-proof)", labels=PAIR_LABELS)
         for labels, counts in by_labels:
             c.add_metric(list(labels), counts[i] * scale if scale != 1.0 else float(counts[i]))
         out.append(c)
@@ -248,15 +259,15 @@ def _counter_families(core: Any, by_labels: Sequence[tuple[Labels, Counts]]) -> 
 def _held_families(core: Any, held: Held | None) -> list[Any]:
     gauge = core.GaugeMetricFamily
     runs = gauge(
-        f"{PREFIX}_runs_vanished",
+        LEDGER_RUNS_VANISHED,
         "Runs this exporter counted that are no longer under the roots; the counters keep them",
     )
     runs.add_metric([], float(len(held.vanished_runs)) if held else 0.0)
     files = gauge(
-        f"{PREFIX}_files_held",
+        LEDGER_FILES_HELD,
         "Ledger files whose largest counts the counters keep although the file now is gone "
         "(vanished), cannot be read (unreadable) or holds less (shrank)",
-        labels=["reason"],
+        labels=[REASON_LABEL],
     )
     for reason in HOLD_REASONS:
         files.add_metric([reason], float(held.files_held[reason]) if held else 0.0)
@@ -264,28 +275,19 @@ def _held_families(core: Any, held: Held | None) -> list[Any]:
 
 
 _FIGURES: list[tuple[str, str, Callable[[WindowReport], float | None]]] = [
-    ("input_tokens", "Prompt tokens in the window", lambda w: w.input_tokens),
-    ("output_tokens", "Generated tokens in the window", lambda w: w.output_tokens),
-    ("cached_tokens", "Prefix-cache hit tokens in the window", lambda w: w.cached_tokens),
-    ("requests", "Finished requests in the window", lambda w: w.requests),
+    *((f.window_gauge, f.window_help, operator.attrgetter(f.report_name)) for f in FIGURES),
     (
-        "decode_tokens",
-        "Decode tokens (output after the first) of requests finished in the window",
-        lambda w: w.decode_tokens,
+        LEDGER_WINDOW_HIT_RATIO,
+        "Cached / prompt tokens (absent when no prompt tokens)",
+        lambda w: w.hit_rate,
     ),
     (
-        "decode_seconds",
-        "Decode time in seconds of requests finished in the window",
-        lambda w: w.decode_seconds,
-    ),
-    ("hit_ratio", "Cached / prompt tokens (absent when no prompt tokens)", lambda w: w.hit_rate),
-    (
-        "avg_speed_tokens_per_second",
+        LEDGER_WINDOW_AVG_SPEED,
         "Generated tokens per wall second of the window",
         lambda w: w.avg_speed,
     ),
     (
-        "gen_speed_tokens_per_second",
+        LEDGER_WINDOW_GEN_SPEED,
         "Decode-time-weighted generation speed of requests",
         lambda w: w.gen_speed,
     ),
@@ -311,9 +313,9 @@ def _report_families(
 ) -> list[Any]:
     gauge = core.GaugeMetricFamily
     out: list[Any] = []
-    figure_labels = ["window", *PAIR_LABELS]
-    for suffix, doc, get in _FIGURES:
-        g = gauge(f"{PREFIX}_window_{suffix}", doc, labels=figure_labels)
+    figure_labels = [WINDOW_LABEL, *PAIR_LABELS]
+    for name, doc, get in _FIGURES:
+        g = gauge(name, doc, labels=figure_labels)
         for pair in pairs:
             for w in pair.windows:
                 v = get(w)
@@ -323,25 +325,26 @@ def _report_families(
 
     # Coverage: per instance (its own, as report --by instance) and for the whole root (the
     # series without ledger_instance).
+    coverage_labels = [WINDOW_LABEL, LEDGER_INSTANCE_LABEL]
     uncovered = gauge(
-        f"{PREFIX}_window_uncovered_seconds",
+        LEDGER_WINDOW_UNCOVERED_SECONDS,
         "Seconds of the window no writer could vouch for",
-        labels=["window", "ledger_instance"],
+        labels=coverage_labels,
     )
     wall = gauge(
-        f"{PREFIX}_window_wall_seconds",
+        LEDGER_WINDOW_WALL_SECONDS,
         "Length of the window in seconds",
-        labels=["window", "ledger_instance"],
+        labels=coverage_labels,
     )
     complete = gauge(
-        f"{PREFIX}_window_complete",
+        LEDGER_WINDOW_COMPLETE,
         "1 when every second of the window is vouched for and problem-free",
-        labels=["window", "ledger_instance"],
+        labels=coverage_labels,
     )
     problems = gauge(
-        f"{PREFIX}_window_problems",
+        LEDGER_WINDOW_PROBLEMS,
         "Problem counts per window and code",
-        labels=["window", "problem", "ledger_instance"],
+        labels=[WINDOW_LABEL, PROBLEM_LABEL, LEDGER_INSTANCE_LABEL],
     )
     scopes: list[tuple[str | None, Sequence[WindowReport], Sequence[VanishedRun]]] = [
         (None, report.windows, vanished)
@@ -370,31 +373,33 @@ def _report_families(
             )
             for fam, v in values:
                 if inst is None:
-                    fam.add_sample(fam.name, {"window": w.name}, v)
+                    fam.add_sample(fam.name, {WINDOW_LABEL: w.name}, v)
                 else:
                     fam.add_metric([w.name, inst], v)
             for code, n in sorted(codes.items()):
                 if inst is None:
-                    problems.add_sample(problems.name, {"window": w.name, "problem": code}, n)
+                    problems.add_sample(
+                        problems.name, {WINDOW_LABEL: w.name, PROBLEM_LABEL: code}, n
+                    )
                 else:
                     problems.add_metric([w.name, code, inst], float(n))
     out.extend([uncovered, wall, complete, problems])
 
     writers = _writer_gauges(report)
     expected = gauge(
-        f"{PREFIX}_writers_expected",
+        LEDGER_WRITERS_EXPECTED,
         "Writers the current run of the instance expects (0 once it closed)",
-        labels=["ledger_instance"],
+        labels=[LEDGER_INSTANCE_LABEL],
     )
     alive = gauge(
-        f"{PREFIX}_writers_alive",
+        LEDGER_WRITERS_ALIVE,
         "Writers of the instance's current run now alive",
-        labels=["ledger_instance"],
+        labels=[LEDGER_INSTANCE_LABEL],
     )
     by_state = gauge(
-        f"{PREFIX}_writers",
+        LEDGER_WRITERS,
         "Writers of every run of the instance, by state",
-        labels=["ledger_instance", "state"],
+        labels=[LEDGER_INSTANCE_LABEL, STATE_LABEL],
     )
     for inst, counts in writers.items():
         expected.add_metric([inst], float(counts["expected"]))
@@ -402,10 +407,10 @@ def _report_families(
         for state in WRITER_STATES:
             by_state.add_metric([inst, state], float(counts[state]))
     out.extend([expected, alive, by_state])
-    runs = gauge(f"{PREFIX}_runs", "vLLM launches (runs) found in the ledgers")
+    runs = gauge(LEDGER_RUNS, "vLLM launches (runs) found in the ledgers")
     runs.add_metric([], float(report.runs))
     out.append(runs)
-    bad = gauge(f"{PREFIX}_files_unreadable", "Ledger files that could not be read")
+    bad = gauge(LEDGER_FILES_UNREADABLE, "Ledger files that could not be read")
     bad.add_metric([], float(len(report.files)))
     out.append(bad)
     return out
@@ -413,22 +418,26 @@ def _report_families(
 
 def _gpu_families(core: Any, gpus: Sequence[GpuReading]) -> list[Any]:
     gauge = core.GaugeMetricFamily
-    labels = ["gpu", "UUID", "modelName"]
-    count = gauge(f"{PREFIX}_gpus", "NVIDIA GPUs read through NVML (0 without NVML)")
+    labels = list(GPU_LABELS)
+    count = gauge(LEDGER_GPUS, "NVIDIA GPUs read through NVML (0 without NVML)")
     count.add_metric([], float(len(gpus)))
     out: list[Any] = [count]
-    for suffix, doc, get in (
-        ("power_watts", "GPU power draw in watts", lambda g: g.power_watts),
-        ("utilization_percent", "GPU utilisation in percent", lambda g: g.utilization_percent),
-        ("memory_used_bytes", "GPU memory used in bytes", lambda g: g.memory_used_bytes),
-        ("memory_total_bytes", "GPU memory in bytes", lambda g: g.memory_total_bytes),
+    for name, doc, get in (
+        (LEDGER_GPU_POWER_WATTS, "GPU power draw in watts", lambda g: g.power_watts),
         (
-            "temperature_celsius",
+            LEDGER_GPU_UTILIZATION_PERCENT,
+            "GPU utilisation in percent",
+            lambda g: g.utilization_percent,
+        ),
+        (LEDGER_GPU_MEMORY_USED_BYTES, "GPU memory used in bytes", lambda g: g.memory_used_bytes),
+        (LEDGER_GPU_MEMORY_TOTAL_BYTES, "GPU memory in bytes", lambda g: g.memory_total_bytes),
+        (
+            LEDGER_GPU_TEMPERATURE_CELSIUS,
             "GPU temperature in degrees Celsius",
             lambda g: g.temperature_celsius,
         ),
     ):
-        fam = gauge(f"{PREFIX}_gpu_{suffix}", doc, labels=labels)
+        fam = gauge(name, doc, labels=labels)
         for g in gpus:
             v = get(g)
             if v is not None:
@@ -459,14 +468,7 @@ def sighting(ledgers: LedgerSet, report: Report) -> Sighting:
                         snap.run_id,
                         snap.writer_rank,
                         snap.generation,
-                        (
-                            sums.input_tokens,
-                            sums.output_tokens,
-                            sums.cached_tokens,
-                            sums.requests,
-                            sums.decode_tokens,
-                            sums.decode_us,
-                        ),
+                        tuple(getattr(sums, name) for name in COUNT_NAMES),
                         snap.spans[0][0] if snap.spans else snap.first_bucket_ts,
                         snap.last_proof_ts if snap.spans else snap.last_end_ts,
                         (snap.instance.key, model_key(snap.instance.served_model_names)),

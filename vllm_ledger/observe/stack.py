@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import BadArgument, MissingExtra
+from vllm_ledger.names import LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL
 from vllm_ledger.observe.alerts import (
     DCGM_JOB,
     DEFAULT_RUNBOOK,
@@ -135,7 +136,7 @@ def alertmanager_config(spec: StackSpec) -> dict[str, Any]:
     return {
         "route": {
             "receiver": "notifier",
-            "group_by": ["alertname", "instance", "ledger_instance", "model_name"],
+            "group_by": ["alertname", "instance", LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL],
             "group_wait": "30s",
             "group_interval": "5m",
             "repeat_interval": "4h",

@@ -36,29 +36,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.names import (
+    GPU_POWER_LIMIT_METRICS,
+    GPU_POWER_METRICS,
+    GPU_UTILIZATION_METRICS,
+    KV_CACHE_FULL_FRACTION,
+    KV_CACHE_USAGE_METRICS,
+    TTFT_P99_SLOW_SECONDS,
+    VLLM_GENERATION_TOKENS_TOTAL,
+    VLLM_NUM_REQUESTS_RUNNING,
+    VLLM_NUM_REQUESTS_WAITING,
+    VLLM_TIME_TO_FIRST_TOKEN_SECONDS,
+)
 from vllm_ledger.plan import prom
 from vllm_ledger.promtext import Sample, has_metric, parse_samples, sum_metric
-
-KV_METRICS = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # 0.32 name first
-WAITING = "vllm:num_requests_waiting"
-RUNNING = "vllm:num_requests_running"
-GENERATION = "vllm:generation_tokens_total"
-TTFT = "vllm:time_to_first_token_seconds"
-GPU_UTIL_METRICS = ("DCGM_FI_DEV_GPU_UTIL", "vllm_ledger_gpu_utilization_percent")
-POWER_METRICS = ("DCGM_FI_DEV_POWER_USAGE", "vllm_ledger_gpu_power_watts")
-POWER_LIMIT_METRICS = (
-    "DCGM_FI_DEV_POWER_MGMT_LIMIT",
-    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
-    "vllm_ledger_gpu_power_limit_watts",
-)
+from vllm_ledger.units import format_duration
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    kv_usage: float = 0.90
+    kv_usage: float = KV_CACHE_FULL_FRACTION
     gpu_high_percent: float = 95.0
     gpu_low_percent: float = 60.0
-    ttft_p99_seconds: float = 3.0  # the TTFT alert's threshold (docs/runbook.md)
+    ttft_p99_seconds: float = TTFT_P99_SLOW_SECONDS  # the TTFT alert's (docs/runbook.md)
     full_power_fraction: float = 0.90  # "full load": power at or above this share of the limit
     flat_rise: float = 0.10  # throughput rising less than this between halves is flat
 
@@ -274,7 +274,7 @@ def readings_from_snapshots(snaps: Sequence[tuple[float, str]], source: str = ""
     parsed = [(t, parse_samples(text)) for t, text in snaps]
     (t0, first), (t1, last) = parsed[0], parsed[-1]
     seconds = t1 - t0
-    gen = [(t, sum_metric(s, GENERATION) if has_metric(s, GENERATION) else None) for t, s in parsed]
+    gen = [(t, _sum_of(s, (VLLM_GENERATION_TOKENS_TOTAL,))) for t, s in parsed]
     rate = halves = None
     if gen[0][1] is not None and gen[-1][1] is not None and seconds > 0:
         rate = (gen[-1][1] - gen[0][1]) / seconds
@@ -283,19 +283,20 @@ def readings_from_snapshots(snaps: Sequence[tuple[float, str]], source: str = ""
             (ta, a), (tm, m), (tb, b) = gen[0], gen[mid], gen[-1]
             if a is not None and m is not None and b is not None and tm > ta and tb > tm:
                 halves = ((m - a) / (tm - ta), (b - m) / (tb - tm))
-    b0, b1 = _buckets(first, TTFT), _buckets(last, TTFT)
+    ttft = VLLM_TIME_TO_FIRST_TOKEN_SECONDS
+    b0, b1 = _buckets(first, ttft), _buckets(last, ttft)
     delta = {le: b1[le] - b0.get(le, 0.0) for le in b1}
     num_ttft = int(max(delta.values())) if delta else 0
-    limits = [_sum_of(s, POWER_LIMIT_METRICS) for _t, s in parsed]
+    limits = [_sum_of(s, GPU_POWER_LIMIT_METRICS) for _t, s in parsed]
     return Readings(
         seconds=seconds,
-        kv_cache_usage=_mean([_mean_of(s, KV_METRICS) for _t, s in parsed]),
-        num_waiting=_mean([_sum_of(s, (WAITING,)) for _t, s in parsed]),
-        num_running=_mean([_sum_of(s, (RUNNING,)) for _t, s in parsed]),
-        gpu_util_percent=_mean([_mean_of(s, GPU_UTIL_METRICS) for _t, s in parsed]),
+        kv_cache_usage=_mean([_mean_of(s, KV_CACHE_USAGE_METRICS) for _t, s in parsed]),
+        num_waiting=_mean([_sum_of(s, (VLLM_NUM_REQUESTS_WAITING,)) for _t, s in parsed]),
+        num_running=_mean([_sum_of(s, (VLLM_NUM_REQUESTS_RUNNING,)) for _t, s in parsed]),
+        gpu_util_percent=_mean([_mean_of(s, GPU_UTILIZATION_METRICS) for _t, s in parsed]),
         ttft_p99_seconds=histogram_quantile(0.99, delta) if num_ttft > 0 else None,
         num_ttft=num_ttft,
-        power_watts=_mean([_sum_of(s, POWER_METRICS) for _t, s in parsed]),
+        power_watts=_mean([_sum_of(s, GPU_POWER_METRICS) for _t, s in parsed]),
         power_limit_watts=_mean(limits),
         gen_tokens_per_s=rate,
         gen_tokens_per_s_halves=halves,
@@ -331,30 +332,33 @@ def prometheus_readings(
     url: str, range_s: float, at_ts: float | None = None, fetch: prom.Fetch = prom.http_get
 ) -> Readings:
     """The same readings from a Prometheus over [at - range, at]."""
-    rng = prom.duration(range_s)
-    half = prom.duration(range_s / 2)
+    rng = format_duration(range_s, "range")
+    half = format_duration(range_s / 2, "range")
 
     def one(*exprs: str) -> float | None:
         got = prom.first_value(url, list(exprs), at_ts, fetch)
         return None if got is None else got[0]
 
-    kv = one(*(f"avg(avg_over_time({m}[{rng}]))" for m in KV_METRICS))
-    first = one(f"sum(rate({GENERATION}[{half}] offset {half}))")
-    second = one(f"sum(rate({GENERATION}[{half}]))")
-    ttft_count = one(f"sum(increase({TTFT}_count[{rng}]))")
+    kv = one(*(f"avg(avg_over_time({m}[{rng}]))" for m in KV_CACHE_USAGE_METRICS))
+    first = one(f"sum(rate({VLLM_GENERATION_TOKENS_TOTAL}[{half}] offset {half}))")
+    second = one(f"sum(rate({VLLM_GENERATION_TOKENS_TOTAL}[{half}]))")
+    ttft_count = one(f"sum(increase({VLLM_TIME_TO_FIRST_TOKEN_SECONDS}_count[{rng}]))")
     return Readings(
         seconds=float(max(1, round(range_s))),
         kv_cache_usage=kv,
-        num_waiting=one(f"sum(avg_over_time({WAITING}[{rng}]))"),
-        num_running=one(f"sum(avg_over_time({RUNNING}[{rng}]))"),
-        gpu_util_percent=one(*(f"avg(avg_over_time({m}[{rng}]))" for m in GPU_UTIL_METRICS)),
+        num_waiting=one(f"sum(avg_over_time({VLLM_NUM_REQUESTS_WAITING}[{rng}]))"),
+        num_running=one(f"sum(avg_over_time({VLLM_NUM_REQUESTS_RUNNING}[{rng}]))"),
+        gpu_util_percent=one(*(f"avg(avg_over_time({m}[{rng}]))" for m in GPU_UTILIZATION_METRICS)),
         ttft_p99_seconds=one(
-            f"histogram_quantile(0.99, sum by (le) (increase({TTFT}_bucket[{rng}])))"
+            "histogram_quantile(0.99, sum by (le) "
+            f"(increase({VLLM_TIME_TO_FIRST_TOKEN_SECONDS}_bucket[{rng}])))"
         ),
         num_ttft=round(ttft_count or 0),
-        power_watts=one(*(f"sum(avg_over_time({m}[{rng}]))" for m in POWER_METRICS)),
-        power_limit_watts=one(*(f"sum(avg_over_time({m}[{rng}]))" for m in POWER_LIMIT_METRICS)),
-        gen_tokens_per_s=one(f"sum(rate({GENERATION}[{rng}]))"),
+        power_watts=one(*(f"sum(avg_over_time({m}[{rng}]))" for m in GPU_POWER_METRICS)),
+        power_limit_watts=one(
+            *(f"sum(avg_over_time({m}[{rng}]))" for m in GPU_POWER_LIMIT_METRICS)
+        ),
+        gen_tokens_per_s=one(f"sum(rate({VLLM_GENERATION_TOKENS_TOTAL}[{rng}]))"),
         gen_tokens_per_s_halves=None if first is None or second is None else (first, second),
         source=f"Prometheus {url}, last {rng}",
     )

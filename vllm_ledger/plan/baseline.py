@@ -37,11 +37,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from vllm_ledger.names import (
+    KV_CACHE_USAGE_METRICS,
+    VLLM_NUM_REQUESTS_WAITING,
+    VLLM_TIME_TO_FIRST_TOKEN_SECONDS,
+)
 from vllm_ledger.plan import prom
+from vllm_ledger.units import format_duration
 
-TTFT_BUCKET = "vllm:time_to_first_token_seconds_bucket"
-KV_METRICS = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # 0.32 name first
-WAITING = "vllm:num_requests_waiting"
 GROUP = ("instance", "model_name")
 QUANTILE = 0.99
 TTFT_FACTOR = 1.5
@@ -136,13 +139,18 @@ def queries(window: str) -> dict[str, str]:
     by = ", ".join(GROUP)
     return {
         "ttft": f"histogram_quantile({QUANTILE}, sum by ({by}, le) "
-        f"(increase({TTFT_BUCKET}[{window}])))",
+        f"(increase({VLLM_TIME_TO_FIRST_TOKEN_SECONDS}_bucket[{window}])))",
         **{
             f"kv:{m}": f"max by ({by}) (quantile_over_time({QUANTILE}, {m}[{window}]))"
-            for m in KV_METRICS
+            for m in KV_CACHE_USAGE_METRICS
         },
-        **{f"kv_count:{m}": f"sum by ({by}) (count_over_time({m}[{window}]))" for m in KV_METRICS},
-        "waiting": f"sum by ({by}) (quantile_over_time({QUANTILE}, {WAITING}[{window}]))",
+        **{
+            f"kv_count:{m}": f"sum by ({by}) (count_over_time({m}[{window}]))"
+            for m in KV_CACHE_USAGE_METRICS
+        },
+        "waiting": (
+            f"sum by ({by}) (quantile_over_time({QUANTILE}, {VLLM_NUM_REQUESTS_WAITING}[{window}]))"
+        ),
     }
 
 
@@ -160,7 +168,7 @@ def read_baseline(
 ) -> Baseline:
     """The three readings per ``(instance, model_name)`` over ``[at - window, at]``."""
     end = clock() if at_ts is None else at_ts
-    q = queries(prom.duration(window_s))
+    q = queries(format_duration(window_s, "range"))
 
     def by_group(expr: str) -> dict[tuple[str, str], float]:
         return {_key(labels): v for labels, v in prom.vector_query(url, expr, end, fetch)}
@@ -170,7 +178,7 @@ def read_baseline(
     kv: dict[tuple[str, str], float] = {}
     kv_count: dict[tuple[str, str], float] = {}
     kv_metric = None
-    for m in KV_METRICS:
+    for m in KV_CACHE_USAGE_METRICS:
         asked.append(q[f"kv:{m}"])
         kv = by_group(q[f"kv:{m}"])
         if kv:

@@ -34,17 +34,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from vllm_ledger.plan.prom import Fetch, duration, http_get, vector_query
+from vllm_ledger import figures
+from vllm_ledger.plan.prom import Fetch, http_get, vector_query
+from vllm_ledger.units import format_duration
 
 WINDOW_NAMES: tuple[str, ...] = ("today", "24h", "3d", "7d", "total")
-FIGURE_NAMES: tuple[str, ...] = (
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "requests",
-    "decode_tokens",
-    "decode_seconds",
-)
+# The figures each host's exporter serves per window (``vllm_ledger_window_<name>``).
+FIGURE_NAMES: tuple[str, ...] = figures.report_names()
 COVERAGE_NAMES: tuple[str, ...] = ("uncovered_seconds", "wall_seconds", "complete", "problems")
 HostState = Literal["ok", "stale", "missing", "failing"]
 HOST_STATES: tuple[HostState, ...] = ("ok", "stale", "missing", "failing")
@@ -60,7 +56,8 @@ Sample = tuple[dict[str, str], float]
 
 @dataclass
 class Figures:
-    """One window's figures, summed over series (a host's, a model's, the fleet's)."""
+    """One window's figures, summed over series (a host's, a model's, the fleet's): a field per
+    ``FIGURE_NAMES``."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -74,11 +71,9 @@ class Figures:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def put(self, name: str, value: float) -> None:
-        """Add one sample of ``vllm_ledger_window_<name>``."""
-        if name == "decode_seconds":
-            self.decode_seconds += value
-        else:
-            setattr(self, name, getattr(self, name) + round(value))
+        """Add one sample of ``vllm_ledger_window_<name>``: a count as an integer."""
+        whole = _COUNTED[name]
+        setattr(self, name, getattr(self, name) + (round(value) if whole else value))
 
     @property
     def hit_rate(self) -> float | None:
@@ -87,6 +82,10 @@ class Figures:
     @property
     def gen_speed(self) -> float | None:
         return self.decode_tokens / self.decode_seconds if self.decode_seconds > 0 else None
+
+
+# Whether a figure is a count (an integer) or a converted one (decode seconds).
+_COUNTED: dict[str, bool] = {f.report_name: f.report_divisor == 1 for f in figures.FIGURES}
 
 
 @dataclass(frozen=True)
@@ -354,7 +353,7 @@ def queries(job: str | None = None, lookback_s: float = LOOKBACK_S) -> dict[str,
         "windows": _selector(window, job),
         "newest": f"timestamp({ok})",
         "up": _selector("up", job),
-        "seen": f"max_over_time({ok}[{duration(lookback_s)}])",
+        "seen": f"max_over_time({ok}[{format_duration(lookback_s, 'range')}])",
     }
 
 

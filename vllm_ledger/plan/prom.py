@@ -105,9 +105,4 @@ def first_value(
     return None
 
 
-def duration(seconds: float) -> str:
-    """A PromQL range duration in whole seconds (at least 1 s)."""
-    return f"{max(1, round(seconds))}s"
-
-
-__all__ = ["duration", "first_value", "http_get", "instant_query", "vector_query"]
+__all__ = ["first_value", "http_get", "instant_query", "vector_query"]

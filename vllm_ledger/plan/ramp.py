@@ -30,17 +30,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_ledger.errors import MissingExtra, RemoteError
+from vllm_ledger.names import (
+    KV_CACHE_FULL_FRACTION,
+    VLLM_GENERATION_TOKENS_TOTAL,
+    VLLM_KV_CACHE_USAGE_PERC,
+    VLLM_NUM_REQUESTS_RUNNING,
+    VLLM_NUM_REQUESTS_WAITING,
+    VLLM_PROMPT_TOKENS_TOTAL,
+    VLLM_REQUEST_TIME_PER_OUTPUT_TOKEN_SECONDS,
+)
 from vllm_ledger.promtext import has_metric, parse_samples, sum_metric
 from vllm_ledger.strictjson import loads
 
-PROMPT_COUNTER = "vllm:prompt_tokens_total"
-OUTPUT_COUNTER = "vllm:generation_tokens_total"
 DEFAULT_PROMPT = (
     "Explain, step by step and with care, how a ledger of tokens can be kept exact across "
     "restarts of the server that produces them, and why coverage matters."
 )
 KNEE_RISE = 0.10
-KNEE_KV = 0.90
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def find_knee(
-    steps: Sequence[StepResult], rise: float = KNEE_RISE, kv: float = KNEE_KV
+    steps: Sequence[StepResult], rise: float = KNEE_RISE, kv: float = KV_CACHE_FULL_FRACTION
 ) -> Knee | None:
     """The first step where throughput stops rising (< ``rise``) or KV usage reaches ``kv``."""
     for i, s in enumerate(steps):
@@ -128,9 +134,6 @@ def _httpx() -> Any:
     return httpx
 
 
-TPOT_HISTOGRAM = "vllm:request_time_per_output_token_seconds"
-
-
 @dataclass(frozen=True)
 class Counters:
     """vLLM's counters at one instant, summed over engines."""
@@ -157,15 +160,14 @@ def server_counters(client: Any, metrics_url: str) -> Counters | None:
     except Exception as exc:
         raise RemoteError(f"cannot read {metrics_url}: {exc}", metrics_url) from exc
     s = parse_samples(r.text)
-    if not has_metric(s, OUTPUT_COUNTER):
+    if not has_metric(s, VLLM_GENERATION_TOKENS_TOTAL):
         return None
     return Counters(
-        prompt_tokens=int(sum_metric(s, PROMPT_COUNTER)),
-        output_tokens=int(sum_metric(s, OUTPUT_COUNTER)),
-        tpot_sum_s=sum_metric(s, TPOT_HISTOGRAM + "_sum"),
-        tpot_count=int(sum_metric(s, TPOT_HISTOGRAM + "_count")),
-        busy=sum_metric(s, "vllm:num_requests_running")
-        + sum_metric(s, "vllm:num_requests_waiting"),
+        prompt_tokens=int(sum_metric(s, VLLM_PROMPT_TOKENS_TOTAL)),
+        output_tokens=int(sum_metric(s, VLLM_GENERATION_TOKENS_TOTAL)),
+        tpot_sum_s=sum_metric(s, VLLM_REQUEST_TIME_PER_OUTPUT_TOKEN_SECONDS + "_sum"),
+        tpot_count=int(sum_metric(s, VLLM_REQUEST_TIME_PER_OUTPUT_TOKEN_SECONDS + "_count")),
+        busy=sum_metric(s, VLLM_NUM_REQUESTS_RUNNING) + sum_metric(s, VLLM_NUM_REQUESTS_WAITING),
     )
 
 
@@ -267,11 +269,11 @@ def run_step(
             try:
                 r = client.get(metrics_url)
                 s = parse_samples(r.text)
-                kv_vals = [v for n, _l, v in s if n == "vllm:kv_cache_usage_perc"]
+                kv_vals = [v for n, _l, v in s if n == VLLM_KV_CACHE_USAGE_PERC]
                 kv = statistics.fmean(kv_vals) if kv_vals else None
                 waiting = (
-                    sum_metric(s, "vllm:num_requests_waiting")
-                    if has_metric(s, "vllm:num_requests_waiting")
+                    sum_metric(s, VLLM_NUM_REQUESTS_WAITING)
+                    if has_metric(s, VLLM_NUM_REQUESTS_WAITING)
                     else None
                 )
                 samples.append((kv, waiting))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_ledger.errors import BadArgument, RemoteError
+from vllm_ledger.names import GPU_POWER_METRICS
 from vllm_ledger.plan import prom
 from vllm_ledger.plan.cost import Usage
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -36,8 +37,8 @@ from vllm_ledger.read.report import (
     window_reports,
 )
 from vllm_ledger.read.windows import DEFAULT_TZ, Window
+from vllm_ledger.units import format_duration
 
-POWER_METRICS: tuple[str, ...] = ("DCGM_FI_DEV_POWER_USAGE", "vllm_ledger_gpu_power_watts")
 MAX_SECOND_WINDOWS = 20_000
 
 
@@ -102,12 +103,12 @@ def prometheus_power(
     url: str, start_ts: int, cutoff_ts: int, fetch: prom.Fetch = prom.http_get
 ) -> tuple[float, str]:
     """Average power in watts over [start, cutoff), summed over GPUs, and the query used."""
-    rng = prom.duration(cutoff_ts - start_ts)
-    exprs = [f"sum(avg_over_time({m}[{rng}]))" for m in POWER_METRICS]
+    rng = format_duration(cutoff_ts - start_ts, "range")
+    exprs = [f"sum(avg_over_time({m}[{rng}]))" for m in GPU_POWER_METRICS]
     got = prom.first_value(url, exprs, at_ts=cutoff_ts, fetch=fetch)
     if got is None:
         raise RemoteError(
-            f"Prometheus at {url} has no {' or '.join(POWER_METRICS)} samples in the window: "
+            f"Prometheus at {url} has no {' or '.join(GPU_POWER_METRICS)} samples in the window: "
             "scrape the DCGM exporter or `vllm-ledger exporter`, or pass --power-watts",
             url,
         )
@@ -158,4 +159,4 @@ def measure(
     return Measured(usage, w, source, resolution)
 
 
-__all__ = ["POWER_METRICS", "Measured", "busy_seconds", "measure", "prometheus_power"]
+__all__ = ["Measured", "busy_seconds", "measure", "prometheus_power"]

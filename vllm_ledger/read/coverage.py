@@ -4,13 +4,14 @@ A writer vouches for the spans its commits recorded (every commit, heartbeats in
 a span at the instant it was made): nothing after its last proof is proven, and the second
 before it is not vouched for either (an event stamped then may still have been on its way to
 the queue). A writer that has not closed cleanly and whose last proof is within
-``STALE_AFTER_S`` of the report's clock is alive; older than that it is stale from its last
-proof on (``writer_state`` decides, with the one set of thresholds).
+``HEARTBEAT_STALE_AFTER_S`` of the report's clock is alive; older than that it is stale from
+its last proof on (``writer_state`` decides, with the one set of thresholds).
 
 A live report is cut at the watermark: the last instant *every* alive writer has proven.
 Everything before it is exact; the seconds between it and the query are not reported at all
 (the report says how far behind the query it is), so a writer whose commits fail holds the
-cutoff back at its last proof for up to ``STALE_AFTER_S``, and is ``heartbeat_stale`` after.
+cutoff back at its last proof for up to ``HEARTBEAT_STALE_AFTER_S``, and is
+``heartbeat_stale`` after.
 
 A run is covered where *every* expected writer of it vouches (a writer that never came up
 leaves its run uncovered). An instance is covered where any of its runs is covered; the

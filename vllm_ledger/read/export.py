@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from vllm_ledger import figures
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read.coverage import CoverageModel
 from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.report import report_figures
 from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.windows import Window, local_midnight_ts
 
@@ -32,12 +34,7 @@ FIELDS: tuple[str, ...] = (
     "end_unix",
     "instance",
     "model",
-    "input",
-    "output",
-    "cached",
-    "requests",
-    "decode_tokens",
-    "decode_seconds",
+    *figures.keys(),
     "uncovered_seconds",
     "declared_seconds",
     "complete",
@@ -47,6 +44,8 @@ FIELDS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class ExportRow:
+    """One step of one group; its figures are a field per ``figures.FIGURES`` (``report_name``)."""
+
     start_ts: int
     end_ts: int
     instance: str  # "*" when not broken down by instance
@@ -70,8 +69,11 @@ def parse_by(text: str) -> tuple[str, tuple[str, ...]]:
     grains = [p for p in parts if p in ("hour", "day")]
     if bad or len(grains) != 1 or len(set(parts)) != len(parts):
         raise BadArgument(
-            f"--by {text!r}: give one of hour or day and any of model, instance, comma-separated, "
-            "e.g. --by hour,model,instance"
+            f"by {text!r}",
+            hint="give one of hour or day and any of model, instance, comma-separated",
+            argument="by",
+            value=text,
+            example="hour,model,instance",
         )
     return grains[0], tuple(p for p in parts if p in ("model", "instance"))
 
@@ -142,9 +144,7 @@ def export_rows(
             snaps = groups[key]
             total, imprecise = ls.total(snaps, w)
             lo, hi = life[key]
-            if not (lo < w.cutoff_ts and hi > w.start_ts) and not (
-                total.input_tokens or total.output_tokens or total.requests
-            ):
+            if not (lo < w.cutoff_ts and hi > w.start_ts) and not total.any():
                 continue
             cover = models[key]
             uncovered = cover.uncovered_seconds(w)
@@ -154,12 +154,7 @@ def export_rows(
                 end_ts=w.cutoff_ts,
                 instance=key[0],
                 model=key[1],
-                input_tokens=total.input_tokens,
-                output_tokens=total.output_tokens,
-                cached_tokens=total.cached_tokens,
-                requests=total.requests,
-                decode_tokens=total.decode_tokens,
-                decode_seconds=total.decode_us / 1e6,
+                **report_figures(total),
                 uncovered_seconds=uncovered,
                 declared_seconds=cover.declared_seconds(w),
                 complete=uncovered == 0 and not problems and w.seconds > 0,
@@ -179,12 +174,7 @@ def row_dict(row: ExportRow, tz: ZoneInfo) -> dict[str, object]:
         "end_unix": row.end_ts,
         "instance": row.instance,
         "model": row.model,
-        "input": row.input_tokens,
-        "output": row.output_tokens,
-        "cached": row.cached_tokens,
-        "requests": row.requests,
-        "decode_tokens": row.decode_tokens,
-        "decode_seconds": round(row.decode_seconds, 6),
+        **figures.json_figures(row),
         "uncovered_seconds": row.uncovered_seconds,
         "declared_seconds": row.declared_seconds,
         "complete": row.complete,

@@ -73,7 +73,10 @@ def since_until(since_ts: float, until_ts: float | None, cutoff_ts: int) -> Wind
     end = cutoff_ts if until_ts is None else min(int(until_ts // 1), cutoff_ts)
     if until_ts is not None and until_ts <= since_ts:
         raise BadArgument(
-            f"--until must be after --since: e.g. --since 2026-11-01T00:00:00+08:00 "
-            f"--until 2026-12-01T00:00:00+08:00 (got {since_ts:.0f} .. {until_ts:.0f})"
+            "until must be after since",
+            hint=f"got {since_ts:.0f} .. {until_ts:.0f}",
+            argument="until",
+            value=until_ts,
+            example="since 2026-11-01T00:00:00+08:00, until 2026-12-01T00:00:00+08:00",
         )
     return Window("period", start, max(start, end))

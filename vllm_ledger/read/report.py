@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.figures import FIGURES, Figure
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read.ledgerset import LedgerSet, Source, gc_paused
 from vllm_ledger.read.periods import PERIOD_NAMES, period, since_until
@@ -27,9 +29,16 @@ SCHEMA_VERSION = 1
 BREAKDOWN_KEYS = ("instance", "model", "run", "engine")
 
 
+def report_figures(sums: Sums, figs: Sequence[Figure] = FIGURES) -> dict[str, Any]:
+    """The report's figures of some sums, by ``Figure.report_name``: the keyword arguments of a
+    ``WindowReport``'s (and an ``ExportRow``'s) figures."""
+    return {f.report_name: f.report_value(getattr(sums, f.name)) for f in figs}
+
+
 @dataclass(frozen=True)
 class WindowReport:
-    """One window's figures. Ratios with a zero denominator are None, never 0."""
+    """One window's figures (a field per ``figures.FIGURES``, named as its ``report_name``).
+    Ratios with a zero denominator are None, never 0."""
 
     name: str
     start_ts: int
@@ -140,12 +149,7 @@ def _window_report(
         name=w.name,
         start_ts=w.start_ts,
         cutoff_ts=w.cutoff_ts,
-        input_tokens=sums.input_tokens,
-        output_tokens=sums.output_tokens,
-        cached_tokens=sums.cached_tokens,
-        requests=sums.requests,
-        decode_tokens=sums.decode_tokens,
-        decode_seconds=sums.decode_us / 1e6,
+        **report_figures(sums),
         uncovered_seconds=uncovered,
         complete=uncovered == 0 and not problems and w.seconds > 0,
         problems=problems,

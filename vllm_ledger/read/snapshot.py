@@ -11,16 +11,18 @@ a ``LedgerSnapshot``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from vllm_ledger import figures
 from vllm_ledger.errors import NotARegularFile
 from vllm_ledger.format import connect, paths, reads, smallfiles
 from vllm_ledger.format.identity import InstanceInfo
@@ -36,10 +38,9 @@ FileStatus = Literal["ok", "unreadable", "busy", "denied", "empty", "starting", 
 
 @dataclass
 class Sums:
-    """The six sums of some rows (a window, an engine, a file), in the report's vocabulary.
-
-    Their columns on disk are ``schema.SUM_COLUMNS``, in this order.
-    """
+    """The sums of some rows (a window, an engine, a file), one field per figure, named as
+    ``figures.Figure.name`` (the report's vocabulary); ``SUM_FIELDS`` is their list, and
+    ``tests/unit/test_figures.py`` holds these fields to it."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -62,16 +63,31 @@ class Sums:
         for f in SUM_FIELDS:
             setattr(self, f, getattr(self, f) - getattr(other, f))
 
-    def add_row(self, row: tuple[int | None, ...]) -> None:
-        """Add a ``reads.sum_by_engine`` row's sums (the engine already taken off)."""
-        for f, v in zip(SUM_FIELDS, row, strict=True):
-            setattr(self, f, getattr(self, f) + (v or 0))
+    def add_sums(self, sums: Mapping[str, int | None]) -> None:
+        """Add sums by figure name (a ``reads.sum_by_engine`` group's)."""
+        for f in SUM_FIELDS:
+            setattr(self, f, getattr(self, f) + (sums[f] or 0))
 
+    def by_name(self) -> dict[str, int]:
+        return {f: getattr(self, f) for f in SUM_FIELDS}
+
+    def any(self) -> bool:
+        return any(getattr(self, f) for f in SUM_FIELDS)
+
+    def copy(self) -> Sums:
+        return dataclasses.replace(self)
+
+    # The summary file (``read/summary.py``) stores sums as a list in column order: the one
+    # place a figure's position means anything on the read side.
     def as_list(self) -> list[int]:
         return [getattr(self, f) for f in SUM_FIELDS]
 
+    @classmethod
+    def from_list(cls, values: Sequence[int]) -> Sums:
+        return cls(**dict(zip(SUM_FIELDS, values, strict=True)))
 
-SUM_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Sums))
+
+SUM_FIELDS: tuple[str, ...] = figures.names()
 
 SumsByEngine = dict[int, Sums]
 
@@ -157,7 +173,7 @@ class LedgerSnapshot:
             if self.last_end_ts <= start or cutoff <= first:
                 return {}
             if start <= first and self.last_end_ts <= cutoff:
-                return {e: _copy(s) for e, s in self._totals.items()}
+                return {e: s.copy() for e, s in self._totals.items()}
         out: SumsByEngine = {}
         seconds, hours, days = window_parts(start, cutoff, daily=self.has_daily)
         for a, b in seconds:
@@ -188,12 +204,12 @@ class LedgerSnapshot:
         cb = self.compacted_before_ts
         if b - a <= HOUR // 2 or (cb is not None and hour < cb):
             return self._part("buckets", a, b)
-        out = {e: _copy(v) for e, v in self._part("hourly", hour, hour + HOUR).items()}
+        out = {e: v.copy() for e, v in self._part("hourly", hour, hour + HOUR).items()}
         for lo, hi in ((hour, a), (b, hour + HOUR)):
             if hi > lo:
                 for e, v in self._part("buckets", lo, hi).items():
                     out.setdefault(e, Sums()).sub(v)
-        return {e: v for e, v in out.items() if any(v.as_list())}
+        return {e: v for e, v in out.items() if v.any()}
 
     def _part(self, table: str, a: int, b: int) -> SumsByEngine:
         """One table's sums over ``[a, b)``, memoised: windows share their edges."""
@@ -215,7 +231,7 @@ class LedgerSnapshot:
                 raise sqlite3.OperationalError("database is busy: it changed while being read")
             for row in rows:
                 engine, sums = values.check_sum_row(table, row)
-                got.setdefault(engine, Sums()).add_row(sums)
+                got.setdefault(engine, Sums()).add_sums(sums)
             self._parts[key] = got
         return got
 
@@ -223,10 +239,6 @@ class LedgerSnapshot:
 def _add(into: SumsByEngine, more: SumsByEngine) -> None:
     for e, v in more.items():
         into.setdefault(e, Sums()).add(v)
-
-
-def _copy(s: Sums) -> Sums:
-    return Sums(*s.as_list())
 
 
 def edge_imprecise(compacted_before_ts: int, first_bucket_ts: int, w: Window) -> bool:

@@ -277,7 +277,7 @@ def _decode(path: Path, d: Any) -> LedgerSnapshot:
             "missing commits", d["missing_commits"], values.MAX_COUNT
         ),
         marker_ts=_marker_ts(d["marker_ts"]),
-        _totals={e: Sums(*v) for e, v in values.check_totals(d["totals"]).items()},
+        _totals={e: Sums.from_list(v) for e, v in values.check_totals(d["totals"]).items()},
     )
 
 

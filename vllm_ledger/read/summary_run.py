@@ -228,7 +228,7 @@ def from_record(record: Any, instances: Sequence[InstanceInfo], found: list[Foun
         gaps=[_gap(g) for g in _rows(gaps)],
         first_record_ts=values.check_optional_second("first record", first_record),
         instance=instance,
-        totals={e: Sums(*v) for e, v in values.check_totals(totals).items()},
+        totals={e: Sums.from_list(v) for e, v in values.check_totals(totals).items()},
         first_ts=first_ts,
         last_end_ts=last_end_ts,
         edges=[

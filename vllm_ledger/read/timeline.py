@@ -20,13 +20,12 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from vllm_ledger.errors import BadArgument
+from vllm_ledger.errors import BadArgument, TooManySteps
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import intervals as iv
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -42,6 +41,7 @@ from vllm_ledger.read.report import (
 )
 from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.windows import DEFAULT_TZ, Window, cutoff_for
+from vllm_ledger.units import whole_duration
 
 MAX_STEPS = 5000
 TIMELINE_BREAKDOWN_KEYS = ("instance", "model", "run")
@@ -68,9 +68,6 @@ CAUSE_TEXT = {
     "writer_missing": "an expected writer never came up",
     "not_recording": "nothing recording (vLLM or the plugin off)",
 }
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 
 
 @dataclass(frozen=True)
@@ -111,17 +108,6 @@ class Timeline:
     model_filter: str | None = None
 
 
-def parse_duration(text: str, flag: str) -> int:
-    """``90m``, ``1h``, ``7d``, ``2w`` -> seconds; a one-line error otherwise."""
-    m = _DURATION.match(text)
-    seconds = int(m.group(1)) * _UNITS[m.group(2)] if m else 0
-    if seconds <= 0:
-        raise BadArgument(
-            f"{flag} {text!r} is not a duration: give a number and a unit, e.g. 1h or 7d"
-        )
-    return seconds
-
-
 def step_edges(
     start_ts: int, cutoff_ts: int, step_seconds: int, utc_offset_seconds: int
 ) -> list[int]:
@@ -146,7 +132,7 @@ def window_bounds(spec: str, at_ts: float, tz: str, first_record_ts: int | None)
     if spec in PERIOD_NAMES:
         w = period(spec, cutoff, resolve_tz(tz), first_record_ts)
         return w.start_ts, w.cutoff_ts
-    return cutoff - parse_duration(spec, "--window"), cutoff
+    return cutoff - whole_duration(spec, argument="window"), cutoff
 
 
 def build_timeline(
@@ -173,7 +159,7 @@ def build_timeline(
         raise BadArgument(
             f"unknown breakdown {by!r}: use one of {', '.join(TIMELINE_BREAKDOWN_KEYS)}"
         )
-    step_seconds = parse_duration(step, "--step")
+    step_seconds = whole_duration(step, argument="step")
     with as_ledger_set(ledgers, clock, 2.0) as ls:
         at = ls.now_ts if at_ts is None else at_ts
         model_at = ls.coverage(ls.select(instance, model), at)
@@ -186,16 +172,10 @@ def build_timeline(
         # otherwise build 10^8 edges first.
         least = (cutoff - start) // step_seconds  # a window holds at least this many steps
         if least > MAX_STEPS:
-            raise BadArgument(
-                f"--window {window} at --step {step} makes at least {least} steps: "
-                f"use a larger --step (at most {MAX_STEPS} steps)"
-            )
+            raise TooManySteps(least, MAX_STEPS, window=window, step=step, at_least=True)
         edges = step_edges(start, cutoff, step_seconds, offset_s)
         if len(edges) - 1 > MAX_STEPS:
-            raise BadArgument(
-                f"--window {window} at --step {step} makes {len(edges) - 1} steps: "
-                f"use a larger --step (at most {MAX_STEPS} steps)"
-            )
+            raise TooManySteps(len(edges) - 1, MAX_STEPS, window=window, step=step)
         whole = Window(window, start, cutoff)
         steps = step_windows(edges)
         reports, cover_model = window_reports(
@@ -233,9 +213,8 @@ def _rows(
             groups.setdefault(_key_of(by, s), []).append(s)
     whole = windows[0]
     if len(groups) * (len(windows) - 1) > MAX_ROW_STEPS:
-        raise BadArgument(
-            f"--by {by} makes {len(groups)} rows of {len(windows) - 1} steps: use a larger "
-            f"--step, a shorter --window, --instance or --model (at most {MAX_ROW_STEPS} in all)"
+        raise TooManySteps(
+            len(windows) - 1, MAX_ROW_STEPS, window=whole.name, by=by, rows=len(groups)
         )
     out = []
     for key in sorted(groups):
@@ -325,7 +304,6 @@ __all__ = [
     "TimelineRow",
     "UncoveredSpan",
     "build_timeline",
-    "parse_duration",
     "step_edges",
     "uncovered_spans",
 ]

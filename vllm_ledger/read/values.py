@@ -4,16 +4,17 @@ The disk is not trusted: a file may have been edited, damaged in a way SQLite ca
 written by something else. A file with any value outside these bounds is refused whole (status
 ``bad_values``): nothing from it is added and the time it may cover is uncovered.
 
-The bounds (``format/schema.py``: the recorder refuses events past them, so no sound writer
-ever writes such a row) are far above what any engine does, so that only nonsense fails them:
+The bounds (each figure's ``per_engine_second`` in ``figures.py``: the recorder refuses events
+past them, so no sound writer ever writes such a row) are far above what any engine does, so
+that only nonsense fails them:
 
-- tokens: at most ``MAX_TOKENS_PER_ENGINE_SECOND`` = 10^8 per second per DP engine (input,
+- tokens: at most ``TOKENS_PER_ENGINE_SECOND`` = 10^8 per second per DP engine (input,
   output, cached, decode tokens alike). The fastest prefill measured on one H200-class GPU is
   in the 10^5 tokens/s range; an engine spans at most a few dozen GPUs, so this leaves a margin
   of ten or more. An hourly row may hold 3,600 times that, a daily row 86,400 times.
 - requests: at most 10^6 finished per second per engine.
 - decode time of the requests that finished in one second: at most
-  ``MAX_DECODE_US_PER_ENGINE_SECOND`` = 2^62 / 86,400 us (about 5 x 10^7 s), so a daily row stays
+  ``DECODE_US_PER_ENGINE_SECOND`` = 2^62 / 86,400 us (about 5 x 10^7 s), so a daily row stays
   below 2^62; ten thousand requests finishing in one second after a thousand seconds of decode
   each make 10^7 s.
 - cached tokens never exceed input tokens in a second (they are part of it).
@@ -30,12 +31,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from vllm_ledger.errors import BadValues
-from vllm_ledger.format.schema import (
-    MAX_DECODE_US_PER_ENGINE_SECOND,
-    MAX_REQUESTS_PER_ENGINE_SECOND,
-    MAX_TOKENS_PER_ENGINE_SECOND,
-    SUM_COLUMNS,
-)
+from vllm_ledger.figures import Unit
+from vllm_ledger.format.reads import sum_row
+from vllm_ledger.format.schema import SUM_COLUMNS
+from vllm_ledger.units import EARLIEST_AT, LATEST_AT
 
 MAX_EXPECTED_WRITERS = 4096
 MAX_WRITER_RANK = 9999  # the file name's four digits
@@ -43,40 +42,51 @@ MAX_GENERATION = 999999  # and six
 MAX_ENGINE = 65535
 MAX_COUNT = 2**62  # a sum of counts, a sequence number
 MAX_TEXT_CHARS = 4096  # a run id, an instance fact
-EARLIEST_TS = 946_684_800.0  # 2000-01-01T00:00:00Z
-LATEST_TS = 4_102_444_800.0  # 2100-01-01T00:00:00Z
 ROW_SECONDS = {"buckets": 1, "hourly": 3600, "daily": 86400}
 
 
-def check_sum_row(table: str, row: Sequence[Any]) -> tuple[int, tuple[int, ...]]:
-    """``(engine, six sums)`` of one ``reads.sum_by_engine`` row, or ``BadValues``."""
-    engine = row[0]
-    sums = tuple(row[1:7])
-    non_integer, lowest, most_tokens, most_requests, most_decode_us, cached_over = row[7:13]
+# How an error message names an amount of each unit.
+_AMOUNT: dict[Unit, str] = {
+    "tokens": "tokens",
+    "requests": "requests",
+    "microseconds": "us of decode time",
+}
+
+
+def _per_second(most: int) -> str:
+    """`` (at most 10^8 per second)`` for a power of ten, else nothing."""
+    k = len(str(most)) - 1
+    return f" (at most 10^{k} per second)" if most == 10**k else ""
+
+
+def check_sum_row(table: str, stored: Sequence[Any]) -> tuple[int, dict[str, int]]:
+    """``(engine, sums by figure name)`` of one ``reads.sum_by_engine`` row, or ``BadValues``."""
+    row = sum_row(stored)
+    engine = row.engine
     if type(engine) is not int or not 0 <= engine <= MAX_ENGINE:
         raise BadValues(f"{table}: engine {engine!r} is not a DP rank")
-    if non_integer:
+    if row.non_integer:
         raise BadValues(f"{table}: a count that is not an integer")
-    if lowest is not None and lowest < 0:
-        raise BadValues(f"{table}: a negative count ({lowest})")
+    if row.lowest is not None and row.lowest < 0:
+        raise BadValues(f"{table}: a negative count ({row.lowest})")
     span = ROW_SECONDS[table]
-    if most_tokens is not None and most_tokens > MAX_TOKENS_PER_ENGINE_SECOND * span:
-        raise BadValues(f"{table}: {most_tokens} tokens in one row (at most 10^8 per second)")
-    if most_requests is not None and most_requests > MAX_REQUESTS_PER_ENGINE_SECOND * span:
-        raise BadValues(f"{table}: {most_requests} requests in one row (at most 10^6 per second)")
-    if most_decode_us is not None and most_decode_us > MAX_DECODE_US_PER_ENGINE_SECOND * span:
-        raise BadValues(f"{table}: {most_decode_us} us of decode time in one row")
-    if cached_over:
-        raise BadValues(f"{table}: more cached than input tokens in a row")
-    if any(type(v) is not int for v in sums):  # pragma: no cover - an empty group has no row
+    for unit, most, seen in row.most:
+        if seen is not None and seen > most * span:
+            raise BadValues(f"{table}: {seen} {_AMOUNT[unit]} in one row{_per_second(most)}")
+    for part, whole, over in row.over:
+        if over:
+            raise BadValues(
+                f"{table}: more {part.key} than {whole.key} {_AMOUNT[whole.unit]} in a row"
+            )
+    if any(type(v) is not int for v in row.sums.values()):  # pragma: no cover - no empty group
         raise BadValues(f"{table}: a sum that is not an integer")
-    return engine, sums
+    return engine, row.sums
 
 
 def check_instant(name: str, value: Any) -> float:
     if type(value) not in (int, float) or not math.isfinite(value):
         raise BadValues(f"{name} {value!r} is not a time")
-    if not EARLIEST_TS <= value <= LATEST_TS:
+    if not EARLIEST_AT <= value <= LATEST_AT:
         raise BadValues(f"{name} {value!r} is outside 2000-2100")
     return float(value)
 
@@ -121,7 +131,7 @@ def check_problem_seconds(
 
 def check_second(name: str, value: Any) -> int:
     """A whole second between 2000 and 2100."""
-    if type(value) is not int or not EARLIEST_TS <= value <= LATEST_TS:
+    if type(value) is not int or not EARLIEST_AT <= value <= LATEST_AT:
         raise BadValues(f"{name} {value!r:.40} is not a whole second in 2000-2100")
     return value
 
@@ -144,7 +154,7 @@ def check_counts(name: str, rows: Any, most: int) -> list[int]:
 def check_instants(name: str, rows: Any) -> list[float]:
     """A list of instants between 2000 and 2100, as floats."""
     if type(rows) is not list or not all(
-        (type(v) is float or type(v) is int) and EARLIEST_TS <= v <= LATEST_TS for v in rows
+        (type(v) is float or type(v) is int) and EARLIEST_AT <= v <= LATEST_AT for v in rows
     ):
         raise BadValues(f"{name}s {rows!r:.40} are not times in 2000-2100")
     return [float(v) for v in rows]

@@ -25,14 +25,21 @@ from pathlib import Path
 
 from vllm_ledger.errors import BadArgument, LedgerUnavailable, RemoteError
 from vllm_ledger.http import client
+from vllm_ledger.names import (
+    VLLM_GENERATION_TOKENS_TOTAL,
+    VLLM_PROMPT_TOKENS_CACHED_TOTAL,
+    VLLM_PROMPT_TOKENS_TOTAL,
+    VLLM_REQUEST_SUCCESS_TOTAL,
+)
 from vllm_ledger.promtext import Sample, has_metric, parse_samples, sum_metric
 from vllm_ledger.read.report import build_report
+from vllm_ledger.units import EARLIEST_AT, LATEST_AT
 
 COUNTERS: tuple[tuple[str, str], ...] = (
-    ("input", "vllm:prompt_tokens_total"),
-    ("output", "vllm:generation_tokens_total"),
-    ("cached", "vllm:prompt_tokens_cached_total"),
-    ("requests", "vllm:request_success_total"),
+    ("input", VLLM_PROMPT_TOKENS_TOTAL),
+    ("output", VLLM_GENERATION_TOKENS_TOTAL),
+    ("cached", VLLM_PROMPT_TOKENS_CACHED_TOTAL),
+    ("requests", VLLM_REQUEST_SUCCESS_TOTAL),
 )
 
 # The counters' creation samples: vllm:prompt_tokens_total -> vllm:prompt_tokens_created.
@@ -107,7 +114,10 @@ def fetch_metrics(url: str, timeout_s: float = FETCH_TIMEOUT_S) -> str:
     only on the same host (vLLM's ``/metrics`` may answer with one to ``/metrics/``)."""
     if not url.startswith(("http://", "https://")):
         raise BadArgument(
-            f"--metrics-url {url!r} is not an http(s) URL: e.g. http://127.0.0.1:8000/metrics"
+            f"metrics_url {url!r} is not an http(s) URL",
+            hint="e.g. http://127.0.0.1:8000/metrics",
+            argument="metrics_url",
+            value=url,
         )
     hint = "is vLLM running there?"
     answer = client.get(
@@ -133,7 +143,7 @@ def counters_created_ts(metrics_text: str) -> float | None:
 
 
 def _created_ts(samples: list[Sample]) -> float | None:
-    stamps = [v for n, _l, v in samples if n in CREATED and 946_684_800.0 <= v <= 4_102_444_800.0]
+    stamps = [v for n, _l, v in samples if n in CREATED and EARLIEST_AT <= v <= LATEST_AT]
     return min(stamps) if stamps else None
 
 

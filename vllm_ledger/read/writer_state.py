@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+from vllm_ledger.names import HEARTBEAT_STALE_AFTER_S
+
 WriterState = Literal["alive", "closed", "stale", "crashed", "missing"]
 
-# A heartbeat older than this cannot claim completeness (30 s: docs/ledger.md).
-STALE_AFTER_S = 30.0
+# A heartbeat older than ``HEARTBEAT_STALE_AFTER_S`` cannot claim completeness (docs/ledger.md).
 # A writer silent this long without a clean close will not write again: its file is finished
 # (compaction and the summary of finished files may take it).
 FINISHED_AFTER_S = 3600.0
@@ -29,7 +30,7 @@ def writer_state(
     """
     if clean_close_ts is not None:
         return "closed"
-    if last_proof_ts is not None and at_ts - last_proof_ts <= STALE_AFTER_S:
+    if last_proof_ts is not None and at_ts - last_proof_ts <= HEARTBEAT_STALE_AFTER_S:
         return "alive"
     return "stale" if latest_run else "crashed"
 

@@ -76,7 +76,11 @@ def is_zone_name(value: str) -> bool:
 
 def _refuse(where: str, value: str, example: str) -> BadArgument:
     return BadArgument(
-        f"{where} {value[:70]!r} is not a known time zone: use an IANA name, e.g. {example}"
+        f"{where} {value[:70]!r} is not a known time zone",
+        hint="use an IANA name",
+        argument=where,
+        value=value,
+        example=example,
     )
 
 
@@ -102,10 +106,11 @@ def read_root_zone(root: Path) -> tuple[str | None, str | None]:
 
 
 def resolve_zone(flag: str | None, env: Mapping[str, str], roots: Sequence[Path]) -> ZoneChoice:
-    """The zone for ``--tz`` (``None``: not given), the environment and the roots."""
+    """The zone for ``flag`` (the command's ``--tz``; ``None``: not given), the environment and
+    the roots. A refusal names ``tz`` (a bad zone given) or ``roots`` (the roots disagree)."""
     if flag is not None:
         if not is_zone_name(flag):
-            raise _refuse("--tz", flag, "--tz Asia/Shanghai")
+            raise _refuse("tz", flag, "Asia/Shanghai")
         return ZoneChoice(flag, "--tz")
     value = env.get(ZONE_ENV, "").strip()
     if value:
@@ -124,8 +129,10 @@ def resolve_zone(flag: str | None, env: Mapping[str, str], roots: Sequence[Path]
     if len(names) > 1:
         seen = ", ".join(f"{n} in {p}" for n, p in found[:4])
         raise BadArgument(
-            f"the roots record different time zones ({seen}): pass --tz ZONE "
-            f"(or set {ZONE_ENV}) to choose one"
+            f"the roots record different time zones ({seen})",
+            hint=f"give a zone (or set {ZONE_ENV}) to choose one",
+            argument="roots",
+            value=tuple(names),
         )
     if found:
         return ZoneChoice(found[0][0], "root", found[0][1], tuple(warnings))

@@ -24,7 +24,6 @@ from vllm.v1.metrics.loggers import AggregateStatLoggerBase
 
 from vllm_ledger import __version__
 from vllm_ledger.format.identity import (
-    WRITERS_ENV,
     InstanceInfo,
     WriterIdentity,
     default_root,
@@ -35,6 +34,14 @@ from vllm_ledger.format.identity import (
     sanitize_run_id,
 )
 from vllm_ledger.format.zonefile import ROOT_ZONE_FILE, record_zone, zone_to_record
+from vllm_ledger.units import (
+    DISABLE_ENV,
+    MAINTENANCE_ENV,
+    PORT_ENV,
+    ROOT_ENV,
+    RUN_ID_ENV,
+    WRITERS_ENV,
+)
 from vllm_ledger.write.recorder import Recorder
 
 logger = logging.getLogger("vllm.ledger.plugin")
@@ -61,7 +68,7 @@ def identity_from_config(
     pid = os.getpid()
     launcher = os.getppid() if count > 1 else pid
     host = host_name()
-    run_id = sanitize_run_id(env.get("VLLM_LEDGER_RUN_ID", "")) or derive_run_id(
+    run_id = sanitize_run_id(env.get(RUN_ID_ENV, "")) or derive_run_id(
         launcher, host, process_start_ts(launcher)
     )
     model_config = getattr(vllm_config, "model_config", None)
@@ -72,7 +79,7 @@ def identity_from_config(
         names = tuple(str(n) for n in served)
     else:
         names = (str(getattr(model_config, "model", "")),) if model_config else ()
-    port_text = env.get("VLLM_LEDGER_PORT") or ""
+    port_text = env.get(PORT_ENV) or ""
     port = int(port_text) if port_text.isdigit() else _port_from_argv()
     try:
         import vllm
@@ -154,10 +161,10 @@ class LedgerStatLogger(AggregateStatLoggerBase):
         self.recorder: Recorder | None = None
         self.faults_total = 0
         env = os.environ
-        if env.get("VLLM_LEDGER_DISABLE", "").strip() not in ("", "0"):
+        if env.get(DISABLE_ENV, "").strip() not in ("", "0"):
             logger.info("vllm-ledger: disabled by VLLM_LEDGER_DISABLE")
             return
-        if not env.get("VLLM_LEDGER_DIR", "").strip():
+        if not env.get(ROOT_ENV, "").strip():
             # Switching the ledger on is explicit (docs/ledger.md#switching-it-on-and-off): an
             # installed plugin records nothing until VLLM_LEDGER_DIR names a root that outlives
             # the process.
@@ -174,7 +181,7 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             atexit.register(self.shutdown)
             if identity.writer_rank == 0:
                 self._record_zone(root, env)
-            if identity.writer_rank == 0 and env.get("VLLM_LEDGER_MAINTENANCE", "1") != "0":
+            if identity.writer_rank == 0 and env.get(MAINTENANCE_ENV, "1") != "0":
                 try:
                     self.start_maintenance(root)
                 except Exception as exc:  # the ledger itself is running: keep it

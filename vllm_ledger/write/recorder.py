@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from vllm_ledger import figures
 from vllm_ledger.format import connect, paths, schema, smallfiles, writes
 from vllm_ledger.format.identity import WriterIdentity
 from vllm_ledger.write import compaction, schedule
@@ -59,9 +60,23 @@ FAILURE_LOG_INTERVAL_S = 60.0  # a failing writer logs an error at most this oft
 INTEGRITY_CHECK_INTERVAL_S = 60.0  # PRAGMA quick_check on a fresh read-only connection
 COMPACTION_INTERVAL_S = 3600.0
 
-# Indexes into a bucket's list of counts (the order of ``schema.COUNT_COLUMNS``).
-PROMPT, GENERATION, CACHED, REQUESTS, DECODE_TOKENS, DECODE_US, DROPPED, REJECTED, LOST = range(9)
+# Indexes into a bucket's list of counts (the order of ``schema.COUNT_COLUMNS``), found once.
+PROMPT = schema.COUNT_COLUMNS.index(figures.INPUT_TOKENS.column)
+GENERATION = schema.COUNT_COLUMNS.index(figures.OUTPUT_TOKENS.column)
+CACHED = schema.COUNT_COLUMNS.index(figures.CACHED_TOKENS.column)
+REQUESTS = schema.COUNT_COLUMNS.index(figures.REQUESTS.column)
+DECODE_TOKENS = schema.COUNT_COLUMNS.index(figures.DECODE_TOKENS.column)
+DECODE_US = schema.COUNT_COLUMNS.index(figures.DECODE_US.column)
+DROPPED, REJECTED, LOST = (schema.COUNT_COLUMNS.index(c) for c in schema.FAULT_COLUMNS)
+N_FIGURES = len(schema.SUM_COLUMNS)  # the figures come first; the fault counts after them
 N_COUNTS = len(schema.COUNT_COLUMNS)
+# The most one second of one DP engine holds of each (``figures.py``), found once.
+_MOST_PROMPT = schema.PER_ENGINE_SECOND[figures.INPUT_TOKENS.column]
+_MOST_GENERATION = schema.PER_ENGINE_SECOND[figures.OUTPUT_TOKENS.column]
+_MOST_CACHED = schema.PER_ENGINE_SECOND[figures.CACHED_TOKENS.column]
+_MOST_REQUESTS = schema.PER_ENGINE_SECOND[figures.REQUESTS.column]
+_MOST_DECODE_TOKENS = schema.PER_ENGINE_SECOND[figures.DECODE_TOKENS.column]
+_MOST_DECODE_US = schema.PER_ENGINE_SECOND[figures.DECODE_US.column]
 
 # An iteration event, as the plugin builds it:
 #   (event_ts, engine, prompt_tokens, generation_tokens, cached_tokens, finished)
@@ -410,7 +425,7 @@ class Recorder:
         problem_rows = []
         hours: dict[tuple[int, int], list[int]] = {}
         for (second, engine), b in self._buckets.items():
-            if engine >= 0 and any(b[:DROPPED]):
+            if engine >= 0 and any(b[:N_FIGURES]):
                 rows.append((second, engine, *b))
                 h = hours.get((second - second % 3600, engine))
                 if h is None:
@@ -573,22 +588,21 @@ def _fold(rows: dict[tuple[int, int], list[int]], size: int) -> dict[tuple[int, 
 
 
 def _fits(b: list[int], prompt: int, generation: int, cached: int, finished: Any) -> bool:
-    """Whether an event fits its second's bucket within the schema's per-second bounds (``format/schema.py``)."""
-    most = schema.MAX_TOKENS_PER_ENGINE_SECOND
+    """Whether an event fits its second's bucket within the per-second bounds (``figures.py``)."""
     if (
         cached > prompt
-        or b[PROMPT] + prompt > most
-        or b[GENERATION] + generation > most
-        or b[CACHED] + cached > most
-        or b[REQUESTS] + len(finished) > schema.MAX_REQUESTS_PER_ENGINE_SECOND
+        or b[PROMPT] + prompt > _MOST_PROMPT
+        or b[GENERATION] + generation > _MOST_GENERATION
+        or b[CACHED] + cached > _MOST_CACHED
+        or b[REQUESTS] + len(finished) > _MOST_REQUESTS
     ):
         return False
     if finished:
         decode_tokens = sum(g - 1 for g, _d in finished if g > 1)
         decode_us = sum(round(d * 1e6) for _g, d in finished)
         if (
-            b[DECODE_TOKENS] + decode_tokens > most
-            or b[DECODE_US] + decode_us > schema.MAX_DECODE_US_PER_ENGINE_SECOND
+            b[DECODE_TOKENS] + decode_tokens > _MOST_DECODE_TOKENS
+            or b[DECODE_US] + decode_us > _MOST_DECODE_US
         ):
             return False
     return True

@@ -1,0 +1,343 @@
+"""The one vocabulary every layer speaks: durations, instants, numbers, short texts, HOST:PORT,
+plain paths, and the environment variables the project reads.
+
+Standard library only (the write side imports it inside vLLM), and below everything but
+``errors.py``. A value that is not one raises ``BadArgument`` worded without a flag: the value,
+what is wrong with it, a hint and ``.example`` (a good value). The commands put their flag in
+front (``commands/_common.py``); a library caller sees the same line without one. See
+docs/cli.md ("Vocabulary").
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Literal
+
+from vllm_ledger.errors import BadArgument
+
+# ---- environment variables -------------------------------------------------------------------
+
+ROOT_ENV = "VLLM_LEDGER_DIR"  # the ledger root the plugin writes and commands read
+WRITERS_ENV = "VLLM_LEDGER_WRITERS"  # how many API processes write a run
+ZONE_ENV = "VLLM_LEDGER_TZ"  # the time zone of "today" (read/zone.py)
+RUN_ID_ENV = "VLLM_LEDGER_RUN_ID"  # a run id chosen by the caller
+PORT_ENV = "VLLM_LEDGER_PORT"  # the port a writer serves on, when its argv does not say
+DISABLE_ENV = "VLLM_LEDGER_DISABLE"  # set (not 0): the plugin records nothing
+MAINTENANCE_ENV = "VLLM_LEDGER_MAINTENANCE"  # 0: rank 0 runs no maintenance pass
+TRACEBACK_ENV = "VLLM_LEDGER_TRACEBACK"  # 1: the CLI shows an unforeseen error's traceback
+ENV_PREFIX = "VLLM_LEDGER_"  # every variable of the project starts so
+
+# ---- numbers ---------------------------------------------------------------------------------
+
+MAX_TEXT = 256  # a model name, run id, label, host: longer is a mistake
+
+
+def number_text(x: float) -> str:
+    """A number as messages show it: ``1e+06`` never, ``1000000`` and ``0.5``."""
+    return f"{x:,.0f}".replace(",", "") if x == int(x) and abs(x) >= 1e6 else f"{x:g}"
+
+
+def number(
+    text: str,
+    lo: float,
+    hi: float,
+    example: str,
+    *,
+    unit: str = "a number",
+    lo_open: bool = False,
+    integer: bool = False,
+    fraction: bool = False,
+) -> float:
+    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``).
+
+    ``fraction``: a value in (1, 100] is refused as a percentage. ``integer``: whole numbers
+    only (returned as ``int``).
+    """
+    low = f"above {number_text(lo)}" if lo_open else f"from {number_text(lo)}"
+    wanted = f"give {unit} {low} to {number_text(hi)}"
+    shown = f"{text!r}"
+
+    def refuse(problem: str, hint: str = wanted, good: str = example) -> BadArgument:
+        return BadArgument(f"{shown} {problem}", hint=hint, value=text, example=good)
+
+    try:
+        x = float(text)
+    except (TypeError, ValueError):
+        raise refuse("is not a number") from None
+    if not math.isfinite(x):
+        raise refuse("is not finite")
+    if fraction and 1 < x <= 100 and lo < x / 100 <= hi:
+        raise refuse("looks like a percentage", "give a fraction", f"{x / 100:g}")
+    if x < lo or (lo_open and x == lo) or x > hi:
+        raise refuse("is out of range")
+    if integer:
+        if x != int(x) or not re.fullmatch(r"\s*[+-]?\d+\s*", text):
+            raise refuse("is not a whole number")
+        return int(x)
+    return x
+
+
+def port(text: str, example: str = "8000", *, zero: bool = False) -> int:
+    """A TCP port, 1-65535 (0 too with ``zero``: the system picks one)."""
+    return int(number(text, 0 if zero else 1, 65535, example, unit="a port", integer=True))
+
+
+def short_text(value: str, example: str, *, max_len: int = MAX_TEXT) -> str:
+    """A short single-line value (a model name, run id, label): no control characters."""
+    if not value or len(value) > max_len or not value.isprintable():
+        what = "empty" if not value else "too long" if len(value) > max_len else "unprintable"
+        raise BadArgument(
+            f"{value[:40]!r} is {what}",
+            hint=f"give up to {max_len} printable characters",
+            value=value,
+            example=example,
+        )
+    return value
+
+
+# ---- durations -------------------------------------------------------------------------------
+
+DURATION_FORMS = "30s, 10m, 7d, 1h30m or plain seconds"
+DurationForm = Literal["units", "prometheus"]
+_DURATION_UNITS: dict[str, float] = {
+    "y": 365 * 86400,  # Prometheus only
+    "w": 604800,
+    "d": 86400,
+    "h": 3600,
+    "m": 60,
+    "s": 1,
+    "ms": 0.001,
+}
+_DURATION_TEXT: dict[DurationForm, re.Pattern[str]] = {
+    "units": re.compile(r"(?:[0-9]{1,12}(?:\.[0-9]{1,9})?(?:ms|[wdhms]))+"),
+    "prometheus": re.compile(r"(?:[0-9]{1,12}(?:ms|[ywdhms]))+"),
+}
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|[ywdhms])")
+
+
+def duration_seconds(text: str, *, form: DurationForm = "units") -> float | None:
+    """A duration -> seconds; None if it is not one. Units at most once each, largest first.
+
+    ``units`` (every command's form): ``30s``, ``10m``, ``7d``, ``1h30m``, ``1.5h``, ``500ms``
+    (units w, d, h, m, s, ms; plain numbers are not taken here: the caller reads those as
+    seconds). ``prometheus`` (an alert's ``for:``, a rule file): whole numbers only, units y,
+    w, d, h, m, s, ms.
+    """
+    if len(text) > 40 or not _DURATION_TEXT[form].fullmatch(text):
+        return None
+    parts = _DURATION_PART.findall(text)
+    sizes = [_DURATION_UNITS[unit] for _n, unit in parts]
+    if any(a <= b for a, b in itertools.pairwise(sizes)):
+        return None  # 1m1h, 1h1h: a typo, not a duration
+    return sum(float(n) * _DURATION_UNITS[unit] for n, unit in parts)
+
+
+def whole_duration(text: str, *, argument: str = "", example: str = "1h or 7d") -> int:
+    """A duration of whole seconds above 0 in the ``units`` form (``90m``, ``1h30m``, ``7d``),
+    as a library takes a window or a step; refused with one line (starting with ``argument``,
+    the parameter's name, when given) otherwise."""
+    seconds = duration_seconds(text.strip())
+    if seconds is None or seconds <= 0 or seconds != int(seconds):
+        raise BadArgument(
+            f"{argument} {text!r} is not a duration".lstrip(),
+            hint="give a number and a unit",
+            argument=argument,
+            value=text,
+            example=example,
+        )
+    return int(seconds)
+
+
+DurationStyle = Literal["compact", "unit", "unit-words", "words", "rounded", "prometheus", "range"]
+_UNIT_SIZES = (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
+def format_duration(
+    seconds: float,
+    style: DurationStyle = "compact",
+    *,
+    units: Sequence[str] = ("s", "m", "h", "d"),
+) -> str:
+    """Seconds as text, the one way each kind of output shows them:
+
+    - ``compact`` (help, errors, notes): ``90`` -> ``1m30s``, ``86400`` -> ``1d``, ``0.5`` ->
+      ``500ms``, ``1.5`` -> ``1.5s``, ``0`` -> ``0s``.
+    - ``prometheus`` (rule files): ``compact`` for whole seconds, else milliseconds: ``1.5`` ->
+      ``1500ms``.
+    - ``range`` (a PromQL range): whole seconds, at least 1: ``0.2`` -> ``1s``, ``90`` -> ``90s``.
+    - ``unit`` (a timeline's window name): the largest unit that divides them, ``5400`` ->
+      ``90m``, ``1209600`` -> ``2w``.
+    - ``unit-words`` (a chart's caption): the same in words without weeks, ``5400`` -> ``90 min``.
+    - ``words`` (the report's table): two units, ``125`` -> ``2 min 5 s`` (below 2 minutes
+      ``119 s``, below 2 hours minutes, below 2 days hours).
+    - ``rounded`` (a chat message): rounded down to the largest unit reached, ``7200`` -> ``2h``,
+      written with ``units`` (second, minute, hour, day: ``("秒", "分", "时", "天")``).
+    """
+    if style == "range":
+        return f"{max(1, round(seconds))}s"
+    if style == "prometheus":
+        return format_duration(seconds) if seconds == int(seconds) else f"{round(seconds * 1000)}ms"
+    if style == "compact":
+        if seconds != int(seconds):
+            ms = round(seconds * 1000, 6)
+            return f"{int(ms)}ms" if seconds < 1 and ms == int(ms) else f"{seconds:g}s"
+        n, parts = int(seconds), []
+        for unit, size in _UNIT_SIZES[1:]:
+            q, n = divmod(n, size)
+            if q:
+                parts.append(f"{q}{unit}")
+        return "".join(parts) or "0s"
+    n = int(seconds)
+    if style == "unit":
+        return next(f"{n // size}{unit}" for unit, size in _UNIT_SIZES if n % size == 0)
+    if style == "unit-words":
+        names = {"d": "d", "h": "h", "m": "min", "s": "s"}
+        return next(f"{n // size} {names[unit]}" for unit, size in _UNIT_SIZES[1:] if n % size == 0)
+    if style == "words":
+        if n < 120:
+            return f"{n} s"
+        if n < 7200:
+            return f"{n // 60} min {n % 60} s"
+        if n < 172800:
+            return f"{n // 3600} h {n % 3600 // 60} min"
+        return f"{n // 86400} d {n % 86400 // 3600} h"
+    # rounded
+    s = max(0, round(seconds))
+    for label, size, below in zip(
+        units, (1, 60, 3600, 86400), (60, 3600, 86400, math.inf), strict=True
+    ):
+        if s < below:
+            return f"{s // size}{label}"
+    raise AssertionError("unreachable")
+
+
+# ---- instants --------------------------------------------------------------------------------
+
+EARLIEST_AT = 946_684_800.0  # 2000-01-01T00:00:00Z: no ledger is older
+LATEST_AT = 4_102_444_800.0  # 2100-01-01T00:00:00Z
+_INSTANT_HINT = "give Unix seconds or ISO 8601"
+_INSTANT_EXAMPLE = "2026-11-29T08:00:00+08:00"
+
+
+def instant(value: str | float) -> float:
+    """Unix seconds or ISO 8601 with an offset, between 2000 and 2100 (a float is checked as
+    it is)."""
+
+    def refuse(problem: str) -> BadArgument:
+        return BadArgument(
+            f"{value!r} {problem}", hint=_INSTANT_HINT, value=value, example=_INSTANT_EXAMPLE
+        )
+
+    try:
+        ts = float(value)
+    except ValueError:
+        assert isinstance(value, str)
+        ts = _iso_seconds(value, refuse)
+    if not math.isfinite(ts):
+        raise refuse("is not a time")
+    if ts > LATEST_AT and ts / 1000 <= LATEST_AT:
+        raise BadArgument(
+            f"{value!r} looks like milliseconds",
+            hint="give seconds",
+            value=value,
+            example=f"{ts / 1000:.0f}",
+        )
+    if not EARLIEST_AT <= ts <= LATEST_AT:
+        raise refuse("is outside 2000-2100")
+    return ts
+
+
+def _iso_seconds(value: str, refuse: Callable[[str], BadArgument]) -> float:
+    try:
+        # Python 3.10's fromisoformat does not take a trailing Z.
+        dt = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+    except ValueError as exc:
+        raise refuse("is not a time") from exc
+    if dt.tzinfo is None:
+        raise BadArgument(f"{value!r} has no UTC offset", hint="add one, e.g. +08:00", value=value)
+    try:
+        return dt.timestamp()
+    except (OverflowError, OSError, ValueError) as exc:  # year 1 with an offset, say
+        raise refuse("is outside 2000-2100") from exc
+
+
+# ---- HOST:PORT -------------------------------------------------------------------------------
+
+_HOST = re.compile(r"[A-Za-z0-9_.-]{1,253}")
+_IPV6 = re.compile(r"[0-9A-Fa-f:.]{2,45}(?:%[A-Za-z0-9_.-]{1,32})?")
+Address = tuple[str, int]  # (host, port)
+
+
+def host_port(value: str, *, zero: bool = True, example: str = "127.0.0.1:9464") -> Address:
+    """``HOST:PORT`` -> ``(host, port)`` (``[::1]:9464`` for IPv6, returned without brackets;
+    port 0 with ``zero``: the system picks one). A bare ``:PORT`` is refused: say which host."""
+    shown = f"{value[:60]!r}"
+    host, sep, port_text = value.rpartition(":")
+    wanted = f"{example} (0.0.0.0:PORT listens on every interface)"
+    if host.startswith("[") and host.endswith("]") and _IPV6.fullmatch(host[1:-1]):
+        host = host[1:-1]
+    elif ":" in host:
+        raise BadArgument(
+            shown, hint="put an IPv6 address in brackets", value=value, example="[::1]:9464"
+        )
+    elif not sep or not _HOST.fullmatch(host):
+        raise BadArgument(
+            f"{shown} is not HOST:PORT", hint="give HOST:PORT", value=value, example=wanted
+        )
+    try:
+        return host, port(port_text, zero=zero)
+    except BadArgument:
+        raise BadArgument(
+            f"{shown}: the port {port_text[:20]!r} is not {0 if zero else 1} to 65535",
+            hint="give HOST:PORT",
+            value=value,
+            example=wanted,
+        ) from None
+
+
+# ---- plain paths -----------------------------------------------------------------------------
+
+# An absolute path of letters, digits and ._+/@,- only: safe in a systemd unit, a shell line and
+# a JSON Schema ``pattern`` (applied with re.fullmatch) without quoting.
+PLAIN_PATH_PATTERN = "^/[A-Za-z0-9._+/@,-]*$"
+_PLAIN_PATH = re.compile(PLAIN_PATH_PATTERN)
+
+
+def is_plain_path(value: str) -> bool:
+    """``value`` is an absolute path that needs no quoting anywhere (``PLAIN_PATH_PATTERN``)."""
+    return _PLAIN_PATH.fullmatch(value) is not None
+
+
+__all__ = [
+    "DISABLE_ENV",
+    "DURATION_FORMS",
+    "EARLIEST_AT",
+    "ENV_PREFIX",
+    "LATEST_AT",
+    "MAINTENANCE_ENV",
+    "MAX_TEXT",
+    "PLAIN_PATH_PATTERN",
+    "PORT_ENV",
+    "ROOT_ENV",
+    "RUN_ID_ENV",
+    "TRACEBACK_ENV",
+    "WRITERS_ENV",
+    "ZONE_ENV",
+    "Address",
+    "DurationForm",
+    "DurationStyle",
+    "duration_seconds",
+    "format_duration",
+    "host_port",
+    "instant",
+    "is_plain_path",
+    "number",
+    "number_text",
+    "port",
+    "short_text",
+    "whole_duration",
+]
