@@ -34,18 +34,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from vllm_ledger import figures
+from vllm_ledger import figures, names
 from vllm_ledger.plan.prom import Fetch, http_get, vector_query
+from vllm_ledger.read.windows import WINDOW_NAMES  # the windows each exporter serves
 from vllm_ledger.units import format_duration
 
-WINDOW_NAMES: tuple[str, ...] = ("today", "24h", "3d", "7d", "total")
 # The figures each host's exporter serves per window (``vllm_ledger_window_<name>``).
 FIGURE_NAMES: tuple[str, ...] = figures.report_names()
 COVERAGE_NAMES: tuple[str, ...] = ("uncovered_seconds", "wall_seconds", "complete", "problems")
 HostState = Literal["ok", "stale", "missing", "failing"]
 HOST_STATES: tuple[HostState, ...] = ("ok", "stale", "missing", "failing")
-PREFIX = "vllm_ledger_"
-STALE_AFTER_S = 60.0
+PREFIX = names.EXPORTER_PREFIX + "_"
+STALE_AFTER_S = names.EXPORTER_SAMPLE_STALE_AFTER_S
 LOOKBACK_S = 3600.0
 
 Sample = tuple[dict[str, str], float]
@@ -186,15 +186,15 @@ def build_fleet(
         hk = host_of(labels)
         targets.setdefault(hk, set()).add(_target(labels))
         name = labels.get("__name__", "").removeprefix(PREFIX)
-        if name == "report_ok":
+        if labels.get("__name__") == names.LEDGER_REPORT_OK:
             report_ok[hk] = min(report_ok.get(hk, 1.0), value)
             continue
         name = name.removeprefix("window_")
-        window = labels.get("window", "")
+        window = labels.get(names.WINDOW_LABEL, "")
         if window not in WINDOW_NAMES or not math.isfinite(value):
             continue
-        inst = labels.get("ledger_instance")
-        model = labels.get("model_name")
+        inst = labels.get(names.LEDGER_INSTANCE_LABEL)
+        model = labels.get(names.MODEL_NAME_LABEL)
         if inst:
             instances.setdefault(hk, set()).add(inst)
         if name in FIGURE_NAMES:
@@ -209,7 +209,7 @@ def build_fleet(
         elif name in COVERAGE_NAMES:  # the whole root's: no ledger_instance label
             got = coverage.setdefault(hk, {}).setdefault(window, {"problems": {}})
             if name == "problems":
-                code = labels.get("problem", "?")
+                code = labels.get(names.PROBLEM_LABEL, "?")
                 got["problems"][code] = got["problems"].get(code, 0) + round(value)
             elif name == "complete":
                 got["complete"] = value == 1.0
@@ -316,7 +316,7 @@ def _state(
     if age > stale_after_s:
         return "stale", f"newest sample {age:.0f} s old (limit {stale_after_s:g} s)"
     if report_ok is not None and report_ok < 1:
-        return "failing", "its exporter cannot read its ledgers (vllm_ledger_report_ok 0)"
+        return "failing", f"its exporter cannot read its ledgers ({names.LEDGER_REPORT_OK} 0)"
     return "ok", ""
 
 
@@ -348,7 +348,7 @@ def queries(job: str | None = None, lookback_s: float = LOOKBACK_S) -> dict[str,
         + "|".join(name for name in (*FIGURE_NAMES, *COVERAGE_NAMES))
         + "))"
     )
-    ok = _selector(f"{PREFIX}report_ok", job)
+    ok = _selector(names.LEDGER_REPORT_OK, job)
     return {
         "windows": _selector(window, job),
         "newest": f"timestamp({ok})",
