@@ -266,3 +266,22 @@ def test_the_http_package_imports_only_the_standard_library_and_errors() -> None
                 if name.split(".")[0] not in stdlib and not ours:
                     found.append(f"{m} imports {name}")
     assert found == []
+
+
+def test_unit_tests_are_laid_out_like_the_package() -> None:
+    """``tests/unit/<package>/test_<module>[_<aspect>].py`` tests ``vllm_ledger/<package>/
+    <module>.py`` (or a package's ``__init__``): a unit module names the module it covers."""
+    unit = PKG.parent / "tests" / "unit"
+    modules = {".".join(m.split(".")[1:]) for m in MODULES}
+    stray = []
+    for path in sorted(unit.rglob("test_*.py")):
+        rel = path.relative_to(unit)
+        package = ".".join(rel.parent.parts)
+        words = rel.stem.removeprefix("test_").split("_")
+        candidates = {
+            ".".join(p for p in (package, "_".join(words[:i])) if p)
+            for i in range(len(words), 0, -1)
+        }
+        if not candidates & modules:
+            stray.append(str(rel))
+    assert stray == []

@@ -29,7 +29,7 @@ from tests.conftest import REPO, run_cli
 from tests.faults.helpers import WriterProc, fill_disk, pumped_recorder, tmpfs
 from tests.ledgers import ev, write_ledger
 from tests.rawhttp import RawServer, drip
-from tests.test_verify import METRICS, MetricsServer, created_at
+from tests.unit.read.test_verify import METRICS, MetricsServer, created_at
 from vllm_ledger.doctor import (
     PLACES,
     SELFTEST_EVENTS,

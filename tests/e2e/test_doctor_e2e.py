@@ -16,7 +16,7 @@ import pytest
 from devtools.traffic import send_mix
 from tests.conftest import run_cli
 from tests.e2e.settle import settle
-from tests.test_verify import MetricsServer, counters_created_ts, created_at
+from tests.unit.read.test_verify import MetricsServer, counters_created_ts, created_at
 
 pytestmark = pytest.mark.e2e
 

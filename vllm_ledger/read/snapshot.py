@@ -51,7 +51,7 @@ class Sums:
 
     def add(self, other: Sums) -> None:
         # Field by field, not through SUM_FIELDS: a report adds thousands of these (a new field
-        # goes here too; tests/test_snapshot.py adds every field).
+        # goes here too; tests/unit/read/test_snapshot.py adds every field).
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cached_tokens += other.cached_tokens

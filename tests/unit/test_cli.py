@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import REPO
 from vllm_ledger import commands
 from vllm_ledger.cli import command_module
 from vllm_ledger.commands import COMMANDS
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_registry_names_every_command_module_with_its_help() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.ledgers import ev, write_ledger
-from tests.test_status import GOOD, GOOD_ROWS
+from tests.unit.formats.test_status import GOOD, GOOD_ROWS
 from vllm_ledger.bot.health import Health, probe
 from vllm_ledger.bot.message import (
     InstanceView,

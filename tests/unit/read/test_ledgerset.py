@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import REPO
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.maintenance import run as maintenance_run
 from vllm_ledger.read.discovery import discover_paths
@@ -14,7 +15,6 @@ from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.report import build_report
 from vllm_ledger.read.timeline import build_timeline
 
-REPO = Path(__file__).resolve().parent.parent
 T0 = 1_796_000_000.0
 
 # Counts, per ledger file, every open the Python process makes of it: SQLite connections

@@ -20,13 +20,13 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import Host, load_host, parse_host
 from vllm_ledger.deploy.launch import Raw, docker_run_words
 from vllm_ledger.deploy.units import ledger_units, sd_word, vllm_unit
 
-DATA = Path(__file__).resolve().parent / "data" / "render"
+DATA = REPO / "tests" / "data" / "render"
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 needs_systemd = pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="no systemd-analyze here")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.deploy.tuning import (
     GB,
@@ -25,7 +25,7 @@ from vllm_ledger.deploy.tuning import (
 )
 from vllm_ledger.observe.gpu import GpuReading
 
-DATA = Path(__file__).resolve().parent / "data" / "render"
+DATA = REPO / "tests" / "data" / "render"
 
 
 def values(hints: Sequence[Hint]) -> dict[str, str | None]:

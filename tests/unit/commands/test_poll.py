@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_status import GOOD, _row
+from tests.unit.formats.test_status import GOOD, _row
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.poll import CappedRun, Poller, PollResult, classify
 from vllm_ledger.bot.validate import Target

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.ledgers import ev, write_ledger
 from tests.rawhttp import RawServer, canned, drip, response
 from vllm_ledger.errors import BadArgument, LedgerUnavailable, RedirectRefused, RemoteError
@@ -31,8 +31,8 @@ from vllm_ledger.read.verify import (
     vllm_counters,
 )
 
-# Captured from vLLM 0.32.0 serving the tiny model (see tests/test_advise.py).
-METRICS = (Path(__file__).parent / "data" / "vllm-0.32.0-metrics.txt").read_text()
+# Captured from vLLM 0.32.0 serving the tiny model (see tests/unit/plan/test_advise.py).
+METRICS = (REPO / "tests" / "data" / "vllm-0.32.0-metrics.txt").read_text()
 AT = 1_800_000_000.0
 # What METRICS counts: 1065 prompt tokens (576 of them cached), 121 generated, 12 requests.
 COUNTED = {"input": 1065, "output": 121, "cached": 576, "requests": 12}

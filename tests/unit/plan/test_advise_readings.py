@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_advise import INTERVAL_S, series
+from tests.unit.plan.test_advise import INTERVAL_S, series
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.plan.advise import readings_from_snapshots, take_readings
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from vllm_ledger.plan.advise import (
     Readings,
     advise,
@@ -23,7 +23,7 @@ from vllm_ledger.plan.advise import (
     throughput_flat,
 )
 
-BASE = (Path(__file__).parent / "data" / "vllm-0.32.0-metrics.txt").read_text()
+BASE = (REPO / "tests" / "data" / "vllm-0.32.0-metrics.txt").read_text()
 INTERVAL_S = 10.0
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from tests.faults.helpers import ALL_TIME, snapshot
 from tests.ledgers import ev, write_ledger
 from vllm_ledger import __version__
@@ -23,7 +24,6 @@ from vllm_ledger.format.identity import InstanceInfo
 from vllm_ledger.read.snapshot import SUM_FIELDS, Sums, read_ledger
 from vllm_ledger.read.windows import Window
 
-REPO = Path(__file__).resolve().parent.parent
 HOUR0 = 1_795_996_800  # a whole UTC hour
 T0 = float(HOUR0 + 600)
 

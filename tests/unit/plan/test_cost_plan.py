@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from vllm_ledger.plan.cost import PlannedLoad
 
 EXAMPLE = (
@@ -45,7 +45,7 @@ def test_worked_example_through_the_cli_byte_for_byte(tmp_path: Path) -> None:
     assert (code, err) == (0, "")
     assert out == EXAMPLE_TEXT
     # docs/cost-and-capacity.md shows the same command and output.
-    docs = (Path(__file__).resolve().parent.parent / "docs" / "cost-and-capacity.md").read_text()
+    docs = (REPO / "docs" / "cost-and-capacity.md").read_text()
     assert "$ vllm-ledger " + " ".join(EXAMPLE) + "\n" + EXAMPLE_TEXT in docs
 
 
