@@ -123,6 +123,41 @@ def test_no_module_imports_from_a_layer_above() -> None:
     assert upward == []
 
 
+# Floors inside the layer of consumers (docs/architecture.md draws them), bottom to top: the
+# models over the read side, the renderers over them, the consumers that render, the notifier
+# over the bot, and the deployment files that name them all.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("vllm_ledger.plan", "vllm_ledger.background", "vllm_ledger.maintenance"),
+    ("vllm_ledger.formats", "vllm_ledger.plugin"),
+    ("vllm_ledger.observe", "vllm_ledger.bot", "vllm_ledger.doctor"),
+    ("vllm_ledger.notify",),
+    ("vllm_ledger.deploy",),
+)
+
+
+def floor_of(module: str) -> int | None:
+    for i, prefixes in enumerate(FLOORS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return i
+    return None
+
+
+def test_every_module_of_the_consumers_layer_has_a_floor() -> None:
+    consumers = layer_of("vllm_ledger.formats")
+    assert [m for m in MODULES if layer_of(m) == consumers and floor_of(m) is None] == []
+
+
+def test_no_consumer_imports_from_a_floor_above() -> None:
+    upward = [
+        f"{m} (floor {floor_of(m)}) imports {d} (floor {floor_of(d)})"
+        for m, deps in sorted(GRAPH.items())
+        if floor_of(m) is not None
+        for d in sorted(deps)
+        if (floor_of(d) or 0) > (floor_of(m) or 0)
+    ]
+    assert upward == []
+
+
 def test_the_import_graph_has_no_circle() -> None:
     state: dict[str, int] = {}
     stack: list[str] = []

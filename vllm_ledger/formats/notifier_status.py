@@ -14,12 +14,31 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vllm_ledger.formats.safe import printable
-from vllm_ledger.notify.store import Delivery
 
 SUMMARY_STATES = ("sent", "failed", "unknown", "pending", "sending")
+
+
+class Delivery(Protocol):
+    """What the forms read of one delivery (``notify.store.Delivery`` has it): renderers sit
+    below the notifier and never import it."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def http_status(self) -> int | None: ...
+    @property
+    def resend_of(self) -> int | None: ...
+    @property
+    def created_ts(self) -> float: ...
 
 
 @dataclass(frozen=True)
