@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 from collections.abc import Callable
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.errors import ConfigError, DuplicateKey
+from vllm_ledger.errors import ConfigError, DuplicateKey, NotARegularFile
+from vllm_ledger.infile import open_regular, read_up_to
 
 MAX_DEPTH = 32
 MAX_NUMBER_CHARS = 100  # no number a config or a remote answer needs is longer
@@ -127,21 +126,12 @@ def load_file(
     """``loads`` of a regular file's bytes; a FIFO, socket, device or directory is refused at
     once (opened non-blocking, checked with ``fstat``). ``OSError`` is left to the caller."""
     label = what or str(path)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError(f"{label} is not a regular file", hint=hint)
-        chunks: list[bytes] = []
-        left = max_bytes + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    finally:
-        os.close(fd)
-    return loads(b"".join(chunks), max_bytes=max_bytes, what=label, hint=hint, max_depth=max_depth)
+        with open_regular(path) as (fd, _st):
+            data = read_up_to(fd, max_bytes + 1)  # one byte over: ``loads`` says it is too long
+    except NotARegularFile:
+        raise ConfigError(f"{label} is not a regular file", hint=hint) from None
+    return loads(data, max_bytes=max_bytes, what=label, hint=hint, max_depth=max_depth)
 
 
 def _size(n: int) -> str:

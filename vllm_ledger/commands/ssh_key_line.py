@@ -10,6 +10,7 @@ from vllm_ledger.bot.poll import status_command
 from vllm_ledger.bot.validate import check_path, check_python
 from vllm_ledger.commands._common import input_file
 from vllm_ledger.errors import BadArgument, FieldError
+from vllm_ledger.infile import read_regular_text
 
 NAME = "ssh-key-line"
 HELP = "print the authorized_keys line that lets a key run only the status command"
@@ -29,6 +30,9 @@ _KEY_TYPE = re.compile(
 _KEY_BLOB = re.compile(r"^[A-Za-z0-9+/]{16,16384}={0,2}$")
 _COMMENT = re.compile(r"^[A-Za-z0-9._@+-]{1,100}$")
 _FROM = re.compile(r"^[0-9A-Za-z.:/*?!,_-]{1,512}$")
+
+
+MAX_KEY_FILE_BYTES = 64 * 1024  # an OpenSSH public key is well under 16 KiB
 
 
 def key_line(
@@ -99,7 +103,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        text = args.key_file.read_text(encoding="ascii")[:20000]
+        text = read_regular_text(args.key_file, MAX_KEY_FILE_BYTES, encoding="ascii")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadArgument(f"cannot read {args.key_file}: pass the bot's .pub key file") from exc
     sys.stdout.write(

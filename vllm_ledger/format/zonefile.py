@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from vllm_ledger.format.smallfiles import read_regular_file
+from vllm_ledger.infile import read_regular_file
 from vllm_ledger.units import ZONE_ENV
 
 ROOT_ZONE_FILE = "zone"  # ROOT/zone

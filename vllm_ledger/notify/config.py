@@ -25,15 +25,16 @@ every request.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.errors import BadArgument, ConfigError
+from vllm_ledger.errors import BadArgument, ConfigError, NotARegularFile
+from vllm_ledger.infile import read_regular_text
 from vllm_ledger.notify import platforms
 from vllm_ledger.units import Address, host_port
 
@@ -116,13 +117,12 @@ def _bad(field: str, why: str) -> ConfigError:
 def read_secret(path: Path, field: str) -> str:
     """A secret file: a regular file, at most 4 KiB, one line; surrounding blanks dropped."""
     try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise _bad(field, f"{path} is not a regular file")
-        if st.st_size > MAX_SECRET_BYTES:
-            raise _bad(field, f"{path} is larger than {MAX_SECRET_BYTES} bytes")
-        text = path.read_text(encoding="utf-8").strip()
+        text = read_regular_text(path, MAX_SECRET_BYTES).strip()
+    except NotARegularFile:
+        raise _bad(field, f"{path} is not a regular file") from None
     except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            raise _bad(field, f"{path} is larger than {MAX_SECRET_BYTES} bytes") from None
         raise _bad(field, f"cannot read {path}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise _bad(field, f"{path} is not UTF-8 text") from exc

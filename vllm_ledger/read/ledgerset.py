@@ -31,7 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
-from vllm_ledger.format import declarations, paths, smallfiles
+from vllm_ledger import infile
+from vllm_ledger.format import declarations, paths
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import summary
 from vllm_ledger.read.discovery import Found, Unseen, discover_runs
@@ -443,7 +444,7 @@ def _load_declarations(
     for root in roots:
         path = declarations.path_in(root)
         try:
-            data = smallfiles.read_regular_file(path, declarations.MAX_FILE_BYTES)
+            data = infile.read_regular_file(path, declarations.MAX_FILE_BYTES)
         except FileNotFoundError:
             continue
         except OSError as exc:

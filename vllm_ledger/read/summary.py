@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.format import smallfiles
+from vllm_ledger import infile
 from vllm_ledger.format.identity import InstanceInfo
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Found, discover_runs
@@ -162,10 +162,10 @@ def read_index(root: Path) -> Index:
 
 
 def _read_index_line(path: Path) -> tuple[bytes, os.stat_result]:
-    """The summary's first line and the file's stat, read as ``smallfiles.read_regular_file`` reads
+    """The summary's first line and the file's stat, read as ``infile.read_regular_file`` reads
     a file (refused unless regular, never blocking), and no further than that line: the rest
     is read only if a run's files must be taken one by one."""
-    with smallfiles.open_regular(path, SUMMARY_MAX_BYTES) as (fd, st):
+    with infile.open_regular(path, SUMMARY_MAX_BYTES) as (fd, st):
         chunks: list[bytes] = []
         while True:
             chunk = os.read(fd, 1 << 18)
@@ -182,7 +182,7 @@ def _read_index_line(path: Path) -> tuple[bytes, os.stat_result]:
 def _read_range(path: Path, st: os.stat_result, offset: int, size: int) -> bytes:
     """``size`` bytes at ``offset`` of the summary, only while it is still the file whose stat
     is ``st`` (``OSError`` when it was replaced or cut short since)."""
-    with smallfiles.open_regular(path, SUMMARY_MAX_BYTES) as (fd, now):
+    with infile.open_regular(path, SUMMARY_MAX_BYTES) as (fd, now):
         same = (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) == (
             st.st_dev,
             st.st_ino,

@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.deploy.host import Host
+from vllm_ledger.infile import open_regular, read_regular_text, read_up_to
 from vllm_ledger.observe.gpu import GpuReading, read_gpus
 
 GIB = 1024**3
 MIB = 1024**2
 MAX_SAFETENSORS_HEADER = 100 * MIB
+MAX_MODEL_CONFIG_BYTES = 4 * MIB  # a model folder's config.json
 SERVE_DTYPE_BYTES = {"half": 2, "float16": 2, "bfloat16": 2, "float": 4, "float32": 4}
 
 
@@ -96,11 +98,11 @@ def _host_path(host: Host) -> Path | None:
 
 def safetensors_params(path: Path) -> tuple[int, int, set[str]]:
     """(parameters, bytes, dtypes) from a .safetensors file's header, without its data."""
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
+    with open_regular(path) as (fd, _st):
+        (n,) = struct.unpack("<Q", read_up_to(fd, 8))
         if n > MAX_SAFETENSORS_HEADER:
             raise ValueError(f"{path.name}: header of {n} bytes")
-        header = json.loads(f.read(n))
+        header = json.loads(read_up_to(fd, n))
     params = size = 0
     dtypes: set[str] = set()
     for name, t in header.items():
@@ -144,7 +146,7 @@ def model_size(host: Host) -> ModelSize:
 
 def _config_quantized(folder: Path) -> bool:
     try:
-        cfg = json.loads((folder / "config.json").read_text())
+        cfg = json.loads(read_regular_text(folder / "config.json", MAX_MODEL_CONFIG_BYTES))
     except (OSError, ValueError):
         return False
     return isinstance(cfg, dict) and "quantization_config" in cfg
