@@ -205,16 +205,7 @@ _FLAG = re.compile(r"--[A-Za-z]")
 # Modules whose refusals still name a flag of their command, with why; each is to lose its
 # entry once its messages carry fields instead (docs/architecture.md). The test below fails
 # when a listed module no longer needs its entry.
-STILL_WORDED_WITH_FLAGS = {
-    "bot/validate.py": "the notifier config's --config hint",
-    "deploy/host.py": "render's --host and --usage in host-file errors",
-    "format/declarations.py": "declare-stop's --by instance wording",
-    "notify/service.py": "the notifier's --config hint",
-    "observe/exporter.py": "the exporter's --listen on a taken port",
-    "plan/advise.py": "advise's --snapshot, --interval and --range",
-    "plan/prices.py": "cost's --config and price flags",
-    "plan/usage.py": "cost's --power-watts",
-}
+STILL_WORDED_WITH_FLAGS: dict[str, str] = {}
 
 
 def _flag_messages(path: Path) -> list[str]:

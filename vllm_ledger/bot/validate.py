@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.errors import ConfigError, FieldError
+from vllm_ledger.errors import BadArgument, ConfigError, FieldError
 from vllm_ledger.strictjson import load_file
 from vllm_ledger.units import is_plain_path
 
@@ -168,13 +168,16 @@ def validate_usage(usage: object) -> tuple[list[Target], list[Refusal]]:
 
 
 def load_usage(path: Path) -> tuple[list[Target], list[Refusal]]:
-    """Read a notification config file (JSON with a ``usage`` object) and validate it."""
+    """Read a notification config file (JSON with a ``usage`` object) and validate it; a file
+    that cannot be read is a ``BadArgument`` naming ``path``."""
     try:
         doc: Any = load_file(
             path, max_bytes=MAX_CONFIG_BYTES, hint="is it the notification config?"
         )
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="pass --config FILE") from exc
+        raise BadArgument(
+            f"cannot read {path}: {exc.strerror}", argument="path", value=path
+        ) from exc
     if not isinstance(doc, Mapping) or "usage" not in doc:
         raise ConfigError(
             f'{path} has no "usage" object',

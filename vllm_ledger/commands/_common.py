@@ -28,10 +28,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import stat
 import sys
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,31 @@ def flag_names(**flags: str) -> Iterator[None]:
         if exc.argument in flags:
             raise flagged(exc, flags[exc.argument]) from None
         raise
+
+
+@contextmanager
+def file_flag(argument: str, flag: str) -> Iterator[None]:
+    """Within the block, a library's refusal of a file it was given as ``argument`` (one it
+    could not read) says how to give another, as ``input_file`` does: ``cannot read x.json: No
+    such file or directory`` -> ``...: pass --config FILE``."""
+    try:
+        yield
+    except BadArgument as exc:
+        if exc.argument == argument:
+            raise BadArgument(
+                exc.what, hint=f"pass {flag}", argument=exc.argument, value=exc.value
+            ) from None
+        raise
+
+
+def with_flags(text: str, flags: Mapping[str, str]) -> str:
+    """``text`` with the first mention of each name in ``flags`` (a library's parameter or a
+    setting, as a whole word; never part of a path) as the command line says it: ``required
+    with usage`` -> ``required with --usage``."""
+    for name, flag in flags.items():
+        word = re.compile(rf"(?<![\w./-]){re.escape(name)}(?![\w./-])")
+        text = word.sub(flag.replace("\\", "\\\\"), text, count=1)
+    return text
 
 
 def typed(flag: str, parse: Callable[[str], T]) -> Callable[[str], T]:

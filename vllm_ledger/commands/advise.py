@@ -9,6 +9,8 @@ import sys
 from vllm_ledger.commands._common import (
     add_renamed_duration,
     duration,
+    file_flag,
+    flag_names,
     input_file,
     number,
     url,
@@ -164,16 +166,22 @@ def run(args: argparse.Namespace) -> int:
             f"{format_duration(args.interval)} is more than {MAX_SAMPLES} samples: use a larger "
             "--interval, e.g. --interval 1s"
         )
-    readings = take_readings(
-        snapshots=args.snapshot or (),
-        metrics_url=args.metrics_url,
-        prometheus_url=args.prometheus,
-        gpu_metrics_urls=args.gpu_metrics_url,
-        sample_seconds=args.sample_for,
-        interval_s=args.interval,
-        range_s=args.range,
-        power_limit_watts=args.power_limit_watts,
-    )
+    if args.snapshot is not None and len(args.snapshot) < 2:
+        raise BadArgument("give --snapshot at least twice: rates need two readings")
+    with (
+        file_flag("snapshots", "--snapshot FILE"),
+        flag_names(sample_seconds="--sample-for", interval_s="--interval", range_s="--range"),
+    ):
+        readings = take_readings(
+            snapshots=args.snapshot or (),
+            metrics_url=args.metrics_url,
+            prometheus_url=args.prometheus,
+            gpu_metrics_urls=args.gpu_metrics_url,
+            sample_seconds=args.sample_for,
+            interval_s=args.interval,
+            range_s=args.range,
+            power_limit_watts=args.power_limit_watts,
+        )
     advice = advise(readings, Thresholds(ttft_p99_seconds=args.ttft_p99_seconds))
     sys.stdout.write(render_json(advice) if args.json else render_text(advice))
     return 0

@@ -11,14 +11,16 @@ from vllm_ledger.commands._common import (
     add_roots,
     add_time,
     deprecate,
+    file_flag,
     input_file,
     number,
     roots_of,
     text,
     url,
+    with_flags,
     zone_of,
 )
-from vllm_ledger.errors import BadArgument
+from vllm_ledger.errors import BadArgument, ConfigError, RemoteError
 from vllm_ledger.formats.cost import (
     render_json,
     render_plan_json,
@@ -26,7 +28,13 @@ from vllm_ledger.formats.cost import (
     render_text,
 )
 from vllm_ledger.plan.cost import PlannedLoad, compute
-from vllm_ledger.plan.prices import MAX_CONFIG_BYTES, SETTINGS, config_format, load_prices
+from vllm_ledger.plan.prices import (
+    MAX_CONFIG_BYTES,
+    SETTINGS,
+    PriceSettings,
+    config_format,
+    load_prices,
+)
 from vllm_ledger.plan.usage import measure
 from vllm_ledger.read.periods import PERIOD_NAMES
 
@@ -99,7 +107,14 @@ class _PricesFile(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         setattr(namespace, self.dest, values)
-        if config_format(values) == "yaml":
+        try:
+            kind = config_format(values)
+        except ConfigError:
+            raise ConfigError(
+                f"--config {values}: name the file .json or .toml (the same keys as the flags, "
+                "e.g. prices.toml)"
+            ) from None
+        if kind == "yaml":
             deprecate(
                 namespace,
                 "a YAML --config",
@@ -219,6 +234,28 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
+SETTING_FLAGS = {key: "--" + key.replace("_", "-") for key in SETTINGS}
+POWER_FLAGS = {"power_watts": "--power-watts W", "prometheus_url": "--prometheus URL"}
+
+
+def _prices(args: argparse.Namespace) -> PriceSettings:
+    """The prices of the flags over ``--config``'s; a refusal names the flags."""
+    with file_flag("config", "--config FILE"):
+        try:
+            return load_prices(args.config, {key: getattr(args, key) for key in SETTINGS})
+        except BadArgument as exc:
+            # ``given``: the settings neither flagged nor in the file
+            if exc.argument == "given" and isinstance(exc.value, tuple):
+                flags = ", ".join(SETTING_FLAGS[key] for key in exc.value)
+                raise BadArgument(
+                    f"missing {flags}: give them as flags or in --config FILE"
+                ) from None
+            if exc.argument not in SETTING_FLAGS:
+                raise
+            what, hint = (with_flags(text, SETTING_FLAGS) for text in (exc.what, exc.hint))
+            raise BadArgument(what, hint=hint, argument=exc.argument, value=exc.value) from None
+
+
 PLAN_ONLY = ("input_share", "cached_share", "busy_share")
 LEDGER_ONLY = {"root": "--root", "window": "--window", "at": "--at", "tz": "--tz"}
 
@@ -227,7 +264,7 @@ def _plan(args: argparse.Namespace) -> int:
     for dest, flag in LEDGER_ONLY.items():
         if getattr(args, dest) is not None:
             raise BadArgument(f"--tokens-per-day costs a planned day, not a ledger: drop {flag}")
-    s = load_prices(args.config, {key: getattr(args, key) for key in SETTINGS})
+    s = _prices(args)
     if s.power_watts is None:
         raise BadArgument(
             "--tokens-per-day needs the machine's power under load: add --power-watts W, "
@@ -255,17 +292,27 @@ def run(args: argparse.Namespace) -> int:
         flag = "--" + given[0].replace("_", "-")
         raise BadArgument(f"{flag} describes a planned load: add --tokens-per-day N")
     args.window = args.window or "7d"
-    s = load_prices(args.config, {key: getattr(args, key) for key in SETTINGS})
+    s = _prices(args)
     roots = roots_of(args)
     tz = zone_of(args, roots).name
-    measured = measure(
-        roots,
-        args.window,
-        power_watts=s.power_watts,
-        prometheus_url=s.prometheus_url,
-        at_ts=args.at,
-        tz=tz,
-    )
+    try:
+        measured = measure(
+            roots,
+            args.window,
+            power_watts=s.power_watts,
+            prometheus_url=s.prometheus_url,
+            at_ts=args.at,
+            tz=tz,
+        )
+    except BadArgument as exc:
+        if exc.argument != "power_watts":
+            raise
+        raise BadArgument(with_flags(str(exc), POWER_FLAGS)) from None
+    except RemoteError as exc:
+        said = with_flags(str(exc), {"power_watts": "--power-watts"})
+        if said == str(exc):
+            raise
+        raise RemoteError(said, exc.target) from None
     cost = compute(measured.usage, s.prices, s.cloud)
     out = render_json(measured, cost) if args.json else render_text(measured, cost, tz)
     sys.stdout.write(out)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from vllm_ledger.commands._common import add_roots, instant, roots_of, text
+from vllm_ledger.commands._common import add_roots, flagged, instant, roots_of, text
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.format import declarations
 from vllm_ledger.formats.safe import printable
@@ -87,7 +87,8 @@ def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int
     try:
         declarations.check(decl)
     except declarations.BadDeclaration as exc:
-        raise BadArgument(f"cannot declare this stop: {exc}") from None
+        said = flagged(exc, "--instance") if exc.argument == "instance" else exc
+        raise BadArgument(f"cannot declare this stop: {said}") from None
     with LedgerSet.read([root], clock=lambda: now) as ls:
         mine = [s for s in ls.snapshots if s.ok and s.instance.key == args.instance]
         if not mine:

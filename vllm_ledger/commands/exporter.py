@@ -73,12 +73,17 @@ def run(args: argparse.Namespace) -> int:
     roots = roots_of(args)
     zone = zone_of(args, roots)  # once, at start: a zone file written later needs a restart
     service_logging()
-    serve(
-        roots,
-        host=host,
-        port=port_,
-        tz=zone.name,
-        tz_origin=zone.origin,
-        gpu=not args.no_gpu,
-    )
+    try:
+        serve(
+            roots,
+            host=host,
+            port=port_,
+            tz=zone.name,
+            tz_origin=zone.origin,
+            gpu=not args.no_gpu,
+        )
+    except BadArgument as exc:
+        if exc.argument != "address":
+            raise
+        raise BadArgument(f"{exc.what}; pick another --listen HOST:PORT") from None
     return 0

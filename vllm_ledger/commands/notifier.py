@@ -12,7 +12,7 @@ from pathlib import Path
 from types import FrameType
 
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES
-from vllm_ledger.commands._common import input_file, service_logging
+from vllm_ledger.commands._common import file_flag, input_file, service_logging
 from vllm_ledger.errors import BadArgument, ConfigError, LedgerError, RemoteError
 from vllm_ledger.notify.config import DEFAULT_LISTEN, parse_listen
 
@@ -114,7 +114,8 @@ def _run(config: Path, listen: tuple[str, int] | None, ssh_config: Path | None) 
 
     service_logging()
     try:
-        notifier = Notifier(config, listen=listen, ssh_config=ssh_config)
+        with file_flag("path", "--config FILE"):
+            notifier = Notifier(config, listen=listen, ssh_config=ssh_config)
         notifier.start()
     except OSError as exc:
         raise LedgerError(
@@ -181,7 +182,8 @@ def _resend(config: Path, delivery_id: int, listen: tuple[str, int] | None) -> i
     from vllm_ledger.notify.service import load_config
     from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
-    _targets, _refusals, cfg = load_config(config)
+    with file_flag("path", "--config FILE"):
+        _targets, _refusals, cfg = load_config(config)
     listen_host, listen_port = listen or (cfg.listen_host, cfg.listen_port)
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(listen_host, listen_host)
     where = f"[{host}]" if ":" in host else host

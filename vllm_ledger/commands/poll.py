@@ -23,6 +23,7 @@ from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, load_usa
 from vllm_ledger.commands._common import (
     add_renamed_duration,
     duration,
+    file_flag,
     input_file,
 )
 from vllm_ledger.errors import ConfigError
@@ -147,7 +148,8 @@ def render_once(
 
 
 def run(args: argparse.Namespace) -> int:
-    targets, refusals = load_usage(args.config)
+    with file_flag("path", "--config FILE"):
+        targets, refusals = load_usage(args.config)
     for r in refusals:
         print(f"vllm-ledger: refused: {r}", file=sys.stderr)
     if not targets:

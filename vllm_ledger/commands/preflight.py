@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from vllm_ledger.commands._common import input_file, text
+from vllm_ledger.commands._common import file_flag, input_file, text, with_flags
+from vllm_ledger.errors import ConfigError
 
 NAME = "preflight"
 HELP = "check a host before launch: GPU, CPU, RAM, disk, port, clock"
@@ -38,7 +39,13 @@ def run(args: argparse.Namespace) -> int:
     from vllm_ledger.deploy.host import load_host
     from vllm_ledger.deploy.preflight import preflight, table
 
-    result = preflight(load_host(args.host), bot_user=args.bot_user)
+    with file_flag("path", "--host HOST.json"):
+        try:
+            host = load_host(args.host)
+        except ConfigError as exc:  # the renderers' usage is render's flag
+            what = with_flags(exc.what, {"usage": "`render --usage`"})
+            raise ConfigError(what, exc.key, hint=exc.hint) from exc
+    result = preflight(host, bot_user=args.bot_user)
     for line in table(result):
         print(line)
     blockers = sum(f.result == "BLOCKER" for f in result.findings)

@@ -9,12 +9,14 @@ from pathlib import Path
 
 from vllm_ledger.commands._common import (
     add_roots,
+    file_flag,
     input_file,
     listen,
     output_dir,
     output_file,
     roots_of,
     tz_name,
+    with_flags,
 )
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import MODES, Host, load_host, schema_json
@@ -130,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(schema_json())
         return 0
     _check_combination(args)
-    host = load_host(args.host)
+    host = _load(args.host)
     if args.explain:
         return _explain(args, host)
     mode = args.mode or host.mode
@@ -171,6 +173,18 @@ def _check_combination(args: argparse.Namespace) -> None:
         raise BadArgument("--usage and --mode shape the --output file: give --output FILE")
 
 
+USAGE = {"usage": "--usage"}  # a refusal names the renderers' parameter; here it is a flag
+
+
+def _load(path: Path) -> Host:
+    """The host file, or one line naming this command's flags."""
+    with file_flag("path", "--host HOST.json"):
+        try:
+            return load_host(path)
+        except ConfigError as exc:
+            raise ConfigError(with_flags(exc.what, USAGE), exc.key, hint=exc.hint) from exc
+
+
 _RENDERERS: dict[str, Callable[..., str]] = {
     "docker": render_script,
     "bare": render_script,
@@ -183,7 +197,7 @@ def _write_main(args: argparse.Namespace, host: Host, mode: str) -> None:
     try:
         text = _RENDERERS[mode](host, mode=mode, usage=args.usage, tz=args.tz)
     except ConfigError as exc:
-        raise ConfigError(f"host file {args.host}: {exc}", key=exc.key) from exc
+        raise ConfigError(f"host file {args.host}: {with_flags(str(exc), USAGE)}", exc.key) from exc
     if args.output == "-":
         sys.stdout.write(text)
         return
@@ -220,7 +234,7 @@ def _write_units(args: argparse.Namespace, host: Host) -> None:
             host, listen=f"{address}:{listen_at[1]}", notifier_config=args.notifier_config
         )
     except ConfigError as exc:
-        raise ConfigError(f"host file {args.host}: {exc}", key=exc.key) from exc
+        raise ConfigError(f"host file {args.host}: {with_flags(str(exc), USAGE)}", exc.key) from exc
     if not folder.is_dir():
         try:
             folder.mkdir()

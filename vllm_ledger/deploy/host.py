@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.errors import ConfigError
+from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.strictjson import load_file, shown_key
 from vllm_ledger.units import ENV_PREFIX, PLAIN_PATH_PATTERN
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
@@ -356,13 +356,16 @@ def schema_json() -> str:
 
 
 def load_host(path: Path) -> Host:
-    """Read and validate a host file; any problem is one ConfigError line naming the key."""
+    """Read and validate a host file; any problem is one ConfigError line naming the key (a file
+    that cannot be read: a ``BadArgument`` naming ``path``)."""
     try:
         data = load_file(path, max_bytes=MAX_HOST_FILE_BYTES, what=f"host file {path}")
     except FileNotFoundError as exc:
-        raise ConfigError(f"host file {path} not found", hint="pass --host HOST.json") from exc
+        raise BadArgument(f"host file {path} not found", argument="path", value=path) from exc
     except OSError as exc:
-        raise ConfigError(f"host file {path} could not be read: {exc.strerror}") from exc
+        raise BadArgument(
+            f"host file {path} could not be read: {exc.strerror}", argument="path", value=path
+        ) from exc
     try:
         return parse_host(data)
     except ConfigError as exc:
@@ -455,7 +458,9 @@ def check_values(host: Host) -> None:
 
 
 def check_for(host: Host, mode: str, usage: bool) -> None:
-    """The checks that depend on how the host file is rendered (after ``check_values``)."""
+    """The checks that depend on how the host file is rendered (after ``check_values``). A
+    refusal that holds only with the ledger on names it ``usage``, as the renderers' parameter
+    is called (the commands word it as their flag)."""
     check_values(host)
     if mode not in MODES:
         raise ConfigError(f"mode: {mode!r} is not one of docker, bare", key="mode")
@@ -480,14 +485,14 @@ def check_for(host: Host, mode: str, usage: bool) -> None:
     if usage:
         if host.artifacts_dir is None:
             raise ConfigError(
-                "artifacts_dir: required with --usage (the ledger goes to ARTIFACTS/usage)",
+                "artifacts_dir: required with usage (the ledger goes to ARTIFACTS/usage)",
                 key="artifacts_dir",
             )
         t = host.shutdown_timeout_seconds
         if t is not None and t <= DRAIN_TIMEOUT_S:
             raise ConfigError(
                 f"shutdown_timeout_seconds: {t} is not above the ledger's "
-                f"{int(DRAIN_TIMEOUT_S)} s drain limit; with --usage give at least "
+                f"{int(DRAIN_TIMEOUT_S)} s drain limit; with usage give at least "
                 f"{int(DRAIN_TIMEOUT_S) + 1} or leave it out",
                 key="shutdown_timeout_seconds",
             )
@@ -514,8 +519,7 @@ def _check_extras(data: dict[str, Any]) -> None:
     for name in data.get("extra_env", {}):
         if name.startswith(_FORBIDDEN_ENV_PREFIX):
             raise ConfigError(
-                f"extra_env.{shown_key(name)}: ledger settings come from --usage, "
-                "not from extra_env",
+                f"extra_env.{shown_key(name)}: ledger settings come from usage, not from extra_env",
                 key="extra_env",
             )
         if name == "VLLM_API_KEY":

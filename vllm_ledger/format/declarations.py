@@ -48,7 +48,13 @@ def path_in(root: Path) -> Path:
 def check(d: Declaration) -> Declaration:
     """The declaration if every field is of its type and in its range; else BadDeclaration."""
     if not isinstance(d.instance, str) or not 1 <= len(d.instance) <= 300 or ":" not in d.instance:
-        raise BadDeclaration(f"instance {d.instance!r} is not HOST:PORT as --by instance prints")
+        raise BadDeclaration(
+            f"instance {d.instance!r} is not HOST:PORT",
+            hint="give it as a report names instances",
+            argument="instance",
+            value=d.instance,
+            example="gpu1:8000",
+        )
     for name, v in (("from", d.from_ts), ("until", d.until_ts)):
         if isinstance(v, bool) or not isinstance(v, int) or not EARLIEST_AT <= v <= LATEST_AT:
             raise BadDeclaration(f"{name} {v!r} is not whole Unix seconds between 2000 and 2100")

@@ -28,7 +28,7 @@ from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.message import InstanceView, render_message
 from vllm_ledger.bot.poll import Fetcher, Poller
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, validate_usage
-from vllm_ledger.errors import ConfigError
+from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.notify import alerts as alerts_mod
 from vllm_ledger.notify import chat, platforms, signing
 from vllm_ledger.notify.config import NotifierConfig, notifier_config
@@ -43,13 +43,16 @@ HEALTH_PROBE_TIMEOUT_S = 3.0
 def load_config(
     path: Path, env: Mapping[str, str] | None = None
 ) -> tuple[list[Target], list[Refusal], NotifierConfig]:
-    """The usage targets, the refused entries and the notifier's settings of one file."""
+    """The usage targets, the refused entries and the notifier's settings of one file; a file
+    that cannot be read is a ``BadArgument`` naming ``path``."""
     try:
         doc: Any = strictjson.load_file(
             path, max_bytes=MAX_CONFIG_BYTES, hint="is it the notification config?"
         )
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="pass --config FILE") from exc
+        raise BadArgument(
+            f"cannot read {path}: {exc.strerror}", argument="path", value=path
+        ) from exc
     if not isinstance(doc, dict) or "usage" not in doc:
         raise ConfigError(f'{path} has no "usage" object', key="usage")
     targets, refusals = validate_usage(doc["usage"])

@@ -584,7 +584,8 @@ def start(
     max_connections: int = MAX_CONNECTIONS,
 ) -> MetricsServer:
     """Listen on ``host:port`` (0: any free port) and serve ``collector`` on a daemon thread;
-    ``server.stop()`` ends it. Raises ``BadArgument`` when the address cannot be listened on."""
+    ``server.stop()`` ends it. Raises ``BadArgument`` (``.argument`` ``address``, ``.value``
+    ``(host, port)``) when the address cannot be listened on."""
     registry = make_registry(collector)
     try:
         server = MetricsServer(
@@ -597,8 +598,10 @@ def start(
         )
     except OSError as exc:
         raise BadArgument(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
-            "pick another --listen HOST:PORT"
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="pick another address",
+            argument="address",
+            value=(host, port),
         ) from exc
     server.start()
     return server

@@ -27,6 +27,7 @@ from vllm_ledger.observe.alerts import (
     rules_document,
 )
 from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
+from vllm_ledger.units import host_port
 
 DATASOURCE_UID = "vllm-prometheus"
 HOST_GATEWAY = "host.docker.internal"
@@ -57,16 +58,29 @@ DASHBOARD_JSON = f"grafana/dashboards/{DASHBOARD_UID}.json"
 HOME_DASHBOARD = f"/etc/grafana/dashboards/{DASHBOARD_UID}.json"
 HEADER = "# Written by `vllm-ledger observability`: regenerate it rather than edit it.\n"
 
-_TARGET = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})$")
+_PORT_DIGITS = re.compile(r"[0-9]{1,5}")
 _LOOPBACK = re.compile(r"^(127\.[0-9.]+|localhost|\[::1\])$")
 
 
 def check_target(value: str) -> str:
-    """HOST:PORT as Prometheus wants a static target; raises BadArgument otherwise."""
-    m = _TARGET.match(value)
-    if not m or not 0 < int(m.group(2)) < 65536:
-        raise BadArgument(f"target {value!r} is not HOST:PORT: e.g. 192.168.1.10:8000")
+    """HOST:PORT as Prometheus wants a static target (``units.host_port``, port 1-65535 in plain
+    digits, no IPv6 zone), returned as given; raises BadArgument otherwise."""
+    if not _is_target(value):
+        raise BadArgument(
+            f"target {value!r} is not HOST:PORT",
+            argument="target",
+            value=value,
+            example="192.168.1.10:8000",
+        )
     return value
+
+
+def _is_target(value: str) -> bool:
+    try:
+        host, _port = host_port(value, zero=False)
+    except BadArgument:
+        return False
+    return "%" not in host and _PORT_DIGITS.fullmatch(value.rpartition(":")[2]) is not None
 
 
 def is_loopback(target: str) -> bool:

@@ -380,18 +380,31 @@ def take_readings(
 
     The sources: snapshot files taken ``interval_s`` apart (oldest first), ``metrics_url`` (with
     ``gpu_metrics_urls``) sampled for ``sample_seconds``, or a Prometheus over the last ``range_s``.
+    A refusal is a ``BadArgument`` whose ``.argument`` names the parameter.
     """
-    if sample_seconds <= 0 or interval_s <= 0 or range_s <= 0:
-        raise BadArgument("--sample-for, --interval and --range must be above 0")
+    for name, seconds in (
+        ("sample_seconds", sample_seconds),
+        ("interval_s", interval_s),
+        ("range_s", range_s),
+    ):
+        if not seconds > 0:
+            raise BadArgument(f"{name} {seconds!r} is not above 0", argument=name, value=seconds)
     if snapshots:
         if len(snapshots) < 2:
-            raise BadArgument("give --snapshot at least twice: rates need two readings")
+            raise BadArgument(
+                "snapshots holds one file: rates need two readings",
+                hint="give at least two",
+                argument="snapshots",
+                value=tuple(snapshots),
+            )
         snaps = []
         for i, path in enumerate(snapshots):
             try:
                 snaps.append((i * interval_s, path.read_text()))
             except OSError as exc:
-                raise BadArgument(f"cannot read --snapshot {path}: {exc.strerror}") from exc
+                raise BadArgument(
+                    f"cannot read {path}: {exc.strerror}", argument="snapshots", value=path
+                ) from exc
         readings = readings_from_snapshots(snaps, source=f"{len(snaps)} recorded snapshots")
     elif metrics_url:
         snaps = sample_metrics(
@@ -401,7 +414,10 @@ def take_readings(
     elif prometheus_url is not None:
         readings = prometheus_readings(prometheus_url, range_s, fetch=fetch)
     else:
-        raise BadArgument("give --snapshot FILE (twice), --metrics-url URL or --prometheus URL")
+        raise BadArgument(
+            "no source of readings",
+            hint="give snapshots (two or more), metrics_url or prometheus_url",
+        )
     if power_limit_watts is not None:
         readings = dataclasses.replace(readings, power_limit_watts=power_limit_watts)
     return readings

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.errors import BadArgument, ConfigError, MissingExtra
+from vllm_ledger.errors import BadArgument, ConfigError, LedgerError, MissingExtra
 from vllm_ledger.plan.cost import CloudPrices, Prices
 
 # setting (a key of the file, and the flag's dest) -> its type
@@ -53,8 +53,7 @@ def config_format(path: Path) -> str:
     if suffix in CONFIG_FORMATS:
         return suffix[1:]
     raise ConfigError(
-        f"--config {path}: name the file .json or .toml (the same keys as the flags, "
-        "e.g. prices.toml)"
+        f"{path}: name the file .json or .toml (the same keys in either, e.g. prices.toml)"
     )
 
 
@@ -66,11 +65,15 @@ def _document(path: Path) -> Any:
         try:
             return strictjson.load_file(path, max_bytes=MAX_CONFIG_BYTES, what=str(path))
         except OSError as exc:
-            raise BadArgument(f"cannot read --config {path}: {exc.strerror}") from exc
+            raise BadArgument(
+                f"cannot read {path}: {exc.strerror}", argument="config", value=path
+            ) from exc
     try:
         text = path.read_text()
     except OSError as exc:
-        raise BadArgument(f"cannot read --config {path}: {exc.strerror}") from exc
+        raise BadArgument(
+            f"cannot read {path}: {exc.strerror}", argument="config", value=path
+        ) from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text: fix it or pass the prices as flags") from exc
     if kind == "toml":
@@ -133,14 +136,28 @@ def _merged(config: Path | None, given: Mapping[str, Any]) -> dict[str, Any]:
             merged.pop("power_watts")
     missing = [k for k in REQUIRED if k not in merged]
     if missing:
-        flags = ", ".join("--" + k.replace("_", "-") for k in missing)
-        raise BadArgument(f"missing {flags}: give them as flags or in --config FILE")
+        raise BadArgument(
+            f"missing {', '.join(missing)}",
+            hint="give them, or set them in the config file",
+            argument="given",
+            value=tuple(missing),
+        )
     for key in ("electricity_price", "hardware_price", "ops_per_hour", "power_watts"):
         if key in merged and merged[key] < 0:
-            raise BadArgument(f"--{key.replace('_', '-')} must not be negative")
+            raise _refused(key, merged[key], "must not be negative", config, given)
     if merged["lifetime_years"] <= 0:
-        raise BadArgument("--lifetime-years must be above 0")
+        raise _refused("lifetime_years", merged["lifetime_years"], "must be above 0", config, given)
     return merged
+
+
+def _refused(
+    key: str, value: float, problem: str, config: Path | None, given: Mapping[str, Any]
+) -> LedgerError:
+    """A setting's value refused: the file's field (a ConfigError naming the file), or the
+    given setting (a BadArgument naming it)."""
+    if given.get(key) is None and config is not None:
+        return ConfigError(f"{config}: {key} {problem}", key)
+    return BadArgument(f"{key} {problem}", argument=key, value=value)
 
 
 def _cloud(s: Mapping[str, Any]) -> CloudPrices | None:
@@ -148,9 +165,11 @@ def _cloud(s: Mapping[str, Any]) -> CloudPrices | None:
     if not given:
         return None
     if "cloud_input_price" not in s or "cloud_output_price" not in s:
+        absent = "cloud_input_price" if "cloud_input_price" not in s else "cloud_output_price"
         raise BadArgument(
-            "the break-even needs both --cloud-input-price and --cloud-output-price "
-            "(per million tokens; --cloud-cached-price defaults to the input price)"
+            "the break-even needs both cloud_input_price and cloud_output_price "
+            "(per million tokens; cloud_cached_price defaults to the input price)",
+            argument=absent,
         )
     return CloudPrices(
         s["cloud_input_price"],
@@ -160,7 +179,11 @@ def _cloud(s: Mapping[str, Any]) -> CloudPrices | None:
 
 
 def load_prices(config: Path | None, given: Mapping[str, Any]) -> PriceSettings:
-    """The file's settings (if any) overridden by ``given`` (setting -> value, None: not given)."""
+    """The file's settings (if any) overridden by ``given`` (setting -> value, None: not given).
+
+    A refusal names settings by their keys: ``BadArgument`` with ``.argument`` ``given`` (and
+    ``.value`` the settings missing), ``config`` (the file cannot be read) or a setting's key; a
+    value from the file that is refused is a ``ConfigError`` naming the file and the key."""
     s = _merged(config, given)
     prices = Prices(
         s["electricity_price"],

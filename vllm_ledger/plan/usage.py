@@ -109,7 +109,7 @@ def prometheus_power(
     if got is None:
         raise RemoteError(
             f"Prometheus at {url} has no {' or '.join(GPU_POWER_METRICS)} samples in the window: "
-            "scrape the DCGM exporter or `vllm-ledger exporter`, or pass --power-watts",
+            "scrape the DCGM exporter or `vllm-ledger exporter`, or give power_watts",
             url,
         )
     return got
@@ -146,7 +146,9 @@ def measure(
     elif prometheus_url is not None:
         watts, source = prometheus_power(prometheus_url, w.start_ts, w.cutoff_ts, fetch)
     else:
-        raise BadArgument("give the machine's power: --power-watts W or --prometheus URL")
+        raise BadArgument(
+            "give the machine's power: power_watts or prometheus_url", argument="power_watts"
+        )
     usage = Usage(
         wall_seconds=w.wall_seconds,
         busy_seconds=busy,

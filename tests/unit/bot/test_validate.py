@@ -122,12 +122,10 @@ def test_remote_command_and_argv_are_fixed() -> None:
 
 
 def test_config_file_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(BadArgument) as bad:
         load_usage(tmp_path / "missing.json")
-    assert str(exc.value) == (
-        f"cannot read {tmp_path / 'missing.json'}: No such file or directory: pass --config FILE"
-    )
-    assert (exc.value.hint, exc.value.key) == ("pass --config FILE", "")
+    assert str(bad.value) == f"cannot read {tmp_path / 'missing.json'}: No such file or directory"
+    assert (bad.value.argument, bad.value.value) == ("path", tmp_path / "missing.json")
     (tmp_path / "big.json").write_bytes(b" " * (1024 * 1024 + 1))
     with pytest.raises(ConfigError) as exc:
         load_usage(tmp_path / "big.json")

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import REPO, run_cli
 from vllm_ledger.deploy.host import SCHEMA, Host, load_host, parse_host
 from vllm_ledger.deploy.launch import render_script
-from vllm_ledger.errors import ConfigError
+from vllm_ledger.errors import BadArgument, ConfigError
 
 SHELLCHECK = "/usr/bin/shellcheck"
 
@@ -123,7 +123,7 @@ def test_every_schema_key_is_documented_and_lands_in_host() -> None:
         ({"model": "m", "extra_env": {"A": 1}}, "extra_env.A: must be a string, not 1"),
         (
             {"model": "m", "extra_env": {"VLLM_LEDGER_DIR": "/x"}},
-            "extra_env.VLLM_LEDGER_DIR: ledger settings come from --usage",
+            "extra_env.VLLM_LEDGER_DIR: ledger settings come from usage",
         ),
         ({"model": "m", "extra_env": {"VLLM_API_KEY": "sk"}}, "extra_env.VLLM_API_KEY: the key"),
         (
@@ -168,11 +168,12 @@ def test_a_refusal_keeps_what_and_what_to_do_apart(tmp_path: Path) -> None:
         'set api_key {"env": NAME} or {"file": PATH} instead',
         "extra_env",
     )
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(BadArgument) as bad:
         load_host(tmp_path / "none.json")
-    assert (exc.value.what, exc.value.hint) == (
+    assert (bad.value.what, bad.value.hint, bad.value.argument) == (
         f"host file {tmp_path / 'none.json'} not found",
-        "pass --host HOST.json",
+        "",
+        "path",
     )
     hf.write_text(json.dumps({"model": "m", "imgae": "x"}))
     with pytest.raises(ConfigError) as exc:
@@ -188,7 +189,7 @@ def test_a_refusal_keeps_what_and_what_to_do_apart(tmp_path: Path) -> None:
     ("changes", "mode", "usage", "message"),
     [
         ({"image": None}, "docker", False, "image: required in docker mode"),
-        ({"artifacts_dir": None}, "bare", True, "artifacts_dir: required with --usage"),
+        ({"artifacts_dir": None}, "bare", True, "artifacts_dir: required with usage"),
         (
             {"shutdown_timeout_seconds": 5},
             "bare",

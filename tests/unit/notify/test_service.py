@@ -24,7 +24,7 @@ import pytest
 from tests.e2e.sshd import free_port
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.validate import Refusal, Target
-from vllm_ledger.errors import ConfigError
+from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.http import server as http
 from vllm_ledger.notify import chat
 from vllm_ledger.notify.alerts import parse_alerts
@@ -133,9 +133,9 @@ def test_load_config_gives_targets_refusals_and_settings(tmp_path: Path) -> None
 
 
 def test_load_config_refuses_a_missing_file_and_a_file_without_usage(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"cannot read .*absent\.json: No such file") as info:
+    with pytest.raises(BadArgument, match=r"cannot read .*absent\.json: No such file") as bad:
         load_config(tmp_path / "absent.json", {})
-    assert info.value.hint == "pass --config FILE"
+    assert (bad.value.argument, bad.value.hint) == ("path", "")
     (tmp_path / "other.json").write_text('{"notifier": {}}')
     with pytest.raises(ConfigError, match='has no "usage" object') as info:
         load_config(tmp_path / "other.json", {})

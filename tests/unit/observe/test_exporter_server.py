@@ -165,6 +165,6 @@ def test_a_port_in_use_is_a_one_line_error(collector: LedgerCollector) -> None:
         with pytest.raises(BadArgument) as err:
             start(collector, host="127.0.0.1", port=port)
     assert str(err.value) == (
-        f"cannot listen on 127.0.0.1:{port}: Address already in use; "
-        "pick another --listen HOST:PORT"
+        f"cannot listen on 127.0.0.1:{port}: Address already in use: pick another address"
     )
+    assert (err.value.argument, err.value.value) == ("address", ("127.0.0.1", port))

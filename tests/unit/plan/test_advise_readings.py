@@ -68,11 +68,11 @@ def test_a_prometheus_is_asked_over_the_range() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"prometheus_url": "http://p", "range_s": 0}, "--range must be above 0"),
-        ({"snapshots": [Path("a")], "interval_s": -1}, "--interval and --range must be above 0"),
-        ({"snapshots": [Path("a")]}, "give --snapshot at least twice"),
-        ({"snapshots": [Path("/nonexistent/a"), Path("b")]}, "cannot read --snapshot /nonex"),
-        ({}, "give --snapshot FILE \\(twice\\), --metrics-url URL or --prometheus URL"),
+        ({"prometheus_url": "http://p", "range_s": 0}, "range_s 0 is not above 0"),
+        ({"snapshots": [Path("a")], "interval_s": -1}, "interval_s -1 is not above 0"),
+        ({"snapshots": [Path("a")]}, "snapshots holds one file: .*: give at least two"),
+        ({"snapshots": [Path("/nonexistent/a"), Path("b")]}, "cannot read /nonexistent/a: "),
+        ({}, "no source of readings: give snapshots \\(two or more\\), metrics_url or "),
     ],
 )
 def test_bad_inputs_are_one_line(kwargs: dict[str, Any], message: str) -> None:

@@ -65,17 +65,29 @@ def test_a_bad_file_is_one_line_naming_it(tmp_path: Path, text: str, message: st
 @pytest.mark.parametrize(
     ("given", "message"),
     [
-        (PRICES, "missing --ops-per-hour: give them as flags or in --config FILE"),
-        ({**FLAGS, "power_watts": -1.0}, "--power-watts must not be negative"),
-        ({**FLAGS, "lifetime_years": 0.0}, "--lifetime-years must be above 0"),
-        ({**FLAGS, "cloud_cached_price": 0.1}, "needs both --cloud-input-price and --cloud-"),
+        (PRICES, "missing ops_per_hour: give them, or set them in the config file"),
+        ({**FLAGS, "power_watts": -1.0}, "power_watts must not be negative"),
+        ({**FLAGS, "lifetime_years": 0.0}, "lifetime_years must be above 0"),
+        ({**FLAGS, "cloud_cached_price": 0.1}, "needs both cloud_input_price and cloud_"),
     ],
 )
-def test_bad_settings_are_one_line_naming_the_flag(given: dict[str, Any], message: str) -> None:
+def test_bad_settings_are_one_line_naming_the_setting(given: dict[str, Any], message: str) -> None:
     with pytest.raises(BadArgument, match=message):
         load_prices(None, _given(**given))
 
 
-def test_a_missing_file_names_the_flag(tmp_path: Path) -> None:
-    with pytest.raises(BadArgument, match=r"cannot read --config .*nope\.yaml"):
+def test_a_bad_value_in_the_file_names_the_file_and_the_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "prices.json"
+    cfg.write_text('{"lifetime_years": 0}')
+    with pytest.raises(ConfigError) as exc:
+        load_prices(cfg, _given(**{**PRICES, "lifetime_years": None, "ops_per_hour": 0.1}))
+    assert (str(exc.value), exc.value.key) == (
+        f"{cfg}: lifetime_years must be above 0",
+        "lifetime_years",
+    )
+
+
+def test_a_missing_file_names_the_config(tmp_path: Path) -> None:
+    with pytest.raises(BadArgument, match=r"cannot read .*nope\.yaml") as bad:
         load_prices(tmp_path / "nope.yaml", _given(**FLAGS))
+    assert (bad.value.argument, bad.value.value) == ("config", tmp_path / "nope.yaml")
