@@ -64,9 +64,14 @@ class Sums:
             setattr(self, f, getattr(self, f) - getattr(other, f))
 
     def add_sums(self, sums: Mapping[str, int | None]) -> None:
-        """Add sums by figure name (a ``reads.sum_by_engine`` group's)."""
-        for f in SUM_FIELDS:
-            setattr(self, f, getattr(self, f) + (sums[f] or 0))
+        """Add sums by figure name (a ``reads.sum_by_engine`` group's), field by field as
+        ``add`` does."""
+        self.input_tokens += sums["input_tokens"] or 0
+        self.output_tokens += sums["output_tokens"] or 0
+        self.cached_tokens += sums["cached_tokens"] or 0
+        self.requests += sums["requests"] or 0
+        self.decode_tokens += sums["decode_tokens"] or 0
+        self.decode_us += sums["decode_us"] or 0
 
     def by_name(self) -> dict[str, int]:
         return {f: getattr(self, f) for f in SUM_FIELDS}

@@ -22,6 +22,13 @@ that only nonsense fails them:
   and are finite; a span ends at or after its start.
 - expected writers: 1 to ``MAX_EXPECTED_WRITERS`` = 4096 (vLLM's API server count is a few
   dozen at most); writer ranks and generations: as the file names allow (4 and 6 digits).
+
+The same gate judges what another host's exporter reports (``plan/fleet.py`` reads its window
+gauges back from Prometheus): a figure is finite, from 0 to ``MAX_COUNT`` in the ledger's own
+unit (no ledger sum can hold more) and whole where that unit is the reported one
+(``check_reported``); any other number is finite and within its own range (``check_number``);
+a sample's time is at most a tolerance after the instant it was asked at
+(``check_sample_time``: a later one means that host's clock is ahead).
 """
 
 from __future__ import annotations
@@ -31,8 +38,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from vllm_ledger.errors import BadValues
-from vllm_ledger.figures import Unit
-from vllm_ledger.format.reads import sum_row
+from vllm_ledger.figures import Figure, Unit
+from vllm_ledger.format.reads import LAYOUT
 from vllm_ledger.format.schema import SUM_COLUMNS
 from vllm_ledger.units import EARLIEST_AT, LATEST_AT
 
@@ -59,28 +66,37 @@ def _per_second(most: int) -> str:
     return f" (at most 10^{k} per second)" if most == 10**k else ""
 
 
+_NAMES, _LIMITS, _PARTS = LAYOUT
+_N = len(_NAMES)
+_FIRST_MOST = 1 + _N + 2  # after the engine, the sums, "not an integer" and "lowest"
+_FIRST_OVER = _FIRST_MOST + len(_LIMITS)
+
+
 def check_sum_row(table: str, stored: Sequence[Any]) -> tuple[int, dict[str, int]]:
-    """``(engine, sums by figure name)`` of one ``reads.sum_by_engine`` row, or ``BadValues``."""
-    row = sum_row(stored)
-    engine = row.engine
+    """``(engine, sums by figure name)`` of one ``reads.sum_by_engine`` row (``reads.sum_row``'s
+    layout, unpacked here once per row: a long window judges tens of thousands), or
+    ``BadValues``."""
+    engine = stored[0]
     if type(engine) is not int or not 0 <= engine <= MAX_ENGINE:
         raise BadValues(f"{table}: engine {engine!r} is not a DP rank")
-    if row.non_integer:
+    if stored[1 + _N]:
         raise BadValues(f"{table}: a count that is not an integer")
-    if row.lowest is not None and row.lowest < 0:
-        raise BadValues(f"{table}: a negative count ({row.lowest})")
+    lowest = stored[2 + _N]
+    if lowest is not None and lowest < 0:
+        raise BadValues(f"{table}: a negative count ({lowest})")
     span = ROW_SECONDS[table]
-    for unit, most, seen in row.most:
+    for (unit, most, _figs), seen in zip(_LIMITS, stored[_FIRST_MOST:_FIRST_OVER], strict=True):
         if seen is not None and seen > most * span:
             raise BadValues(f"{table}: {seen} {_AMOUNT[unit]} in one row{_per_second(most)}")
-    for part, whole, over in row.over:
+    for (part, whole), over in zip(_PARTS, stored[_FIRST_OVER:], strict=True):
         if over:
             raise BadValues(
                 f"{table}: more {part.key} than {whole.key} {_AMOUNT[whole.unit]} in a row"
             )
-    if any(type(v) is not int for v in row.sums.values()):  # pragma: no cover - no empty group
+    sums = stored[1 : 1 + _N]
+    if any(type(v) is not int for v in sums):  # pragma: no cover - no empty group
         raise BadValues(f"{table}: a sum that is not an integer")
-    return engine, row.sums
+    return engine, dict(zip(_NAMES, sums, strict=True))
 
 
 def check_instant(name: str, value: Any) -> float:
@@ -210,3 +226,42 @@ def check_totals(value: Any) -> dict[int, list[int]]:
             raise BadValues(f"totals of engine {engine}: {len(sums)} sums, not {len(SUM_COLUMNS)}")
         out[engine] = sums
     return out
+
+
+# ---- what another host reports: an exporter's samples read back from a time-series store -----
+
+
+def check_number(name: str, value: Any, *, most: float, whole: bool = False) -> float:
+    """A finite number from 0 to ``most`` (a whole one where ``whole``), or ``BadValues``
+    saying which it is not."""
+    if type(value) not in (int, float) or math.isnan(value):
+        raise BadValues(f"{name} {value!r:.40} is not a number")
+    if not math.isfinite(value):
+        raise BadValues(f"{name} {value!r} is not finite")
+    if value < 0:
+        raise BadValues(f"{name} {value:g} is negative")
+    if whole and value != math.floor(value):
+        raise BadValues(f"{name} {value:g} is not a whole number")
+    if value > most:
+        raise BadValues(f"{name} {value:g} is above {most:g}, the most it can be")
+    return float(value)
+
+
+def check_reported(name: str, value: Any, figure: Figure) -> float:
+    """A figure as an exporter reports it (``figure.report_name``, in reported units): at most
+    ``MAX_COUNT`` in the ledger's unit, whole where the ledger's unit is the reported one."""
+    divisor = figure.report_divisor
+    most = MAX_COUNT / divisor
+    return check_number(name, value, most=most, whole=divisor == 1)
+
+
+def check_sample_time(name: str, ts: Any, *, at_ts: float, ahead_s: float) -> float:
+    """A sample's time: an instant in 2000-2100, at most ``ahead_s`` after ``at_ts`` (the
+    instant a store was asked at); a later one names how far ahead that host's clock is."""
+    when = check_instant(name, ts)
+    if when > at_ts + ahead_s:
+        raise BadValues(
+            f"{name} is stamped {when - at_ts:,.0f} s after the time it was asked at "
+            f"(at most {ahead_s:g} s allowed): that host's clock is ahead"
+        )
+    return when
