@@ -208,6 +208,24 @@ class VictoriaMetrics:
         _stop(self.proc)
         self.proc = None
 
+    def import_prometheus(self, text: str, **extra_labels: str) -> None:
+        """Write exposition text (samples with or without a timestamp in milliseconds; without,
+        VictoriaMetrics stamps them on arrival) through ``/api/v1/import/prometheus``, each
+        series with ``extra_labels`` added, then flush so that a query sees them at once."""
+        params = [("extra_label", f"{k}={v}") for k, v in sorted(extra_labels.items())]
+        url = f"{self.url}/api/v1/import/prometheus"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        req = urllib.request.Request(url, data=text.encode(), method="POST")
+        with urllib.request.urlopen(req, timeout=60) as r:
+            assert r.status in (200, 204), r.status
+        self.force_flush()
+
+    def force_flush(self) -> None:
+        """Make every sample written so far searchable (``/internal/force_flush``)."""
+        with urllib.request.urlopen(self.url + "/internal/force_flush", timeout=60) as r:
+            assert r.status == 200, r.status
+
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
 

@@ -5,9 +5,16 @@ Prometheus scraping both every second and remote-writing to a real VictoriaMetri
 - per host, per model and in total, its figures equal the two hosts' ``report --json`` (closed
   ledgers, so nothing moves while the test runs), against Prometheus and against VictoriaMetrics
   alike (the same queries);
-- one exporter stopped: the fleet is incomplete, exit 1, and the stopped host is named.
+- one exporter stopped: the fleet is incomplete, exit 1, and the stopped host is named;
+- one exporter scraped by two jobs is counted once (its input tokens are its own report's), a
+  target on a closed port (down from the start) is named, and an exporter stopped past
+  ``--lookback`` is named (the query is asked as of a later instant, a clock passed in, rather
+  than by sleeping past the lookback);
+- in a real VictoriaMetrics, one exporter's scrape written under two ``replica`` labels is taken
+  once, and a copy with a different value is named as a conflict.
 
-Every process is started here, on 127.0.0.1, and stopped by pid. About 30-60 s on 2 cores.
+Every process is started here, on 127.0.0.1, and stopped by pid. About 30-60 s on 2 cores for
+the first test, 15-30 s for each of the others.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from devtools.vllm_server import free_port
 from tests.conftest import REPO, run_cli
 from tests.e2e.prom import Prometheus, VictoriaMetrics
 from tests.ledgers import ev, write_ledger
+from vllm_ledger.formats.fleet import fleet_dict
+from vllm_ledger.plan.fleet import read_fleet
 
 pytestmark = pytest.mark.e2e
 
@@ -219,14 +228,157 @@ def test_fleet_from_prometheus_and_victoria_metrics_equals_the_hosts_reports(
             assert code == 1
             assert doc["complete"] == dict.fromkeys(WINDOWS, False)
             named = [line for line in doc["incomplete"] if line.startswith(f"{host_b}: ")]
-            assert named == [f"{host_b}: its target is down (up == 0)"], doc["incomplete"]
+            down = f"{host_b}: its target is down (up == 0)"
+            if store == prom.url:  # Prometheus's targets API adds the scrape's error
+                down += f': Get "http://{host_b}/metrics": dial tcp {host_b}: connect: '
+                down += "connection refused"
+            assert named == [down], doc["incomplete"]
             assert doc["hosts"][host_a]["state"] == "ok"
             assert doc["total"]["total"]["input"] == 120 + 40 + 33  # host B is not counted
             code, out, _err = run_cli("fleet", "--prometheus", store)
             assert code == 1
             assert f"  {host_b} [missing]" in out
-            assert f"  {host_b}: its target is down (up == 0)" in out
+            assert f"  {down}\n" in out
     finally:
         prom.stop()
         vm.stop()
     print(f"\nfleet e2e took {time.monotonic() - started:.1f} s")
+
+
+def _scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text: str = r.read().decode()
+    return text
+
+
+def test_a_series_twice_counted_once_and_every_down_host_named(
+    tmp_path: Path, exporters: Callable[[Path], tuple[int, subprocess.Popen[bytes]]]
+) -> None:
+    t0 = int(time.time()) - 2 * 86400
+    root_a, root_b = tmp_path / "host-a", tmp_path / "host-b"
+    _host_a(root_a, t0)
+    _host_b(root_b, t0)
+    port_a, _proc_a = exporters(root_a)
+    port_b, proc_b = exporters(root_b)
+    host_a, host_b, closed = (f"127.0.0.1:{p}" for p in (port_a, port_b, free_port()))
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: vllm-ledger\n    static_configs:\n"
+        f"      - targets: ['{host_a}', '{host_b}', '{closed}']\n"
+        "  - job_name: federate\n    static_configs:\n"  # host A scraped a second time
+        f"      - targets: ['{host_a}']\n"
+    )
+    prom = Prometheus(config, tmp_path / "tsdb", tmp_path / "prometheus.log")
+    try:
+        prom.start()
+        wait_for("both exporters serve /metrics", lambda: _up(port_a) and _up(port_b))
+        report_a = _report(root_a)
+
+        def both_jobs_in() -> tuple[int, dict[str, Any]] | None:
+            code, doc = _fleet(prom.url)
+            states = {h: v["state"] for h, v in doc["hosts"].items()}
+            ok = states.get(host_a) == "ok" and states.get(host_b) == "ok"
+            return (code, doc) if ok and doc["duplicates"]["series"] > 0 else None
+
+        code, doc = wait_for("host A under two jobs", both_jobs_in)
+        assert code == 1  # the closed port's target is missing
+        for w in WINDOWS:
+            got = doc["hosts"][host_a]["windows"][w]
+            assert _figures(got) == _figures(report_a["windows"][w]), w  # once, not twice
+        assert doc["total"]["total"]["input"] == 120 + 40 + 33 + 1000
+        assert doc["duplicates"]["differ_in"] == ["job"]
+        assert doc["conflicts"] == [] and doc["refused"] == []
+        assert doc["missing"] == [closed]
+        assert doc["hosts"][closed]["found_in"] == ["up", "targets"]
+        why = doc["hosts"][closed]["why"]
+        assert why.startswith("its target is down (up == 0): ") and "refused" in why, why
+        assert f"{closed}: {why}" in doc["incomplete"]
+
+        # Host B's exporter stops; a minute and a half later (asked as of then), with a 1-minute
+        # lookback, its ledger series are long gone from the store: it is named from its up.
+        _stop(proc_b)
+        wait_for("host B down", lambda: prom.scalar(f'up{{instance="{host_b}"}}') == 0)
+        later = time.time() + 90
+
+        fleet = read_fleet(prom.url, lookback_s=60, stale_after_s=600, clock=lambda: later)
+        doc = fleet_dict(fleet)
+        assert doc["missing"] == sorted([host_b, closed])
+        assert doc["hosts"][host_b]["state"] == "missing"
+        assert doc["hosts"][host_b]["found_in"] == ["up", "targets"]  # no ledger series left
+        assert doc["hosts"][host_b]["why"].startswith("its target is down (up == 0)")
+        assert doc["hosts"][host_a]["state"] == "ok"
+        assert doc["complete"] == dict.fromkeys(WINDOWS, False)
+        assert doc["total"]["total"]["input"] == 120 + 40 + 33  # B not counted, A once
+        code, out, _err = run_cli("fleet", "--prometheus", prom.url, "--lookback", "1m")
+        assert code == 1
+        assert f"  {host_b} [missing]" in out and f"  {closed} [missing]" in out
+        assert "3 hosts from" in out and ", 1 counted, 2 missing;" in out
+    finally:
+        prom.stop()
+
+
+def test_replicas_in_victoria_metrics_taken_once_or_named_as_a_conflict(
+    tmp_path: Path, exporters: Callable[[Path], tuple[int, subprocess.Popen[bytes]]]
+) -> None:
+    t0 = int(time.time()) - 2 * 86400
+    root = tmp_path / "host-a"
+    _host_a(root, t0)
+    port, _proc = exporters(root)
+    wait_for("the exporter serves /metrics", lambda: _up(port))
+    report = _report(root)
+    text = _scrape(port)
+    vm = VictoriaMetrics(tmp_path / "vm", tmp_path / "vm.log").start()
+    try:
+        # Host X: two HA replicas wrote the same scrape. Host Y: the second replica's copy of
+        # one figure differs (a store without deduplication, replicas a scrape apart).
+        line = next(
+            ln
+            for ln in text.splitlines()
+            if ln.startswith("vllm_ledger_window_input_tokens{")
+            and 'window="total"' in ln
+            and 'model_name="tiny"' in ln
+        )
+        name_and_labels, value = line.rsplit(" ", 1)
+        changed = text.replace(line, f"{name_and_labels} {float(value) + 5:g}")
+        up = "up 1\n"
+        for host, replica, body in (
+            ("x:9464", "r1", text),
+            ("x:9464", "r2", text),
+            ("y:9464", "r1", text),
+            ("y:9464", "r2", changed),
+        ):
+            labels = {"instance": host, "job": "vllm-ledger", "replica": replica}
+            vm.import_prometheus(body + up, **labels)
+
+        def both_in() -> tuple[int, dict[str, Any]] | None:
+            code, doc = _fleet(vm.url)
+            states = {h: v["state"] for h, v in doc["hosts"].items()}
+            return (code, doc) if states == {"x:9464": "ok", "y:9464": "ok"} else None
+
+        code, doc = wait_for("both hosts in VictoriaMetrics", both_in)
+        assert code == 1  # the conflict
+        for w in WINDOWS:
+            assert _figures(doc["hosts"]["x:9464"]["windows"][w]) == _figures(
+                report["windows"][w]
+            ), w
+        assert doc["duplicates"]["differ_in"] == ["replica"]
+        assert doc["duplicates"]["series"] > 100  # every series of both hosts but one
+        assert [(c["host"], c["window"], c["values"]) for c in doc["conflicts"]] == [
+            ("y:9464", "total", [float(value), float(value) + 5])
+        ]
+        assert doc["conflicts"][0]["series"].startswith("vllm_ledger_window_input_tokens{")
+        # Y's total leaves out the conflicting series: neither copy, nor their sum.
+        assert doc["hosts"]["y:9464"]["windows"]["total"]["input"] == report["windows"]["total"][
+            "input"
+        ] - float(value)
+        assert doc["complete"]["total"] is False
+        named = [ln for ln in doc["incomplete"] if ln.startswith("y:9464: conflict: ")]
+        assert len(named) == 1 and "(the copies differ in replica): not counted" in named[0]
+        code, out, _err = run_cli("fleet", "--prometheus", vm.url, "--stale-after", "15")
+        assert (
+            code == 1 and "duplicate series taken once (the copies differ only in replica)" in out
+        )
+        assert "  y:9464: conflict: vllm_ledger_window_input_tokens{" in out
+    finally:
+        vm.stop()

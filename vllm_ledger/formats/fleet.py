@@ -6,11 +6,15 @@ a model's name) controls them, so the text shows each through ``formats/safe.pri
 escape sequence or a newline in a model name is shown escaped, not sent to the terminal), and
 the columns are display widths (``formats/table.aligned``: a CJK model name lines up). The JSON
 escapes every control character itself.
+
+Both forms show every host (a missing one as ``[missing]`` with no figures), the duplicate
+series taken once, each conflict and refused value, and the notes (docs/fleet.md).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from vllm_ledger.formats.safe import printable
@@ -36,6 +40,14 @@ def figures_dict(f: Figures) -> dict[str, Any]:
     }
 
 
+def _number(value: float) -> int | float | str:
+    """A served value in JSON: a whole number as an integer, ``"inf"``, ``"-inf"`` and
+    ``"nan"`` as strings (JSON has no such numbers)."""
+    if not math.isfinite(value):
+        return str(value)
+    return int(value) if value == math.floor(value) and abs(value) < 2**53 else value
+
+
 def fleet_dict(fleet: Fleet) -> dict[str, Any]:
     return {
         "source": fleet.source,
@@ -44,12 +56,39 @@ def fleet_dict(fleet: Fleet) -> dict[str, Any]:
         "lookback_s": fleet.lookback_s,
         "complete": dict(fleet.complete),
         "incomplete": list(fleet.incomplete),
+        "missing": list(fleet.missing),
+        "duplicates": {"series": fleet.duplicates, "differ_in": list(fleet.duplicate_labels)},
+        "conflicts": [
+            {
+                "host": c.host,
+                "window": c.window,
+                "series": c.series,
+                "values": [_number(v) for v in c.values],
+                "differ_in": list(c.differ_in),
+            }
+            for c in fleet.conflicts
+        ],
+        "refused": [
+            {
+                "host": r.host,
+                "window": r.window,
+                "series": r.series,
+                "value": _number(r.value),
+                "why": r.why,
+            }
+            for r in fleet.refused
+        ],
+        "notes": list(fleet.notes),
         "total": {w: figures_dict(f) for w, f in fleet.total.items()},
         "hosts": {
             h.name: {
                 "state": h.state,
                 "why": h.why,
+                "found_in": list(h.found),
                 "newest_sample": None if h.newest_ts is None else round(h.newest_ts, 3),
+                "clock_ahead_s": None if h.clock_ahead_s is None else round(h.clock_ahead_s, 3),
+                "counted": h.counted,
+                "complete": dict(h.complete),
                 "instances": list(h.instances),
                 "windows": {
                     w: {
@@ -96,7 +135,7 @@ def render_text(fleet: Fleet) -> str:
     blank = [""] * len(WINDOW_NAMES)
     rows: list[list[str]] = [["", *WINDOW_NAMES], ["hosts (input/output tokens)", *blank]]
     for h in fleet.hosts:
-        marks = {w: h.state == "ok" and h.coverage[w].complete for w in WINDOW_NAMES}
+        marks = {w: h.complete.get(w, False) for w in WINDOW_NAMES}
         label = f"  {h.name}" + ("" if h.state == "ok" else f" [{h.state}]")
         if h.counted:
             rows.append(_row(label, h.windows, marks))
@@ -108,11 +147,21 @@ def render_text(fleet: Fleet) -> str:
     rows.append(_row("fleet", fleet.total, fleet.complete))
     lines = aligned(rows, right=range(1, len(WINDOW_NAMES) + 1), safe=True)
     counted = sum(1 for h in fleet.hosts if h.counted)
+    missing = f", {len(fleet.missing)} missing" if fleet.missing else ""
     lines.append("")
     lines.append(
-        f"{len(fleet.hosts)} hosts from {printable(fleet.source)}, {counted} counted; "
+        f"{len(fleet.hosts)} hosts from {printable(fleet.source)}, {counted} counted{missing}; "
         f"stale after {fleet.stale_after_s:g} s; * = incomplete"
     )
+    if fleet.duplicates:
+        differ = ", ".join(fleet.duplicate_labels) or "nothing"
+        lines.append(
+            printable(
+                f"{fleet.duplicates:,} duplicate series taken once "
+                f"(the copies differ only in {differ})"
+            )
+        )
+    lines.extend(printable(f"note: {text}") for text in fleet.notes)
     if all(fleet.complete.values()):
         lines.append("complete: every host is up, fresh and vouches for every window")
     else:

@@ -5,24 +5,39 @@ Each host's figures are its exporter's own window gauges, the latest sample of e
 (``vllm_ledger_window_*``), never ``increase()`` over scrape edges: a window's figure is then
 exactly what ``vllm-ledger report`` says on that host, and the fleet's is their sum. A host is
 the exporter's scrape target: the ``host`` label where relabelling adds one, else Prometheus's
-``instance``.
+``instance`` (``host_of``).
 
-A host is
+Every host is accounted for. Hosts are known from three sources: the ledger series (now or
+within ``lookback_s``), ``up`` (now or within ``lookback_s``) and the store's targets API, the
+last two for the jobs that serve ledger series (``--job``, or every job that did within
+``JOBS_HISTORY_S``). A host is
 
 - ``ok``: its newest sample is at most ``stale_after_s`` old and its exporter read its ledgers;
 - ``stale``: its newest sample is older than that (Prometheus stopped scraping it, remote write
   lags); its figures still count, but nothing it says is complete;
-- ``missing``: its target is down (``up == 0``), or it had series within ``lookback_s`` and has
-  none now (its series stopped). Its figures are not in the sum;
+- ``missing``: a target of it is down (``up == 0``; the targets API not ``up``), or it had
+  ``up`` within ``lookback_s`` and has none now, or it had series within ``lookback_s`` and has
+  none now (its series stopped). Its figures are not in the sum, whether or not its ledger
+  series are still there;
 - ``failing``: its exporter answers but cannot read its ledgers (``vllm_ledger_report_ok 0``).
 
-A window of the fleet is complete only when every host is ``ok`` and complete in that window
-(its whole-root coverage series, without ``ledger_instance``); otherwise ``incomplete`` names
-each host and why. A model's window is complete when every host instance serving it is.
+Each series is counted once. Copies of a series that differ only in labels that are not the
+ledger's own (``job``, ``replica``, ``prometheus_replica``: one exporter scraped by two jobs,
+HA replicas in a store that does not deduplicate) are one series (``series_key``): identical
+values are taken once (``Fleet.duplicates``), differing values are a ``Conflict``, named and
+never summed. Every value passes the project's value gate (``read/values.py``): a negative,
+non-finite, fractional count or absurd figure is ``Refused`` and not summed; a sample stamped
+more than ``AHEAD_TOLERANCE_S`` after the query's instant names that host's clock as ahead.
 
-``read_fleet`` asks four instant queries (``plan.prom.vector_query``: labels and values,
-through ``plan.prom.http_get``); ``build_fleet`` is pure; ``formats/fleet.py`` renders its
-text and JSON forms.
+A window of the fleet is complete only when every host is ``ok`` and complete in that window
+(its whole-root coverage series, without ``ledger_instance``) with no conflict, refused value or
+clock ahead; otherwise ``incomplete`` names each host and why. A model's window is complete
+when every host instance serving it is.
+
+``read_fleet`` asks six instant queries (``plan.prom.vector_query``: labels and values, through
+``plan.prom.http_get``), the jobs that serve ledger series (``plan.prom.label_values``) and the
+targets (``plan.prom.targets``); ``build_fleet`` is pure; ``formats/fleet.py`` renders its text
+and JSON forms. docs/fleet.md says how hosts are found and what each line means.
 """
 
 from __future__ import annotations
@@ -30,23 +45,43 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vllm_ledger import figures, names
-from vllm_ledger.plan.prom import Fetch, http_get, vector_query
+from vllm_ledger.errors import BadValues, RemoteError
+from vllm_ledger.plan.prom import Fetch, Target, http_get, label_values, targets, vector_query
+from vllm_ledger.read import values
 from vllm_ledger.read.windows import WINDOW_NAMES  # the windows each exporter serves
-from vllm_ledger.units import format_duration
+from vllm_ledger.units import EARLIEST_AT, LATEST_AT, format_duration
 
 # The figures each host's exporter serves per window (``vllm_ledger_window_<name>``).
 FIGURE_NAMES: tuple[str, ...] = figures.report_names()
 COVERAGE_NAMES: tuple[str, ...] = ("uncovered_seconds", "wall_seconds", "complete", "problems")
 HostState = Literal["ok", "stale", "missing", "failing"]
 HOST_STATES: tuple[HostState, ...] = ("ok", "stale", "missing", "failing")
+Found = Literal["series", "up", "targets"]
 PREFIX = names.EXPORTER_PREFIX + "_"
 STALE_AFTER_S = names.EXPORTER_SAMPLE_STALE_AFTER_S
 LOOKBACK_S = 3600.0
+# A sample may be stamped this far after the query's instant (clocks a little apart) before its
+# host's clock is named as ahead; the "ahead" query is asked ``AHEAD_S`` after that instant (at
+# most Prometheus's default 5-minute lookback delta, so it sees every sample in between).
+AHEAD_TOLERANCE_S = 60.0
+AHEAD_S = 300.0
+# The jobs whose targets are hosts: those that served ledger series this far back.
+JOBS_HISTORY_S = 7 * 86400.0
+# The ledger's own labels: a series is the same series whatever other labels it carries.
+LEDGER_LABELS: tuple[str, ...] = (
+    names.LEDGER_INSTANCE_LABEL,
+    names.MODEL_NAME_LABEL,
+    names.WINDOW_LABEL,
+    names.PROBLEM_LABEL,
+    names.STATE_LABEL,
+    names.REASON_LABEL,
+)
+MAX_WHY_CHARS = 160  # of a scrape error quoted from the targets API
 
 Sample = tuple[dict[str, str], float]
 
@@ -107,6 +142,10 @@ class Host:
     windows: dict[str, Figures]
     coverage: dict[str, Coverage]
     instances: tuple[str, ...]  # the ledger_instance values it serves
+    found: tuple[Found, ...] = ("series",)  # where it was found: series, up, targets
+    # Per window: ok, covered, and no conflict, refused value or clock ahead in it.
+    complete: dict[str, bool] = field(default_factory=dict)
+    clock_ahead_s: float | None = None  # how far its newest sample is after the query's instant
 
     @property
     def counted(self) -> bool:
@@ -123,6 +162,28 @@ class ModelRow:
 
 
 @dataclass(frozen=True)
+class Conflict:
+    """Copies of one series with different values: none of them is counted."""
+
+    host: str
+    window: str  # "" for a series without one
+    series: str  # ``name{ledger labels}`` (``series_text``)
+    values: tuple[float, ...]  # each distinct value, sorted
+    differ_in: tuple[str, ...]  # the labels the copies differ in (job, replica, ...)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A value the value gate refused (``read/values.py``): not counted."""
+
+    host: str
+    window: str  # "" for a series without one
+    series: str
+    value: float
+    why: str  # the gate's words
+
+
+@dataclass(frozen=True)
 class Fleet:
     source: str
     at_ts: float
@@ -132,7 +193,16 @@ class Fleet:
     models: tuple[ModelRow, ...]
     total: dict[str, Figures]
     complete: dict[str, bool]
-    incomplete: tuple[str, ...]  # one line per host that keeps a window from being complete
+    incomplete: tuple[str, ...]  # one line per reason a window is not complete, host first
+    duplicates: int = 0  # series seen more than once with one value, each taken once
+    duplicate_labels: tuple[str, ...] = ()  # the labels those copies differ in
+    conflicts: tuple[Conflict, ...] = ()
+    refused: tuple[Refused, ...] = ()
+    notes: tuple[str, ...] = ()  # what was not read, targets that are not hosts
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(h.name for h in self.hosts if h.state == "missing")
 
 
 def host_of(labels: dict[str, str]) -> str:
@@ -141,12 +211,108 @@ def host_of(labels: dict[str, str]) -> str:
     return labels.get("host") or labels.get("instance") or "?"
 
 
+def series_key(labels: dict[str, str]) -> tuple[str, ...]:
+    """What makes a series one series: its name, its host (``host_of``) and scrape target
+    (``instance``: two exporters relabelled to one ``host`` stay two), and the ledger's own
+    labels. Copies that differ in anything else (``job``, ``replica``) are one series."""
+    return (
+        labels.get("__name__", ""),
+        host_of(labels),
+        labels.get("instance", ""),
+        *(labels.get(name, "") for name in LEDGER_LABELS),
+    )
+
+
+def series_text(labels: dict[str, str]) -> str:
+    """``name{window="today",ledger_instance="gpu1:8000",...}``: the ledger's labels only."""
+    inner = ",".join(
+        f"{name}={json.dumps(labels[name], ensure_ascii=False)}"
+        for name in LEDGER_LABELS
+        if name in labels
+    )
+    return labels.get("__name__", "?") + (f"{{{inner}}}" if inner else "")
+
+
 def _target(labels: dict[str, str]) -> tuple[str, str]:
     return labels.get("job", ""), labels.get("instance", "")
 
 
 def _empty_windows() -> dict[str, Figures]:
     return {w: Figures() for w in WINDOW_NAMES}
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+@dataclass
+class _Copies:
+    labels: dict[str, str]
+    values: list[float]
+    differ_in: set[str]
+
+
+def take_once(
+    samples: Iterable[Sample],
+) -> tuple[list[Sample], int, set[str], list[Conflict]]:
+    """Each series once: ``(samples, duplicates, labels the copies differ in, conflicts)``.
+    Copies with one value are taken once; copies with different values are a ``Conflict`` and
+    left out."""
+    seen: dict[tuple[str, ...], _Copies] = {}
+    for labels, value in samples:
+        key = series_key(labels)
+        got = seen.get(key)
+        if got is None:
+            seen[key] = _Copies(labels, [value], set())
+            continue
+        got.values.append(value)
+        got.differ_in.update(
+            k for k in labels.keys() | got.labels.keys() if labels.get(k) != got.labels.get(k)
+        )
+    out: list[Sample] = []
+    duplicates = 0
+    differ: set[str] = set()
+    conflicts: list[Conflict] = []
+    for c in seen.values():
+        first = c.values[0]
+        if all(_same(first, v) for v in c.values[1:]):
+            out.append((c.labels, first))
+            if len(c.values) > 1:
+                duplicates += 1
+                differ |= c.differ_in
+            continue
+        distinct: list[float] = []
+        for v in c.values:
+            if not any(_same(v, d) for d in distinct):
+                distinct.append(v)
+        conflicts.append(
+            Conflict(
+                host_of(c.labels),
+                c.labels.get(names.WINDOW_LABEL, ""),
+                series_text(c.labels),
+                tuple(sorted(distinct, key=lambda v: (math.isnan(v), v))),
+                tuple(sorted(c.differ_in)),
+            )
+        )
+    return out, duplicates, differ, conflicts
+
+
+# How each served value is judged (``read/values.py``): a figure by its own bound, coverage by
+# its range.
+_FIGURE: dict[str, figures.Figure] = {f.report_name: f for f in figures.FIGURES}
+_MOST_SECONDS = LATEST_AT - EARLIEST_AT
+
+
+def check_sample(name: str, labels: dict[str, str], value: float) -> float:
+    """``value`` of one served series through the value gate, or ``BadValues``."""
+    what = series_text(labels)
+    if name == "report_ok" or name == "complete":
+        return values.check_number(what, value, most=1, whole=True)
+    if name in _FIGURE:
+        return values.check_reported(what, value, _FIGURE[name])
+    if name == "problems":
+        return values.check_number(what, value, most=values.MAX_COUNT, whole=True)
+    return values.check_number(what, value, most=_MOST_SECONDS)
 
 
 def build_fleet(
@@ -159,46 +325,92 @@ def build_fleet(
     at_ts: float,
     stale_after_s: float = STALE_AFTER_S,
     lookback_s: float = LOOKBACK_S,
+    up_seen: Sequence[Sample] = (),
+    ahead: Sequence[Sample] = (),
+    scrape_targets: Sequence[Target] | None = None,
+    jobs: Sequence[str] | None = None,
+    job: str | None = None,
+    notes: Sequence[str] = (),
 ) -> Fleet:
-    """The fleet from four instant queries at ``at_ts`` (``read_fleet`` asks them):
+    """The fleet from the instant queries at ``at_ts`` (``read_fleet`` asks them):
 
     - ``windows``: ``{__name__=~"vllm_ledger_(window_...|report_ok)"}``, the latest samples;
     - ``newest``: ``timestamp(vllm_ledger_report_ok)``, each host's newest sample time;
-    - ``up``: ``up``, to tell a target that is down;
-    - ``seen``: ``max_over_time(vllm_ledger_report_ok[lookback])``, every host of the lookback.
+    - ``up``: ``up``, to tell a target that is down; ``up_seen``: ``max_over_time(up[lookback])``;
+    - ``seen``: ``max_over_time(vllm_ledger_report_ok[lookback])``, every host of the lookback;
+    - ``ahead``: ``timestamp(vllm_ledger_report_ok)`` asked ``AHEAD_S`` after ``at_ts``;
+
+    and ``scrape_targets`` (``/api/v1/targets``; None: not read) and ``jobs`` (the jobs that
+    served ledger series; None: not read), both for the jobs ``job`` (``--job``) or ``jobs``
+    and the ledger series name.
     """
+    found: dict[str, set[Found]] = {}
+    targets_of: dict[str, set[tuple[str, str]]] = {}
+    ledger_jobs: set[str] = {job} if job is not None else set(jobs or ())
+
+    def known(labels: dict[str, str], source: Found) -> str:
+        hk = host_of(labels)
+        found.setdefault(hk, set()).add(source)
+        targets_of.setdefault(hk, set()).add(_target(labels))
+        if job is None and source == "series":
+            ledger_jobs.add(labels.get("job", ""))
+        return hk
+
     newest_ts: dict[str, float] = {}
-    targets: dict[str, set[tuple[str, str]]] = {}
-    for labels, _value in [*seen, *newest]:
-        targets.setdefault(host_of(labels), set()).add(_target(labels))
+    for labels, _value in [*seen, *newest, *ahead]:
+        known(labels, "series")
     for labels, value in newest:
         hk = host_of(labels)
         newest_ts[hk] = max(newest_ts.get(hk, -math.inf), value)
-    up_by_target: dict[tuple[str, str], float] = {_target(labels): v for labels, v in up}
+    clock_ahead: dict[str, tuple[float, str]] = {}
+    for labels, value in ahead:
+        try:
+            values.check_sample_time(
+                names.LEDGER_REPORT_OK, value, at_ts=at_ts, ahead_s=AHEAD_TOLERANCE_S
+            )
+        except BadValues as exc:
+            hk = host_of(labels)
+            skew = value - at_ts if math.isfinite(value) else math.inf
+            if skew > clock_ahead.get(hk, (-math.inf, ""))[0]:
+                clock_ahead[hk] = (skew, exc.what)
+
+    for labels, _value in windows:
+        known(labels, "series")
+    unique, duplicates, differ_in, conflicts = take_once(windows)
+    refused: list[Refused] = []
+    short: dict[str, set[str]] = {}  # host -> windows a conflict or refused value leaves short
+    for c in conflicts:
+        short.setdefault(c.host, set()).update([c.window] if c.window else WINDOW_NAMES)
+
     report_ok: dict[str, float] = {}
-    figures: dict[str, dict[str, Figures]] = {}
+    sums: dict[str, dict[str, Figures]] = {}
     coverage: dict[str, dict[str, dict[str, Any]]] = {}
     per_instance: dict[tuple[str, str], dict[str, bool]] = {}  # (host, instance) -> complete
     by_model: dict[tuple[str, str], dict[str, Figures]] = {}  # (host, model) -> windows
     model_instances: dict[str, set[tuple[str, str]]] = {}
     instances: dict[str, set[str]] = {}
-    for labels, value in windows:
+    for labels, raw in unique:
         hk = host_of(labels)
-        targets.setdefault(hk, set()).add(_target(labels))
-        name = labels.get("__name__", "").removeprefix(PREFIX)
-        if labels.get("__name__") == names.LEDGER_REPORT_OK:
-            report_ok[hk] = min(report_ok.get(hk, 1.0), value)
-            continue
-        name = name.removeprefix("window_")
+        metric = labels.get("__name__", "")
+        name = metric.removeprefix(PREFIX).removeprefix("window_")
         window = labels.get(names.WINDOW_LABEL, "")
-        if window not in WINDOW_NAMES or not math.isfinite(value):
+        if metric != names.LEDGER_REPORT_OK and window not in WINDOW_NAMES:
+            continue
+        try:
+            value = check_sample(name, labels, raw)
+        except BadValues as exc:
+            refused.append(Refused(hk, window, series_text(labels), raw, exc.what))
+            short.setdefault(hk, set()).update([window] if window else WINDOW_NAMES)
+            continue
+        if metric == names.LEDGER_REPORT_OK:
+            report_ok[hk] = min(report_ok.get(hk, 1.0), value)
             continue
         inst = labels.get(names.LEDGER_INSTANCE_LABEL)
         model = labels.get(names.MODEL_NAME_LABEL)
         if inst:
             instances.setdefault(hk, set()).add(inst)
         if name in FIGURE_NAMES:
-            figures.setdefault(hk, _empty_windows())[window].put(name, value)
+            sums.setdefault(hk, _empty_windows())[window].put(name, value)
             if model is not None:
                 by_model.setdefault((hk, model), _empty_windows())[window].put(name, value)
                 if inst:
@@ -216,16 +428,70 @@ def build_fleet(
             else:
                 got[name] = round(value)
 
+    # The targets of the ledger jobs: ``up`` now and within the lookback, the targets API.
+    def ledger_target(labels: dict[str, str]) -> bool:
+        return labels.get("job", "") in ledger_jobs
+
+    up_now: dict[tuple[str, str], float] = {}
+    up_host: dict[tuple[str, str], dict[str, str]] = {}
+    for labels, value in up:
+        if ledger_target(labels):
+            t = _target(labels)
+            up_now[t] = max(up_now.get(t, -math.inf), value)
+            up_host[t] = labels
+    was_up: set[tuple[str, str]] = set()
+    for labels, _value in up_seen:
+        if ledger_target(labels):
+            was_up.add(_target(labels))
+            up_host.setdefault(_target(labels), labels)
+    scraped: dict[tuple[str, str], Target] = {}
+    for st in scrape_targets or ():
+        if ledger_target(st.labels):
+            t = _target(st.labels)
+            if t not in scraped or st.health == "up":
+                scraped[t] = st
+
+    def down(t: tuple[str, str]) -> str | None:
+        """Why target ``t`` is down now, or None (up, or nothing says)."""
+        st = scraped.get(t)
+        error = f": {st.last_error[:MAX_WHY_CHARS]}" if st and st.last_error else ""
+        if t in up_now:
+            return None if up_now[t] >= 1 else f"its target is down (up == 0){error}"
+        if t in was_up:
+            return (
+                "no up sample now, some within the lookback: its target left the scrape "
+                "config, or the store stopped receiving it"
+            )
+        if st is not None and st.health != "up":
+            if st.health == "unknown":
+                return "its target has not been scraped yet (health unknown in /api/v1/targets)"
+            return f"its target is {st.health} in /api/v1/targets{error}"
+        return None
+
+    idle: list[str] = []  # targets of the ledger jobs that are up and serve no ledger series
+    for t in sorted({*up_now, *was_up, *scraped}):
+        labels = up_host.get(t) or scraped[t].labels
+        hk = host_of(labels)
+        if "series" not in found.get(hk, set()) and down(t) is None:
+            idle.append(f"{t[0]}/{t[1]}")
+            continue
+        known(labels, "up" if t in up_now or t in was_up else "targets")
+        if t in scraped:
+            found[hk].add("targets")
+
     hosts: list[Host] = []
-    for hk in sorted(targets):
-        state, why = _state(
-            hk,
-            newest_ts.get(hk),
-            [up_by_target.get(t) for t in sorted(targets[hk])],
-            report_ok.get(hk),
-            at_ts,
-            stale_after_s,
-        )
+    for hk in sorted(found):
+        hts = sorted(targets_of[hk])
+        why_down = [(t, w) for t in hts if (w := down(t)) is not None]
+        if why_down:
+            (j, _i), why = why_down[0]
+            state: HostState = "missing"
+            if len(hts) > 1:
+                why += f" (job {j})"
+        else:
+            state, why = _state(
+                newest_ts.get(hk), report_ok.get(hk), at_ts, stale_after_s, "series" in found[hk]
+            )
         cov = {
             w: Coverage(
                 c.get("uncovered_seconds"),
@@ -235,15 +501,26 @@ def build_fleet(
             )
             for w, c in coverage.get(hk, {}).items()
         }
+        full_cov = {w: cov.get(w, Coverage()) for w in WINDOW_NAMES}
+        ahead_s = clock_ahead[hk][0] if hk in clock_ahead else None
         hosts.append(
             Host(
                 hk,
                 state,
                 why,
                 newest_ts.get(hk),
-                figures.get(hk, _empty_windows()),
-                {w: cov.get(w, Coverage()) for w in WINDOW_NAMES},
+                sums.get(hk, _empty_windows()),
+                full_cov,
                 tuple(sorted(instances.get(hk, ()))),
+                tuple(f for f in ("series", "up", "targets") if f in found[hk]),
+                {
+                    w: state == "ok"
+                    and full_cov[w].complete
+                    and w not in short.get(hk, ())
+                    and ahead_s is None
+                    for w in WINDOW_NAMES
+                },
+                ahead_s,
             )
         )
     counted = {h.name for h in hosts if h.counted}
@@ -256,37 +533,49 @@ def build_fleet(
                 total[w].add(h.windows[w])
     models: list[ModelRow] = []
     for m in sorted({m for _h, m in by_model}):
-        sums = _empty_windows()
+        msums = _empty_windows()
         model_hosts = sorted({hn for hn, mm in by_model if mm == m})
         for hn in model_hosts:
             if hn in counted:
                 for w in WINDOW_NAMES:
-                    sums[w].add(by_model[(hn, m)][w])
+                    msums[w].add(by_model[(hn, m)][w])
         serving = model_instances.get(m, set())
         complete = {
             w: all(
-                state_of[hn].state == "ok" and per_instance.get((hn, i), {}).get(w, False)
+                state_of[hn].complete[w] and per_instance.get((hn, i), {}).get(w, False)
                 for hn, i in serving
             )
             and bool(serving)
             for w in WINDOW_NAMES
         }
-        models.append(ModelRow(m, sums, complete, tuple(model_hosts)))
+        models.append(ModelRow(m, msums, complete, tuple(model_hosts)))
 
     incomplete: list[str] = []
-    fleet_complete = dict.fromkeys(WINDOW_NAMES, bool(hosts))
     for h in hosts:
         if h.state != "ok":
             incomplete.append(f"{h.name}: {h.why}")
-            fleet_complete = dict.fromkeys(WINDOW_NAMES, False)
-            continue
-        short = [w for w in WINDOW_NAMES if not h.coverage[w].complete]
-        for w in short:
-            fleet_complete[w] = False
-        if short:
-            incomplete.append(f"{h.name}: incomplete in {', '.join(short)}{_why(h, short)}")
+        else:
+            uncovered = [w for w in WINDOW_NAMES if not h.coverage[w].complete]
+            if uncovered:
+                incomplete.append(
+                    f"{h.name}: incomplete in {', '.join(uncovered)}{_why(h, uncovered)}"
+                )
+        incomplete.extend(_conflict_line(c) for c in conflicts if c.host == h.name)
+        incomplete.extend(
+            f"{r.host}: refused {r.why}: not counted" for r in refused if r.host == h.name
+        )
+        if h.name in clock_ahead:
+            incomplete.append(f"{h.name}: clock ahead: {clock_ahead[h.name][1]}")
     if not hosts:
         incomplete.append("no host serves vllm_ledger metrics: check the scrape config")
+    fleet_complete = {w: bool(hosts) and all(h.complete[w] for h in hosts) for w in WINDOW_NAMES}
+    all_notes = list(notes)
+    if idle:
+        shown = ", ".join(idle[:5]) + (f" and {len(idle) - 5} more" if len(idle) > 5 else "")
+        all_notes.append(
+            f"{len(idle)} up targets of the ledger jobs serve no vllm_ledger series within the "
+            f"lookback, so are not hosts: {shown}"
+        )
     return Fleet(
         source=source,
         at_ts=at_ts,
@@ -297,21 +586,40 @@ def build_fleet(
         total=total,
         complete=fleet_complete,
         incomplete=tuple(incomplete),
+        duplicates=duplicates,
+        duplicate_labels=tuple(sorted(differ_in)),
+        conflicts=tuple(conflicts),
+        refused=tuple(refused),
+        notes=tuple(all_notes),
     )
 
 
+def shown_value(value: float) -> str:
+    """A served value as a line shows it: ``5,150``, ``0.25``, ``-3``, ``inf``, ``nan``."""
+    if not math.isfinite(value):
+        return str(value)
+    if value == math.floor(value) and abs(value) < 2**63:
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+def _conflict_line(c: Conflict) -> str:
+    vals = " and ".join(shown_value(v) for v in c.values)
+    differ = f" (the copies differ in {', '.join(c.differ_in)})" if c.differ_in else ""
+    return f"{c.host}: conflict: {c.series} is {vals}{differ}: not counted"
+
+
 def _state(
-    host: str,
     newest: float | None,
-    ups: list[float | None],
     report_ok: float | None,
     at_ts: float,
     stale_after_s: float,
+    has_series: bool,
 ) -> tuple[HostState, str]:
-    if any(u == 0 for u in ups):
-        return "missing", "its target is down (up == 0)"
     if newest is None:
-        return "missing", "its series stopped (no sample now, some within the lookback)"
+        if has_series:
+            return "missing", "its series stopped (no sample now, some within the lookback)"
+        return "missing", "no vllm_ledger series now"
     age = at_ts - newest
     if age > stale_after_s:
         return "stale", f"newest sample {age:.0f} s old (limit {stale_after_s:g} s)"
@@ -342,18 +650,22 @@ def _selector(name: str, job: str | None) -> str:
 
 
 def queries(job: str | None = None, lookback_s: float = LOOKBACK_S) -> dict[str, str]:
-    """The four instant queries ``build_fleet`` takes, by its argument names."""
+    """The instant queries ``build_fleet`` takes, by its argument names (``ahead`` is asked
+    ``AHEAD_S`` after the others)."""
     window = (
         f"{PREFIX}(report_ok|window_("
         + "|".join(name for name in (*FIGURE_NAMES, *COVERAGE_NAMES))
         + "))"
     )
     ok = _selector(names.LEDGER_REPORT_OK, job)
+    lookback = format_duration(lookback_s, "range")
     return {
         "windows": _selector(window, job),
         "newest": f"timestamp({ok})",
         "up": _selector("up", job),
-        "seen": f"max_over_time({ok}[{format_duration(lookback_s, 'range')}])",
+        "seen": f"max_over_time({ok}[{lookback}])",
+        "up_seen": f"max_over_time({_selector('up', job)}[{lookback}])",
+        "ahead": f"timestamp({ok})",
     }
 
 
@@ -366,17 +678,47 @@ def read_fleet(
     clock: Any = time.time,
     fetch: Fetch = http_get,
 ) -> Fleet:
-    """Ask ``base_url`` (Prometheus or a compatible API) the four queries at one instant."""
+    """Ask ``base_url`` (Prometheus or a compatible API) the queries at one instant, the jobs
+    that serve ledger series (unless ``job``) and the scrape targets. A store without the
+    targets or label API is read without it, and the fleet says so in a note."""
     at = clock()
     answers = {
-        name: vector_query(base_url, expr, at, fetch)
+        name: vector_query(
+            base_url,
+            expr,
+            at + AHEAD_S if name == "ahead" else at,
+            fetch,
+            keep_nan=name == "windows",  # a NaN figure is named, not dropped
+        )
         for name, expr in queries(job, lookback_s).items()
     }
+    notes: list[str] = []
+    jobs: list[str] | None = None
+    if job is None:
+        try:
+            jobs = label_values(
+                base_url, "job", names.LEDGER_REPORT_OK, at - JOBS_HISTORY_S, at, fetch
+            )
+        except RemoteError as exc:
+            notes.append(f"the jobs serving ledger series were not read ({exc.what})")
+    found: list[Target] | None = None
+    try:
+        found = targets(base_url, fetch)
+    except RemoteError as exc:
+        notes.append(
+            f"/api/v1/targets was not read ({exc.what}): hosts come from the series and up only"
+        )
     return build_fleet(
         answers["windows"],
         answers["newest"],
         answers["up"],
         answers["seen"],
+        up_seen=answers["up_seen"],
+        ahead=answers["ahead"],
+        scrape_targets=found,
+        jobs=jobs,
+        job=job,
+        notes=notes,
         source=base_url,
         at_ts=at,
         stale_after_s=stale_after_s,
@@ -386,14 +728,20 @@ def read_fleet(
 
 __all__ = [
     "HOST_STATES",
+    "Conflict",
     "Coverage",
     "Figures",
     "Fleet",
     "Host",
     "HostState",
     "ModelRow",
+    "Refused",
     "build_fleet",
     "host_of",
     "queries",
     "read_fleet",
+    "series_key",
+    "series_text",
+    "shown_value",
+    "take_once",
 ]

@@ -1,6 +1,8 @@
 """Prometheus' HTTP API (instant queries: values or labelled series), for cost, advise,
 baseline, usage and fleet: one query function, ``vector_query``, and one fetch, ``http_get``
-(the one HTTP client, ``vllm_ledger.http.client``, with a 30 s total deadline).
+(the one HTTP client, ``vllm_ledger.http.client``, with a 30 s total deadline). ``fleet`` also
+reads the scrape targets (``targets``: ``/api/v1/targets``, which Prometheus, Thanos Query and
+VictoriaMetrics single-node serve) and a label's values (``label_values``).
 
 Every failure is a ``RemoteError`` naming the URL and what to check.
 """
@@ -10,6 +12,8 @@ from __future__ import annotations
 import math
 import urllib.parse
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from vllm_ledger.errors import AnswerTooLarge, ConfigError, RemoteError
 from vllm_ledger.http import client
@@ -53,17 +57,9 @@ def instant_query(
     return [v for _labels, v in vector_query(base_url, expr, at_ts, fetch)]
 
 
-def vector_query(
-    base_url: str, expr: str, at_ts: float | None = None, fetch: Fetch = http_get
-) -> list[tuple[dict[str, str], float]]:
-    """Each series of an instant vector (or scalar) query: its labels (``__name__`` included)
-    and its value. An answer that is not ``{"status": "success", "data": {"result": [...]}}`` is
-    a ``RemoteError``; a series without a ``metric`` object or a number ``value`` is skipped,
-    and so is a NaN. A scalar is one series with no labels."""
-    params = {"query": expr}
-    if at_ts is not None:
-        params["time"] = f"{at_ts:.3f}"
-    url = base_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode(params)
+def _data(base_url: str, url: str, asked: str, fetch: Fetch) -> Any:
+    """The ``data`` of a ``{"status": "success", "data": ...}`` answer at ``url``, or a
+    ``RemoteError`` naming ``asked``."""
     raw = fetch(url)
     try:
         doc = loads(raw, max_bytes=MAX_ANSWER_BYTES, what=f"{base_url}'s answer")
@@ -74,8 +70,28 @@ def vector_query(
     if not isinstance(doc, dict):
         raise RemoteError(f"{base_url} did not answer a Prometheus query with an object", url)
     if doc.get("status") != "success":
-        raise RemoteError(f"Prometheus at {base_url} refused {expr!r}: {doc.get('error')}", url)
-    data = doc.get("data")
+        raise RemoteError(f"Prometheus at {base_url} refused {asked}: {doc.get('error')}", url)
+    return doc.get("data")
+
+
+def vector_query(
+    base_url: str,
+    expr: str,
+    at_ts: float | None = None,
+    fetch: Fetch = http_get,
+    *,
+    keep_nan: bool = False,
+) -> list[tuple[dict[str, str], float]]:
+    """Each series of an instant vector (or scalar) query: its labels (``__name__`` included)
+    and its value. An answer that is not ``{"status": "success", "data": {"result": [...]}}`` is
+    a ``RemoteError``; a series without a ``metric`` object or a number ``value`` is skipped,
+    and so is a NaN unless ``keep_nan`` (a caller that judges every value names it). A scalar is
+    one series with no labels."""
+    params = {"query": expr}
+    if at_ts is not None:
+        params["time"] = f"{at_ts:.3f}"
+    url = base_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode(params)
+    data = _data(base_url, url, repr(expr), fetch)
     result = data.get("result") if isinstance(data, dict) else None
     if isinstance(data, dict) and data.get("resultType") == "scalar":
         result = [{"metric": {}, "value": result}]
@@ -88,10 +104,64 @@ def vector_query(
             value = float(item["value"][1])
         except (KeyError, IndexError, TypeError, ValueError, OverflowError):
             continue
-        if not isinstance(metric, dict) or math.isnan(value):
+        if not isinstance(metric, dict) or (math.isnan(value) and not keep_nan):
             continue
         out.append(({str(k): str(v) for k, v in metric.items()}, value))
     return out
+
+
+@dataclass(frozen=True)
+class Target:
+    """One active scrape target as ``/api/v1/targets`` lists it: its labels after relabelling
+    (``job``, ``instance`` and any added), ``health`` (``up``, ``down``, ``unknown``: not
+    scraped yet) and the last scrape's error (``""`` when none)."""
+
+    labels: dict[str, str]
+    health: str
+    last_error: str
+
+
+def targets(base_url: str, fetch: Fetch = http_get) -> list[Target]:
+    """The store's active scrape targets. A store that scrapes nothing answers an empty list
+    (VictoriaMetrics single-node without ``-promscrape.config``); one without the API (Mimir)
+    answers an HTTP error, a ``RemoteError`` here. Entries that are not objects are skipped."""
+    url = base_url.rstrip("/") + "/api/v1/targets?state=active"
+    data = _data(base_url, url, "/api/v1/targets", fetch)
+    active = data.get("activeTargets") if isinstance(data, dict) else None
+    if not isinstance(active, list):
+        raise RemoteError(f"{base_url} answered /api/v1/targets without activeTargets", url)
+    out: list[Target] = []
+    for item in active:
+        labels = item.get("labels") if isinstance(item, dict) else None
+        if not isinstance(labels, dict):
+            continue
+        out.append(
+            Target(
+                {str(k): str(v) for k, v in labels.items()},
+                str(item.get("health", "unknown")),
+                str(item.get("lastError") or ""),
+            )
+        )
+    return out
+
+
+def label_values(
+    base_url: str,
+    label: str,
+    match: str,
+    start_ts: float,
+    end_ts: float,
+    fetch: Fetch = http_get,
+) -> list[str]:
+    """The values ``label`` takes on the series ``match`` selects between two instants
+    (``/api/v1/label/<label>/values``: the index only, no samples read)."""
+    params = {"match[]": match, "start": f"{start_ts:.3f}", "end": f"{end_ts:.3f}"}
+    path = f"/api/v1/label/{urllib.parse.quote(label)}/values"
+    url = base_url.rstrip("/") + path + "?" + urllib.parse.urlencode(params)
+    data = _data(base_url, url, path, fetch)
+    if not isinstance(data, list):
+        raise RemoteError(f"{base_url} answered {path} without a list", url)
+    return [str(v) for v in data]
 
 
 def first_value(
@@ -105,4 +175,12 @@ def first_value(
     return None
 
 
-__all__ = ["first_value", "http_get", "instant_query", "vector_query"]
+__all__ = [
+    "Target",
+    "first_value",
+    "http_get",
+    "instant_query",
+    "label_values",
+    "targets",
+    "vector_query",
+]

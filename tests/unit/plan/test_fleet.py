@@ -1,19 +1,22 @@
 """The fleet model (plan/fleet.py) and its forms (formats/fleet.py), pure: hosts' window gauges
 as a Prometheus query answers them, summed per host, per model and for the fleet; ok / stale /
-missing / failing hosts named; the queries it asks and how it reads an answer. The live parts
-are in tests/e2e/test_fleet.py; the renderer's own cases in tests/unit/formats/test_fleet.py."""
+missing / failing hosts named; hosts known from ``up`` and the targets API alone; copies of a
+series taken once or named as a conflict; values through the value gate; the queries it asks and
+how it reads an answer. The live parts are in tests/e2e/test_fleet.py; the renderer's own cases
+in tests/unit/formats/test_fleet.py."""
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
 
 from vllm_ledger.errors import RemoteError
 from vllm_ledger.formats.fleet import fleet_dict, render_text
-from vllm_ledger.plan.fleet import build_fleet, queries, read_fleet
-from vllm_ledger.plan.prom import vector_query
+from vllm_ledger.plan.fleet import build_fleet, queries, read_fleet, take_once
+from vllm_ledger.plan.prom import Target, label_values, targets, vector_query
 
 AT = 1_800_000_000.0
 WINDOWS = ("today", "24h", "3d", "7d", "total")
@@ -213,13 +216,273 @@ def test_the_one_query_reads_labels_and_values_and_refuses_nonsense() -> None:
     assert vector_query("http://p", "scalar(up)", None, lambda _u: scalar) == [({}, 4.5)]
 
 
-def test_read_fleet_asks_four_queries_at_one_instant() -> None:
+def test_read_fleet_asks_the_queries_the_jobs_and_the_targets_at_one_instant() -> None:
     asked: list[str] = []
 
     def fetch(url: str) -> bytes:
         asked.append(url)
+        if "/api/v1/label/job/values" in url:
+            return b'{"status":"success","data":["vllm-ledger"]}'
+        if "/api/v1/targets" in url:
+            raise RemoteError(f"cannot read {url}: HTTP 404 Not Found", url)
         return _answer([])
 
     fleet = read_fleet("http://p:9090", clock=lambda: AT, fetch=fetch)
-    assert len(asked) == 4 and all("time=1800000000.000" in u for u in asked)
+    assert len(asked) == 8
+    assert [u.split("time=")[-1] for u in asked[:6]] == [
+        *["1800000000.000"] * 5,
+        "1800000300.000",  # the samples stamped ahead of the query's instant
+    ]
+    assert "start=1799395200.000&end=1800000000.000" in asked[6]  # the jobs of the last 7 days
+    assert asked[7] == "http://p:9090/api/v1/targets?state=active"
     assert fleet.at_ts == AT and fleet.hosts == ()
+    assert fleet.notes == (
+        "/api/v1/targets was not read (cannot read http://p:9090/api/v1/targets?state=active: "
+        "HTTP 404 Not Found): hosts come from the series and up only",
+    )
+    asked.clear()
+    read_fleet("http://p:9090", job="vllm-ledger", clock=lambda: AT, fetch=fetch)
+    assert not any("/label/" in u for u in asked)  # --job: no jobs to find
+
+
+def test_the_targets_and_a_label_s_values_are_read_and_checked() -> None:
+    doc = {
+        "status": "success",
+        "data": {
+            "activeTargets": [
+                {
+                    "labels": {"instance": "a:1", "job": "j"},
+                    "health": "down",
+                    "lastError": "connection refused",
+                },
+                {"labels": {"instance": "b:1", "job": "j"}, "health": "up", "lastError": ""},
+                {"labels": "not an object", "health": "up"},
+                "not an object",
+            ],
+            "droppedTargets": [],
+        },
+    }
+    got = targets("http://p", lambda _u: json.dumps(doc).encode())
+    assert got == [
+        Target({"instance": "a:1", "job": "j"}, "down", "connection refused"),
+        Target({"instance": "b:1", "job": "j"}, "up", ""),
+    ]
+    with pytest.raises(RemoteError, match="without activeTargets"):
+        targets("http://p", lambda _u: b'{"status":"success","data":{}}')
+    ok = b'{"status":"success","data":["a","b"]}'
+    assert label_values("http://p", "job", "up", 0, 1, lambda _u: ok) == ["a", "b"]
+    with pytest.raises(RemoteError, match="without a list"):
+        label_values("http://p", "job", "up", 0, 1, lambda _u: _answer([]))
+
+
+def _fresh(target: str, **extra: str) -> Sample:
+    return ({"instance": target, "job": "vllm-ledger", **extra}, AT - 2)
+
+
+def test_hosts_known_only_from_up_or_the_targets_api_are_named_missing() -> None:
+    a = _host("a:9464", {("a:8000", "m"): 100})
+    stopped = _host("b:9464", {("b:8000", "m"): 7})  # its series still there, its up 0
+    newest = [_fresh("a:9464"), _fresh("b:9464")]
+    up = [
+        _target("a:9464", 1),
+        _target("b:9464", 0),
+        _target("never:9464", 0),  # down from the start: no ledger series ever
+        _target("idle:9464", 1),  # up, serves no ledger series: not a host
+        ({"instance": "node:9100", "job": "node"}, 0),  # another job: not a host
+    ]
+    up_seen = [*up, _target("gone:9464", 1)]  # up within the lookback, none now
+    scrape = [
+        Target({"instance": "never:9464", "job": "vllm-ledger"}, "down", "connection refused"),
+        Target({"instance": "new:9464", "job": "vllm-ledger"}, "unknown", ""),
+        Target({"instance": "a:9464", "job": "vllm-ledger"}, "up", ""),
+    ]
+    fleet = build_fleet(
+        [*a, *stopped],
+        newest,
+        up,
+        newest,
+        up_seen=up_seen,
+        scrape_targets=scrape,
+        jobs=["vllm-ledger"],
+        source="s",
+        at_ts=AT,
+    )
+    got = {h.name: (h.state, h.why, h.found) for h in fleet.hosts}
+    assert got == {
+        "a:9464": ("ok", "", ("series", "up", "targets")),
+        "b:9464": ("missing", "its target is down (up == 0)", ("series", "up")),
+        "gone:9464": (
+            "missing",
+            "no up sample now, some within the lookback: its target left the scrape config, "
+            "or the store stopped receiving it",
+            ("up",),
+        ),
+        "never:9464": (
+            "missing",
+            "its target is down (up == 0): connection refused",
+            ("up", "targets"),
+        ),
+        "new:9464": (
+            "missing",
+            "its target has not been scraped yet (health unknown in /api/v1/targets)",
+            ("targets",),
+        ),
+    }
+    assert fleet.missing == ("b:9464", "gone:9464", "never:9464", "new:9464")
+    assert fleet.total["today"].input_tokens == 100  # b's series are there, not counted
+    assert fleet.complete == dict.fromkeys(WINDOWS, False)
+    assert fleet.notes == (
+        "1 up targets of the ledger jobs serve no vllm_ledger series within the lookback, "
+        "so are not hosts: vllm-ledger/idle:9464",
+    )
+    text = render_text(fleet)
+    assert "5 hosts from s, 1 counted, 4 missing; stale after 60 s" in text
+    assert "  never:9464 [missing]" in text
+    assert "  never:9464: its target is down (up == 0): connection refused\n" in text
+    # The same target down in one replica and up in the other is up.
+    replicas = [
+        ({**_target("a:9464", 0)[0], "replica": "r1"}, 0.0),
+        ({**_target("a:9464", 1)[0], "replica": "r2"}, 1.0),
+    ]
+    one = build_fleet(a, [_fresh("a:9464")], replicas, [], source="s", at_ts=AT)
+    assert [(h.name, h.state) for h in one.hosts] == [("a:9464", "ok")]
+
+
+def test_copies_of_a_series_with_one_value_are_taken_once() -> None:
+    direct = _host("a:9464", {("a:8000", "m"): 5150, ("a:8001", "n"): 3})
+    federated = _host("a:9464", {("a:8000", "m"): 5150, ("a:8001", "n"): 3})
+    for labels, _v in federated:
+        labels["job"] = "federate"
+    replicas = [({**labels, "replica": "r2"}, v) for labels, v in direct]
+    fleet = build_fleet(
+        [*direct, *federated, *replicas],
+        [_fresh("a:9464")],
+        [_target("a:9464", 1), ({"instance": "a:9464", "job": "federate"}, 1.0)],
+        [],
+        source="s",
+        at_ts=AT,
+    )
+    assert fleet.hosts[0].windows["total"].input_tokens == 5153  # not 15,459
+    assert fleet.total["today"].output_tokens == 515
+    assert fleet.total["7d"].decode_seconds == 0.5
+    assert fleet.duplicates == len(direct)
+    assert fleet.duplicate_labels == ("job", "replica")
+    assert fleet.conflicts == () and fleet.complete == dict.fromkeys(WINDOWS, True)
+    assert (
+        f"{len(direct)} duplicate series taken once (the copies differ only in job, replica)\n"
+        in render_text(fleet)
+    )
+
+
+def test_copies_with_different_values_are_a_conflict_never_summed() -> None:
+    r1 = _host("a:9464", {("a:8000", "m"): 100}, extra={"replica": "r1"})
+    r2 = _host("a:9464", {("a:8000", "m"): 100}, extra={"replica": "r2"})
+    r2 = [
+        (labels, 120.0)
+        if labels["__name__"] == "vllm_ledger_window_input_tokens" and labels["window"] == "3d"
+        else (labels, v)
+        for labels, v in r2
+    ]
+    b = _host("b:9464", {("b:8000", "m"): 1})
+    fleet = build_fleet(
+        [*r1, *r2, *b], [_fresh("a:9464"), _fresh("b:9464")], [], [], source="s", at_ts=AT
+    )
+    assert len(fleet.conflicts) == 1
+    c = fleet.conflicts[0]
+    assert (c.host, c.window, c.values, c.differ_in) == (
+        "a:9464",
+        "3d",
+        (100.0, 120.0),
+        ("replica",),
+    )
+    assert c.series == (
+        'vllm_ledger_window_input_tokens{ledger_instance="a:8000",model_name="m",window="3d"}'
+    )
+    assert fleet.total["3d"].input_tokens == 1  # neither 100 nor 120 nor 220
+    assert fleet.total["7d"].input_tokens == 101
+    assert fleet.complete == {**dict.fromkeys(WINDOWS, True), "3d": False}
+    assert fleet.models[0].complete["3d"] is False
+    assert fleet.incomplete == (
+        'a:9464: conflict: vllm_ledger_window_input_tokens{ledger_instance="a:8000",'
+        'model_name="m",window="3d"} is 100 and 120 (the copies differ in replica): not counted',
+    )
+    assert render_text(fleet).splitlines()[2].split() == [
+        "a:9464", "100/10", "100/10", "0/10*", "100/10", "100/10",
+    ]  # fmt: skip
+
+
+def test_values_pass_the_value_gate() -> None:
+    a = _host("a:9464", {("a:8000", "m"): 100})
+    bad = {"instance": "a:9464", "job": "vllm-ledger", "ledger_instance": "a:8000"}
+    samples = [
+        *a,
+        ({**bad, "__name__": "vllm_ledger_window_requests", "model_name": "m", "window": "today"},
+         -3.0),
+        ({**bad, "__name__": "vllm_ledger_window_cached_tokens", "model_name": "m",
+          "window": "24h"}, math.nan),
+        ({**bad, "__name__": "vllm_ledger_window_output_tokens", "model_name": "x",
+          "window": "3d"}, 1e300),
+        ({**bad, "__name__": "vllm_ledger_window_input_tokens", "model_name": "x",
+          "window": "7d"}, 2.5),
+        ({**bad, "__name__": "vllm_ledger_window_decode_seconds", "model_name": "x",
+          "window": "7d"}, 1.125),  # seconds need not be whole
+        (
+            {**bad, "__name__": "vllm_ledger_window_complete", "window": "total"}
+            | {"ledger_instance": "a:8009"},
+            math.inf,
+        ),
+    ]  # fmt: skip
+    fleet = build_fleet(samples, [_fresh("a:9464")], [], [], source="s", at_ts=AT)
+    assert [(r.window, r.why) for r in fleet.refused] == [
+        ("today", 'vllm_ledger_window_requests{ledger_instance="a:8000",model_name="m",'
+         'window="today"} -3 is negative'),
+        ("24h", 'vllm_ledger_window_cached_tokens{ledger_instance="a:8000",model_name="m",'
+         'window="24h"} nan is not a number'),
+        ("3d", 'vllm_ledger_window_output_tokens{ledger_instance="a:8000",model_name="x",'
+         'window="3d"} 1e+300 is above 4.61169e+18, the most it can be'),
+        ("7d", 'vllm_ledger_window_input_tokens{ledger_instance="a:8000",model_name="x",'
+         'window="7d"} 2.5 is not a whole number'),
+        ("total", 'vllm_ledger_window_complete{ledger_instance="a:8009",window="total"} inf '
+         "is not finite"),
+    ]  # fmt: skip
+    h = fleet.hosts[0]
+    assert [h.windows[w].input_tokens for w in WINDOWS] == [100] * 5
+    assert h.windows["3d"].output_tokens == 10 and h.windows["7d"].decode_seconds == 1.375
+    assert h.windows["today"].requests == 0
+    assert fleet.complete == dict.fromkeys(WINDOWS, False)
+    assert fleet.incomplete[0].startswith("a:9464: refused vllm_ledger_window_requests{")
+    assert fleet.incomplete[0].endswith("-3 is negative: not counted")
+    doc = fleet_dict(fleet)
+    json.dumps(doc, allow_nan=False)
+    assert [r["value"] for r in doc["refused"]] == [-3, "nan", 1e300, 2.5, "inf"]
+
+
+def test_a_sample_stamped_ahead_of_the_query_names_the_host_s_clock() -> None:
+    a = _host("a:9464", {("a:8000", "m"): 1})
+    b = _host("b:9464", {("b:8000", "m"): 2})
+    ahead = [_target("a:9464", AT + 30), _target("b:9464", AT + 240)]  # a: within 60 s
+    fleet = build_fleet(
+        [*a, *b], [_fresh("a:9464"), _fresh("b:9464")], [], [], ahead=ahead, source="s", at_ts=AT
+    )
+    assert [(h.name, h.state, h.clock_ahead_s) for h in fleet.hosts] == [
+        ("a:9464", "ok", None),
+        ("b:9464", "ok", 240.0),
+    ]
+    assert fleet.incomplete == (
+        "b:9464: clock ahead: vllm_ledger_report_ok is stamped 240 s after the time it was "
+        "asked at (at most 60 s allowed): that host's clock is ahead",
+    )
+    assert fleet.complete == dict.fromkeys(WINDOWS, False)
+    assert fleet.total["today"].input_tokens == 3
+
+
+def test_take_once_keeps_one_copy_and_names_differences() -> None:
+    x = {"__name__": "vllm_ledger_window_requests", "instance": "a", "window": "7d"}
+    once, dups, differ, conflicts = take_once(
+        [
+            ({**x, "job": "j1"}, math.nan),
+            ({**x, "job": "j2"}, math.nan),  # NaN and NaN: the same value
+            ({**x, "window": "3d"}, 1.0),
+        ]
+    )
+    assert len(once) == 2 and dups == 1 and differ == {"job"} and conflicts == []
