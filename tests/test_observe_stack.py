@@ -19,6 +19,7 @@ from tests.conftest import run_cli
 from tests.e2e.prom import is_gpu_metric, metric_names, promtool
 from tests.ledgers import ev, write_ledger
 from tests.vllm_source import vllm_metric_names
+from vllm_ledger.notify.alerts import MAX_ALERTS
 from vllm_ledger.observe.alerts import alert_rules
 from vllm_ledger.observe.dashboard import expressions, interpolate
 from vllm_ledger.observe.exporter import families
@@ -92,31 +93,103 @@ def test_prometheus_config_scrapes_every_target_and_alerts_to_alertmanager(
     assert f"SUCCESS: {len(alert_rules())} rules found" in r.stdout
 
 
-def test_alertmanager_routes_every_alert_to_the_webhook(tmp_path: Path) -> None:
-    code, _out, err = run_cli("observability", str(tmp_path / "p"))
-    assert code == 0
-    assert f"note: alerts go to the placeholder {PLACEHOLDER}" in err
-    am = _load(tmp_path / "p" / "alertmanager.yml")
-    assert am["receivers"] == [
-        {"name": "notifier", "webhook_configs": [{"url": PLACEHOLDER, "send_resolved": True}]}
-    ]
-    out = _stack(tmp_path, "--webhook-url", "http://192.168.1.5:9095/alerts")
-    am = _load(out / "alertmanager.yml")
-    assert am["route"]["receiver"] == "notifier"
-    assert am["route"]["group_by"] == ["alertname", "instance", "ledger_instance", "model_name"]
-    assert am["receivers"][0]["webhook_configs"][0]["url"] == "http://192.168.1.5:9095/alerts"
+def _amtool_check(path: Path) -> None:
     if not os.path.exists(AMTOOL):
         pytest.skip("amtool is not installed (scripts/setup.sh installs it)")
     import subprocess
 
     r = subprocess.run(
-        [AMTOOL, "check-config", str(out / "alertmanager.yml")],
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [AMTOOL, "check-config", str(path)], capture_output=True, text=True, timeout=60
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "SUCCESS" in r.stdout and "1 receivers" in r.stdout
+
+
+def _webhook(url: str, credentials_file: str) -> dict[str, Any]:
+    return {
+        "url": url,
+        "send_resolved": True,
+        "max_alerts": 100,  # what the notifier reads of one post (notify.alerts.MAX_ALERTS)
+        "http_config": {"authorization": {"type": "Bearer", "credentials_file": credentials_file}},
+    }
+
+
+def test_alertmanager_routes_every_alert_to_the_webhook(tmp_path: Path) -> None:
+    code, _out, err = run_cli("observability", str(tmp_path / "p"))
+    assert code == 0
+    assert f"note: alerts go to the placeholder {PLACEHOLDER}" in err
+    am = _load(tmp_path / "p" / "alertmanager.yml")
+    # the compose file's Alertmanager reads the token where compose mounts it
+    assert am["receivers"] == [
+        {"name": "notifier", "webhook_configs": [_webhook(PLACEHOLDER, "/etc/alertmanager/token")]}
+    ]
+    assert MAX_ALERTS == 100
+    out = _stack(tmp_path, "--webhook-url", "http://192.168.1.5:9095/alerts")
+    am = _load(out / "alertmanager.yml")
+    assert am["route"]["receiver"] == "notifier"
+    assert am["route"]["group_by"] == ["alertname", "instance", "ledger_instance", "model_name"]
+    assert am["receivers"][0]["webhook_configs"] == [
+        _webhook("http://192.168.1.5:9095/alerts", "/etc/alertmanager/token")
+    ]
+    _amtool_check(out / "alertmanager.yml")
+
+
+def test_the_bearer_token_file_is_written_once_and_mounted(tmp_path: Path) -> None:
+    out = tmp_path / "stack"
+    code, _out, err = run_cli("observability", str(out))
+    assert code == 0, err
+    token = out / "alertmanager-token"
+    assert (token.stat().st_mode & 0o777) == 0o600
+    first = token.read_text()
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43}\n", first), first
+    assert (
+        f"note: wrote a new Alertmanager token to {token} (mode 0600; the container reads it "
+        f"as nobody: sudo chown 65534 {token}): give the notifier the same token as its "
+        "alertmanager_token_file (docs/observability.md)\n"
+    ) in err
+    am = _load(out / "compose.yaml")["services"]["alertmanager"]
+    assert "./alertmanager-token:/etc/alertmanager/token:ro" in am["volumes"]
+    # run again: the token is kept (never replaced), and nothing is said about it
+    code, _out, err = run_cli("observability", str(out))
+    assert code == 0 and token.read_text() == first and "token" not in err
+    # an Alertmanager of your own reads the file named in alertmanager.yml, from its folder
+    code, _out, err = run_cli("observability", str(out), "--alertmanager", "10.0.0.7:9093")
+    assert code == 0 and token.read_text() == first
+    hooks = _load(out / "alertmanager.yml")["receivers"][0]["webhook_configs"]
+    assert hooks == [_webhook(PLACEHOLDER, "alertmanager-token")]
+    _amtool_check(out / "alertmanager.yml")
+
+
+def test_the_token_file_can_be_the_notifiers_own(tmp_path: Path, monkeypatch: Any) -> None:
+    (tmp_path / "etc").mkdir()
+    theirs = tmp_path / "etc" / "am_token"
+    theirs.write_text("s3cret\n")
+    monkeypatch.chdir(tmp_path)  # a relative FILE is from the current folder, made absolute
+    flag = ("--alertmanager-token-file", "etc/am_token")
+    code, _out, err = run_cli("observability", "s", *flag, "--alertmanager", "h:9093")
+    assert code == 0, err
+    hooks = _load(tmp_path / "s" / "alertmanager.yml")["receivers"][0]["webhook_configs"]
+    assert hooks == [_webhook(PLACEHOLDER, str(theirs))]
+    code, _out, err = run_cli("observability", "s", *flag)
+    assert code == 0, err
+    am = _load(tmp_path / "s" / "compose.yaml")["services"]["alertmanager"]
+    assert f"{theirs}:/etc/alertmanager/token:ro" in am["volumes"]
+    # kept as it was, nothing written beside the stack, nothing said
+    assert "token" not in err and theirs.read_text() == "s3cret\n"
+    assert not (tmp_path / "s" / "alertmanager-token").exists()
+
+
+def test_a_folder_where_the_token_should_be_is_refused(tmp_path: Path) -> None:
+    # docker compose makes a folder where a mounted file is missing
+    (tmp_path / "s" / "alertmanager-token").mkdir(parents=True)
+    code, out, err = run_cli("observability", str(tmp_path / "s"))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"vllm-ledger: error: {tmp_path / 's' / 'alertmanager-token'} is not a regular file "
+        "(docker compose makes a folder where a mounted file is missing): remove it and run "
+        "again, or give --alertmanager-token-file FILE\n"
+    )
+    assert not (tmp_path / "s" / "alertmanager.yml").exists()  # refused before writing
 
 
 def test_an_existing_alertmanager_is_scraped_not_run(tmp_path: Path) -> None:
@@ -135,7 +208,11 @@ def test_compose_runs_prometheus_alertmanager_grafana_on_3300_and_dcgm(tmp_path:
     assert "./alerts.yml:/etc/prometheus/alerts.yml:ro" in services["prometheus"]["volumes"]
     am = services["alertmanager"]
     assert am["ports"] == ["9093:9093"]
-    assert "./alertmanager.yml:/etc/alertmanager/alertmanager.yml:ro" in am["volumes"]
+    assert am["volumes"] == [
+        "./alertmanager.yml:/etc/alertmanager/alertmanager.yml:ro",
+        "./alertmanager-token:/etc/alertmanager/token:ro",
+        "alertmanager-data:/alertmanager",
+    ]
     assert "--config.file=/etc/alertmanager/alertmanager.yml" in am["command"]
     assert services["prometheus"]["depends_on"] == ["alertmanager"]
     dcgm = services["dcgm-exporter"]
@@ -180,6 +257,7 @@ def test_no_dcgm_and_an_external_dcgm(tmp_path: Path) -> None:
         (["--runbook-url", "a b"], "--runbook-url 'a b' is not a URL or path"),
         (["--alerts", "some"], "argument --alerts: invalid choice: 'some'"),
         (["--max-model-len", "0"], "--max-model-len '0' is out of range"),
+        (["--alertmanager-token-file", "a:b"], "--alertmanager-token-file 'a:b' is not a file"),
     ],
 )
 def test_bad_flags_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:

@@ -1,6 +1,8 @@
 """Alerts routed end to end: the generated prometheus.yml, alerts.yml and alertmanager.yml run
 in a real Prometheus and a real Alertmanager (Debian's), and a firing alert reaches a webhook
-receiver started by this test, with the labels that name its instance.
+receiver started by this test, with the labels that name its instance and the bearer token
+that ``observability`` wrote beside the files (``credentials_file``, read by Alertmanager from
+alertmanager.yml's folder).
 
 The rule that fires is the generated "vLLM target down" rule against a vLLM target that is a
 closed port on 127.0.0.1 (and "ledger exporter down" against a closed exporter port), with
@@ -40,6 +42,7 @@ class Receiver:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.authorizations: list[str | None] = []
         received = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -47,6 +50,7 @@ class Receiver:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
                 received.paths.append(self.path)
+                received.authorizations.append(self.headers.get("Authorization"))
                 received.bodies.append(body)
                 self.send_response(200)
                 self.end_headers()
@@ -108,7 +112,10 @@ def test_a_firing_rule_reaches_the_webhook_with_its_instance(
     r = promtool("check", "config", str(stack / "prometheus.yml"))
     assert r.returncode == 0, r.stdout + r.stderr
     am_config = yaml.safe_load((stack / "alertmanager.yml").read_text())
-    assert am_config["receivers"][0]["webhook_configs"][0]["url"] == receiver.url
+    hook = am_config["receivers"][0]["webhook_configs"][0]
+    assert hook["url"] == receiver.url and hook["max_alerts"] == 100
+    assert hook["http_config"]["authorization"]["credentials_file"] == "alertmanager-token"
+    token = (stack / "alertmanager-token").read_text().strip()
     am_config["route"]["group_wait"] = "1s"  # the one test-only edit: 30 s otherwise
     (stack / "alertmanager.yml").write_text(yaml.safe_dump(am_config))
     if os.path.exists(AMTOOL):
@@ -159,6 +166,7 @@ def test_a_firing_rule_reaches_the_webhook_with_its_instance(
     body = receiver.bodies[0]
     assert body["receiver"] == "notifier" and body["version"] == "4"
     assert set(receiver.paths) == {"/alerts"}
+    assert set(receiver.authorizations) == {f"Bearer {token}"}
     # grouped per alert and instance: one notification per (alertname, instance)
     groups = {tuple(sorted(b["groupLabels"].items())) for b in receiver.bodies}
     assert (("alertname", "VLLMTargetDown"), ("instance", "gpu-test:8000")) in groups

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -27,9 +28,11 @@ from vllm_ledger.observe.stack import (
     ALERTMANAGER_SERVICE_TARGET,
     DCGM_SERVICE_TARGET,
     DEFAULT_EXPORTER_TARGET,
+    DEFAULT_TOKEN_FILE,
     DEFAULT_VLLM_TARGET,
     GRAFANA_PORT,
     PLACEHOLDER_WEBHOOK,
+    TOKEN_IN_CONTAINER,
     StackSpec,
     check_named_target,
     check_target,
@@ -88,6 +91,16 @@ def _runbook(value: str) -> str:
     return value
 
 
+def _token_file(value: str) -> str:
+    """A file path (made absolute here) that compose's volume syntax can carry: no ':' or ','."""
+    if not value or any(c in value for c in ":,\n") or len(value) > 4096:
+        raise BadArgument(
+            f"--alertmanager-token-file {value[:80]!r} is not a file path without ':' or ',': "
+            "give e.g. --alertmanager-token-file /etc/notify/alertmanager_token"
+        )
+    return os.path.abspath(os.path.expanduser(value))
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     d = Thresholds()
     add_output_folder(
@@ -133,6 +146,15 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="where Alertmanager posts alerts: the notifier's webhook (default: the notifier's "
         f"/alertmanager on the Docker host, {PLACEHOLDER_WEBHOOK})",
+    )
+    p.add_argument(
+        "--alertmanager-token-file",
+        type=_token_file,
+        metavar="FILE",
+        help="the bearer token Alertmanager sends to the webhook: the same token as the "
+        "notifier's alertmanager_token_file (default OUT_DIR/"
+        f"{DEFAULT_TOKEN_FILE}; a new random token is written there when the file does not "
+        f"exist, an existing one is kept; the compose file mounts it at {TOKEN_IN_CONTAINER})",
     )
     p.add_argument(
         "--alerts",
@@ -293,6 +315,7 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
         alertmanager_target=am,
         alertmanager_service=args.alertmanager is None,
         webhook_url=args.webhook_url,
+        token_file=args.alertmanager_token_file or DEFAULT_TOKEN_FILE,
         scrape_interval=args.scrape_interval,
         alerts=args.alerts,
         runbook=args.runbook_url,
@@ -325,8 +348,17 @@ def run(args: argparse.Namespace) -> int:
         if (out_dir / rel).parent.is_dir():
             check_output(out_dir / rel, flag="--output", example="--output ./monitoring")
     written = write_stack(out_dir, spec)
-    for path in written:
+    for path in written.files:
         print(path)
+    if written.token_created:
+        path = written.token_file
+        reader = f"; the container reads it as nobody: sudo chown 65534 {path}"
+        print(
+            f"note: wrote a new Alertmanager token to {path} (mode 0600"
+            f"{reader if spec.alertmanager_service else ''}): give the notifier the same token "
+            "as its alertmanager_token_file (docs/observability.md)",
+            file=sys.stderr,
+        )
     targets = [a for a, _n in spec.vllm_targets] + [spec.exporter_target[0]]
     if spec.dcgm_target:
         targets.append(spec.dcgm_target[0])

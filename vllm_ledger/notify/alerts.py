@@ -2,10 +2,14 @@
 
 Each alert is keyed by ``fingerprint``, ``status`` and ``startsAt``: Alertmanager re-sends a
 firing group every ``repeat_interval`` and after restarts, and each key is notified once
-(``Store.queue_alert``). At most ``MAX_ALERTS`` alerts of one body are read. The text carries
-the alert's name, status and a few labels and the summary, with control characters dropped
-and each value cut to ``MAX_VALUE_CHARS``: those strings come from our own rules and targets,
-not from a deployment host.
+(``Store.queue_alert``). At most ``MAX_ALERTS`` alerts of one body are read (the generated
+alertmanager.yml sends at most as many: ``max_alerts``). The text carries the alert's name,
+status and a few labels and the summary, with control characters dropped and each value cut to
+``MAX_VALUE_CHARS``. Those strings are not all ours: ``model_name`` and ``ledger_instance`` (and
+the summaries that name them) come from a deployment host, and anyone who can write a label or
+a rule can put ``<!channel>`` or ``<at user_id="all">`` in one. They are shown as text all the
+same: each platform's ``body`` neutralises its own mention and link markup
+(``notify/platforms``; docs/notifier.md, "Mentions and links").
 """
 
 from __future__ import annotations

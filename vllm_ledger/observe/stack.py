@@ -5,18 +5,29 @@ Alertmanager, Grafana (on 3300) and the DCGM exporter.
 ``documents(spec)`` builds every file's content as data (pure); ``write_stack`` renders and
 writes them (YAML through PyYAML, the ``observability`` extra). The ledger exporter is not in the
 compose file: it runs on the host that holds the ledgers (``vllm-ledger exporter``).
+
+Alertmanager posts to the webhook with ``Authorization: Bearer`` and the token in
+``spec.token_file`` (``http_config.authorization.credentials_file``), at most ``MAX_ALERTS`` alerts
+a post (``max_alerts``: what the notifier reads of one body). The compose file mounts that file
+read-only at ``TOKEN_IN_CONTAINER``; for an Alertmanager of your own, alertmanager.yml names the
+file itself (a relative path is read from alertmanager.yml's folder, Alertmanager's rule).
+``write_stack`` writes a new random token there when the file does not exist, and never
+replaces one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import BadArgument, MissingExtra
 from vllm_ledger.names import LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL
+from vllm_ledger.notify.alerts import MAX_ALERTS
 from vllm_ledger.observe.alerts import (
     DCGM_JOB,
     DEFAULT_RUNBOOK,
@@ -40,6 +51,10 @@ ALERTMANAGER_SERVICE_TARGET = "alertmanager:9093"
 # host.docker.internal to it for the Alertmanager container; the notifier must then listen on
 # an address the container reaches, e.g. "listen": "0.0.0.0:9095").
 PLACEHOLDER_WEBHOOK = f"http://{HOST_GATEWAY}:9095/alertmanager"
+# The bearer token Alertmanager sends: a file beside the stack's files (relative to the output
+# folder) unless --alertmanager-token-file names another; the compose file mounts it here.
+DEFAULT_TOKEN_FILE = "alertmanager-token"
+TOKEN_IN_CONTAINER = "/etc/alertmanager/token"
 GRAFANA_PORT = 3300
 
 PROMETHEUS_IMAGE = "prom/prometheus:v2.53.0"
@@ -110,6 +125,8 @@ class StackSpec:
     alertmanager_target: str = ALERTMANAGER_SERVICE_TARGET
     alertmanager_service: bool = True  # run Alertmanager in the compose file
     webhook_url: str = PLACEHOLDER_WEBHOOK
+    # the bearer token's file on the host: relative to the output folder, or absolute
+    token_file: str = DEFAULT_TOKEN_FILE
     scrape_interval: str = "15s"
     thresholds: Thresholds = field(default_factory=Thresholds)
     alerts: AlertSet = "full"
@@ -146,7 +163,9 @@ def prometheus_config(spec: StackSpec) -> dict[str, Any]:
 
 
 def alertmanager_config(spec: StackSpec) -> dict[str, Any]:
-    """One route: every alert to the webhook, grouped per alert and per instance and model."""
+    """One route: every alert to the webhook, grouped per alert and per instance and model; the
+    webhook gets the bearer token and at most ``MAX_ALERTS`` alerts a post."""
+    token = TOKEN_IN_CONTAINER if spec.alertmanager_service else spec.token_file
     return {
         "route": {
             "receiver": "notifier",
@@ -158,7 +177,16 @@ def alertmanager_config(spec: StackSpec) -> dict[str, Any]:
         "receivers": [
             {
                 "name": "notifier",
-                "webhook_configs": [{"url": spec.webhook_url, "send_resolved": True}],
+                "webhook_configs": [
+                    {
+                        "url": spec.webhook_url,
+                        "send_resolved": True,
+                        "max_alerts": MAX_ALERTS,
+                        "http_config": {
+                            "authorization": {"type": "Bearer", "credentials_file": token}
+                        },
+                    }
+                ],
             }
         ],
     }
@@ -196,6 +224,12 @@ def dashboard_provisioning() -> dict[str, Any]:
             }
         ],
     }
+
+
+def _bind_source(path: str) -> str:
+    """A host path as compose's short volume syntax takes it: a relative one must start with
+    ``.`` (``alertmanager-token`` alone would name a volume)."""
+    return path if path.startswith(("/", "./", "../")) else f"./{path}"
 
 
 def compose(spec: StackSpec) -> dict[str, Any]:
@@ -239,6 +273,7 @@ def compose(spec: StackSpec) -> dict[str, Any]:
             ],
             "volumes": [
                 f"./{ALERTMANAGER_YML}:/etc/alertmanager/{ALERTMANAGER_YML}:ro",
+                f"{_bind_source(spec.token_file)}:{TOKEN_IN_CONTAINER}:ro",
                 "alertmanager-data:/alertmanager",
             ],
             "ports": ["9093:9093"],
@@ -298,10 +333,52 @@ def render(path: str, doc: Any) -> str:
     return _yaml(doc)
 
 
-def write_stack(out_dir: Path, spec: StackSpec) -> list[Path]:
-    """Write the stack under ``out_dir`` (created if needed); returns the files written."""
+@dataclass(frozen=True)
+class Written:
+    """What ``write_stack`` wrote: the stack's files, and the token's file (``token_created``
+    when it wrote a new token there, False when the file was already there)."""
+
+    files: list[Path]
+    token_file: Path
+    token_created: bool
+
+
+def token_path(out_dir: Path, spec: StackSpec) -> Path:
+    return out_dir / spec.token_file  # an absolute token_file stays itself
+
+
+def _check_token_file(path: Path) -> None:
+    if os.path.lexists(path) and not path.is_file():
+        raise BadArgument(
+            f"{path} is not a regular file (docker compose makes a folder where a mounted file "
+            "is missing): remove it and run again, or give --alertmanager-token-file FILE"
+        )
+
+
+def _create_token_file(path: Path) -> bool:
+    """A new random token in ``path``, mode 0600, unless the file exists (then kept as is)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        _check_token_file(path)
+        return False
+    except OSError as exc:
+        raise BadArgument(
+            f"cannot write the Alertmanager token {path}: {exc.strerror}: give "
+            "--alertmanager-token-file FILE in a folder that exists"
+        ) from exc
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(secrets.token_urlsafe(32) + "\n")
+    return True
+
+
+def write_stack(out_dir: Path, spec: StackSpec) -> Written:
+    """Write the stack under ``out_dir`` (created if needed), and a new token in its token file
+    when that file does not exist."""
     if out_dir.exists() and not out_dir.is_dir():
         raise BadArgument(f"{out_dir} exists and is not a directory: pass a folder for the stack")
+    token = token_path(out_dir, spec)
+    _check_token_file(token)
     written = []
     for rel, doc in documents(spec).items():
         text = render(rel, doc)
@@ -309,16 +386,20 @@ def write_stack(out_dir: Path, spec: StackSpec) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         written.append(path)
-    return written
+    return Written(written, token, _create_token_file(token))
 
 
 __all__ = [
     "DATASOURCE_UID",
+    "DEFAULT_TOKEN_FILE",
     "PLACEHOLDER_WEBHOOK",
+    "TOKEN_IN_CONTAINER",
     "StackSpec",
+    "Written",
     "check_named_target",
     "check_target",
     "documents",
     "is_loopback",
+    "token_path",
     "write_stack",
 ]

@@ -15,7 +15,9 @@
 ``PLATFORMS`` is the registry (name -> ``Platform``, in the order above); the config's
 ``platform`` is checked against ``names()``, the notifier serves ``inbound()``'s routes, and
 ``send`` asks ``get(name)`` for the body, the signature, the URL and the success rule. A new
-platform is a module that builds its ``Platform`` (``base.py``) and one line in ``_ALL``.
+platform is a module that builds its ``Platform`` (``base.py``) and one line in ``_ALL``. Each
+``body`` neutralises its platform's mentions and links in the whole text (``base.joined``;
+docs/notifier.md, "Mentions and links").
 
 ``send`` posts through the one HTTP client (``vllm_ledger.http.client``) with one deadline,
 ``timeout_s`` (the notifier's ``deliver_timeout_s``), for the whole request: connect, send,

@@ -6,17 +6,29 @@ configured address is not posted to as is. Its ``inbound``, where the platform s
 requests with a user's command, says how one comes in: the route, the secret's setting, the
 signature check and the body read into the ``{message_id, text}`` command that
 ``POST /command`` takes.
+
+Every message is plain text from our own templates with outside strings in it (alert labels
+and summaries, instance names), and the templates hold no markup of any platform: so each
+platform's ``body`` neutralises its mention and link markup in the whole text (docs/notifier.md,
+"Mentions and links"). ``joined`` does it: a word joiner (U+2060: no width, no line break)
+after each character that opens such markup, so ``@all`` shows as ``@\u2060all`` (read
+``@all``) and mentions no one, and inside the ``](`` / ``][`` of every markdown link
+(``unlinked``). Slack escapes ``&``, ``<`` and ``>`` instead of joining, its documented way.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_ledger.errors import LedgerError
 from vllm_ledger.notify.signing import Verdict
+
+WORD_JOINER = "\u2060"
+_LINK = re.compile(r"\](?=[(\[])")  # the middle of [text](url) and [text][ref]
 
 # the body of one command, as ``POST /command`` takes it: {"message_id": ..., "text": ...}
 CommandBody = dict[str, object]
@@ -59,6 +71,20 @@ class Inbound:
     body_name: str
 
 
+def unlinked(text: str) -> str:
+    """``text`` with a word joiner inside every ``](`` and ``][``: ``[t](u)`` becomes
+    ``[t]\u2060(u)``, a markdown link no more; a ``]`` elsewhere (``usage[19001].target``) is
+    left alone."""
+    return _LINK.sub("]" + WORD_JOINER, text)
+
+
+def joined(text: str, after: str) -> str:
+    """``text`` with a word joiner after each character in ``after`` (``@all`` becomes
+    ``@\u2060all``, ``<at`` becomes ``<\u2060at``) and in every markdown link (``unlinked``):
+    the characters are all still there and read the same, and none opens markup any more."""
+    return unlinked(text.translate({ord(c): c + WORD_JOINER for c in after}))
+
+
 def accepted(status: int, answer: bytes) -> bool:
     """The rule of a platform that says no with its HTTP status: any 2xx is accepted."""
     return 200 <= status <= 299
@@ -93,6 +119,7 @@ def error_code(answer: bytes, keys: tuple[str, ...]) -> int | None:
 
 
 __all__ = [
+    "WORD_JOINER",
     "Challenge",
     "CommandBody",
     "Inbound",
@@ -101,4 +128,6 @@ __all__ = [
     "Signed",
     "accepted",
     "error_code",
+    "joined",
+    "unlinked",
 ]

@@ -1,7 +1,9 @@
 """DingTalk: the custom robot (自定义机器人) out, the outgoing robot in. Pure.
 
 =======  ===========================================================================
-body     ``{"msgtype": "text", "text": {"content": T}}``
+body     ``{"msgtype": "text", "text": {"content": T}}``, a word joiner after every
+         ``@`` and ``<`` of T and inside ``](`` / ``][``; no ``at`` object (``isAtAll``
+         false)
 success  2xx and no non-zero ``errcode`` in the JSON
 sign     in the query (加签): ``timestamp`` (ms) and ``sign`` = urlencoded
          base64(HMAC-SHA256(secret, ``"{timestamp_ms}\\n{secret}"``))
@@ -12,6 +14,14 @@ inbound  ``POST /dingtalk/command``: headers ``timestamp`` (ms) within 1 h (Ding
 
 One formula signs both ways (``signature``). It covers the timestamp only, not the body (the
 platform's design): the message id makes a replay within the hour do nothing.
+
+A custom robot mentions people through the body's ``at`` object: ``isAtAll`` true pings the
+whole group, ``atMobiles`` / ``atUserIds`` the people listed, each shown where the text says
+``@138…`` (DingTalk's "自定义机器人发送群消息",
+https://open.dingtalk.com/document/robots/custom-robot-access). The body never has one, so
+``isAtAll`` is its default, false, and no list is ever built from the text; the word joiner
+after ``@`` keeps ``@all`` / ``@所有人`` plain text, after ``<`` and in ``](`` no HTML or
+``[text](url)`` link of a markdown message.
 """
 
 from __future__ import annotations
@@ -20,16 +30,24 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from vllm_ledger.notify.platforms.base import CommandBody, Inbound, Platform, Signed, error_code
+from vllm_ledger.notify.platforms.base import (
+    CommandBody,
+    Inbound,
+    Platform,
+    Signed,
+    error_code,
+    joined,
+)
 from vllm_ledger.notify.signing import MILLISECONDS, Verdict, check, hmac_sha256_base64
 
 MAX_SKEW_S = 3600.0
 TIMESTAMP_HEADER = "timestamp"
 SIGN_HEADER = "sign"
+MARKUP = "@<"  # each is followed by a word joiner: no mention, no tag (links: unlinked)
 
 
 def body(text: str) -> dict[str, Any]:
-    return {"msgtype": "text", "text": {"content": text}}
+    return {"msgtype": "text", "text": {"content": joined(text, MARKUP)}}
 
 
 def ok(status: int, answer: bytes) -> bool:
@@ -103,6 +121,7 @@ DINGTALK = Platform(
 
 __all__ = [
     "DINGTALK",
+    "MARKUP",
     "MAX_SKEW_S",
     "SIGN_HEADER",
     "TIMESTAMP_HEADER",

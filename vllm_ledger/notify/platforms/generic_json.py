@@ -2,7 +2,8 @@
 
 =======  ===========================================================================
 body     ``{"version": "1.0", "title": "", "message": T, "attachments": [],
-         "type": "info"}`` (what apprise's ``json://`` plugin sends)
+         "type": "info"}`` (what apprise's ``json://`` plugin sends), a word joiner
+         after every ``<`` of T and inside ``](`` / ``][``
 success  2xx
 sign     none
 url      ``json://`` / ``jsons://`` are taken as ``http://`` / ``https://`` (apprise's
@@ -12,17 +13,24 @@ inbound  none: send commands through a relay (``POST /command``)
 =======  ===========================================================================
 
 The module is not named ``json`` so that it never stands in for the standard library's.
+
+Nothing is a mention to a JSON receiver, so ``@`` is left as it is; a receiver that renders the
+message as HTML or markdown still gets no link out of it (``<\u2060a href>``,
+``[text]\u2060(url)``): links stay text.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from vllm_ledger.notify.platforms.base import Platform
+from vllm_ledger.notify.platforms.base import Platform, joined
+
+MARKUP = "<"  # followed by a word joiner: no HTML tag (markdown links: unlinked)
 
 
 def body(text: str) -> dict[str, Any]:
-    return {"version": "1.0", "title": "", "message": text, "attachments": [], "type": "info"}
+    message = joined(text, MARKUP)
+    return {"version": "1.0", "title": "", "message": message, "attachments": [], "type": "info"}
 
 
 def url(configured: str) -> str:
@@ -32,4 +40,4 @@ def url(configured: str) -> str:
 
 JSON = Platform("json", body, url=url)
 
-__all__ = ["JSON", "body", "url"]
+__all__ = ["JSON", "MARKUP", "body", "url"]

@@ -1,7 +1,9 @@
 """Slack: an app's Incoming Webhook out, its Events API in. Pure.
 
 =======  ===========================================================================
-body     ``{"text": T}``
+body     ``{"text": T}``, T escaped: ``&`` -> ``&amp;``, ``<`` -> ``&lt;``, ``>`` ->
+         ``&gt;`` (Slack's own rule for text that is not markup), and a word joiner
+         after ``@`` and inside ``](`` / ``][``
 success  2xx (an Incoming Webhook says no with its status: 400 ``invalid_payload``,
          403 ``action_prohibited``, 404 ``channel_not_found``, ...)
 sign     none: the webhook's path is the secret
@@ -15,6 +17,13 @@ event is an ``app_mention``, or a ``message`` in a direct message (``channel_typ
 a message from a bot (``bot_id`` or any ``subtype``, our own replies included) and every
 other event are acknowledged and dropped. The ``<@U…>`` mention is stripped; nothing else of
 the text is kept.
+
+Out, nothing in the text is markup: Slack reads ``<!channel>``, ``<!here>``, ``<!everyone>``,
+``<!subteam^ID>``, ``<@U…>``, ``<#C…>`` and ``<URL|text>`` only between ``<`` and ``>``, so
+escaping the three characters Slack names ("Formatting text for app surfaces", Escaping:
+https://api.slack.com/reference/surfaces/formatting#escaping) shows every one of them as text;
+Slack shows ``&lt;`` as ``<`` again. The body never sets ``link_names`` (which asks Slack to
+make a plain ``@channel`` a mention), and the word joiner after ``@`` keeps it text even so.
 """
 
 from __future__ import annotations
@@ -24,11 +33,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_ledger.notify.platforms.base import (
+    WORD_JOINER,
     Challenge,
     CommandBody,
     Inbound,
     NotACommand,
     Platform,
+    unlinked,
 )
 from vllm_ledger.notify.signing import Verdict, check, hmac_sha256_hex
 
@@ -37,10 +48,21 @@ TIMESTAMP_HEADER = "X-Slack-Request-Timestamp"
 SIGNATURE_HEADER = "X-Slack-Signature"
 _MENTION = re.compile(r"<@[A-Z0-9]{1,64}(\|[^>]{0,200})?>")
 _CHALLENGE = re.compile(r"^[\x21-\x7e]{1,200}$")
+_ESCAPES = {
+    ord("&"): "&amp;",
+    ord("<"): "&lt;",
+    ord(">"): "&gt;",
+    ord("@"): "@" + WORD_JOINER,
+}
+
+
+def escape(text: str) -> str:
+    """``text`` as Slack shows it and parses nothing of: no mention, no link, no ``<!date>``."""
+    return unlinked(text.translate(_ESCAPES))
 
 
 def body(text: str) -> dict[str, Any]:
-    return {"text": text}
+    return {"text": escape(text)}
 
 
 def signature(secret: bytes, timestamp: str, body: bytes) -> str:
@@ -124,6 +146,7 @@ __all__ = [
     "body",
     "check_signature",
     "command",
+    "escape",
     "signature",
     "verify",
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.unit.notify.platforms.hostile import TEXT
 from vllm_ledger.notify.platforms import dingtalk
 
 SECRET = "SECabc"
@@ -86,3 +87,22 @@ def test_the_outgoing_robot_body_becomes_a_command() -> None:
     for bad in ({}, {"msgId": "m", "text": "status"}, {**doc, "conversationId": 7}, [doc]):
         with pytest.raises(ValueError):
             inbound.parse(bad)
+
+
+def test_mentions_and_links_from_an_alert_are_plain_text() -> None:
+    # no "at" object (isAtAll false, no atMobiles or atUserIds), a word joiner after @ <, in ](
+    assert dingtalk.DINGTALK.body(TEXT) == {
+        "msgtype": "text",
+        "text": {
+            "content": "FIRING: QueueBuildUp\n"
+            'instance=gpu1:8000 ledger_instance=<\u2060at user_id="all">x<\u2060/at> '
+            "model_name=<\u2060!channel> qwen severity=warning\n"
+            "@\u2060all <\u2060@\u2060U0123ABC> <\u2060!subteam^S42> "
+            "[docs]\u2060(https://e.example) "
+            "<\u2060https://e.example|runbook> & <\u2060#C42>\n"
+        },
+    }
+    assert dingtalk.DINGTALK.body("@所有人 @13800000000") == {
+        "msgtype": "text",
+        "text": {"content": "@\u2060所有人 @\u206013800000000"},
+    }

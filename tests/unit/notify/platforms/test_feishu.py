@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.unit.notify.platforms.hostile import TEXT
 from vllm_ledger.notify.platforms import feishu
 from vllm_ledger.notify.platforms.base import Platform, Signed
 
@@ -49,3 +50,25 @@ def test_the_signature_goes_in_the_body_with_whole_seconds(platform: Platform) -
 def test_success_is_2xx_and_no_code(status: int, answer: bytes, accepted: bool) -> None:
     assert feishu.FEISHU.ok(status, answer) is accepted
     assert feishu.LARK.ok(status, answer) is accepted
+
+
+@pytest.mark.parametrize("platform", [feishu.FEISHU, feishu.LARK])
+def test_mentions_and_links_from_an_alert_are_plain_text(platform: Platform) -> None:
+    # a word joiner after < @ and in ](: no <at user_id="all">, <at id=all>, <a href> or [text](url)
+    assert platform.body(TEXT) == {
+        "msg_type": "text",
+        "content": {
+            "text": "FIRING: QueueBuildUp\n"
+            'instance=gpu1:8000 ledger_instance=<\u2060at user_id="all">x<\u2060/at> '
+            "model_name=<\u2060!channel> qwen severity=warning\n"
+            "@\u2060all <\u2060@\u2060U0123ABC> <\u2060!subteam^S42> "
+            "[docs]\u2060(https://e.example) "
+            "<\u2060https://e.example|runbook> & <\u2060#C42>\n"
+        },
+    }
+    assert platform.body('<at id=all></at><a href="https://e.example">x</a>') == {
+        "msg_type": "text",
+        "content": {
+            "text": '<\u2060at id=all><\u2060/at><\u2060a href="https://e.example">x<\u2060/a>'
+        },
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.unit.notify.platforms.hostile import TEXT
 from vllm_ledger.notify.platforms import generic_json
 
 
@@ -40,3 +41,18 @@ def test_success_is_any_2xx_whatever_the_answer() -> None:
     assert not generic_json.JSON.ok(199, b"")
     assert not generic_json.JSON.ok(300, b"")
     assert not generic_json.JSON.ok(500, b"")
+
+
+def test_links_from_an_alert_stay_text_and_at_is_left_alone() -> None:
+    # nothing is a mention to a JSON receiver; a word joiner after < and in ]( keeps links
+    assert generic_json.JSON.body(TEXT)["message"] == (
+        "FIRING: QueueBuildUp\n"
+        'instance=gpu1:8000 ledger_instance=<\u2060at user_id="all">x<\u2060/at> '
+        "model_name=<\u2060!channel> qwen severity=warning\n"
+        "@all <\u2060@U0123ABC> <\u2060!subteam^S42> [docs]\u2060(https://e.example) "
+        "<\u2060https://e.example|runbook> & <\u2060#C42>\n"
+    )
+    # a "]" that is no link's middle is left alone (the status reply's refused entries)
+    assert generic_json.JSON.body("refused by the config: usage[19099].target")["message"] == (
+        "refused by the config: usage[19099].target"
+    )

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.notify.platforms.hostile import TEXT
 from vllm_ledger.notify.platforms import slack
 from vllm_ledger.notify.platforms.base import Challenge, NotACommand
 
@@ -89,3 +90,18 @@ def test_events_become_commands_challenges_or_nothing() -> None:
     ):
         with pytest.raises(ValueError):
             parse(bad)
+
+
+def test_mentions_and_links_from_an_alert_are_escaped_as_slack_documents() -> None:
+    # Slack's own escaping (& < >): no <!channel>, <@U…>, <!subteam^…>, <#C…> or <url|text>
+    # is left; Slack shows each as the text it was. A word joiner follows @, and sits in ](.
+    assert slack.SLACK.body(TEXT) == {
+        "text": "FIRING: QueueBuildUp\n"
+        'instance=gpu1:8000 ledger_instance=&lt;at user_id="all"&gt;x&lt;/at&gt; '
+        "model_name=&lt;!channel&gt; qwen severity=warning\n"
+        "@\u2060all &lt;@\u2060U0123ABC&gt; &lt;!subteam^S42&gt; [docs]\u2060(https://e.example) "
+        "&lt;https://e.example|runbook&gt; &amp; &lt;#C42&gt;\n"
+    }
+    assert slack.SLACK.body("<!here> <!everyone> a&amp;b") == {
+        "text": "&lt;!here&gt; &lt;!everyone&gt; a&amp;amp;b"
+    }

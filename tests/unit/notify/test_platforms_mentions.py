@@ -1,0 +1,167 @@
+"""Mentions and links (docs/notifier.md): for every registered platform, the body built from any
+text, markup of every platform mixed in, holds no active mention or link for that platform, and
+still shows every character of the text: take away the word joiners (U+2060) the body adds
+(and, for Slack, read its three entities back) and the text is what it was.
+
+Hypothesis runs the project's "ci" profile (tests/conftest.py: fixed seed, 200 examples);
+``make fuzz``'s profile runs more.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vllm_ledger.notify import platforms
+from vllm_ledger.notify.alerts import parse_alerts
+
+WJ = "\u2060"
+FRAGMENTS = [
+    # Slack
+    "<!channel>",
+    "<!here>",
+    "<!everyone>",
+    "<!subteam^S0123|@ops>",
+    "<@U0123ABC>",
+    "<#C0123|general>",
+    "<https://e.example|click>",
+    "<https://e.example>",
+    "<!date^1392734382^{date}|x>",
+    # Feishu / Lark
+    '<at user_id="all">所有人</at>',
+    '<at user_id="ou_5ad573a6">x</at>',
+    "<at id=all></at>",
+    "<at email=a@b.example></at>",
+    '<a href="https://e.example">x</a>',
+    # DingTalk, WeCom
+    "@all",
+    "@所有人",
+    "@13800000000",
+    "<@zhangsan>",
+    # plain-text mentions elsewhere, markdown links
+    "@here",
+    "@channel",
+    "@everyone",
+    "[docs](https://e.example)",
+    "[a][b]",
+    # the characters themselves, entities, the joiner itself
+    "&",
+    "&lt;",
+    "&amp;",
+    "<",
+    ">",
+    "]",
+    "(",
+    "[",
+    "usage[19001].target",
+    "@",
+    WJ,
+    "\n",
+]
+texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=12)), max_size=12).map(
+    "".join
+)
+
+
+def _message(name: str, body: dict[str, Any]) -> str:
+    if name in ("feishu", "lark"):
+        assert set(body) == {"msg_type", "content"} and set(body["content"]) == {"text"}
+        return str(body["content"]["text"])
+    if name in ("dingtalk", "wecom"):
+        # no "at" (DingTalk: isAtAll false, no atMobiles/atUserIds), no mentioned_list or
+        # mentioned_mobile_list (WeCom): nothing can ping from outside the text
+        assert set(body) == {"msgtype", "text"} and set(body["text"]) == {"content"}
+        return str(body["text"]["content"])
+    if name == "slack":
+        assert set(body) == {"text"}
+        return str(body["text"])
+    assert name == "json"
+    return str(body["message"])
+
+
+_SLACK_ENTITY = re.compile(r"&(amp|lt|gt);")
+
+
+def _no_markdown_link(t: str) -> None:
+    assert not re.search(r"\][(\[]", t), t
+
+
+def _no_tag(t: str) -> None:
+    assert not re.search(f"<(?!{WJ})", t), t
+
+
+def _no_at(t: str) -> None:
+    assert not re.search(f"@(?!{WJ})", t), t
+
+
+def _slack(t: str) -> str:
+    assert "<" not in t and ">" not in t, t  # no <!channel>, <@U…>, <#C…>, <url|text> at all
+    assert all(_SLACK_ENTITY.match(t, m.start()) for m in re.finditer("&", t)), t
+    _no_at(t)
+    _no_markdown_link(t)
+    return _SLACK_ENTITY.sub(lambda m: {"amp": "&", "lt": "<", "gt": ">"}[m[1]], t)
+
+
+def _chat(t: str) -> str:
+    _no_tag(t)  # no <at user_id="all">, <at id=all>, <a href>, <@userid>
+    _no_at(t)  # no @all, @所有人
+    _no_markdown_link(t)
+    return t
+
+
+def _json(t: str) -> str:
+    _no_tag(t)
+    _no_markdown_link(t)
+    return t
+
+
+# each platform: its inactive-markup check, giving back the text as a person reads it, and the
+# characters after which the body adds a word joiner (besides the middle of a markdown link)
+CHECKS: dict[str, tuple[Callable[[str], str], str]] = {
+    "feishu": (_chat, "<@"),
+    "lark": (_chat, "<@"),
+    "dingtalk": (_chat, "<@"),
+    "wecom": (_chat, "<@"),
+    "slack": (_slack, "@"),
+    "json": (_json, "<"),
+}
+
+
+def test_every_registered_platform_is_checked() -> None:
+    assert set(CHECKS) == set(platforms.names())
+
+
+def _check(name: str, text: str) -> None:
+    check, joined_after = CHECKS[name]
+    shown = check(_message(name, platforms.get(name).body(text)))
+    # every character still there, in order, readable: only word joiners were added, one
+    # after each character that could open markup and one in each ]( or ][
+    assert shown.replace(WJ, "") == text.replace(WJ, "")
+    links = len(re.findall(r"\][(\[]", text))
+    assert shown.count(WJ) == text.count(WJ) + sum(text.count(c) for c in joined_after) + links
+
+
+@pytest.mark.parametrize("name", platforms.names())
+@given(text=texts)
+def test_no_text_mentions_or_links_on_any_platform(name: str, text: str) -> None:
+    _check(name, text)
+
+
+@pytest.mark.parametrize("name", platforms.names())
+@given(label=texts, summary=texts)
+def test_no_alert_label_or_summary_mentions_or_links(name: str, label: str, summary: str) -> None:
+    alert = {
+        "status": "firing",
+        "fingerprint": "0f1e",
+        "startsAt": "2026-11-30T10:00:00Z",
+        "labels": {"alertname": label, "model_name": label, "ledger_instance": summary},
+        "annotations": {"summary": summary},
+    }
+    for lang in ("zh", "en"):
+        (parsed,) = parse_alerts({"version": "4", "alerts": [alert]}, lang)
+        _check(name, parsed.text)
