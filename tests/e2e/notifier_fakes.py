@@ -304,3 +304,55 @@ def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 20.0) -> An
             return last
         time.sleep(0.05)
     raise AssertionError(f"{what}: not within {timeout_s} s (last: {last!r})")
+
+
+def setup_notifier(tmp_path: Path, platform: FakePlatform, **settings: Any) -> NotifierProc:
+    """A notifier on 127.0.0.1 posting to ``platform`` (Feishu's format, English), whose one
+    usage target is an SSH alias with a closed port (figures "unreachable" at once)."""
+    (tmp_path / "ssh_config").write_text(
+        f"Host closed\n  HostName 127.0.0.1\n  Port {free_port()}\n  User nobody\n"
+    )
+    (tmp_path / "webhook_url").write_text(platform.hook_url + "\n")
+    port = free_port()
+    config = write_config(
+        tmp_path / "private.json",
+        {str(free_port()): {"target": "closed", "code_dir": "/srv/c", "data_dir": "/srv/u"}},
+        {
+            "listen": f"127.0.0.1:{port}",
+            "platform": "feishu",
+            "lang": "en",
+            "ssh_config": "ssh_config",
+            "webhook_url_file": "webhook_url",
+            "startup_wait_s": 1,
+            "deliver_timeout_s": 1,
+            **settings,
+        },
+    )
+    return NotifierProc(config, {"VLLM_LEDGER_COMMAND_SECRET": SECRET.decode()}, port)
+
+
+def post_json(port: int, path: str, doc: Any, headers: dict[str, str] | None = None) -> Any:
+    """(HTTP status, answer, Retry-After or None) of one POST to the notifier."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(doc).encode(),
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read()), None
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read()), e.headers.get("Retry-After")
+
+
+def healthz(port: int) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def signed_headers(body: bytes, secret: bytes = SECRET) -> dict[str, str]:
+    stamp = str(int(time.time()))
+    return {TIMESTAMP_HEADER: stamp, SIGNATURE_HEADER: sign(secret, stamp, body)}

@@ -122,15 +122,15 @@ def test_a_failed_delivery_is_recorded_shown_and_sent_again_only_on_resend(
         wait_for("two failures", lambda: len(n.status()["failures"]) == 2)
         failures = {f["id"]: f for f in n.status()["failures"]}
         assert failures[1]["reason"] == "http_status" and failures[1]["http_status"] == 500
-        assert failures[2]["reason"] == "timeout" and failures[2]["state"] == "failed"
+        assert failures[2]["reason"] == "timeout" and failures[2]["state"] == "unknown"  # sent
         rc, out, _err = run_cli("notifier", "status", "--config", str(n.config))
         assert rc == 1
-        assert "#1 reply failed http_status 500" in out and "#2 reply failed timeout" in out
+        assert "#1 reply failed http_status 500" in out and "#2 reply unknown timeout" in out
         # the next status reply shows both
         send_command(n.port, "a3", "@bot status")
         reply = wait_for("the status reply", lambda: [p for p in platform.posts if "Status" in p])
         assert "#1 reply" in reply[0] and "HTTP 500" in reply[0]
-        assert "#2 reply" in reply[0] and "timeout" in reply[0]
+        assert "#2 reply" in reply[0] and "timeout (may have arrived" in reply[0]
         time.sleep(1.5)  # nothing is resent by itself
         assert platform.count("#2001") == 1 and platform.count("#2002") == 1
         platform.fail_when = lambda text: None
@@ -152,8 +152,8 @@ def test_a_dripping_json_webhook_is_cut_at_deliver_timeout(
     tmp_path: Path, platform: FakePlatform
 ) -> None:
     """The generic JSON webhook takes the POST, then drips its answer a byte every 0.2 s (the
-    whole of it would take 200 s): the delivery ends at deliver_timeout_s (1 s) as failed,
-    ``timeout``, and the sender is free for the next one."""
+    whole of it would take 200 s): the delivery ends at deliver_timeout_s (1 s) as unknown
+    (it was sent), ``timeout``, and the sender is free for the next one."""
     head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
     held_s: list[float] = []
 
@@ -178,7 +178,7 @@ def test_a_dripping_json_webhook_is_cut_at_deliver_timeout(
             failures = wait_for("both recorded", lambda: n.status()["failures"])
         finally:
             n.stop()
-    assert [(f["state"], f["reason"]) for f in failures] == [("failed", "timeout")] * 2
+    assert [(f["state"], f["reason"]) for f in failures] == [("unknown", "timeout")] * 2
     # cut at the deadline: the hook sees the hang-up within a drip or two of it
     assert all(0.5 <= s < 1.0 + 2.0 for s in held_s), held_s
     body = json.loads(hook.requests[0].partition(b"\r\n\r\n")[2])

@@ -93,8 +93,6 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(unit_text(sys.executable, config))
         return 0
-    if args.action == "status":
-        return _status(config, as_json=args.json)
     listen = None
     if args.listen is not None:
         try:
@@ -103,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
             raise BadArgument(
                 f"--listen {args.listen!a}: give HOST:PORT, e.g. 127.0.0.1:9095"
             ) from exc
+    if args.action == "status":
+        return _status(config, listen, as_json=args.json)
     if args.action == "resend":
         return _resend(config, _delivery_id(args), listen)
     ssh_config = None if args.ssh_config is None else Path(args.ssh_config).resolve()
@@ -149,9 +149,42 @@ def _run(config: Path, listen: tuple[str, int] | None, ssh_config: Path | None) 
     return 0
 
 
-def _status(config: Path, *, as_json: bool) -> int:
+def _address(config: Path, listen: tuple[str, int] | None) -> tuple[str, int] | None:
+    """Where the running notifier of ``config`` is asked (``--listen``, else the config's);
+    None when the config cannot be read."""
+    if listen is not None:
+        host, port = listen
+    else:
+        from vllm_ledger.notify.service import load_config
+
+        try:
+            _targets, _refusals, cfg = load_config(config)
+        except LedgerError:
+            return None
+        host, port = cfg.listen_host, cfg.listen_port
+    return {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host), port
+
+
+def _live(address: tuple[str, int]) -> dict[str, dict[str, object]] | None:
+    """The running notifier's loops from its ``/healthz``; None when it does not answer."""
+    from vllm_ledger.http import client
+
+    host, port = address
+    where = f"[{host}]" if ":" in host else host
+    try:
+        answer = client.get(f"http://{where}:{port}/healthz", deadline_s=3.0, max_bytes=65536)
+        loops = json.loads(answer.body)["loops"]
+    except (RemoteError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(loops, dict):
+        return None
+    return {str(k): dict(v) for k, v in loops.items() if isinstance(v, dict)}
+
+
+def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool) -> int:
     from vllm_ledger.formats.notifier_status import NotifierStatus, render_json, render_text
     from vllm_ledger.notify.store import (
+        MAX_PENDING,
         open_read_only,
         read_failures,
         read_health,
@@ -165,6 +198,11 @@ def _status(config: Path, *, as_json: bool) -> int:
         raise ConfigError(
             f"no notifier state at {path}", hint="start `vllm-ledger notifier --config FILE` first"
         )
+    address = _address(config, listen)
+    live = None if address is None else _live(address)
+    unreachable = None
+    if address is not None and live is None:
+        unreachable = f"{address[0]}:{address[1]}"
     with open_read_only(path) as db:
         status = NotifierStatus(
             state_file=path,
@@ -172,9 +210,12 @@ def _status(config: Path, *, as_json: bool) -> int:
             failures=read_failures(db, limit=20),
             recent=read_recent(db, limit=20),
             health=read_health(db),
+            live=live,
+            unreachable=unreachable,
+            outbox_limit=MAX_PENDING,
         )
     sys.stdout.write(render_json(status) if as_json else render_text(status))
-    return 1 if status.failures and not as_json else 0
+    return 1 if (status.failures or not status.loops_ok) and not as_json else 0
 
 
 def _resend(config: Path, delivery_id: int, listen: tuple[str, int] | None) -> int:

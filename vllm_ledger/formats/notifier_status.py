@@ -2,7 +2,8 @@
 zone the text's times are shown in.
 
 ``NotifierStatus`` is what the command reads from the notifier's state file (through
-``notify.store``); nothing here opens it. Kinds, states and reasons come from that file, and a
+``notify.store``), with, when the notifier answered its ``/healthz``, each loop's report
+(``live``); nothing here opens either. Kinds, states and reasons come from that file, and a
 delivery's reason from a chat platform's answer, so the text shows each through
 ``formats/safe.printable``; the JSON escapes every control character itself.
 """
@@ -48,6 +49,16 @@ class NotifierStatus:
     failures: Sequence[Delivery]  # newest first
     recent: Sequence[Delivery]  # newest first
     health: Mapping[int, tuple[str, float]]  # port -> (state, since_ts)
+    # the running notifier's /healthz: loop name -> {state, last_progress_s_ago, errors_total,
+    # error}; None when it was not asked, {} with ``unreachable`` when it did not answer
+    live: Mapping[str, Mapping[str, Any]] | None = None
+    unreachable: str | None = None  # the address asked, when it did not answer
+    outbox_limit: int = 1000
+
+    @property
+    def loops_ok(self) -> bool:
+        """False when a loop of the running notifier is failing, stuck or gone."""
+        return all(r.get("state") == "ok" for r in (self.live or {}).values())
 
 
 def _local(ts: float) -> str:
@@ -70,6 +81,10 @@ def render_text(s: NotifierStatus) -> str:
         f"commands: cursor {summary['cursor']}, unanswered {summary['unanswered']}",
         "health: " + (health or "none observed yet"),
     ]
+    if s.unreachable is not None:
+        lines.append(f"loops: not known: the notifier at {printable(s.unreachable)} did not answer")
+    elif s.live is not None:
+        lines.append("loops: " + ", ".join(_loop(name, r) for name, r in sorted(s.live.items())))
     if s.failures:
         lines.append("failed (never resent by themselves; `vllm-ledger notifier resend ID`):")
         for d in s.failures:
@@ -83,10 +98,28 @@ def render_text(s: NotifierStatus) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _loop(name: str, r: Mapping[str, Any]) -> str:
+    state = str(r.get("state"))
+    text = f"{printable(name)} {'ok' if state == 'ok' else printable(state).upper()}"
+    if r.get("error"):
+        text += f" ({printable(r['error'])})"
+    text += f" {r.get('last_progress_s_ago')} s ago"
+    if r.get("errors_total"):
+        text += f", {r['errors_total']} error(s)"
+    return text
+
+
 def status_dict(s: NotifierStatus) -> dict[str, Any]:
     return {
         "state_file": str(s.state_file),
         "deliveries": {k: v for k, v in s.summary.items() if k != "cursor"},
+        "outbox": {
+            "pending": s.summary.get("pending", 0),
+            "limit": s.outbox_limit,
+            "dropped_total": s.summary.get("dropped_total", 0),
+        },
+        "loops": None if s.live is None else {k: dict(v) for k, v in sorted(s.live.items())},
+        "loops_unreachable": s.unreachable,
         "cursor": s.summary["cursor"],
         "health": {str(p): {"state": st, "since": t} for p, (st, t) in sorted(s.health.items())},
         "failures": [

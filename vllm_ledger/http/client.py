@@ -18,6 +18,11 @@ whatever its pace (``RemoteTimeout``).
   ``RemoteError``. No byte the remote sent reaches an error's message, except a refused
   redirect's host.
 
+Whether the request reached the remote: an error raised after every byte of the request was
+written carries ``request_sent`` true (``request_sent(exc)``): a timeout or a reset then means
+the remote may have acted on it. ``track_sent()`` tells a caller that never sees the error
+(one that catches it below) the same: ``with track_sent() as sent: ...; sent.value``.
+
 http and https (the system's trust store: ``ssl.create_default_context()``), IPv6 literals
 (``http://[::1]:8000/metrics``), ``user:password@`` as Basic auth. One request per connection
 (``Connection: close``); no compression, cookies or proxies. Standard library only.
@@ -26,6 +31,8 @@ http and https (the system's trust store: ``ssl.create_default_context()``), IPv
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import math
 import re
 import socket
@@ -33,7 +40,7 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Literal
@@ -70,6 +77,41 @@ _HEADERS_TOO_LONG: tuple[BadResponseProblem, str] = (
     f"sent a header block over {MAX_HEADER_BYTES // 1024} KiB",
 )
 _BAD_CHUNK: tuple[BadResponseProblem, str] = ("framing", "sent a chunk size line it cannot read")
+
+
+@dataclass
+class Sent:
+    """Set by ``track_sent``: ``value`` turns true once a request was written whole."""
+
+    value: bool = False
+
+
+_TRACKING: contextvars.ContextVar[Sent | None] = contextvars.ContextVar(
+    "vllm_ledger_http_sent", default=None
+)
+
+
+@contextlib.contextmanager
+def track_sent() -> Iterator[Sent]:
+    """Within the block, ``Sent.value`` says whether a request was written whole (in this
+    thread), whatever became of its answer."""
+    sent = Sent()
+    token = _TRACKING.set(sent)
+    try:
+        yield sent
+    finally:
+        _TRACKING.reset(token)
+
+
+def request_sent(exc: BaseException) -> bool:
+    """Whether the request of this error was written whole before it was raised."""
+    return bool(getattr(exc, "request_sent", False))
+
+
+def _mark_sent(exc: BaseException) -> BaseException:
+    with contextlib.suppress(AttributeError):
+        exc.request_sent = True  # type: ignore[attr-defined]
+    return exc
 
 
 @dataclass(frozen=True)
@@ -281,22 +323,29 @@ def _exchange(
     host = parts.hostname
     port = port or (443 if parts.scheme == "https" else 80)
     sock = _connect(host, port, limits)
+    sent = False
     try:
         if parts.scheme == "https":
             sock.settimeout(limits.left_s())
             sock = (context or ssl.create_default_context()).wrap_socket(sock, server_hostname=host)
         _send(sock, _head(method, parts, body, headers) + body, limits)
+        sent = True
+        tracking = _TRACKING.get()
+        if tracking is not None:
+            tracking.value = True
         status, answer_headers, answer_body, truncated = _read_answer(
             _Reader(sock, limits), method, limits
         )
-    except RemoteError:
+    except RemoteError as exc:
+        if sent:
+            _mark_sent(exc)
         raise
     except TimeoutError as exc:  # socket.timeout too
-        raise limits.late() from exc
+        raise (_mark_sent(limits.late()) if sent else limits.late()) from exc
     except OSError as exc:  # refused, reset, a TLS failure (ssl.SSLError is an OSError)
-        if time.monotonic() >= limits.ends_monotonic:
-            raise limits.late() from exc
-        raise _unreachable(limits, exc) from exc
+        late = time.monotonic() >= limits.ends_monotonic
+        error = limits.late() if late else _unreachable(limits, exc)
+        raise (_mark_sent(error) if sent else error) from exc
     except ValueError as exc:  # a host name that IDNA cannot encode for TLS
         raise RemoteError(
             f"cannot read {limits.url}: not a host name it can use", limits.url, hint=limits.hint
@@ -576,7 +625,10 @@ __all__ = [
     "MAX_HEADER_BYTES",
     "Method",
     "Response",
+    "Sent",
     "get",
     "post",
     "request",
+    "request_sent",
+    "track_sent",
 ]

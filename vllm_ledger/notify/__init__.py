@@ -14,8 +14,9 @@
     service.py    the threads put together: ``Notifier``
     unit.py       the systemd unit
 
-Contract: a command is answered once, in order (the cursor); a notification is sent at most
-once (its delivery id); a failure is recorded with its reason and never resent by itself.
+Contract: a command is answered once, in order (the cursor); a notification is sent exactly
+once or marked ``unknown`` (sent, no answer: it may have arrived); a failure is recorded with
+its reason and never resent by itself; no loop ends for an error (``watch.Loop``).
 """
 
 from __future__ import annotations

@@ -113,7 +113,16 @@ def failures_block(failed: Sequence[Delivery], lang: str) -> str:
     for d in failed:
         when = time.strftime("%m-%d %H:%M:%S", time.localtime(d.created_ts))
         state = d.state if lang == "en" else {"failed": "失败", "unknown": "未知"}.get(d.state, "")
-        lines.append(f"#{d.id} {kinds.get(d.kind, d.kind)} {when} {state}: {reason_text(d, lang)}")
+        maybe = ""
+        if d.state == "unknown" and d.reason != "interrupted":  # sent, no answer came
+            maybe = (
+                "(可能已送达,确认未收到再重发)"
+                if lang == "zh"
+                else " (may have arrived: resend only if it did not)"
+            )
+        lines.append(
+            f"#{d.id} {kinds.get(d.kind, d.kind)} {when} {state}: {reason_text(d, lang)}{maybe}"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -19,13 +19,15 @@ Each ``*_file`` field, when absent, falls back to its environment variable
 inbound requests (Slack, DingTalk) adds its own secret's field and variable
 (``slack_signing_secret_file`` or ``VLLM_LEDGER_SLACK_SIGNING_SECRET``, ...), read into
 ``inbound_secrets``. Those secrets are optional: without one, that platform's route refuses
-every request.
+every request. The Alertmanager token is required whenever the notifier listens beyond
+loopback (``check_exposure``): anyone who reaches ``/alertmanager`` could post to the chat.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import errno
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -173,6 +175,27 @@ def parse_listen(value: object) -> Address:
     raise _bad("listen", "give HOST:PORT, e.g. 127.0.0.1:9095")
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``127.0.0.0/8``, ``::1``) or ``localhost``."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(cfg: NotifierConfig) -> None:
+    """A notifier listening beyond loopback needs the Alertmanager token (``ConfigError``)."""
+    if cfg.alertmanager_token is None and not is_loopback(cfg.listen_host):
+        raise _bad(
+            "alertmanager_token_file",
+            f"listening on {cfg.listen_host} (beyond loopback) needs a bearer token for "
+            f"/alertmanager: give alertmanager_token_file or set {ENV_ALERTMANAGER_TOKEN} "
+            '(docs/notifier.md, "The Alertmanager token")',
+        )
+
+
 def notifier_config(
     doc: Mapping[str, Any], config_path: Path, env: Mapping[str, str] | None = None
 ) -> NotifierConfig:
@@ -230,6 +253,8 @@ __all__ = [
     "ENV_WEBHOOK_URL",
     "PLATFORMS",
     "NotifierConfig",
+    "check_exposure",
+    "is_loopback",
     "notifier_config",
     "parse_listen",
     "read_secret",

@@ -4,19 +4,28 @@ Threads, each with one job, none waiting on another's I/O:
 
 - the usage ``Poller`` (every ``poll_interval_s``, ``bot.poll``) fills the figures cache;
 - the ``HealthWatch`` (every ``health_interval_s`` per instance, its own deadlines) feeds the
-  ``Damper``; a confirmed transition is stored and queued in one transaction;
+  ``Damper``; a confirmed transition is stored and queued in one transaction (and taken as
+  announced only once stored);
 - the HTTP endpoint verifies and stores commands (ours, and each inbound platform's from the
   registry, one path; the reply is not built there) and queues Alertmanager's alerts;
-- the command worker answers stored commands past the cursor, in order, from the caches;
+- the command worker answers stored commands past the cursor, in order, from the caches; a
+  resend's copy, the answer and the cursor are one transaction;
 - the sender takes the oldest pending delivery, marks it ``sending``, posts it once, and
-  records ``sent`` or ``failed`` with its reason. Nothing is ever retried by itself.
+  records ``sent``, ``failed`` (no request reached the webhook, or it said no) or ``unknown``
+  (the request was sent and no answer came: it may have arrived). Nothing is ever retried.
+
+Each loop is a ``watch.Loop``: an error of its store, its platform or our code is counted,
+logged once a minute and retried after a bounded backoff; ``healthz`` reports every loop and
+answers 503 naming one that is failing, stuck or gone. A route whose store is locked,
+read-only or full answers 503 with ``Retry-After``: nothing it answered 2xx is lost.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -29,15 +38,33 @@ from vllm_ledger.bot.message import InstanceView, render_message
 from vllm_ledger.bot.poll import Fetcher, Poller
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, validate_usage
 from vllm_ledger.errors import BadArgument, ConfigError
+from vllm_ledger.http import client
 from vllm_ledger.notify import alerts as alerts_mod
 from vllm_ledger.notify import chat, platforms, signing
-from vllm_ledger.notify.config import NotifierConfig, notifier_config
+from vllm_ledger.notify.config import NotifierConfig, check_exposure, notifier_config
 from vllm_ledger.notify.platforms.base import Challenge, NotACommand
 from vllm_ledger.notify.server import MAX_ALERT_BYTES, MAX_COMMAND_BYTES, Endpoint, Route
-from vllm_ledger.notify.store import Command, Store, state_path
-from vllm_ledger.notify.watch import Damper, HealthWatch, make_observer
+from vllm_ledger.notify.store import (
+    BOUNDARIES,
+    MAX_PENDING,
+    Command,
+    Delivery,
+    OutboxFull,
+    StoreUnavailable,
+    open_store,
+    state_path,
+)
+from vllm_ledger.notify.watch import Damper, HealthWatch, Loop, make_observer
 
 HEALTH_PROBE_TIMEOUT_S = 3.0
+# the crash tests' hook, read once at start: a store boundary after whose commit to exit
+EXIT_AT_ENV = "VLLM_LEDGER_NOTIFIER_EXIT_AT"
+# a failed send whose request was written whole: the webhook may have taken it
+_MAYBE_ARRIVED = ("timeout", "connection")
+
+
+class _TooMany(Exception):
+    """The route's command rate is spent (raised inside the store's transaction)."""
 
 
 def load_config(
@@ -98,9 +125,13 @@ class Notifier:
             self.cfg = dataclasses.replace(self.cfg, ssh_config=ssh_config)
         if not self.targets and not self.refusals:
             raise ConfigError(f"{config_path}: the usage object is empty", key="usage")
+        check_exposure(self.cfg)
         self.clock = clock
         self.monotonic = monotonic
-        self.store = Store(state_path(config_path), clock=clock)
+        exit_at = (os.environ if env is None else env).get(EXIT_AT_ENV) or None
+        if exit_at is not None and exit_at not in BOUNDARIES:
+            raise ConfigError(f"{EXIT_AT_ENV}: give one of {', '.join(BOUNDARIES)}", key="env")
+        self.store = open_store(state_path(config_path), clock=clock, exit_at=exit_at)
         cfg = self.cfg
         options = ["-F", str(cfg.ssh_config)] if cfg.ssh_config is not None else []
         self.poller = Poller(
@@ -117,20 +148,34 @@ class Notifier:
             ),
             self._on_health,
             interval_s=cfg.health_interval_s,
+            monotonic=monotonic,
         )
-        self.rate = RateLimit(cfg.commands_per_minute, monotonic)
+        # per route, counted only for a signed command not seen before
+        self.rates: dict[str, RateLimit] = {}
         self.routes: dict[str, tuple[int, Route]] = {
-            "/command": (MAX_COMMAND_BYTES, self.handle_command),
-            "/resend": (MAX_COMMAND_BYTES, self.handle_resend),
-            "/alertmanager": (MAX_ALERT_BYTES, self.handle_alerts),
+            "/command": (MAX_COMMAND_BYTES, self._guard(self.handle_command)),
+            "/resend": (MAX_COMMAND_BYTES, self._guard(self.handle_resend)),
+            "/alertmanager": (MAX_ALERT_BYTES, self._guard(self.handle_alerts)),
         }
         for p, inbound in platforms.inbound():
-            self.routes[inbound.route] = (MAX_COMMAND_BYTES, self.inbound_route(p.name, inbound))
-        self.endpoint = Endpoint(cfg.listen_host, cfg.listen_port, self.routes)
+            handler = self._guard(self.inbound_route(p.name, inbound))
+            self.routes[inbound.route] = (MAX_COMMAND_BYTES, handler)
+        self.endpoint = Endpoint(cfg.listen_host, cfg.listen_port, self.routes, health=self.healthz)
         self._stop = threading.Event()
         self._wake_sender = threading.Event()
         self._wake_worker = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self.loops: dict[str, Loop] = {
+            "sender": Loop("sender", stall_s=cfg.deliver_timeout_s + 60.0, monotonic=monotonic),
+            "commands": Loop("commands", stall_s=cfg.startup_wait_s + 60.0, monotonic=monotonic),
+            "usage": Loop(
+                "usage",
+                stall_s=cfg.poll_interval_s + cfg.poll_deadline_s + 60.0,
+                monotonic=monotonic,
+            ),
+        }
+        self._usage_rounds = 0
+        self._unsettled: tuple[int, str, str | None, int | None] | None = None
+        self._outbox = (0, 0)  # (pending, dropped ever), as the sender last read them
         self._started_monotonic = monotonic()
         self.interrupted: list[int] = []
 
@@ -139,11 +184,11 @@ class Notifier:
     def start(self) -> None:
         self.interrupted = self.store.mark_interrupted()
         self._started_monotonic = self.monotonic()
-        for name, loop in (("sender", self._send_loop), ("commands", self._command_loop)):
-            t = threading.Thread(target=loop, name=f"vllm-ledger-{name}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        self.loops["sender"].start(self._send_step, self._stop)
+        self.loops["commands"].start(self._command_step, self._stop)
         self.poller.start()
+        self.loops["usage"].thread = self.poller._thread
+        self.loops["usage"].progressed()
         self.watch.start()
         self.endpoint.start()
 
@@ -154,12 +199,57 @@ class Notifier:
         self._wake_worker.set()
         self.watch.stop(timeout_s=1.0)
         self.poller.stop(timeout_s=1.0)
-        for t in self._threads:
-            t.join(self.cfg.deliver_timeout_s + 1.0)
+        for name in ("sender", "commands"):
+            t = self.loops[name].thread
+            if t is not None:
+                t.join(self.cfg.deliver_timeout_s + 1.0)
         self.store.close()
 
     def wait(self) -> None:
         self._stop.wait()
+
+    def _guard(self, route: Route) -> Route:
+        """A route whose store cannot take the request answers 503 (with ``Retry-After``)."""
+
+        def handle(body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+            try:
+                return route(body, headers)
+            except StoreUnavailable as exc:
+                return 503, {"error": f"state_{exc.reason}"}
+            except OutboxFull:
+                return 503, {"error": "outbox_full"}
+
+        return handle
+
+    # ---- health of the notifier itself -------------------------------------------------
+
+    def loop_reports(self) -> dict[str, dict[str, object]]:
+        """Each running loop: its state, seconds since its last progress, its errors."""
+        rounds = self.poller.rounds_total
+        if rounds != self._usage_rounds:
+            self._usage_rounds = rounds
+            self.loops["usage"].progressed()
+        loops = dict(self.loops)
+        if self.watch.loop.thread is not None:
+            loops["health"] = self.watch.loop
+        return {name: loop.report() for name, loop in sorted(loops.items())}
+
+    def healthz(self) -> tuple[int, dict[str, Any]]:
+        """``GET /healthz``: 200 when every loop is ok, else 503 naming those that are not;
+        with each loop's report and the outbox's depth and drops. Reads no SQLite."""
+        loops = self.loop_reports()
+        depth, dropped = self._outbox
+        doc: dict[str, Any] = {
+            "status": "ok",
+            "loops": loops,
+            "outbox": {"pending": depth, "limit": MAX_PENDING, "dropped_total": dropped},
+        }
+        bad = [f"{name} {r['state']}" for name, r in loops.items() if r["state"] != "ok"]
+        if bad:
+            doc["status"] = "unavailable"
+            doc["error"] = "loop " + ", ".join(bad)
+            return 503, doc
+        return 200, doc
 
     # ---- health -----------------------------------------------------------------------
 
@@ -167,14 +257,15 @@ class Notifier:
         return next((t.host for t in self.targets if t.port == port), None)
 
     def _on_health(self, port: int, h: Health) -> None:
-        change = self.damper.observe(port, h, self.clock())
+        change = self.damper.observe(port, h, self.clock(), commit=False)
         if change is None:
             return
         old, new = change
         text = (
             None if old is None else chat.health_text(port, self._host(port), old, h, self.cfg.lang)
         )
-        self.store.record_health(port, new, text)
+        self.store.record_health(port, new, text)  # raises: proposed again next time
+        self.damper.confirm(port, new)
         self._wake_sender.set()
 
     # ---- commands ---------------------------------------------------------------------
@@ -197,17 +288,25 @@ class Notifier:
             doc = strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what="command")
         except (ConfigError, UnicodeDecodeError):
             return 400, {"error": "bad_command"}
-        return self._accept(doc, accepted=202)
+        return self._accept("/command", doc, accepted=202)
 
-    def _accept(self, doc: object, *, accepted: int) -> tuple[int, dict[str, Any]]:
-        """The one command path of every route, after its signature: rate, parse, store once."""
-        if not self.rate.allow():
-            return 429, {"error": "too_many_commands"}
+    def _accept(self, route: str, doc: object, *, accepted: int) -> tuple[int, dict[str, Any]]:
+        """The one command path of every route, after its signature: parse, then store once
+        unless a duplicate or past the route's rate (a replay uses up none of the rate)."""
         try:
             req = chat.parse_request(doc, self.cfg.lang)
         except chat.BadRequest:
             return 400, {"error": "bad_command"}
-        seq = self.store.accept(req.message_id, req.command, req.arg, req.lang)
+        rate = self.rates.setdefault(route, RateLimit(self.cfg.commands_per_minute, self.monotonic))
+
+        def admit() -> None:
+            if not rate.allow():
+                raise _TooMany()
+
+        try:
+            seq = self.store.accept(req.message_id, req.command, req.arg, req.lang, admit)
+        except _TooMany:
+            return 429, {"error": "too_many_commands"}
         if seq is None:
             return 200, {"status": "duplicate"}
         self._wake_worker.set()
@@ -234,7 +333,7 @@ class Notifier:
                 return 400, {"error": f"bad_{inbound.body_name}"}
             if isinstance(found, Challenge):
                 return 200, {"challenge": found.value}
-            return self._accept(found, accepted=200)
+            return self._accept(inbound.route, found, accepted=200)
 
         return handle
 
@@ -258,10 +357,9 @@ class Notifier:
         return 200, {"delivery_id": new, "resend_of": req.arg}
 
     def reply(self, cmd: Command) -> str:
+        """The reply to a help or status command (a resend's is built by ``answer``)."""
         if cmd.command == "help":
             return chat.help_text(cmd.lang)
-        if cmd.command == "resend" and cmd.arg is not None:
-            return chat.resend_text(cmd.arg, self.store.resend(cmd.arg), cmd.lang)
         # status: right after a start, wait (bounded) for the first figures
         deadline = self._started_monotonic + self.cfg.startup_wait_s
         while (
@@ -284,19 +382,34 @@ class Notifier:
         )
         return text + chat.failures_block(self.store.failures(), cmd.lang)
 
-    def _command_loop(self) -> None:
-        while not self._stop.is_set():
-            self._wake_worker.wait(0.5)
-            self._wake_worker.clear()
-            for cmd in self.store.unanswered():
-                if self._stop.is_set():
-                    return
-                try:
-                    text: str | None = self.reply(cmd)
-                except Exception:  # a reply that cannot be built is skipped, not retried
-                    text = None
-                self.store.answer(cmd, text)
-                self._wake_sender.set()
+    def answer(self, cmd: Command) -> bool:
+        """Answer one command in one transaction (a resend's copy included); False while the
+        outbox is full (the command stays past the cursor)."""
+        if cmd.command == "resend" and cmd.arg is not None:
+            arg, lang = cmd.arg, cmd.lang
+            return self.store.answer(
+                cmd, lambda new: chat.resend_text(arg, new, lang), resend=cmd.arg
+            )
+        try:
+            text: str | None = self.reply(cmd)
+        except StoreUnavailable:
+            raise  # tried again, the command still past the cursor
+        except Exception:  # a reply that cannot be built is skipped, not retried
+            logging.getLogger("vllm_ledger.notify").exception("reply to #%d", cmd.seq)
+            text = None
+        return self.store.answer(cmd, text)
+
+    def _command_step(self) -> float:
+        """Answer what is past the cursor, in order; the seconds to wait before the next."""
+        self._wake_worker.wait(0.5)
+        self._wake_worker.clear()
+        for cmd in self.store.unanswered():
+            if self._stop.is_set():
+                return 0.0
+            if not self.answer(cmd):
+                return 0.5  # the outbox is full: its sender makes room
+            self._wake_sender.set()
+        return 0.0
 
     # ---- alerts -----------------------------------------------------------------------
 
@@ -307,26 +420,27 @@ class Notifier:
         ):
             return 401, {"error": "bad_token"}
         try:
-            found = alerts_mod.parse_alerts(
-                strictjson.loads(body, max_bytes=MAX_ALERT_BYTES, what="alerts", max_depth=8),
-                self.cfg.lang,
-            )
+            doc = strictjson.loads(body, max_bytes=MAX_ALERT_BYTES, what="alerts", max_depth=8)
+            many = isinstance(doc, dict) and isinstance(doc.get("alerts"), list)
+            if many and len(doc["alerts"]) > alerts_mod.MAX_ALERTS:
+                return 413, {"error": "too_many_alerts", "limit": alerts_mod.MAX_ALERTS}
+            found = alerts_mod.parse_alerts(doc, self.cfg.lang)
         except (ConfigError, alerts_mod.BadAlerts, UnicodeDecodeError):
             return 400, {"error": "bad_alerts"}
-        queued = [d for a in found if (d := self.store.queue_alert(a.key, a.text)) is not None]
+        queued, dropped = self.store.queue_alerts([(a.key, a.text) for a in found])
         if queued:
             self._wake_sender.set()
-        return 200, {"queued": len(queued), "alerts": len(found)}
+        answer = {"queued": len(queued), "alerts": len(found)}
+        if dropped:  # not recorded as seen: Alertmanager's retry or repeat brings them back
+            return 503, {"error": "outbox_full", "dropped": dropped, **answer}
+        return 200, answer
 
     # ---- outbox -----------------------------------------------------------------------
 
-    def _send_loop(self) -> None:
-        while not self._stop.is_set():
-            d = self.store.next_pending()
-            if d is None:
-                self._wake_sender.wait(0.5)
-                self._wake_sender.clear()
-                continue
+    def deliver(self, d: Delivery) -> tuple[str, str | None, int | None]:
+        """Post ``d`` once: (``sent``, ``failed`` or ``unknown``, the reason, the HTTP status).
+        ``unknown``: the request was written whole and no answer came (it may have arrived)."""
+        with client.track_sent() as sent:
             try:
                 out = platforms.send(
                     self.cfg.platform,
@@ -338,8 +452,28 @@ class Notifier:
                 )
             except Exception:  # a fault of ours: recorded, not retried
                 out = platforms.Outcome(False, "connection")
-            with contextlib.suppress(Exception):
-                self.store.settle(d.id, "sent" if out.ok else "failed", out.reason, out.http_status)
+        if out.ok:
+            return "sent", out.reason, out.http_status
+        if sent.value and out.reason in _MAYBE_ARRIVED:
+            return "unknown", out.reason, out.http_status
+        return "failed", out.reason, out.http_status
+
+    def _send_step(self) -> float:
+        """Settle what was sent (until that is stored, nothing else is sent), then send the
+        oldest pending delivery; the seconds to wait before the next step."""
+        if self._unsettled is not None:
+            self.store.settle(*self._unsettled)
+            self._unsettled = None
+        self._outbox = self.store.outbox()
+        d = self.store.next_pending()
+        if d is None:
+            self._wake_sender.wait(0.5)
+            self._wake_sender.clear()
+            return 0.0
+        self._unsettled = (d.id, *self.deliver(d))
+        self.store.settle(*self._unsettled)
+        self._unsettled = None
+        return 0.0
 
 
 __all__ = ["Notifier", "RateLimit", "load_config"]

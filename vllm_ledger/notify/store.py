@@ -15,22 +15,43 @@ process loses nothing committed. Each step that must not half-happen is one tran
   mid-delivery: it becomes ``unknown`` (it may or may not have arrived) and is never sent
   again by itself. Only ``resend`` queues a copy (a new id, ``resend_of`` the old one).
 - ``seen``: keys handled once: Alertmanager alerts by fingerprint, status and start time, and
-  the request ids of ``resend`` requests.
+  the request ids of ``resend`` requests. A key is recorded only with its notification queued:
+  an alert dropped from a full outbox stays unseen, so Alertmanager's next repeat brings it.
+- Health notifications are never dropped: each carries its instance (``topic``), and a newer
+  transition to the same state replaces a pending one, so an instance has at most one pending
+  DOWN and one pending UP whatever the outbox holds.
 - ``health``: the last health reported per node port, so a restart does not announce again.
 - ``migrations``: the append-only list of schema steps applied.
+
+Every SQLite fault (the file locked by another process, read-only, a full disk, damage) is
+raised as ``StoreUnavailable`` with a ``reason``; the transaction it hit left nothing behind.
+``open_store`` refuses, before SQLite writes anything, a state file that is not a regular
+file, has no write permission, or fails ``PRAGMA quick_check`` (``StateFileError``).
+
+``exit_at``: a boundary name (``accept``, ``answer``, ``sending``, ``settle``, ``resend``);
+right after that transaction commits, the process ends with ``os._exit`` (the crash tests).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from vllm_ledger.errors import LedgerError
+
 DeliveryState = Literal["pending", "sending", "sent", "failed", "unknown"]
+Fault = Literal["locked", "read_only", "disk_full", "damaged", "io"]
+Boundary = Literal["accept", "answer", "sending", "settle", "resend"]
+BOUNDARIES: tuple[Boundary, ...] = ("accept", "answer", "sending", "settle", "resend")
+BUSY_TIMEOUT_MS = 2000  # how long a write waits for another process's lock
+LOCK_WAIT_S = 5.0  # how long a caller waits for another thread's transaction
 DELIVERY_STATES: tuple[DeliveryState, ...] = ("pending", "sending", "sent", "failed", "unknown")
 MAX_OUTBOX_ROWS = 10_000  # the oldest settled rows are pruned past this
 MAX_PENDING = 1_000  # notifications waiting to be sent; past this new ones are dropped, counted
@@ -70,7 +91,50 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         INSERT INTO meta(key, value) VALUES ('cursor', 0), ('dropped_total', 0);
         """,
     ),
+    (
+        "0002_outbox_topic",
+        """
+        ALTER TABLE outbox ADD COLUMN topic TEXT;
+        CREATE INDEX outbox_topic ON outbox(topic, state);
+        """,
+    ),
 )
+
+
+class StoreUnavailable(LedgerError):
+    """The state file refused a transaction (``.reason``: locked, read_only, disk_full,
+    damaged, io); nothing of it was written."""
+
+    def __init__(self, reason: Fault, detail: str) -> None:
+        super().__init__(f"the notifier's state file is {reason.replace('_', ' ')}: {detail}")
+        self.reason: Fault = reason
+
+
+class StateFileError(LedgerError):
+    """The state file cannot be used at start (``.path``): damaged, read-only, not a file."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        super().__init__(
+            f"the notifier's state file {path} {what}",
+            hint=f"move it aside (mv {path} {path}.bad) and start again: the notifier starts "
+            "fresh, losing the command cursor and the message ids seen in the last day "
+            '(docs/notifier.md, "A damaged state file")',
+        )
+        self.path = path
+
+
+def fault_of(exc: sqlite3.Error) -> Fault:
+    """What kind of fault a SQLite error is."""
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return "locked"
+    if "readonly" in text or "read-only" in text:
+        return "read_only"
+    if "full" in text:
+        return "disk_full"
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
+        return "damaged"
+    return "io"
 
 
 @dataclass(frozen=True)
@@ -104,17 +168,66 @@ def state_path(config: Path) -> Path:
     return config.with_name(config.stem + ".notifier.sqlite")
 
 
+def check_state_file(path: Path) -> None:
+    """Refuse, before SQLite opens it, a state file that is a FIFO, socket, device or folder,
+    or one without write permission (even for root: a file made read-only on purpose)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StateFileError(path, f"cannot be read ({exc.strerror})") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise StateFileError(path, "is not a regular file")
+    if st.st_mode & 0o222 == 0 or not os.access(path, os.R_OK | os.W_OK):
+        raise StateFileError(path, "is read-only")
+
+
+def open_store(path: Path, *, clock: Callable[[], float], exit_at: str | None = None) -> Store:
+    """The store of ``path``, checked first; ``StateFileError`` names a file it cannot use."""
+    check_state_file(path)
+    try:
+        store = Store(path, clock=clock, exit_at=exit_at)
+    except (sqlite3.Error, StoreUnavailable) as exc:
+        reason = exc.reason if isinstance(exc, StoreUnavailable) else fault_of(exc)
+        what = {
+            "read_only": "is read-only (or its folder is)",
+            "damaged": "is damaged",
+            "locked": "is locked by another process",
+        }.get(reason, "cannot be used")
+        raise StateFileError(path, f"{what} ({exc})") from exc
+    try:
+        bad = store.quick_check()
+    except StoreUnavailable as exc:
+        store.close()
+        raise StateFileError(path, f"is damaged ({exc})") from exc
+    if bad is not None:
+        store.close()
+        raise StateFileError(path, f"is damaged (quick_check: {bad[:100]})")
+    return store
+
+
 class Store:
     """The one writer. Every method is one transaction; the lock makes threads take turns."""
 
-    def __init__(self, path: Path, *, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, path: Path, *, clock: Callable[[], float], exit_at: str | None = None
+    ) -> None:
         self.path = path
         self.clock = clock
+        self.exit_at = exit_at
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._migrate()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _migrate(self) -> None:
         with self._tx() as db:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_ts REAL)"
@@ -128,19 +241,45 @@ class Store:
                     db.execute("INSERT INTO migrations VALUES (?, ?)", (name, self.clock()))
 
     @contextmanager
+    def _locked(self) -> Iterator[sqlite3.Connection]:
+        """The connection, this thread's turn; a SQLite fault as ``StoreUnavailable``."""
+        if not self._lock.acquire(timeout=LOCK_WAIT_S):
+            raise StoreUnavailable("locked", "another transaction of this process is waiting")
+        try:
+            yield self._db
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(fault_of(exc), str(exc)) from exc
+        finally:
+            self._lock.release()
+
+    def _passed(self, boundary: Boundary) -> None:
+        """A boundary's transaction committed its write: the crash tests' exit point."""
+        if boundary == self.exit_at:
+            os._exit(70)
+
+    @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+        """One transaction; rolled back whole on any error, the commit's own included."""
+        with self._locked() as db:
+            db.execute("BEGIN IMMEDIATE")
             try:
-                yield self._db
+                yield db
+                db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def quick_check(self) -> str | None:
+        """None when ``PRAGMA quick_check`` says ok; else its first line."""
+        with self._locked() as db:
+            first = str(db.execute("PRAGMA quick_check").fetchone()[0])
+        return None if first == "ok" else first
 
     # ---- start-up ---------------------------------------------------------------------
 
@@ -157,59 +296,93 @@ class Store:
 
     # ---- commands in ------------------------------------------------------------------
 
-    def accept(self, message_id: str, command: str, arg: int | None, lang: str) -> int | None:
-        """Store a command; None when its message id was seen before (nothing is done)."""
+    def accept(
+        self,
+        message_id: str,
+        command: str,
+        arg: int | None,
+        lang: str,
+        admit: Callable[[], None] | None = None,
+    ) -> int | None:
+        """Store a command; None when its message id was seen before (nothing is done).
+        ``admit`` is called after that check, inside the transaction: what it raises ends the
+        transaction with nothing stored (the rate: a replay uses up none of it)."""
         with self._tx() as db:
             seen = db.execute("SELECT 1 FROM inbox WHERE message_id = ?", (message_id,))
             if seen.fetchone() is not None:  # checked first: a replay uses up no seq
                 return None
+            if admit is not None:
+                admit()
             cur = db.execute(
                 "INSERT INTO inbox(message_id, command, arg, lang, received_ts) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (message_id, command, arg, lang, self.clock()),
             )
-            return int(cur.lastrowid) if cur.lastrowid else None
+        self._passed("accept")
+        return int(cur.lastrowid) if cur.lastrowid else None
 
     def cursor(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT value FROM meta WHERE key='cursor'").fetchone()[0])
+        with self._locked() as db:
+            return int(db.execute("SELECT value FROM meta WHERE key='cursor'").fetchone()[0])
 
     def unanswered(self, limit: int = 100) -> list[Command]:
         """Commands past the cursor, oldest first."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._locked() as db:
+            rows = db.execute(
                 "SELECT seq, message_id, command, arg, lang, received_ts FROM inbox "
                 "WHERE seq > (SELECT value FROM meta WHERE key='cursor') ORDER BY seq LIMIT ?",
                 (limit,),
             ).fetchall()
         return [Command(*r) for r in rows]
 
-    def answer(self, cmd: Command, reply: str | None) -> int | None:
-        """Queue the reply (if any), mark the command answered, move the cursor: one step."""
+    def answer(
+        self,
+        cmd: Command,
+        reply: str | Callable[[int | None], str] | None,
+        *,
+        resend: int | None = None,
+    ) -> bool:
+        """Queue the reply (if any), mark the command answered, move the cursor: one step.
+        With ``resend``, the copy of that delivery is queued in the same step and ``reply`` is
+        called with its new id (None: no such delivery). False, and nothing done, while the
+        outbox is full: the command waits past the cursor for room."""
         with self._tx() as db:
-            delivery = self._queue(db, "reply", reply) if reply is not None else None
+            if _pending(db) + (resend is not None) >= MAX_PENDING:
+                return False
+            new = None
+            if resend is not None:
+                row = db.execute("SELECT kind, text FROM outbox WHERE id = ?", (resend,))
+                found = row.fetchone()
+                if found is not None:
+                    new = self._queue(db, found[0], found[1], resend_of=resend)
+            text = reply(new) if callable(reply) else reply
+            if text is not None:
+                self._queue(db, "reply", text)
             db.execute("UPDATE inbox SET answered_ts = ? WHERE seq = ?", (self.clock(), cmd.seq))
             db.execute("UPDATE meta SET value = ? WHERE key = 'cursor'", (cmd.seq,))
             db.execute(
                 "DELETE FROM inbox WHERE seq <= ? AND (received_ts < ? OR seq <= ?)",
                 (cmd.seq, self.clock() - INBOX_KEEP_S, cmd.seq - MAX_INBOX_ROWS),
             )
-        return delivery
+        self._passed("answer")
+        return True
 
     # ---- notifications out ------------------------------------------------------------
 
     def _queue(
-        self, db: sqlite3.Connection, kind: str, text: str, resend_of: int | None = None
-    ) -> int | None:
-        pending = db.execute("SELECT count(*) FROM outbox WHERE state = 'pending'").fetchone()[0]
-        if pending >= MAX_PENDING:
-            db.execute("UPDATE meta SET value = value + 1 WHERE key = 'dropped_total'")
-            return None
+        self,
+        db: sqlite3.Connection,
+        kind: str,
+        text: str,
+        resend_of: int | None = None,
+        topic: str | None = None,
+    ) -> int:
+        """Insert one pending notification (the caller checked the bound); its id."""
         now = self.clock()
         cur = db.execute(
-            "INSERT INTO outbox(kind, text, state, resend_of, created_ts, updated_ts) "
-            "VALUES (?, ?, 'pending', ?, ?, ?)",
-            (kind, text[:MAX_TEXT_CHARS], resend_of, now, now),
+            "INSERT INTO outbox(kind, text, state, resend_of, created_ts, updated_ts, topic) "
+            "VALUES (?, ?, 'pending', ?, ?, ?, ?)",
+            (kind, text[:MAX_TEXT_CHARS], resend_of, now, now, topic),
         )
         total = db.execute("SELECT count(*) FROM outbox").fetchone()[0]
         if total > MAX_OUTBOX_ROWS:
@@ -218,27 +391,54 @@ class Store:
                 "WHERE state NOT IN ('pending', 'sending') ORDER BY id LIMIT ?)",
                 (total - MAX_OUTBOX_ROWS,),
             )
-        return int(cur.lastrowid) if cur.lastrowid else None
+        return int(cur.lastrowid or 0)
+
+    def _dropped(self, db: sqlite3.Connection, n: int = 1) -> None:
+        db.execute("UPDATE meta SET value = value + ? WHERE key = 'dropped_total'", (n,))
 
     def queue(self, kind: str, text: str) -> int | None:
         """A new notification; its delivery id, or None when the outbox is full (counted)."""
         with self._tx() as db:
+            if _pending(db) >= MAX_PENDING:
+                self._dropped(db)
+                return None
             return self._queue(db, kind, text)
 
     def queue_alert(self, key: str, text: str) -> int | None:
         """An alert notification, unless ``key`` (fingerprint, status, start) was seen."""
+        queued, _dropped = self.queue_alerts([(key, text)])
+        return queued[0] if queued else None
+
+    def queue_alerts(self, alerts: Sequence[tuple[str, str]]) -> tuple[list[int], int]:
+        """Each ``(key, text)`` whose key was not seen, queued, in one transaction: (the new
+        delivery ids, how many were dropped because the outbox was full). A dropped alert's key
+        is not recorded, so the same alert sent again is taken then."""
         with self._tx() as db:
             now = self.clock()
             db.execute("DELETE FROM seen WHERE seen_ts < ?", (now - ALERTS_KEEP_S,))
-            cur = db.execute("INSERT OR IGNORE INTO seen VALUES (?, ?)", (key, now))
-            if cur.rowcount != 1:
-                return None
-            return self._queue(db, "alert", text)
+            room = MAX_PENDING - _pending(db)
+            queued: list[int] = []
+            dropped = 0
+            for key, text in alerts:
+                if db.execute("SELECT 1 FROM seen WHERE key = ?", (key,)).fetchone():
+                    continue
+                if room <= 0:
+                    dropped += 1
+                    continue
+                db.execute("INSERT INTO seen VALUES (?, ?)", (key, now))
+                queued.append(self._queue(db, "alert", text))
+                room -= 1
+            if dropped:
+                self._dropped(db, dropped)
+        return queued, dropped
 
     def resend(self, delivery_id: int, request_key: str | None = None) -> int | None:
         """A copy of a delivery, queued anew; None when no such delivery is kept, or when
-        ``request_key`` (a resend request's id) was handled before."""
+        ``request_key`` (a resend request's id) was handled before. ``OutboxFull`` (nothing
+        recorded, the request may come again) while the outbox is full."""
         with self._tx() as db:
+            if _pending(db) >= MAX_PENDING:
+                raise OutboxFull()
             if request_key is not None:
                 cur = db.execute(
                     "INSERT OR IGNORE INTO seen VALUES (?, ?)", (request_key, self.clock())
@@ -250,7 +450,9 @@ class Store:
             ).fetchone()
             if row is None:
                 return None
-            return self._queue(db, row[0], row[1], resend_of=delivery_id)
+            new = self._queue(db, row[0], row[1], resend_of=delivery_id)
+        self._passed("resend")
+        return new
 
     def next_pending(self) -> Delivery | None:
         """The oldest pending delivery, now marked ``sending`` (committed before the send)."""
@@ -264,6 +466,7 @@ class Store:
                 "UPDATE outbox SET state = 'sending', updated_ts = ? WHERE id = ?",
                 (self.clock(), row[0]),
             )
+        self._passed("sending")
         return Delivery(*row)
 
     def settle(
@@ -275,31 +478,52 @@ class Store:
                 "WHERE id = ? AND state = 'sending'",
                 (state, reason, http_status, self.clock(), delivery_id),
             )
+        self._passed("settle")
 
     def failures(self, limit: int = 5) -> list[Delivery]:
         """What the next status reply shows: deliveries that failed or ended unknown."""
-        with self._lock:
-            return read_failures(self._db, limit)
+        with self._locked() as db:
+            return read_failures(db, limit)
 
     def summary(self) -> dict[str, int]:
-        with self._lock:
-            return read_summary(self._db)
+        with self._locked() as db:
+            return read_summary(db)
+
+    def outbox(self) -> tuple[int, int]:
+        """(pending deliveries, dropped ever)."""
+        with self._locked() as db:
+            dropped = db.execute("SELECT value FROM meta WHERE key = 'dropped_total'").fetchone()
+            return _pending(db), int(dropped[0])
 
     # ---- health -----------------------------------------------------------------------
 
     def health_states(self) -> dict[int, str]:
-        with self._lock:
-            return dict(self._db.execute("SELECT port, state FROM health").fetchall())
+        with self._locked() as db:
+            return dict(db.execute("SELECT port, state FROM health").fetchall())
 
     def record_health(self, port: int, state: str, text: str | None) -> int | None:
-        """Store the reported state; queue ``text`` with it (one transaction)."""
+        """Store the reported state; queue ``text`` with it (one transaction). Never dropped
+        for a full outbox: a pending notification of the same instance and state is replaced,
+        so each instance has at most one pending per state, the newest last."""
         with self._tx() as db:
             db.execute(
                 "INSERT INTO health VALUES (?, ?, ?) ON CONFLICT(port) DO UPDATE "
                 "SET state = excluded.state, since_ts = excluded.since_ts",
                 (port, state, self.clock()),
             )
-            return self._queue(db, "health", text) if text is not None else None
+            if text is None:
+                return None
+            topic = f"health:{port}:{state}"
+            db.execute("DELETE FROM outbox WHERE topic = ? AND state = 'pending'", (topic,))
+            return self._queue(db, "health", text, topic=topic)
+
+
+class OutboxFull(LedgerError):
+    """The outbox holds ``MAX_PENDING`` deliveries: nothing was queued or recorded."""
+
+
+def _pending(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT count(*) FROM outbox WHERE state = 'pending'").fetchone()[0])
 
 
 # ---- reading (notifier status; the status reply) ------------------------------------------
@@ -355,14 +579,20 @@ def open_read_only(path: Path) -> Iterator[sqlite3.Connection]:
 
 
 __all__ = [
+    "BOUNDARIES",
     "DELIVERY_STATES",
     "MAX_OUTBOX_ROWS",
     "MAX_PENDING",
     "Command",
     "Delivery",
     "DeliveryState",
+    "OutboxFull",
+    "StateFileError",
     "Store",
+    "StoreUnavailable",
+    "check_state_file",
     "open_read_only",
+    "open_store",
     "read_failures",
     "read_health",
     "read_recent",

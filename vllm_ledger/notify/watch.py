@@ -1,4 +1,5 @@
-"""Health observation: every ~10 s per instance, on its own schedule, with flap damping.
+"""Health observation: every ~10 s per instance, on its own schedule, with flap damping; and
+``Loop``, what keeps each of the notifier's loops going and says how it is doing.
 
 ``Damper`` is pure: it turns observations into reported transitions. A state is reported
 only once it has been observed, unchanged, for ``damping_s``; an instance that flips back
@@ -13,11 +14,17 @@ observation is still running is skipped, never queued twice, so a hung host dela
 A target with a ``host`` is probed over HTTP (``bot.health.probe``); one with only an SSH
 target runs the fixed status command, whose document carries the host's own probe of
 127.0.0.1 at the node port.
+
+``Loop`` runs one step function until stopped. A step that raises (its store locked or full,
+its platform, a fault of our own) is counted, logged once a minute with the count, and tried
+again after a backoff that doubles from ``BACKOFF_FIRST_S`` to ``BACKOFF_MAX_S``: the thread
+never ends for an error. ``Loop.state`` is ``ok``, ``failing`` (the last step raised),
+``stuck`` (no step finished within ``stall_s``) or ``gone`` (its thread ended).
 """
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +37,100 @@ from vllm_ledger.bot.poll import CacheEntry, Fetcher, PollResult, reported_healt
 from vllm_ledger.bot.validate import Target
 
 MAX_PARALLEL = 8  # observations (ssh processes or HTTP probes) running at once
+BACKOFF_FIRST_S = 0.1
+BACKOFF_MAX_S = 5.0
+LOG_EVERY_S = 60.0
 Up = Literal["up", "down"]
+LoopState = Literal["ok", "failing", "stuck", "gone"]
+log = logging.getLogger("vllm_ledger.notify")
+
+
+class Loop:
+    """One background loop: its thread, its last progress and its errors."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        stall_s: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.stall_s = stall_s
+        self.monotonic = monotonic
+        self.progress_monotonic = monotonic()
+        self.errors_total = 0
+        self.failing: str | None = None  # the last step's error, while it fails
+        self.thread: threading.Thread | None = None
+        self._backoff_s = 0.0
+        self._logged_monotonic: float | None = None
+        self._unlogged = 0
+        self._lock = threading.Lock()
+
+    def progressed(self) -> None:
+        """A step finished: the loop is making progress."""
+        with self._lock:
+            self.progress_monotonic = self.monotonic()
+            if self.failing is not None:
+                log.warning("%s: recovered after %d error(s)", self.name, self._unlogged)
+                self._logged_monotonic = None
+                self._unlogged = 0
+            self.failing = None
+            self._backoff_s = 0.0
+
+    def failed(self, exc: BaseException) -> float:
+        """A step raised: counted, logged at most once a minute; the seconds to wait."""
+        with self._lock:
+            self.errors_total += 1
+            self._unlogged += 1
+            self.failing = f"{type(exc).__name__}: {exc}"[:200]
+            now = self.monotonic()
+            if self._logged_monotonic is None or now - self._logged_monotonic >= LOG_EVERY_S:
+                log.error(
+                    "%s: %d error(s) since the last report, retrying; the last: %s",
+                    self.name,
+                    self._unlogged,
+                    self.failing,
+                )
+                self._logged_monotonic = now
+                self._unlogged = 0
+            self._backoff_s = min(BACKOFF_MAX_S, max(BACKOFF_FIRST_S, self._backoff_s * 2))
+            return self._backoff_s
+
+    def state(self) -> LoopState:
+        if self.thread is not None and not self.thread.is_alive():
+            return "gone"
+        if self.failing is not None:
+            return "failing"
+        if self.monotonic() - self.progress_monotonic > self.stall_s:
+            return "stuck"
+        return "ok"
+
+    def report(self) -> dict[str, object]:
+        return {
+            "state": self.state(),
+            "last_progress_s_ago": round(self.monotonic() - self.progress_monotonic, 1),
+            "errors_total": self.errors_total,
+            "error": self.failing,
+        }
+
+    def run(self, step: Callable[[], float], stop: threading.Event) -> None:
+        """Call ``step`` (it returns how long to wait before the next) until ``stop``."""
+        while not stop.is_set():
+            try:
+                wait_s = step()
+            except Exception as exc:  # every error: counted, logged, retried
+                wait_s = self.failed(exc)
+            else:
+                self.progressed()
+            if wait_s > 0:
+                stop.wait(wait_s)
+
+    def start(self, step: Callable[[], float], stop: threading.Event) -> None:
+        self.thread = threading.Thread(
+            target=self.run, args=(step, stop), name=f"vllm-ledger-{self.name}", daemon=True
+        )
+        self.thread.start()
 
 
 def up_or_down(h: Health) -> Up | None:
@@ -55,15 +155,20 @@ class Damper:
         self.reported: dict[int, str] = dict(reported or {})
         self._candidate: dict[int, _Candidate] = {}
 
-    def observe(self, port: int, health: Health, now_ts: float) -> tuple[str | None, Up] | None:
+    def observe(
+        self, port: int, health: Health, now_ts: float, *, commit: bool = True
+    ) -> tuple[str | None, Up] | None:
         """(old reported state or None for the baseline, new state) when a change is now
-        confirmed; otherwise None."""
+        confirmed; otherwise None. With ``commit=False`` the change is taken as reported only
+        once the caller calls ``confirm`` (after storing it): until then every observation
+        proposes it again."""
         seen = up_or_down(health)
         if seen is None:
             return None
         old = self.reported.get(port)
         if old is None:  # the baseline: known at once, announced never
-            self.reported[port] = seen
+            if commit:
+                self.reported[port] = seen
             return (None, seen)
         if seen == old:
             self._candidate.pop(port, None)
@@ -72,10 +177,15 @@ class Damper:
         if cand is None or cand.state != seen:
             cand = self._candidate[port] = _Candidate(seen, now_ts)
         if now_ts - cand.since_ts >= self.damping_s:
-            self._candidate.pop(port, None)
-            self.reported[port] = seen
+            if commit:
+                self.confirm(port, seen)
             return (old, seen)
         return None
+
+    def confirm(self, port: int, state: Up) -> None:
+        """``state`` is now the reported one of ``port``."""
+        self._candidate.pop(port, None)
+        self.reported[port] = state
 
 
 Observe = Callable[[Target], Health]
@@ -116,8 +226,9 @@ class HealthWatch:
         self._busy: set[int] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.latest: dict[int, Health] = {}
+        # no progress for this long (each observation has its own deadline) is stuck
+        self.loop = Loop("health", stall_s=max(60.0, 3 * interval_s), monotonic=monotonic)
 
     def _one(self, t: Target) -> None:
         try:
@@ -127,8 +238,12 @@ class HealthWatch:
         with self._lock:
             self.latest[t.port] = h
             self._busy.discard(t.port)
-        with contextlib.suppress(Exception):
+        try:
             self.on_health(t.port, h)
+        except Exception as exc:  # the store: counted; the next observation proposes it again
+            self.loop.failed(exc)
+        else:
+            self.loop.progressed()
 
     def tick(self, pool: ThreadPoolExecutor) -> None:
         now = self.monotonic()
@@ -146,7 +261,10 @@ class HealthWatch:
             thread_name_prefix="vllm-ledger-health",
         ) as pool:
             while not self._stop.is_set():
-                self.tick(pool)
+                try:
+                    self.tick(pool)
+                except Exception as exc:  # never the end of the watch
+                    self._stop.wait(self.loop.failed(exc))
                 self._stop.wait(0.1)
             pool.shutdown(wait=False, cancel_futures=True)
 
@@ -155,17 +273,25 @@ class HealthWatch:
             return dict(self.latest)
 
     def start(self) -> None:
-        if self._thread is None and self.targets:
-            self._thread = threading.Thread(
+        if self.loop.thread is None and self.targets:
+            self.loop.progressed()
+            self.loop.thread = threading.Thread(
                 target=self._loop, name="vllm-ledger-health", daemon=True
             )
-            self._thread.start()
+            self.loop.thread.start()
 
     def stop(self, timeout_s: float | None = None) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            self._thread = None
+        if self.loop.thread is not None:
+            self.loop.thread.join(timeout_s)
 
 
-__all__ = ["MAX_PARALLEL", "Damper", "HealthWatch", "make_observer", "up_or_down"]
+__all__ = [
+    "MAX_PARALLEL",
+    "Damper",
+    "HealthWatch",
+    "Loop",
+    "LoopState",
+    "make_observer",
+    "up_or_down",
+]

@@ -11,6 +11,7 @@ stands in for the client, so every observation is ``unknown`` and queues nothing
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 import urllib.error
@@ -369,13 +370,17 @@ def test_slack_requests_are_verified_then_answered_or_stored_as_commands(make: M
     assert stored == [(1, "slack:Ev1", "status", "en")]
 
 
-def test_a_platform_request_shares_the_command_rate(make: Make) -> None:
+def test_the_rate_is_per_route_and_counts_only_new_commands(make: Make) -> None:
     n = make(env={"VLLM_LEDGER_SLACK_SIGNING_SECRET": SLACK_SECRET.decode()}, commands_per_minute=1)
     _bound, handle = n.routes["/slack/events"]
     body = command("m1")
     assert n.handle_command(body, signed(body)) == (202, {"status": "accepted", "seq": 1})
+    for _ in range(3):  # replays use up none of it
+        assert n.handle_command(body, signed(body)) == (200, {"status": "duplicate"})
     mention = slack_event("Ev1", {"type": "app_mention", "text": "status"})
-    assert handle(mention, slack_signed(mention)) == (429, {"error": "too_many_commands"})
+    assert handle(mention, slack_signed(mention)) == (200, {"status": "accepted", "seq": 2})
+    other = command("m2")
+    assert n.handle_command(other, signed(other)) == (429, {"error": "too_many_commands"})
 
 
 # ---- replies and health -------------------------------------------------------------------
@@ -392,8 +397,14 @@ def test_replies_to_help_resend_and_status(make: Make) -> None:
     help_cmd, resend_cmd, unknown_cmd, status_cmd = n.store.unanswered()
     assert n.reply(help_cmd) == chat.help_text("en")
     assert n.reply(help_cmd).startswith("Help\n@bot status: ")
-    assert n.reply(resend_cmd) == f"notification #{d} queued again as #{d + 1}\n"
-    assert n.reply(unknown_cmd) == "no notification #99 to resend\n"
+    assert n.answer(help_cmd) and n.answer(resend_cmd) and n.answer(unknown_cmd)
+    assert pending(n) == [
+        (d + 1, "reply", chat.help_text("en")),
+        (d + 2, "health", "DOWN"),  # the copy, queued with the answer that names it
+        (d + 3, "reply", f"notification #{d} queued again as #{d + 2}\n"),
+        (d + 4, "reply", "no notification #99 to resend\n"),
+    ]
+    assert n.store.cursor() == 3
     lines = n.reply(status_cmd).splitlines()
     assert lines[:3] == ["Status", "deployments 1: unchecked 1", "── :19001 ──"]
     # a delivery that failed and was queued again is still named until its copy is sent
@@ -524,3 +535,54 @@ def test_a_running_notifier_answers_sends_and_records_each_delivery(tmp_path: Pa
         n.stop()
         platform.server.stop()
     assert platform.messages == [chat.help_text("en"), firing.text]
+
+
+def test_listening_beyond_loopback_needs_the_alertmanager_token(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "private.json", {str(PORT): TARGET})
+    env = {"VLLM_LEDGER_COMMAND_SECRET": SECRET.decode()}
+    with pytest.raises(ConfigError) as caught:
+        Notifier(config, env=env, listen=("0.0.0.0", 0))
+    assert str(caught.value).startswith(
+        "notifier.alertmanager_token_file: listening on 0.0.0.0 (beyond loopback) needs a "
+        "bearer token for /alertmanager"
+    )
+    n = Notifier(
+        config, env={**env, "VLLM_LEDGER_ALERTMANAGER_TOKEN": TOKEN}, listen=("0.0.0.0", 0)
+    )
+    n.endpoint.server_close()
+    n.store.close()
+
+
+def test_more_than_100_alerts_is_413_and_nothing_is_queued(make: Make) -> None:
+    n = make()
+    doc = alert_doc()
+    doc["alerts"] = [{**doc["alerts"][0], "fingerprint": f"{i:x}"} for i in range(101)]
+    assert n.handle_alerts(json.dumps(doc).encode(), {}) == (
+        413,
+        {"error": "too_many_alerts", "limit": 100},
+    )
+    assert pending(n) == []
+
+
+def test_a_locked_state_file_is_503_and_a_failing_loop_fails_healthz(
+    make: Make, tmp_path: Path
+) -> None:
+    n = make()
+    _bound, handle = n.routes["/command"]
+    other = sqlite3.connect(n.store.path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        body = command("m1")
+        assert handle(body, signed(body)) == (503, {"error": "state_locked"})
+        loop = n.loops["sender"]
+        assert loop.failed(RuntimeError("database is locked")) == 0.1
+        code, doc = n.healthz()
+        assert (code, doc["error"]) == (503, "loop sender failing")
+        assert doc["loops"]["sender"]["errors_total"] == 1
+        assert doc["outbox"] == {"pending": 0, "limit": 1000, "dropped_total": 0}
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert handle(body, signed(body)) == (202, {"status": "accepted", "seq": 1})
+    n.loops["sender"].progressed()
+    assert n.healthz()[0] == 200

@@ -8,6 +8,8 @@ import base64
 import hashlib
 import hmac
 import json
+import os
+import sqlite3
 import threading
 import time
 import urllib.parse
@@ -26,7 +28,14 @@ from vllm_ledger.notify.alerts import BadAlerts, parse_alerts
 from vllm_ledger.notify.chat import BadRequest, parse_request
 from vllm_ledger.notify.config import notifier_config
 from vllm_ledger.notify.signing import sign, verify
-from vllm_ledger.notify.store import MAX_PENDING, Store, read_summary
+from vllm_ledger.notify.store import (
+    MAX_PENDING,
+    StateFileError,
+    Store,
+    StoreUnavailable,
+    open_store,
+    read_summary,
+)
 from vllm_ledger.notify.watch import Damper
 
 
@@ -323,3 +332,65 @@ def test_platform_failures_are_classified_never_retried() -> None:
         broken.close()
     assert platforms.send("wecom", None, "x") == platforms.Outcome(False, "no_webhook")
     assert platforms.send("wecom", "http://127.0.0.1:1/x", "x").reason == "connection"
+
+
+def test_a_dropped_alert_stays_unseen_and_health_is_never_dropped(store: Store) -> None:
+    for i in range(MAX_PENDING):
+        assert store.queue("reply", f"r{i}") is not None
+    assert store.queue_alerts([("alert:a|firing|t", "A")]) == ([], 1)
+    assert store.queue_alerts([("alert:a|firing|t", "A")]) == ([], 1)  # still unseen
+    down1 = store.record_health(19001, "down", "DOWN 1")
+    up = store.record_health(19001, "up", "UP")
+    down2 = store.record_health(19001, "down", "DOWN 2")  # replaces DOWN 1, last
+    assert None not in (down1, up, down2)
+    assert store.outbox() == (MAX_PENDING + 2, 2)
+    for _ in range(3):  # three replies leave: room for the alert's repeat
+        store.next_pending()
+    (_alert,), dropped = store.queue_alerts([("alert:a|firing|t", "A")])
+    assert dropped == 0 and store.queue_alerts([("alert:a|firing|t", "A")]) == ([], 0)
+    texts = []
+    while (d := store.next_pending()) is not None:
+        texts.append(d.text)
+    assert texts[-3:] == ["UP", "DOWN 2", "A"] and "DOWN 1" not in texts
+
+
+def test_a_store_fault_is_store_unavailable_and_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    s = Store(path, clock=Clock())
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StoreUnavailable) as caught:
+            s.accept("m1", "help", None, "en")
+        assert caught.value.reason == "locked"
+        assert s.unanswered() == []  # reads go on (WAL)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert s.accept("m1", "help", None, "en") == 1
+    s.close()
+
+
+def read_only(path: Path) -> None:
+    Store(path, clock=time.time).close()
+    path.chmod(0o444)
+
+
+@pytest.mark.parametrize(
+    ("make", "what"),
+    [
+        (lambda p: p.write_bytes(b"x" * 4096), "is damaged"),
+        (read_only, "is read-only"),
+        (lambda p: os.mkfifo(p), "is not a regular file"),
+    ],
+)
+def test_a_state_file_it_cannot_use_is_named_with_what_to_do(
+    tmp_path: Path, make: Any, what: str
+) -> None:
+    path = tmp_path / "private.notifier.sqlite"
+    make(path)
+    with pytest.raises(StateFileError) as caught:
+        open_store(path, clock=Clock())
+    text = str(caught.value)
+    assert text.startswith(f"the notifier's state file {path} {what}")
+    assert f"move it aside (mv {path} {path}.bad)" in text and "\n" not in text
