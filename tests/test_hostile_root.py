@@ -305,13 +305,14 @@ def test_a_root_with_no_ledger_names_no_ledger_in_every_window(tmp_path: Path) -
 
     (tmp_path / "empty").mkdir()
     code, doc, err = _report(tmp_path / "empty", T0)
-    assert code == 0, err
+    assert code == 3, err  # nothing matched (docs/cli.md, report)
+    assert err.startswith("nothing matched: no ledger file under "), err
     assert {n: w["problems"] for n, w in doc["windows"].items()} == {
         n: {"no_ledger": 1} for n in ("today", "24h", "3d", "7d", "total")
     }
     assert not any(w["complete"] for w in doc["windows"].values())
     out = _run("status", "--root", str(tmp_path / "empty"))
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3, out.stderr
     status = parse(out.stdout.encode())  # the bot's own parser accepts the new code
     assert all(dict(w.problems) == {"no_ledger": 1} for w in status.windows)
 

@@ -107,7 +107,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def cli(*jobs: list[str]) -> list[dict[str, Any]]:
+def cli(*jobs: list[str], exit_code: int = 0) -> list[dict[str, Any]]:
     """Run each argv as `python -m vllm_ledger ARGV` under the wall clock CLOCK."""
     proc = subprocess.run(
         [sys.executable, str(LAUNCHER)],
@@ -121,7 +121,7 @@ def cli(*jobs: list[str]) -> list[dict[str, Any]]:
     assert proc.returncode == 0, proc.stderr
     results: list[dict[str, Any]] = json.loads(proc.stdout)
     for job, r in zip(jobs, results, strict=True):
-        assert r["exit"] == 0, (job, r["stderr"])
+        assert r["exit"] == exit_code, (job, r["stderr"])
     return results
 
 
@@ -243,8 +243,9 @@ def test_model_filter_and_by_model_on_timeline_and_status(root: Path) -> None:
 
 
 def test_an_instance_not_in_the_ledgers_is_all_uncovered_never_complete(root: Path) -> None:
-    (r,) = cli(rep(root, "--instance", "gpu9:8000"))
+    (r,) = cli(rep(root, "--instance", "gpu9:8000"), exit_code=3)  # nothing matched
     doc = out_json(r)
+    assert doc["nothing_matched"]["reason"] == "no_match"
     assert doc["runs"] == 0
     for w in doc["windows"].values():
         assert (w["input"], w["output"], w["complete"]) == (0, 0, False)

@@ -20,7 +20,7 @@ from vllm_ledger.read.writer_state import WriterState
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "json-schema.md"
 GOLDEN = REPO / "tests" / "golden" / "cases"
-OPTIONAL_TOP = {"breakdown", "filter"}
+OPTIONAL_TOP = {"breakdown", "filter", "nothing_matched"}
 
 
 def _tables() -> dict[str, list[str]]:
@@ -47,7 +47,8 @@ def _golden_docs() -> list[dict[str, Any]]:
 def test_every_printed_key_is_documented_and_every_documented_key_is_printed() -> None:
     tables = _tables()
     seen: dict[str, set[str]] = {
-        k: set() for k in ("Top level", "A window", "A writer", "A file", "The filter")
+        k: set()
+        for k in ("Top level", "A window", "A writer", "A file", "The filter", "Nothing matched")
     }
     breakdown_keys: set[str] = set()
     for doc in _golden_docs():
@@ -72,6 +73,9 @@ def test_every_printed_key_is_documented_and_every_documented_key_is_printed() -
         if "filter" in doc:
             assert set(doc["filter"]) == set(tables["The filter"])
             seen["The filter"] |= set(doc["filter"])
+        if "nothing_matched" in doc:
+            assert set(doc["nothing_matched"]) == set(tables["Nothing matched"])
+            seen["Nothing matched"] |= set(doc["nothing_matched"])
     for heading, keys in seen.items():
         assert keys == set(tables[heading]), heading
     assert breakdown_keys == set(tables["The breakdown"])

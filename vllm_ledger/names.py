@@ -152,3 +152,12 @@ EXPORTER_SAMPLE_STALE_AFTER_S = 60.0
 # - A poll's result by the poller's own receive time (monotonic): three 30 s poll rounds, so
 #   one slow or failed round is not yet news (docs/bot-status.md, docs/notifier.md).
 POLL_STALE_AFTER_S = 90.0
+
+# The most alerts one Alertmanager webhook post may carry: the generated alertmanager.yml sets
+# ``max_alerts`` to it and the notifier refuses a longer body with 413 (docs/notifier.md).
+MAX_ALERTS_PER_POST = 100
+
+# The exit status of report, timeline, export, cost and status when nothing matched (an empty
+# or mistyped root, a filter or period that matches no ledger): the document is still whole,
+# and the bot reads it (docs/cli.md).
+EXIT_NOTHING_MATCHED = 3

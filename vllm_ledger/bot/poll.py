@@ -12,8 +12,9 @@ the target's deadline, the whole process group is killed. The bytes are parsed b
 
 Outcomes per instance: ``ok``, ``unreachable`` (ssh exit 255: refused, unknown host key,
 bad key, no route), ``timeout`` (deadline passed), ``unparseable`` (too much output or not a
-valid status document), ``remote_failed`` (the status command itself exited non-zero: a
-ledger-side fault, e.g. a missing data_dir).
+valid status document), ``remote_failed`` (the status command itself exited non-zero, other
+than 3, "nothing matched", whose document is read: a ledger-side fault, e.g. a missing
+data_dir).
 
 ``Poller`` polls the targets concurrently, at most ``MAX_PARALLEL_SSH`` ssh processes at once
 (the others wait for a free slot), once or every ``interval_s`` in a background thread, and
@@ -41,7 +42,7 @@ from vllm_ledger.bot.health import Health, from_status
 from vllm_ledger.bot.validate import Target
 from vllm_ledger.errors import RemoteError, StatusParseError
 from vllm_ledger.formats import status as status_format
-from vllm_ledger.names import POLL_STALE_AFTER_S
+from vllm_ledger.names import EXIT_NOTHING_MATCHED, POLL_STALE_AFTER_S
 
 MAX_OUTPUT_BYTES = 64 * 1024
 DEFAULT_DEADLINE_S = 20.0
@@ -227,7 +228,7 @@ def classify(run: CappedRun) -> tuple[str, status_format.StatusDoc | None]:
         return "unparseable", None
     if run.exit_code == 255:
         return "unreachable", None
-    if run.exit_code != 0:
+    if run.exit_code not in (0, EXIT_NOTHING_MATCHED):  # 3: a whole document all the same
         return "remote_failed", None
     try:
         return "ok", status_format.parse(run.stdout, max_bytes=MAX_OUTPUT_BYTES)

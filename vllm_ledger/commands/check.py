@@ -12,6 +12,11 @@ NAME = "check"
 HELP = "integrity pass over every ledger file; exit 1 if anything is wrong (for cron)"
 EPILOG = """example:
   vllm-ledger check --root /srv/artifacts/usage
+
+Each file: quick_check, values, sequence marker, hourly and daily rows against the rows
+they add up, clean close. Then every problem of `report`'s total window that no file's
+line names (a writer that never wrote a file, dropped or lost events): check passes only
+where report's total has no problem (docs/faults.md#check).
 exit status: 0 all sound, 1 something is wrong (each file's line says what) or no ledger
 file is there at all
 """
@@ -34,6 +39,9 @@ def run(args: argparse.Namespace) -> int:
     for v in verdicts:
         verdict = v.verdict.upper() if not v.ok else "ok"
         print(f"{verdict:<13} {printable(v.path)}  {printable(v.detail)}")
-    bad = sum(1 for v in verdicts if not v.ok)
-    print(f"{len(verdicts)} ledger file(s), {bad} with problems")
-    return 1 if bad else 0
+    files = [v for v in verdicts if not v.root]
+    bad = sum(1 for v in files if not v.ok)
+    beyond = len(verdicts) - len(files)
+    more = f"; {beyond} problem(s) beyond the files" if beyond else ""
+    print(f"{len(files)} ledger file(s), {bad} with problems{more}")
+    return 1 if bad or beyond else 0

@@ -20,6 +20,7 @@ from vllm_ledger.commands._common import (
     with_flags,
     zone_of,
 )
+from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED, note_nothing_matched
 from vllm_ledger.errors import BadArgument, ConfigError, RemoteError
 from vllm_ledger.formats.cost import (
     render_json,
@@ -27,6 +28,7 @@ from vllm_ledger.formats.cost import (
     render_plan_text,
     render_text,
 )
+from vllm_ledger.formats.text import nothing_matched_lines
 from vllm_ledger.plan.cost import PlannedLoad, compute
 from vllm_ledger.plan.prices import (
     MAX_CONFIG_BYTES,
@@ -36,6 +38,7 @@ from vllm_ledger.plan.prices import (
     load_prices,
 )
 from vllm_ledger.plan.usage import measure
+from vllm_ledger.read.ledgerset import LedgerSet, nothing_matched
 from vllm_ledger.read.periods import PERIOD_NAMES
 
 NAME = "cost"
@@ -63,6 +66,8 @@ config file, prices.toml (or the same keys in prices.json; flags override it):
   cloud_cached_price = 0.2
   currency = "CNY"
 A YAML file (.yaml) is still read until the next release; TOML needs Python 3.11 or later.
+exit status: 0 printed, 2 a bad flag, 3 nothing matched: no ledger under the roots (the
+first line says so; with --json on stderr); see `vllm-ledger report --help`
 """
 
 
@@ -313,7 +318,15 @@ def run(args: argparse.Namespace) -> int:
         if said == str(exc):
             raise
         raise RemoteError(said, exc.target) from None
+    nm = None
+    if "no_ledger" in measured.window.problems:  # only then is there nothing to name
+        with LedgerSet.read(roots) as ls:
+            nm = nothing_matched(ls)
     cost = compute(measured.usage, s.prices, s.cloud)
     out = render_json(measured, cost) if args.json else render_text(measured, cost, tz)
+    if args.json:
+        note_nothing_matched(nm)
+    elif nm is not None:
+        out = "\n".join([*nothing_matched_lines(nm), ""]) + "\n" + out
     sys.stdout.write(out)
-    return 0
+    return 0 if nm is None else EXIT_NOTHING_MATCHED

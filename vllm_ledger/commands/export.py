@@ -19,12 +19,13 @@ from vllm_ledger.commands._common import (
     typed,
     zone_of,
 )
+from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED, note_nothing_matched
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import csvout
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.outfile import writing
 from vllm_ledger.read.export import FIELDS, ExportRow, export_rows, parse_by, row_dict
-from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.ledgerset import LedgerSet, nothing_matched
 from vllm_ledger.read.report import resolve_tz
 
 NAME = "export"
@@ -37,6 +38,9 @@ EPILOG = """examples:
 Each row: start, end (ISO 8601 in --tz), instance, model, input, output, cached, requests,
 decode_tokens, decode_seconds, uncovered_seconds, declared_seconds, complete, problems. A row
 is exact when complete is true. Rows stream: a year of hours runs in constant memory.
+exit status: 0 written, 2 a bad flag, 3 nothing matched: no ledger under the roots, or no
+run recorded from --since to --until (two lines on stderr say so and list the models and
+instances the roots hold; nothing is written); see `vllm-ledger report --help`
 """
 
 
@@ -84,6 +88,10 @@ def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int
     if args.until is not None and args.until <= args.since:
         raise BadArgument("--until must be after --since, e.g. --since 2026-11-01T00:00:00+08:00")
     with LedgerSet.read(roots, clock=clock) as ls:
+        nm = nothing_matched(ls, since_ts=args.since, until_ts=args.until)
+        if nm is not None:
+            note_nothing_matched(nm)
+            return EXIT_NOTHING_MATCHED
         until = int(args.until // 1) if args.until is not None else int(ls.now_ts // 1) + 1
         rows = export_rows(ls, int(args.since // 1), until, by=args.by, tz=zone)
         if args.output == "-":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from vllm_ledger import names
 from vllm_ledger.commands._common import (
     add_filters,
     add_roots,
@@ -17,7 +18,7 @@ from vllm_ledger.commands._common import (
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format
-from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.ledgerset import LedgerSet, NothingMatched
 from vllm_ledger.read.periods import PERIOD_NAMES
 from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report
 
@@ -31,7 +32,16 @@ EPILOG = """example:
   vllm-ledger report --root /srv/artifacts/usage --window yesterday --window last-month --csv
   vllm-ledger report --root /srv/artifacts/usage --since 2026-11-01T00:00:00+08:00 \\
       --until 2026-12-01T00:00:00+08:00 --by model
+
+When the roots hold no ledger, or --instance, --model or --since/--until match none, the
+first line says "nothing matched" and the next lists the models and instances the roots
+do hold (with --json or --csv these lines go to stderr; the JSON carries
+"nothing_matched", docs/json-schema.md).
+exit status: 0 printed, 2 a bad flag, 3 nothing matched (the same in timeline, export,
+cost and status)
 """
+
+EXIT_NOTHING_MATCHED = names.EXIT_NOTHING_MATCHED  # the same in timeline, export, cost, status
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -103,11 +113,21 @@ def run(args: argparse.Namespace) -> int:
             from vllm_ledger.read.page import build_page
 
             html_format.write(build_page(ledgers, report), args.html)
+    nm = report.nothing_matched
     if args.csv:
         from vllm_ledger.formats import csvout
 
+        note_nothing_matched(nm)
         sys.stdout.write(csvout.render_report(report))
     else:
+        if args.json:
+            note_nothing_matched(nm)
         render = json_format.render if args.json else text_format.render
         sys.stdout.write(render(report, zone))
-    return 0
+    return 0 if nm is None else EXIT_NOTHING_MATCHED
+
+
+def note_nothing_matched(nm: NothingMatched | None) -> None:
+    """Where stdout is for a program (JSON, CSV), the "nothing matched" lines go to stderr."""
+    if nm is not None:
+        sys.stderr.write("\n".join(text_format.nothing_matched_lines(nm)) + "\n")

@@ -7,6 +7,7 @@ import sys
 
 from vllm_ledger.bot.health import probe_local
 from vllm_ledger.commands._common import add_filters, add_roots, add_tz, roots_of, zone_of
+from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED
 from vllm_ledger.formats import status as status_format
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.ports import port_rows
@@ -22,6 +23,9 @@ This is the only command the poller runs remotely (with --root only); see
 `vllm-ledger ssh-key-line`. The document always carries the figures per API port
 ("instances", at most 16), which the bot picks by node port, and each row's
 health: this host's own GET 127.0.0.1:PORT/health (--no-health skips it).
+exit status: 0 printed, 2 a bad flag, 3 nothing matched: no ledger under the roots, or
+none of --instance or --model; the document is printed all the same and carries
+"nothing_matched" (what the roots hold; docs/bot-status.md)
 """
 
 
@@ -52,4 +56,4 @@ def run(args: argparse.Namespace) -> int:
         ports = port_rows(ledgers, report)
     health = None if args.no_health else probe_local([r.port for r in ports.rows])
     sys.stdout.write(status_format.render(report, ports, health, tz_source=zone.source))
-    return 0
+    return 0 if report.nothing_matched is None else EXIT_NOTHING_MATCHED

@@ -15,8 +15,11 @@ from vllm_ledger.commands._common import (
     roots_of,
     zone_of,
 )
+from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED, note_nothing_matched
 from vllm_ledger.errors import BadArgument, TooManySteps
+from vllm_ledger.formats.text import nothing_matched_lines
 from vllm_ledger.formats.timeline import render_csv, render_json, render_text
+from vllm_ledger.read.ledgerset import LedgerSet, nothing_matched
 from vllm_ledger.read.periods import PERIOD_NAMES
 from vllm_ledger.read.timeline import (
     DEFAULT_STEP,
@@ -35,6 +38,10 @@ EPILOG = """example:
   vllm-ledger timeline --root /srv/artifacts/usage --window today --by instance
   vllm-ledger timeline --root /srv/artifacts/usage --window last-month --step 1d --csv
   vllm-ledger timeline --root /srv/artifacts/usage --instance gpu1:8000 --json
+
+exit status: 0 printed, 2 a bad flag, 3 nothing matched: no ledger under the roots, or
+none of --instance or --model (the first line says so and lists what the roots hold; with
+--json or --csv on stderr); see `vllm-ledger report --help`
 """
 
 
@@ -117,19 +124,25 @@ def run(args: argparse.Namespace) -> int:
     check_steps(args.window, args.step)
     roots = roots_of(args)
     zone = zone_of(args, roots)
-    try:
-        tl = build_timeline(
-            roots,
-            window=args.window,
-            step=args.step,
-            at_ts=args.at,
-            tz=zone.name,
-            instance=args.instance,
-            model=args.model,
-            by=args.by,
-        )
-    except TooManySteps as exc:
-        raise too_many(exc) from None
+    with LedgerSet.read(roots) as ls:
+        try:
+            tl = build_timeline(
+                ls,
+                window=args.window,
+                step=args.step,
+                at_ts=args.at,
+                tz=zone.name,
+                instance=args.instance,
+                model=args.model,
+                by=args.by,
+            )
+        except TooManySteps as exc:
+            raise too_many(exc) from None
+        nm = nothing_matched(ls, instance=args.instance, model=args.model, at_ts=args.at)
+    if args.json or args.csv:
+        note_nothing_matched(nm)
+    elif nm is not None:
+        sys.stdout.write("\n".join([*nothing_matched_lines(nm), ""]) + "\n")
     render = render_json if args.json else render_csv if args.csv else render_text
     sys.stdout.write(render(tl, zone))
-    return 0
+    return 0 if nm is None else EXIT_NOTHING_MATCHED

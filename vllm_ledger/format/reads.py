@@ -163,3 +163,67 @@ def sum_by_engine(
 # The layout of the figures every reader uses, found once (a read judges thousands of rows):
 # their names, the bounds by unit and the parts with their wholes, in ``checks_sql``'s order.
 LAYOUT = _layout(figures.FIGURES)
+
+
+def _rollup_sql(table: str, parts: str, unit: int, figs: Sequence[figures.Figure]) -> str:
+    """Rows of ``table`` (one period of ``unit`` seconds per engine) whose sums differ from the
+    sums of ``parts`` over the same period, from ``:since`` on, and periods ``parts`` has rows
+    for that ``table`` lacks: ``(ts, engine, *stored, *summed)``, stored NULL where missing."""
+    cols = figures.columns(figs)
+    summed = ", ".join(f"sum({c}) AS {c}" for c in cols)
+    stored = ", ".join(f"r.{c}" for c in cols)
+    from_parts = ", ".join(f"coalesce(p.{c}, 0)" for c in cols)
+    differs = " OR ".join(f"coalesce(r.{c}, 0) != coalesce(p.{c}, 0)" for c in cols)
+    nulls = ", ".join("NULL" for _c in cols)
+    plain = ", ".join(f"p.{c}" for c in cols)
+    return (
+        f"WITH p AS (SELECT ts - ts % {unit} AS period, engine, {summed} FROM {parts}"
+        " WHERE ts >= :since GROUP BY period, engine)"
+        f" SELECT r.ts, r.engine, {stored}, {from_parts} FROM {table} r"
+        " LEFT JOIN p ON p.period = r.ts AND p.engine = r.engine"
+        f" WHERE r.ts >= :since AND ({differs})"
+        f" UNION ALL SELECT p.period, p.engine, {nulls}, {plain} FROM p"
+        f" WHERE NOT EXISTS (SELECT 1 FROM {table} r WHERE r.ts = p.period"
+        " AND r.engine = p.engine)"
+        " ORDER BY 1, 2 LIMIT :most"
+    )
+
+
+_ROLLUP_QUERIES = {
+    "hourly": _rollup_sql("hourly", "buckets", 3600, figures.FIGURES),
+    "daily": _rollup_sql("daily", "hourly", 86400, figures.FIGURES),
+}
+
+
+def rollup_disagreements(
+    conn: sqlite3.Connection, table: str, since_ts: int, most: int
+) -> list[tuple[Any, ...]]:
+    """``(ts, engine, *stored, *summed)`` for each ``hourly`` (or ``daily``) row from
+    ``since_ts`` on whose sums differ from its per-second (hourly) rows', and each period the
+    finer rows have and the table lacks (stored NULL); at most ``most``, by time. ``since_ts``
+    must be where the finer rows are still complete (a whole hour or day)."""
+    return conn.execute(_ROLLUP_QUERIES[table], {"since": since_ts, "most": most}).fetchall()
+
+
+def _totals_sql(table: str, parts: str, figs: Sequence[figures.Figure]) -> str:
+    cols = figures.columns(figs)
+    return (
+        f"SELECT {', '.join(f'coalesce(sum({c}), 0)' for c in cols)} FROM {table}"
+        " WHERE ts >= :since"
+        f" UNION ALL SELECT {', '.join(f'coalesce(sum({c}), 0)' for c in cols)} FROM {parts}"
+        " WHERE ts >= :since"
+    )
+
+
+_TOTALS_QUERIES = {
+    "hourly": _totals_sql("hourly", "buckets", figures.FIGURES),
+    "daily": _totals_sql("daily", "hourly", figures.FIGURES),
+}
+
+
+def rollup_totals_agree(conn: sqlite3.Connection, table: str, since_ts: int) -> bool:
+    """Whether ``hourly`` (or ``daily``) from ``since_ts`` on adds up to the same totals as the
+    finer rows it folds: one pass over each table, no grouping, so a read can afford it; only
+    where they differ is ``rollup_disagreements`` asked which periods."""
+    rollup, parts = conn.execute(_TOTALS_QUERIES[table], {"since": since_ts}).fetchall()
+    return bool(rollup == parts)

@@ -15,6 +15,7 @@ from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from vllm_ledger import figures
+from vllm_ledger.read.ledgerset import NothingMatched
 from vllm_ledger.read.report import Report, WindowReport, WriterStatus
 from vllm_ledger.read.zone import ZoneChoice
 
@@ -96,6 +97,8 @@ def _tail(report: Report) -> dict[str, Any]:
     }
     if report.instance_filter is not None or report.model_filter is not None:
         out["filter"] = {"instance": report.instance_filter, "model": report.model_filter}
+    if report.nothing_matched is not None:
+        out["nothing_matched"] = nothing_matched_dict(report.nothing_matched)
     if report.breakdown_by is not None:
         out["breakdown"] = {
             "by": report.breakdown_by,
@@ -105,6 +108,18 @@ def _tail(report: Report) -> dict[str, Any]:
             ],
         }
     return out
+
+
+def nothing_matched_dict(nm: NothingMatched) -> dict[str, Any]:
+    """Why nothing matched and what the roots hold (docs/json-schema.md, "Nothing matched")."""
+    return {
+        "reason": nm.reason,
+        "models": list(nm.models),
+        "instances": list(nm.instances),
+        "more_models": nm.more_models,
+        "more_instances": nm.more_instances,
+        "unreadable": nm.unreadable,
+    }
 
 
 _WRITERS_EMPTY = '\n  "writers": [],\n'

@@ -54,6 +54,7 @@ MAX_STATUS_BYTES = 60 * 1024  # the whole line; the bot reads at most 64 KiB
 MAX_STATUS_INSTANCES = MAX_PORT_ROWS  # 16
 MAX_BREAKDOWN_ROWS = 16
 MAX_KEY_CHARS = 64
+MAX_NAMES = 4  # known models and instances listed when nothing matched
 WRITER_STATES: tuple[str, ...] = ("alive", "closed", "stale", "crashed", "missing")
 # What the host's own probe of 127.0.0.1:PORT/health may say (never "unknown": no key then).
 REMOTE_HEALTH_STATES: tuple[str, ...] = ("healthy", "unhealthy", "down")
@@ -215,6 +216,13 @@ def status_dict(
         "writers": writers,
         "windows": _windows_dict(report.windows),
     }
+    if report.nothing_matched is not None:
+        nm = report.nothing_matched
+        out["nothing_matched"] = {
+            "reason": nm.reason,
+            "models": [m[:MAX_KEY_CHARS] for m in nm.models[:MAX_NAMES]],
+            "instances": [i[:MAX_KEY_CHARS] for i in nm.instances[:MAX_NAMES]],
+        }
     if ports is not None:
         rows = ports.rows[:MAX_STATUS_INSTANCES]
         out["instances"] = [_port_dict(r, health) for r in rows]

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import aligned
+from vllm_ledger.read.ledgerset import NothingMatched
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.zone import ZoneChoice
 from vllm_ledger.units import format_duration
@@ -78,15 +79,71 @@ def window_rows(windows: tuple[WindowReport, ...], label: str = "") -> list[list
     ]
 
 
+def _names(names: tuple[str, ...], more: int) -> str:
+    if not names:
+        return "none"
+    return ", ".join(printable(n) for n in names) + (f" (and {more} more)" if more else "")
+
+
+def _instant(ts: float, tz: ZoneInfo | None) -> str:
+    return _when(ts, tz) if tz is not None else f"{ts:.0f}"
+
+
+def nothing_matched_lines(nm: NothingMatched, tz: ZoneInfo | None = None) -> list[str]:
+    """The first lines of every command's output when nothing matched: what was asked, and
+    the models and instances the roots do hold (terminal-safe)."""
+    roots = printable(", ".join(nm.roots))
+    if nm.reason == "no_ledger":
+        first = (
+            f"nothing matched: no ledger file under {roots}: is the plugin on "
+            "(VLLM_LEDGER_DIR), and is this the root it writes? (docs/ledger.md)"
+        )
+    elif nm.reason == "no_match":
+        asked = " and ".join(
+            [
+                *([f"instance {printable(str(nm.instance))}"] if nm.instance is not None else []),
+                *([f"model {printable(nm.model)}"] if nm.model is not None else []),
+            ]
+        )
+        first = f"nothing matched: no ledger under {roots} is of {asked}"
+    else:
+        lo = "the start" if nm.since_ts is None else _instant(nm.since_ts, tz)
+        hi = "the cutoff" if nm.until_ts is None else _instant(nm.until_ts, tz)
+        first = f"nothing matched: no run under {roots} recorded from {lo} to {hi}"
+    lines = [
+        first,
+        f"known models: {_names(nm.models, nm.more_models)}; "
+        f"known instances: {_names(nm.instances, nm.more_instances)}",
+    ]
+    if nm.unreadable:
+        lines.append(f"({nm.unreadable} file(s) or folder(s) could not be read)")
+    return lines
+
+
+def filter_line(report: Report) -> str | None:
+    """What the report was narrowed to (``--instance``, ``--model``), or None."""
+    parts = []
+    if report.instance_filter is not None:
+        parts.append(f"instance {printable(str(report.instance_filter))}")
+    if report.model_filter is not None:
+        parts.append(f"model {printable(report.model_filter)}")
+    return f"(only {', '.join(parts)})" if parts else None
+
+
 def render(report: Report, zone: ZoneChoice | None = None) -> str:
     """The text report; ``zone`` (the rule's choice) adds where the zone came from."""
     tz = ZoneInfo(report.tz)
     zone_text = printable(zone.label) if zone is not None else report.tz
     writers = len(report.writers)
-    lines = [
+    nm = report.nothing_matched
+    lines = [] if nm is None else [*nothing_matched_lines(nm, tz), ""]
+    lines += [
         f"vLLM token ledger as of {_when(report.cutoff_ts, tz)} ({zone_text}); "
         f"{report.runs} run(s), {writers} writer(s)",
     ]
+    only = filter_line(report)
+    if only is not None:
+        lines.append(only)
     if report.behind_s:
         lines.append(
             f"(live writers have proven their counts up to here: {report.behind_s} s behind "

@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_ledger import names
 from vllm_ledger.errors import LedgerError
 
-MAX_ALERTS = 100
+MAX_ALERTS = names.MAX_ALERTS_PER_POST
 MAX_VALUE_CHARS = 120
 SHOWN_LABELS = ("instance", "ledger_instance", "model_name", "severity", "job")
 _FINGERPRINT = re.compile(r"^[0-9a-fA-F]{1,64}$")

@@ -37,7 +37,7 @@ from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.message import InstanceView, render_message
 from vllm_ledger.bot.poll import Fetcher, Poller
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, validate_usage
-from vllm_ledger.errors import BadArgument, ConfigError
+from vllm_ledger.errors import BadArgument, ConfigError, LedgerError
 from vllm_ledger.http import client
 from vllm_ledger.notify import alerts as alerts_mod
 from vllm_ledger.notify import chat, platforms, signing
@@ -63,7 +63,7 @@ EXIT_AT_ENV = "VLLM_LEDGER_NOTIFIER_EXIT_AT"
 _MAYBE_ARRIVED = ("timeout", "connection")
 
 
-class _TooMany(Exception):
+class _TooMany(LedgerError):
     """The route's command rate is spent (raised inside the store's transaction)."""
 
 

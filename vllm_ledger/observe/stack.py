@@ -7,13 +7,12 @@ writes them (YAML through PyYAML, the ``observability`` extra). The ledger expor
 compose file: it runs on the host that holds the ledgers (``vllm-ledger exporter``).
 
 Alertmanager posts to the webhook with ``Authorization: Bearer`` and the token in
-``spec.token_file`` (``http_config.authorization.credentials_file``), at most ``MAX_ALERTS`` alerts
-a post (``max_alerts``: what the notifier reads of one body). The compose file mounts that file
-read-only at ``TOKEN_IN_CONTAINER``; for an Alertmanager of your own, alertmanager.yml names the
-file itself (a relative path is read from alertmanager.yml's folder, Alertmanager's rule).
-``write_stack`` writes a new random token there when the file does not exist, and never
-replaces one.
-"""
+``spec.token_file`` (``http_config.authorization.credentials_file``), at most
+``names.MAX_ALERTS_PER_POST`` alerts a post (``max_alerts``: what the notifier reads of one
+body). The compose file mounts that file read-only at ``TOKEN_IN_CONTAINER``; for an
+Alertmanager of your own, alertmanager.yml names the file itself (a relative path is read from
+alertmanager.yml's folder, Alertmanager's rule). ``write_stack`` writes a new random token there
+when the file does not exist, and never replaces one."""
 
 from __future__ import annotations
 
@@ -25,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vllm_ledger import names
 from vllm_ledger.errors import BadArgument, MissingExtra
 from vllm_ledger.names import LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL
-from vllm_ledger.notify.alerts import MAX_ALERTS
 from vllm_ledger.observe.alerts import (
     DCGM_JOB,
     DEFAULT_RUNBOOK,
@@ -164,7 +163,7 @@ def prometheus_config(spec: StackSpec) -> dict[str, Any]:
 
 def alertmanager_config(spec: StackSpec) -> dict[str, Any]:
     """One route: every alert to the webhook, grouped per alert and per instance and model; the
-    webhook gets the bearer token and at most ``MAX_ALERTS`` alerts a post."""
+    webhook gets the bearer token and at most ``names.MAX_ALERTS_PER_POST`` alerts a post."""
     token = TOKEN_IN_CONTAINER if spec.alertmanager_service else spec.token_file
     return {
         "route": {
@@ -181,7 +180,7 @@ def alertmanager_config(spec: StackSpec) -> dict[str, Any]:
                     {
                         "url": spec.webhook_url,
                         "send_resolved": True,
-                        "max_alerts": MAX_ALERTS,
+                        "max_alerts": names.MAX_ALERTS_PER_POST,
                         "http_config": {
                             "authorization": {"type": "Bearer", "credentials_file": token}
                         },

@@ -1,8 +1,15 @@
 """An integrity pass over every ledger file: for humans and cron, too slow for every poll.
 
-Per file: ``PRAGMA quick_check`` on a read-only connection, the writer identity, the
-sequence marker against the file's last commit (commits the file lost), and whether the
+Per file: ``PRAGMA quick_check`` on a read-only connection, the writer identity, every value,
+the sequence marker against the file's last commit (commits the file lost), the hourly and
+daily rows against the rows they add up (``snapshot.rollup_mismatches``), and whether the
 writer closed cleanly, is alive, or went stale. One verdict line per file.
+
+Then the root as the report sees it: every problem code of the report's ``total`` window that
+no file's verdict already names (a writer that never wrote a file, dropped or lost events, an
+edge in a compacted hour, ...) is a verdict of its own, so ``check`` passes only where
+``total`` has no problem (time nothing was recording, between runs or after the last, is not
+a problem: the report shows it as uncovered).
 """
 
 from __future__ import annotations
@@ -13,21 +20,75 @@ import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from vllm_ledger.format import connect, paths, reads
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Unseen, discover
-from vllm_ledger.read.snapshot import LedgerSnapshot, read_ledger
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.report import build_report
+from vllm_ledger.read.snapshot import (
+    LedgerSnapshot,
+    RollupMismatch,
+    read_ledger,
+    rollup_mismatches,
+)
 
 
 @dataclass(frozen=True)
 class FileVerdict:
     path: Path
     ok: bool
-    # ok | damaged | unreadable | denied | bad_values | sequence_gap | unclean_exit | stale | busy
+    # A file's: ok | damaged | unreadable | denied | bad_values | sequence_gap |
+    # rollup_mismatch | unclean_exit | stale | busy. The root's (``root=True``): a problem code
+    # of the report's total window that no file's verdict names (writer_missing, ...).
     verdict: str
     detail: str
+    root: bool = False
+
+
+# The file verdicts that already name a problem code of the report.
+NAMED_BY_FILES: dict[str, frozenset[str]] = {
+    "heartbeat_stale": frozenset({"stale", "unclean_exit"}),
+    "unclean_exit": frozenset({"stale", "unclean_exit"}),
+    "ledger_unreadable": frozenset({"unreadable", "damaged", "denied", "bad_values"}),
+    "sequence_gap": frozenset({"sequence_gap"}),
+    "rollup_mismatch": frozenset({"rollup_mismatch"}),
+    "ledger_busy": frozenset({"busy"}),
+}
+
+# What each other problem code of the total window means, for its verdict line.
+ROOT_PROBLEMS: dict[str, str] = {
+    "queue_overflow": "event(s) dropped: the plugin's buffer was full (docs/faults.md)",
+    "rejected_input": "event(s) vLLM handed over that the plugin could not read (docs/faults.md)",
+    "write_failed": "event(s) lost: a batch could not be committed (docs/faults.md)",
+    "imprecise_edge": "window edge(s) in an hour compaction folded (docs/ledger.md)",
+    "no_ledger": "nothing under the roots (docs/ledger.md)",
+}
+
+
+def _rollups(path: Path, busy_timeout_s: float, snap: LedgerSnapshot) -> list[RollupMismatch]:
+    conn, _head, _stamp = connect.connect_read_only(path, busy_timeout_s)
+    try:
+        return rollup_mismatches(conn, snap.compacted_before_ts, snap.has_daily)
+    finally:
+        conn.close()
+
+
+def _utc(ts: int) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def describe_rollup(m: RollupMismatch) -> str:
+    """One disagreement in words: the table, the hour (day), the engine and the figures."""
+    finer = "seconds" if m.table == "hourly" else "hours"
+    where = f"{m.table} row {_utc(m.start_ts)} engine {m.engine}"
+    if m.stored is None:
+        held = ", ".join(f"{k} {v}" for k, _s, v in m.differing())
+        return f"no {where}, its {finer} hold {held}"
+    figs = ", ".join(f"{k} {s} (its {finer}: {v})" for k, s, v in m.differing())
+    return f"{where}: {figs}"
 
 
 def _bad_values(path: Path, busy_timeout_s: float) -> str | None:
@@ -87,6 +148,16 @@ def check_file(
     bad = _bad_values(path, busy_timeout_s)
     if bad is not None:
         return FileVerdict(path, False, "bad_values", f"{who}: {bad}")
+    rollups = _rollups(path, busy_timeout_s, snap)
+    if rollups:
+        more = f" (and {len(rollups) - 1} more)" if len(rollups) > 1 else ""
+        return FileVerdict(
+            path,
+            False,
+            "rollup_mismatch",
+            f"{who}: {describe_rollup(rollups[0])}{more}: a rollup row changed or lost since "
+            "it was written; the report calls no window over it complete (docs/ledger.md)",
+        )
     if snap.missing_commits:
         return FileVerdict(
             path,
@@ -142,7 +213,50 @@ def check(roots: Sequence[Path], clock: Callable[[], float] = time.time) -> list
         kind = "denied" if isinstance(u.error, PermissionError) else "unreadable"
         what = "cannot read" if paths.parse_ledger_name(u.path.name) else "cannot list"
         verdicts.append(FileVerdict(u.path, False, kind, f"{what}: {u.error.strerror}"))
+    if verdicts:
+        verdicts += root_verdicts(roots, now, verdicts)
     return verdicts
+
+
+def root_verdicts(
+    roots: Sequence[Path], now_ts: float, verdicts: Sequence[FileVerdict]
+) -> list[FileVerdict]:
+    """Each problem of the report's ``total`` window (as ``report`` builds it at ``now_ts``)
+    that no failed file verdict names: a writer with no file at all, dropped or lost events,
+    an edge in a compacted hour."""
+    with LedgerSet.read(roots, clock=lambda: now_ts) as ls:
+        report = build_report(ls, at_ts=now_ts, periods=("total",))
+        run_dirs = {s.run_id: s.path.parent for s in ls.snapshots if s.run_id}
+    failed = [v for v in verdicts if not v.ok]
+    kinds = {v.verdict for v in failed}
+    failed_writers = {
+        (v.path.parent.name, named[0])
+        for v in failed
+        if (named := paths.parse_ledger_name(v.path.name)) is not None
+    }
+    where = Path(", ".join(str(r) for r in roots))
+    out: list[FileVerdict] = []
+    for code, n in report.window("total").problems.items():
+        if code == "writer_missing":
+            for wr in report.writers:
+                if wr.state == "missing" and (wr.run_id, wr.writer_rank) not in failed_writers:
+                    out.append(
+                        FileVerdict(
+                            run_dirs.get(wr.run_id, where),
+                            False,
+                            "writer_missing",
+                            f"run {wr.run_id} writer {wr.writer_rank} of {wr.expected_writers}:"
+                            " no ledger file (its API process never wrote one, or it was "
+                            "removed): the run's time is uncovered (docs/faults.md)",
+                            root=True,
+                        )
+                    )
+            continue
+        if kinds & NAMED_BY_FILES.get(code, frozenset()):
+            continue
+        what = ROOT_PROBLEMS.get(code, "a problem the report names (docs/json-schema.md)")
+        out.append(FileVerdict(where, False, code, f"total window: {n} {what}", root=True))
+    return out
 
 
 def _regular(path: Path) -> bool:

@@ -51,6 +51,7 @@ PROBLEM_CODES: tuple[str, ...] = (
     "write_failed",
     "ledger_unreadable",
     "sequence_gap",
+    "rollup_mismatch",
     "ledger_busy",
     "imprecise_edge",
     "no_ledger",
@@ -80,6 +81,9 @@ class CoverageModel:
     # purpose, and every other instance there vouched): never counted as covered, nor as
     # uncovered.
     declared: list[iv.Interval] = field(default_factory=list)
+    # (start, end) of each hour or day whose rollup row disagrees with the rows it adds up
+    # (``snapshot.rollup_mismatches``): a window over it is not exact, whichever it read.
+    rollups: list[tuple[int, int]] = field(default_factory=list)
     _troubled: list[WriterStatus] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -132,6 +136,9 @@ class CoverageModel:
         for lo, hi, n in self.gaps:
             if lo < w.cutoff_ts and hi >= w.start_ts:
                 counts["sequence_gap"] += n
+        for lo_ts, hi_ts in self.rollups:
+            if lo_ts < w.cutoff_ts and hi_ts > w.start_ts:
+                counts["rollup_mismatch"] += 1
         if self.busy:
             counts["ledger_busy"] += self.busy
         if imprecise:
@@ -155,6 +162,7 @@ def build(
     at_ts: float,
     no_ledger: bool = False,
     declared: Sequence[tuple[str, float, float]] = (),
+    rollups: Sequence[tuple[int, int]] = (),
 ) -> CoverageModel:
     """Coverage from the ledgers' spans, as seen at ``at_ts`` (the report's clock).
 
@@ -163,6 +171,8 @@ def build(
     ``no_ledger``: the roots hold nothing at all (not: nothing matched a filter).
     ``declared``: (instance key, from, until) stretches an operator declared stopped on purpose;
     only instances these ledgers know count.
+    ``rollups``: (start, end) of each hour or day whose rollup row disagrees with its seconds
+    (hours) in a file of ``ledgers`` (``snapshot.rollup_mismatches``).
     """
     snapshots = [x for x in ledgers if isinstance(x, LedgerSnapshot)]
     closed_runs = [x for x in ledgers if isinstance(x, ClosedRun)]
@@ -296,6 +306,7 @@ def build(
         busy=sum(1 for s in snapshots if s.status == "busy"),
         first_record_ts=first_record,
         no_ledger=no_ledger,
+        rollups=sorted(rollups),
     )
 
 

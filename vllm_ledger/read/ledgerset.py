@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import sqlite3
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from vllm_ledger import infile
 from vllm_ledger.format import declarations, paths
@@ -390,6 +392,30 @@ class LedgerSet:
             self.strict = strict
             self._coverage.clear()
 
+    @property
+    def no_ledger(self) -> bool:
+        """Nothing at all under the roots: no ledger file, nothing that could not be read."""
+        read = self._read
+        return not (read.items or read.failed or read.unseen)
+
+    def _rollups(self, sources: Sequence[Source]) -> list[tuple[int, int]]:
+        """(start, end) of every rollup row of these sources that disagrees with what it adds
+        up (``LedgerSnapshot.rollup_mismatches``). A file that fails now is marked as in
+        ``sums``."""
+        out: list[tuple[int, int]] = []
+        for s in sources:
+            if not isinstance(s, LedgerSnapshot) or not s.ok:
+                continue
+            try:
+                out += [(m.start_ts, m.end_ts) for m in s.rollup_mismatches()]
+            except BadValues:
+                continue  # the sums judge the values, and name the one at fault
+            except (sqlite3.Error, OSError) as exc:
+                s.status, s.detail = classify_error(exc), str(exc)
+                self.late_failures += 1
+                self._coverage.clear()
+        return out
+
     def coverage(self, sources: Sequence[Source], at_ts: float) -> cov.CoverageModel:
         """Coverage of ``sources`` as seen at ``at_ts``: computed once per selection and
         instant."""
@@ -401,15 +427,101 @@ class LedgerSet:
                 if self.strict
                 else [(d.instance, d.from_ts, d.until_ts) for d in self.declarations]
             )
-            read = self._read
+            rollups = self._rollups(sources)
             got = cov.build(
                 sources,  # a SummaryRun is a ClosedRun: its coverage is ready
                 at_ts,
-                no_ledger=not (read.items or read.failed or read.unseen),
+                no_ledger=self.no_ledger,
                 declared=declared,
+                rollups=rollups,
             )
             self._coverage[key] = got
         return got
+
+
+MatchReason = Literal["no_ledger", "no_match", "no_run_in_period"]
+MAX_KNOWN_NAMES = 20  # names listed of each kind; the rest are counted
+
+
+@dataclass(frozen=True)
+class NothingMatched:
+    """Why a view over the roots holds nothing at all, and what the roots do hold.
+
+    ``reason``: ``no_ledger`` (no ledger file, nothing unreadable: the plugin is off or the
+    root is wrong), ``no_match`` (ledgers, none of the instance or model asked for) or
+    ``no_run_in_period`` (none of the matching runs recorded in the period asked for).
+    ``models`` and ``instances``: every model and instance the readable ledgers name (at most
+    ``MAX_KNOWN_NAMES`` of each, ``more_models``/``more_instances`` counting the rest);
+    ``unreadable``: files or folders that could not be read (they may hold what was asked)."""
+
+    reason: MatchReason
+    roots: tuple[str, ...]
+    instance: int | str | None
+    model: str | None
+    since_ts: float | None
+    until_ts: float | None
+    models: tuple[str, ...]
+    instances: tuple[str, ...]
+    more_models: int = 0
+    more_instances: int = 0
+    unreadable: int = 0
+
+
+def nothing_matched(
+    ls: LedgerSet,
+    *,
+    instance: int | str | None = None,
+    model: str | None = None,
+    since_ts: float | None = None,
+    until_ts: float | None = None,
+    at_ts: float | None = None,
+) -> NothingMatched | None:
+    """None when the roots hold a readable ledger of ``instance`` and ``model`` (each None:
+    any) with a run that recorded in ``[since_ts, until_ts)`` (None: no bound); else why not.
+
+    The one decision every view's command makes before it prints figures that would all be
+    zero for no reason the figures show (``report``, ``timeline``, ``export``, ``cost``,
+    ``status``). A run counts from its first proof to its last (a live or stale one: on to
+    the end of time); a file that could not be read never makes it "nothing"."""
+    every = ls.sources()
+    readable = [s for s in every if s.ok]
+    unreadable = len(every) - len(readable)
+    models = sorted({",".join(s.instance.served_model_names) or "?" for s in readable})
+    instances = sorted({s.instance.key for s in readable})
+
+    def made(reason: MatchReason) -> NothingMatched:
+        return NothingMatched(
+            reason=reason,
+            roots=tuple(str(r) for r in ls.roots),
+            instance=instance,
+            model=model,
+            since_ts=since_ts,
+            until_ts=until_ts,
+            models=tuple(models[:MAX_KNOWN_NAMES]),
+            instances=tuple(instances[:MAX_KNOWN_NAMES]),
+            more_models=max(0, len(models) - MAX_KNOWN_NAMES),
+            more_instances=max(0, len(instances) - MAX_KNOWN_NAMES),
+            unreadable=unreadable,
+        )
+
+    if ls.no_ledger:
+        return made("no_ledger")
+    chosen = ls.sources(instance, model)
+    if (instance is not None or model is not None) and not any(s.ok for s in chosen):
+        return made("no_match")
+    if since_ts is None and until_ts is None:
+        return None
+    if unreadable:  # it may hold the period
+        return None
+    lo = -math.inf if since_ts is None else since_ts
+    hi = math.inf if until_ts is None else until_ts
+    model_ = ls.coverage(chosen, ls.now_ts if at_ts is None else at_ts)
+    for w in model_.writers:
+        first = -math.inf if w.first_ts is None else w.first_ts
+        last = math.inf if w.state in ("alive", "stale") or w.last_ts is None else w.last_ts
+        if first < hi and last >= lo:
+            return None
+    return made("no_run_in_period")
 
 
 S = TypeVar("S", LedgerSnapshot, Source)

@@ -19,7 +19,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.figures import FIGURES, Figure
 from vllm_ledger.read import coverage as cov
-from vllm_ledger.read.ledgerset import LedgerSet, Source, gc_paused
+from vllm_ledger.read.ledgerset import (
+    LedgerSet,
+    NothingMatched,
+    Source,
+    gc_paused,
+    nothing_matched,
+)
 from vllm_ledger.read.periods import PERIOD_NAMES, period, since_until
 from vllm_ledger.read.run_coverage import WriterStatus
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
@@ -103,6 +109,9 @@ class Report:
     breakdown: tuple[BreakdownRow, ...] = ()
     instance_filter: int | str | None = None
     model_filter: str | None = None
+    # Set when the roots hold nothing the report was asked for (``ledgerset.nothing_matched``):
+    # every figure is then zero for a reason no figure shows.
+    nothing_matched: NothingMatched | None = None
 
     @property
     def behind_s(self) -> int:
@@ -319,6 +328,14 @@ def _build(
         breakdown=tuple(breakdown),
         instance_filter=instance,
         model_filter=model,
+        nothing_matched=nothing_matched(
+            ls,
+            instance=instance,
+            model=model,
+            since_ts=chosen.since_ts,
+            until_ts=chosen.until_ts,
+            at_ts=at,
+        ),
     )
 
 
@@ -326,6 +343,7 @@ __all__ = [
     "WINDOW_NAMES",
     "BreakdownRow",
     "FileStatus",
+    "NothingMatched",
     "Report",
     "WindowReport",
     "WriterStatus",

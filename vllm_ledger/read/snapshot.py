@@ -128,6 +128,7 @@ class LedgerSnapshot:
     _memo: dict[tuple[int, int], SumsByEngine] = field(default_factory=dict, repr=False)
     _parts: dict[tuple[str, int, int], SumsByEngine] = field(default_factory=dict, repr=False)
     _stamp: connect.Stamp | None = field(default=None, repr=False)  # opened immutable
+    _rollups: list[RollupMismatch] | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -153,6 +154,21 @@ class LedgerSnapshot:
             got = self._sums(start, w.cutoff_ts)
             self._memo[key] = got
         return got
+
+    def rollup_mismatches(self) -> list[RollupMismatch]:
+        """Daily rows that disagree with the hours they add up (``rollup_mismatches`` without
+        the per-second scan ``check`` makes), found once per snapshot. A snapshot answered from
+        the summary of finished files (whole-file totals, no connection of its own) is not
+        looked at: its file was judged when the summary recorded it, and ``check`` opens every
+        file."""
+        if self._rollups is None:
+            if not self.ok or self._totals is not None or self._connect is None:
+                self._rollups = []
+            else:
+                self._rollups = rollup_mismatches(
+                    self._connect(), self.compacted_before_ts, self.has_daily, against_seconds=False
+                )
+        return self._rollups
 
     def forget_sums(self) -> None:
         """Drop the memoised window sums (a long stream of windows keeps memory flat)."""
@@ -239,6 +255,81 @@ class LedgerSnapshot:
                 got.setdefault(engine, Sums()).add_sums(sums)
             self._parts[key] = got
         return got
+
+
+MAX_ROLLUP_MISMATCHES = 100  # per table and file: enough to name, bounded to hold
+
+
+@dataclass(frozen=True)
+class RollupMismatch:
+    """An hourly (daily) row whose sums are not those of its per-second (hourly) rows: the
+    writer adds both in one transaction, so one of the two was changed or lost since."""
+
+    table: str  # "hourly" or "daily"
+    start_ts: int  # the hour's (day's) first second
+    engine: int
+    stored: dict[str, int] | None  # the row's figures by name; None: no row for the period
+    summed: dict[str, int]  # its finer rows' sums by name
+
+    @property
+    def end_ts(self) -> int:
+        return self.start_ts + (HOUR if self.table == "hourly" else DAY)
+
+    def differing(self) -> list[tuple[str, int | None, int]]:
+        """(figure name, stored, summed) of each figure that differs."""
+        return [
+            (name, None if self.stored is None else self.stored[name], n)
+            for name, n in self.summed.items()
+            if self.stored is None or self.stored[name] != n
+        ]
+
+
+def rollup_mismatches(
+    conn: sqlite3.Connection,
+    compacted_before_ts: int | None,
+    has_daily: bool,
+    *,
+    against_seconds: bool = True,
+) -> list[RollupMismatch]:
+    """The rollup rows of one ledger that disagree with what they add up: each hour whose
+    per-second rows are all still there (from ``compacted_before_ts``'s hour on) against the
+    sum of those seconds, and each day against its hours (kept forever). The one judgement
+    ``check`` names per file and the report counts as ``rollup_mismatch`` in its windows.
+
+    ``against_seconds=False`` leaves out the hours against their seconds (a scan of up to eight
+    days of per-second rows): the report judges only days against hours, a few thousand rows a
+    year, so a read stays as cheap as its windows; ``check`` judges both."""
+    since = 0 if compacted_before_ts is None else -(-compacted_before_ts // HOUR) * HOUR
+    names = SUM_FIELDS
+    n = len(names)
+    out: list[RollupMismatch] = []
+    for table, start in (("hourly", since), ("daily", 0)):
+        if (table == "daily" and not has_daily) or (table == "hourly" and not against_seconds):
+            continue
+        try:
+            if reads.rollup_totals_agree(conn, table, start):
+                continue
+            rows = reads.rollup_disagreements(conn, table, start, MAX_ROLLUP_MISMATCHES)
+        except sqlite3.OperationalError as exc:
+            if "integer overflow" in str(exc):  # as ``_part``: values no engine makes
+                raise values.BadValues(f"{table}: counts overflow a 64-bit sum") from exc
+            raise
+        for row in rows:
+            if any(v is not None and type(v) is not int for v in row):
+                raise values.BadValues(f"{table}: a value that is not an integer")
+            stored = row[2 : 2 + n]
+            out.append(
+                RollupMismatch(
+                    table=table,
+                    start_ts=row[0],
+                    engine=row[1],
+                    stored=None
+                    if all(v is None for v in stored)
+                    else {k: v or 0 for k, v in zip(names, stored, strict=True)},
+                    summed={k: v or 0 for k, v in zip(names, row[2 + n :], strict=True)},
+                )
+            )
+    return out
 
 
 def _add(into: SumsByEngine, more: SumsByEngine) -> None:
