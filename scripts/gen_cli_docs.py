@@ -29,13 +29,13 @@ A command line that is refused prints only its one error line.
 | Concept | Spelling | Examples | Old spellings kept for one release |
 |---|---|---|---|
 | a span of time | a duration: `30s`, `10m`, `7d`, `1h30m`, `1.5h`, `500ms`, or plain seconds (`30`) | `poll --interval 30s`, `advise --range 30m`, `fleet --stale-after 1m`, `verify --wait 10s` | `poll`: `--interval-s`, `--deadline-s`, `--connect-timeout-s` (now `--interval`, `--deadline`, `--connect-timeout`); `advise`: `--sample-seconds` (now `--sample-for`) |
-| a window of the ledger | `--window NAME`: `today`, `yesterday`, `24h`, `3d`, `7d`, `30d`, `this-month`, `last-month`, `total`, the same in `report`, `cost` and `timeline` (`timeline` also takes any duration ending now, such as `90m` or `2w`) | `cost --window last-month`, `timeline --window yesterday --step 1h` | none (`cost` took five of them, `timeline` three) |
+| a window of the ledger | `--window NAME`: `today`, `yesterday`, `24h`, `3d`, `7d`, `30d`, `this-month`, `last-month`, `total`, the same in `report`, `export`, `cost` and `timeline` (`timeline` also takes any duration ending now, such as `90m` or `2w`) | `cost --window last-month`, `timeline --window yesterday --step 1h` | none (`cost` took five of them, `timeline` three) |
 | a file written | `--output FILE` (`-`: standard output, where the command can print it) | `render --output run.sh`, `export --output november.csv` | none |
 | a folder written | `--output DIR` | `ramp --output ramp-1`, `observability --output ./monitoring`, `bundle --output ./plugin` | `ramp`: `--out`; the folder as a positional argument of `observability` and `bundle` (still documented, not deprecated) |
 | an address to listen on | `--listen HOST:PORT` (`[::1]:9464` for IPv6; port 0: any free port) | `exporter --listen 0.0.0.0:9464` | `exporter`: `--host`, `--port` |
 | a config file read | JSON, or TOML (Python 3.11 or later), told apart by the suffix | `poll --config notify.json`, `cost --config prices.toml`, `render --host host.json` | `cost`: a YAML `--config` (prices.yaml) |
 | an instance | `--instance HOST:PORT` as `report --by instance` prints it, or a bare port | `report --instance gpu1:8000`, `status --instance 8000` | none |
-| an instant | Unix seconds, or ISO 8601 with a UTC offset | `--at`, `--since`, `--until`, `declare-stop --from` | none |
+| an instant | Unix seconds, or ISO 8601 with a UTC offset; `--since`/`--until` also take a date (`2026-12-01`), a local time (`2026-12-01T08:00`), `today`, `yesterday` or a duration ago (`7d`), in the report's zone ([ledger.md](ledger.md#times-for---since-and---until)) | `--at`, `--since`, `--until`, `declare-stop --from` | none |
 | a time zone | `--tz ZONE`, an IANA name | `--tz Europe/Berlin` | none |
 
 Rules behind the table:

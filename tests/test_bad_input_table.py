@@ -240,6 +240,26 @@ SPANS_BAD = {
 }
 
 
+SINCE_BAD = {
+    ("2026-13-01",): "--since '2026-13-01' is not a date: give Unix seconds, ISO 8601 with an "
+    "offset, a date (2026-12-01)",
+    ("tomorrow-ish",): "--since 'tomorrow-ish' is not a time: give Unix seconds",
+    ("0s",): "--since '0s' is not a duration above 0",
+    ("1999-12-31",): "--since '1999-12-31' is outside 2000-2100",
+    ("2026-03-08T02:30", "--tz", "America/New_York"): "--since '2026-03-08T02:30' does not exist "
+    "in America/New_York: the clocks skip it (a DST change): give a time outside the gap, or one "
+    "with an offset, e.g. --since 2026-03-08T03:30:00-04:00",
+    ("2026-12-01", "--until", "2026-11-01"): "--until must be after --since",
+}
+
+
+def _since_rows() -> Iterator[Row]:
+    for command in ("report", "export"):
+        for (value, *more), says in SINCE_BAD.items():
+            argv = (*BASE.get(command, _EXPORT), "--since", value, *more)
+            yield (f"{command} --since {value} {' '.join(more)}".rstrip(), argv, 2, says)
+
+
 def _timeline_rows() -> Iterator[Row]:
     for (flag, value), says in SPANS_BAD.items():
         argv = (*BASE["timeline"], f"{flag}={value}")
@@ -606,7 +626,19 @@ DECLARE_STOP: list[Row] = [
 
 _EXPORT = ("export", "--root", "{root}")
 EXPORT: list[Row] = [
-    ("export without --since", _EXPORT, 2, "the following arguments are required: --since"),
+    ("export without a period", _EXPORT, 2, "one of the arguments --window --since is required"),
+    (
+        "export --window and --since",
+        (*_EXPORT, "--window", "yesterday", "--since", "1796000000"),
+        2,
+        "argument --since: not allowed with argument --window",
+    ),
+    (
+        "export --until without --since",
+        (*_EXPORT, "--window", "yesterday", "--until", "1796000000"),
+        2,
+        "--until needs --since",
+    ),
     (
         "export --since ms",
         (*_EXPORT, "--since", "1796000000000"),
@@ -703,6 +735,7 @@ ROWS: list[Row] = [
     *_numeric_rows(),
     *_unknown_flag_rows(),
     *_time_rows(),
+    *_since_rows(),
     *_timeline_rows(),
     *_instance_rows(),
     *_root_rows(),

@@ -124,12 +124,12 @@ def test_alertmanager_routes_every_alert_to_the_webhook(tmp_path: Path) -> None:
         {"name": "notifier", "webhook_configs": [_webhook(PLACEHOLDER, "/etc/alertmanager/token")]}
     ]
     assert MAX_ALERTS == 100
-    out = _stack(tmp_path, "--webhook-url", "http://192.168.1.5:9095/alerts")
+    out = _stack(tmp_path, "--webhook-url", "http://192.168.1.5:9095/alertmanager")
     am = _load(out / "alertmanager.yml")
     assert am["route"]["receiver"] == "notifier"
     assert am["route"]["group_by"] == ["alertname", "instance", "ledger_instance", "model_name"]
     assert am["receivers"][0]["webhook_configs"] == [
-        _webhook("http://192.168.1.5:9095/alerts", "/etc/alertmanager/token")
+        _webhook("http://192.168.1.5:9095/alertmanager", "/etc/alertmanager/token")
     ]
     _amtool_check(out / "alertmanager.yml")
 

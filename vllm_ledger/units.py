@@ -14,6 +14,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
@@ -265,6 +266,73 @@ def _iso_seconds(value: str, refuse: Callable[[str], BadArgument]) -> float:
         raise refuse("is outside 2000-2100") from exc
 
 
+# ---- times as people type them ----------------------------------------------------------------
+
+TIME_FORMS = (
+    "Unix seconds, ISO 8601 with an offset, a date (2026-12-01), a local date and time "
+    "(2026-12-01T08:00), today, yesterday or a duration ago (7d, 90m)"
+)
+TimeKind = Literal["instant", "local", "day", "ago"]
+_LOCAL_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2})?)?")
+_TIME_EXAMPLE = "2026-11-29"
+
+
+@dataclass(frozen=True)
+class TimeSpec:
+    """A point in time as typed, before the zone and the cutoff are known (``time_spec``).
+
+    ``kind``: ``instant`` (``ts``, Unix seconds), ``local`` (``local``, a wall-clock time in the
+    report's zone; ``date_only`` for a date, meaning its first instant), ``day`` (``days_back``:
+    0 today, 1 yesterday, from local midnight) or ``ago`` (``seconds`` before the cutoff).
+    ``read.periods.resolve_time`` turns it into Unix seconds."""
+
+    text: str
+    kind: TimeKind
+    ts: float = 0.0
+    local: datetime | None = None
+    date_only: bool = False
+    days_back: int = 0
+    seconds: float = 0.0
+
+
+def time_spec(value: str) -> TimeSpec:
+    """``--since``/``--until`` as people type them (``TIME_FORMS``): ``1796000000``,
+    ``2026-12-01T08:00:00+08:00``, ``2026-12-01``, ``2026-12-01T08:00`` or ``2026-12-01 08:00``,
+    ``today``, ``yesterday``, ``7d`` (a duration in the ``units`` form). Refused with one line
+    otherwise; a local time is only checked against the zone when it is resolved."""
+    text = value.strip()
+
+    def refuse(problem: str) -> BadArgument:
+        return BadArgument(
+            f"{value[:60]!r} {problem}",
+            hint=f"give {TIME_FORMS}",
+            value=value,
+            example=_TIME_EXAMPLE,
+        )
+
+    if text in ("today", "yesterday"):
+        return TimeSpec(text, "day", days_back=0 if text == "today" else 1)
+    seconds = duration_seconds(text)
+    if seconds is not None:
+        if seconds <= 0:
+            raise refuse("is not a duration above 0")
+        return TimeSpec(text, "ago", seconds=seconds)
+    if _LOCAL_TIME.fullmatch(text):
+        try:
+            local = datetime.fromisoformat(text)
+        except ValueError:
+            raise refuse("is not a date") from None
+        if not 2000 <= local.year < 2100:
+            raise refuse("is outside 2000-2100")
+        return TimeSpec(text, "local", local=local, date_only=len(text) == 10)
+    try:
+        return TimeSpec(text, "instant", ts=instant(text))
+    except BadArgument as exc:
+        if not exc.what.endswith("is not a time"):
+            raise  # milliseconds, outside 2000-2100: instant's own line
+        raise refuse("is not a time") from None
+
+
 # ---- HOST:PORT -------------------------------------------------------------------------------
 
 _HOST = re.compile(r"[A-Za-z0-9_.-]{1,253}")
@@ -324,12 +392,15 @@ __all__ = [
     "PORT_ENV",
     "ROOT_ENV",
     "RUN_ID_ENV",
+    "TIME_FORMS",
     "TRACEBACK_ENV",
     "WRITERS_ENV",
     "ZONE_ENV",
     "Address",
     "DurationForm",
     "DurationStyle",
+    "TimeKind",
+    "TimeSpec",
     "duration_seconds",
     "format_duration",
     "host_port",
@@ -339,5 +410,6 @@ __all__ = [
     "number_text",
     "port",
     "short_text",
+    "time_spec",
     "whole_duration",
 ]

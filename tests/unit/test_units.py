@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -232,3 +233,37 @@ def test_no_module_below_the_commands_raises_with_a_flag() -> None:
     unexpected = {k: v for k, v in found.items() if k not in STILL_WORDED_WITH_FLAGS}
     assert unexpected == {}, "give the error fields (.argument, .value, .example) instead"
     assert sorted(set(STILL_WORDED_WITH_FLAGS) - set(found)) == [], "drop the entry"
+
+
+# ---- times as people type them ---------------------------------------------------------------
+
+
+def test_time_spec_forms() -> None:
+    assert units.time_spec("1796000000") == units.TimeSpec("1796000000", "instant", ts=1796000000)
+    iso = "2026-12-01T08:00:00+08:00"
+    assert units.time_spec(iso).ts == instant(iso)
+    assert units.time_spec("2026-12-01") == units.TimeSpec(
+        "2026-12-01", "local", local=datetime(2026, 12, 1), date_only=True
+    )
+    for text in ("2026-12-01T08:00", "2026-12-01 08:00", "2026-12-01T08:00:00"):
+        assert units.time_spec(text).local == datetime(2026, 12, 1, 8)
+        assert units.time_spec(text).date_only is False
+    assert units.time_spec("today") == units.TimeSpec("today", "day", days_back=0)
+    assert units.time_spec("yesterday") == units.TimeSpec("yesterday", "day", days_back=1)
+    assert units.time_spec("7d") == units.TimeSpec("7d", "ago", seconds=7 * 86400)
+    assert units.time_spec("90m").seconds == 5400
+
+
+def test_time_spec_refusals() -> None:
+    forms = units.TIME_FORMS
+    refusals = {
+        "2026-13-01": f"'2026-13-01' is not a date: give {forms}, e.g. 2026-11-29",
+        "tomorrow-ish": f"'tomorrow-ish' is not a time: give {forms}, e.g. 2026-11-29",
+        "0s": f"'0s' is not a duration above 0: give {forms}, e.g. 2026-11-29",
+        "1999-12-31": f"'1999-12-31' is outside 2000-2100: give {forms}, e.g. 2026-11-29",
+        "1796000000000": "'1796000000000' looks like milliseconds: give seconds, e.g. 1796000000",
+    }
+    for value, line in refusals.items():
+        with pytest.raises(BadArgument) as e:
+            units.time_spec(value)
+        assert str(e.value) == line

@@ -596,3 +596,50 @@ def instant(flag: str) -> Callable[[str], float]:
 
 
 at_time = instant("--at")
+
+
+def time_flag(flag: str) -> Callable[[str], units.TimeSpec]:
+    """``--since``/``--until`` as argparse's ``type``: ``units.time_spec`` (every form of
+    ``units.TIME_FORMS``), resolved once the zone and the cutoff are known
+    (``read.periods.period_between``); one line naming ``flag`` otherwise."""
+    return typed(flag, units.time_spec)
+
+
+TIME_FLAG_HELP = (
+    "Unix seconds, ISO 8601, a date (2026-12-01) or local time (2026-12-01T08:00) in the zone, "
+    "today, yesterday, or a duration ago (7d); see docs/ledger.md"
+)
+
+
+def add_since_until(p: argparse.ArgumentParser, start: str, *, required: bool = False) -> None:
+    """``--since TIME`` (``start``: what it starts) and ``--until TIME``."""
+    p.add_argument(
+        "--since",
+        type=time_flag("--since"),
+        required=required,
+        metavar="TIME",
+        help=f"{start} from TIME: {TIME_FLAG_HELP}",
+    )
+    p.add_argument(
+        "--until",
+        type=time_flag("--until"),
+        metavar="TIME",
+        help="end of the --since period (not included; default: the cutoff), in the same forms",
+    )
+
+
+@contextmanager
+def since_until_flags() -> Iterator[None]:
+    """Within the block, a refusal of ``since``/``until`` as they were resolved (a local time a
+    DST change skips, an end not after the start) is worded with the flags."""
+    try:
+        yield
+    except BadArgument as exc:
+        if exc.argument == "until" and exc.what.startswith("until must be after since"):
+            raise BadArgument(
+                "--until must be after --since: e.g. --since 2026-11-01 --until 2026-12-01 "
+                f"({exc.hint})"
+            ) from None
+        if exc.argument in ("since", "until"):
+            raise flagged(exc, "--" + exc.argument) from None
+        raise

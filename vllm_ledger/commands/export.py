@@ -11,11 +11,13 @@ from typing import IO
 from zoneinfo import ZoneInfo
 
 from vllm_ledger.commands._common import (
+    TIME_FLAG_HELP,
     add_roots,
     add_tz,
-    instant,
     output_file,
     roots_of,
+    since_until_flags,
+    time_flag,
     typed,
     zone_of,
 )
@@ -26,6 +28,7 @@ from vllm_ledger.formats.safe import printable
 from vllm_ledger.outfile import writing
 from vllm_ledger.read.export import FIELDS, ExportRow, export_rows, parse_by, row_dict
 from vllm_ledger.read.ledgerset import LedgerSet, nothing_matched
+from vllm_ledger.read.periods import PERIOD_NAMES, period, resolve_time
 from vllm_ledger.read.report import resolve_tz
 
 NAME = "export"
@@ -35,11 +38,15 @@ EPILOG = """examples:
       --until 2026-12-01T00:00:00+08:00 --output november.csv
   vllm-ledger export --root /srv/artifacts/usage --since 2026-11-30T00:00:00+08:00 \\
       --by day,model --format jsonl
+  vllm-ledger export --root /srv/artifacts/usage --window last-month --by day --output oct.csv
+  vllm-ledger export --root /srv/artifacts/usage --since 2026-11-01 --until 2026-12-01
 Each row: start, end (ISO 8601 in --tz), instance, model, input, output, cached, requests,
 decode_tokens, decode_seconds, uncovered_seconds, declared_seconds, complete, problems. A row
 is exact when complete is true. Rows stream: a year of hours runs in constant memory.
+A period given as --window, a date or a local time is read in the zone, which one line on
+stderr names.
 exit status: 0 written, 2 a bad flag, 3 nothing matched: no ledger under the roots, or no
-run recorded from --since to --until (two lines on stderr say so and list the models and
+run recorded in the period (two lines on stderr say so and list the models and
 instances the roots hold; nothing is written); see `vllm-ledger report --help`
 """
 
@@ -51,18 +58,24 @@ def _by(value: str) -> str:
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
-    p.add_argument(
+    period = p.add_mutually_exclusive_group(required=True)
+    period.add_argument(
+        "--window",
+        choices=PERIOD_NAMES,
+        metavar="NAME",
+        help="export this window, as report --window cuts it: " + ", ".join(PERIOD_NAMES),
+    )
+    period.add_argument(
         "--since",
-        required=True,
-        type=instant("--since"),
+        type=time_flag("--since"),
         metavar="TIME",
-        help="start: Unix seconds or ISO 8601 with an offset",
+        help=f"or export from TIME: {TIME_FLAG_HELP}",
     )
     p.add_argument(
         "--until",
-        type=instant("--until"),
+        type=time_flag("--until"),
         metavar="TIME",
-        help="end (not included; default: the report cutoff, now)",
+        help="end of the --since period (not included; default: now), in the same forms",
     )
     p.add_argument(
         "--by",
@@ -83,17 +96,20 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int:
+    if args.until is not None and args.since is None:
+        raise BadArgument("--until needs --since: e.g. --since 2026-11-01 --until 2026-12-01")
     roots = roots_of(args)
-    zone = resolve_tz(zone_of(args, roots).name)
-    if args.until is not None and args.until <= args.since:
-        raise BadArgument("--until must be after --since, e.g. --since 2026-11-01T00:00:00+08:00")
-    with LedgerSet.read(roots, clock=clock) as ls:
-        nm = nothing_matched(ls, since_ts=args.since, until_ts=args.until)
+    choice = zone_of(args, roots)
+    zone = resolve_tz(choice.name)
+    with LedgerSet.read(roots, clock=clock) as ls, since_until_flags():
+        start, end = _period(args, ls, zone)
+        nm = nothing_matched(ls, since_ts=start, until_ts=end)
         if nm is not None:
             note_nothing_matched(nm)
             return EXIT_NOTHING_MATCHED
-        until = int(args.until // 1) if args.until is not None else int(ls.now_ts // 1) + 1
-        rows = export_rows(ls, int(args.since // 1), until, by=args.by, tz=zone)
+        if _zone_read(args):  # rows carry offsets; a period read in the zone names it too
+            sys.stderr.write(f"vllm-ledger: export: period read in {printable(choice.label)}\n")
+        rows = export_rows(ls, start, end, by=args.by, tz=zone)
         if args.output == "-":
             _write(rows, sys.stdout, args.format, zone)
         else:
@@ -113,3 +129,28 @@ def _write(rows: Iterable[ExportRow], out: IO[str], fmt: str, zone: ZoneInfo) ->
             values["instance"] = printable(values["instance"])
             values["model"] = printable(values["model"])
             out.write(json.dumps(values, ensure_ascii=True) + "\n")
+
+
+def _zone_read(args: argparse.Namespace) -> bool:
+    """Whether the period's edges depend on the zone (a window, a date, a local time)."""
+    specs = (args.since, args.until)
+    return args.window is not None or any(t is not None and t.kind != "instant" for t in specs)
+
+
+def _period(args: argparse.Namespace, ls: LedgerSet, zone: ZoneInfo) -> tuple[int, int]:
+    """``[start, end)`` in whole seconds: ``--window`` as the report cuts it as of now, or
+    ``--since``/``--until`` resolved in the zone as of now (``--until`` defaults to now, its
+    second included)."""
+    now = int(ls.now_ts // 1)
+    if args.window is not None:
+        first = ls.coverage(ls.sources(), ls.now_ts).first_record_ts
+        w = period(args.window, now + 1, zone, first)
+        return w.start_ts, w.cutoff_ts
+    since = resolve_time(args.since, now, zone, argument="since")
+    until = None if args.until is None else resolve_time(args.until, now, zone, argument="until")
+    if until is not None and until <= since:
+        raise BadArgument(
+            "--until must be after --since, e.g. --since 2026-11-01 --until 2026-12-01 "
+            f"(got {since:.0f} .. {until:.0f})"
+        )
+    return int(since // 1), (now + 1 if until is None else int(until // 1))

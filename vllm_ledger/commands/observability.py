@@ -47,7 +47,7 @@ NAME = "observability"
 HELP = "write prometheus.yml, alert rules, alertmanager.yml, a Grafana dashboard and compose.yaml"
 EPILOG = f"""example:
   vllm-ledger observability --output ./monitoring --vllm 192.168.1.10:8000=gpu1:8000 \\
-      --exporter 192.168.1.10:9464=gpu1:9464 --webhook-url http://192.168.1.5:9095/alerts
+      --exporter 192.168.1.10:9464=gpu1:9464 --webhook-url http://192.168.1.5:9095/alertmanager
   cd monitoring && docker compose up -d   # Grafana on http://HOST:{GRAFANA_PORT}
 
 Targets are scraped from inside the Prometheus container: 127.0.0.1 there is the container
@@ -141,7 +141,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--webhook-url",
-        type=url("--webhook-url", "http://192.168.1.5:9095/alerts"),
+        type=url("--webhook-url", "http://192.168.1.5:9095/alertmanager"),
         default=PLACEHOLDER_WEBHOOK,
         metavar="URL",
         help="where Alertmanager posts alerts: the notifier's webhook (default: the notifier's "
@@ -341,13 +341,25 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
     )
 
 
+TOKEN_FLAG = "--alertmanager-token-file FILE"
+
+
 def run(args: argparse.Namespace) -> int:
     spec = spec_of(args)
     out_dir = output_folder(args, "OUT_DIR")
     for rel in documents(spec):  # each file only ever a regular one (a FIFO would hang us)
         if (out_dir / rel).parent.is_dir():
             check_output(out_dir / rel, flag="--output", example="--output ./monitoring")
-    written = write_stack(out_dir, spec)
+    try:
+        written = write_stack(out_dir, spec)
+    except BadArgument as exc:
+        if exc.argument != "token_file":
+            raise
+        # "another token file" -> "--alertmanager-token-file FILE", as the command line says it
+        hint = exc.hint.replace("another token file", TOKEN_FLAG).replace(
+            "a token file", TOKEN_FLAG
+        )
+        raise BadArgument(exc.what, hint=hint, argument=exc.argument, value=exc.value) from None
     for path in written.files:
         print(path)
     if written.token_created:

@@ -9,10 +9,11 @@ from vllm_ledger import names
 from vllm_ledger.commands._common import (
     add_filters,
     add_roots,
+    add_since_until,
     add_time,
-    instant,
     output_file,
     roots_of,
+    since_until_flags,
     zone_of,
 )
 from vllm_ledger.errors import BadArgument
@@ -32,6 +33,9 @@ EPILOG = """example:
   vllm-ledger report --root /srv/artifacts/usage --window yesterday --window last-month --csv
   vllm-ledger report --root /srv/artifacts/usage --since 2026-11-01T00:00:00+08:00 \\
       --until 2026-12-01T00:00:00+08:00 --by model
+  vllm-ledger report --root /srv/artifacts/usage --since 2026-11-01 --until 2026-12-01
+  vllm-ledger report --root /srv/artifacts/usage --since yesterday --tz America/New_York
+  vllm-ledger report --root /srv/artifacts/usage --since 36h --json
 
 When the roots hold no ledger, or --instance, --model or --since/--until match none, the
 first line says "nothing matched" and the next lists the models and instances the roots
@@ -57,18 +61,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="show this window instead of the five (repeatable): " + ", ".join(PERIOD_NAMES),
     )
-    p.add_argument(
-        "--since",
-        type=instant("--since"),
-        metavar="TIME",
-        help="show the period from TIME (Unix seconds or ISO 8601) as a window named 'period'",
-    )
-    p.add_argument(
-        "--until",
-        type=instant("--until"),
-        metavar="TIME",
-        help="end of the --since period (not included; default: the cutoff)",
-    )
+    add_since_until(p, "show a window named 'period'")
     p.add_argument(
         "--strict",
         action="store_true",
@@ -86,16 +79,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.until is not None and args.since is None:
         raise BadArgument("--until needs --since: e.g. --since 2026-11-01T00:00:00+08:00")
-    if args.until is not None and args.until <= args.since:
-        raise BadArgument(
-            "--until must be after --since: e.g. --since 2026-11-01T00:00:00+08:00 "
-            f"--until 2026-12-01T00:00:00+08:00 (got {args.since:.0f} .. {args.until:.0f})"
-        )
     if args.json and args.csv:
         raise BadArgument("--json and --csv: choose one")
     roots = roots_of(args)
     zone = zone_of(args, roots)
-    with LedgerSet.read(roots) as ledgers:  # one read feeds the report and the page
+    # one read feeds the report and the page
+    with LedgerSet.read(roots) as ledgers, since_until_flags():
         report = build_report(
             ledgers,
             at_ts=args.at,
@@ -105,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
             model=args.model,
             strict=args.strict,
             periods=tuple(args.window or ()),
-            since_ts=args.since,
-            until_ts=args.until,
+            since=args.since,
+            until=args.until,
         )
         if args.html:
             from vllm_ledger.formats import html as html_format  # only for --html

@@ -350,7 +350,10 @@ def _check_token_file(path: Path) -> None:
     if os.path.lexists(path) and not path.is_file():
         raise BadArgument(
             f"{path} is not a regular file (docker compose makes a folder where a mounted file "
-            "is missing): remove it and run again, or give --alertmanager-token-file FILE"
+            "is missing)",
+            hint="remove it and run again, or give another token file",
+            argument="token_file",
+            value=str(path),
         )
 
 
@@ -363,8 +366,10 @@ def _create_token_file(path: Path) -> bool:
         return False
     except OSError as exc:
         raise BadArgument(
-            f"cannot write the Alertmanager token {path}: {exc.strerror}: give "
-            "--alertmanager-token-file FILE in a folder that exists"
+            f"cannot write the Alertmanager token {path}: {exc.strerror}",
+            hint="give a token file in a folder that exists",
+            argument="token_file",
+            value=str(path),
         ) from exc
     with os.fdopen(fd, "w", encoding="ascii") as f:
         f.write(secrets.token_urlsafe(32) + "\n")

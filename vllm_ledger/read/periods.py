@@ -1,6 +1,12 @@
 """Billing periods beyond the five windows: yesterday, this and last month, 30 days, and an
 arbitrary ``--since/--until``. Pure functions over integer Unix seconds and a zone.
 
+``--since/--until`` arrive as ``units.TimeSpec`` (parsed before the zone is known) and are
+resolved here, once the zone and the cutoff are: a date is its local midnight, a local time
+is read in the zone (one that a DST jump skips is refused; one that happens twice is the
+earlier), ``today``/``yesterday`` are local midnights as of the cutoff, ``7d`` is the cutoff
+minus seven days.
+
 Every period is a half-open ``Window`` ``[start_ts, cutoff_ts)`` whose edges fall on whole
 seconds at local midnights (months and days follow the zone's calendar, so a day across a DST
 change is 23 or 25 hours long, exactly). A period never reaches past the report's cutoff: a
@@ -15,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read.windows import ROLLING_HOURS, Window, local_midnight_ts
+from vllm_ledger.units import TimeSpec
 
 # Every window name a command accepts, in one order (the five of the report first).
 PERIOD_NAMES: tuple[str, ...] = (
@@ -80,3 +87,40 @@ def since_until(since_ts: float, until_ts: float | None, cutoff_ts: int) -> Wind
             example="since 2026-11-01T00:00:00+08:00, until 2026-12-01T00:00:00+08:00",
         )
     return Window("period", start, max(start, end))
+
+
+def resolve_time(spec: TimeSpec, cutoff_ts: int, tz: ZoneInfo, *, argument: str = "") -> float:
+    """``spec`` as Unix seconds in ``tz`` as of ``cutoff_ts``; a local time that ``tz`` skips
+    (a DST gap) is refused naming ``argument``; one it repeats (a fold) is the earlier."""
+    if spec.kind == "instant":
+        return spec.ts
+    if spec.kind == "ago":
+        return cutoff_ts - spec.seconds
+    if spec.kind == "day":
+        name = "yesterday" if spec.days_back else "today"
+        return float(period(name, cutoff_ts, tz, None).start_ts)
+    local = spec.local
+    assert local is not None
+    if spec.date_only:
+        return float(_local_midnight(local.year, local.month, local.day, tz))
+    earlier = local.replace(tzinfo=tz, fold=0).timestamp()
+    later = local.replace(tzinfo=tz, fold=1).timestamp()
+    ts = min(earlier, later)
+    if datetime.fromtimestamp(ts, tz).replace(tzinfo=None) != local:
+        raise BadArgument(
+            f"{argument} {spec.text!r} does not exist in {tz.key}: the clocks skip it "
+            "(a DST change)".lstrip(),
+            hint="give a time outside the gap, or one with an offset",
+            argument=argument,
+            value=spec.text,
+            example=datetime.fromtimestamp(max(earlier, later), tz).isoformat(),
+        )
+    return ts
+
+
+def period_between(since: TimeSpec, until: TimeSpec | None, cutoff_ts: int, tz: ZoneInfo) -> Window:
+    """The ``--since/--until`` window (``since_until``) with both ends resolved in ``tz`` as of
+    ``cutoff_ts`` (``resolve_time``): the one way every command reads them."""
+    since_ts = resolve_time(since, cutoff_ts, tz, argument="since")
+    until_ts = None if until is None else resolve_time(until, cutoff_ts, tz, argument="until")
+    return since_until(since_ts, until_ts, cutoff_ts)

@@ -26,10 +26,11 @@ from vllm_ledger.read.ledgerset import (
     gc_paused,
     nothing_matched,
 )
-from vllm_ledger.read.periods import PERIOD_NAMES, period, since_until
+from vllm_ledger.read.periods import PERIOD_NAMES, period, period_between, resolve_time
 from vllm_ledger.read.run_coverage import WriterStatus
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
 from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
+from vllm_ledger.units import TimeSpec
 
 SCHEMA_VERSION = 1
 BREAKDOWN_KEYS = ("instance", "model", "run", "engine")
@@ -228,19 +229,20 @@ def build_report(
     busy_timeout_s: float = 2.0,
     strict: bool = False,
     periods: Sequence[str] = (),
-    since_ts: float | None = None,
-    until_ts: float | None = None,
+    since: TimeSpec | float | None = None,
+    until: TimeSpec | float | None = None,
 ) -> Report:
     """The five windows with coverage, over a LedgerSet (or the ledgers under some roots).
 
     ``strict``: ignore declared stops (the ledger's rule alone: every stop is uncovered).
-    ``periods`` (names from ``read.periods.PERIOD_NAMES``) and ``since_ts``/``until_ts`` (a
-    window named ``period``) replace the five windows, in that order."""
+    ``periods`` (names from ``read.periods.PERIOD_NAMES``) and ``since``/``until`` (a window
+    named ``period``: Unix seconds, or a ``units.TimeSpec`` resolved in ``tz`` as of the cutoff
+    by ``read.periods.period_between``) replace the five windows, in that order."""
     zone = resolve_tz(tz)
     for name in periods:
         if name not in PERIOD_NAMES:
             raise BadArgument(f"unknown window {name!r}: use one of {', '.join(PERIOD_NAMES)}")
-    chosen = _Chosen(tuple(periods), since_ts, until_ts)
+    chosen = _Chosen(tuple(periods), _spec(since), _spec(until))
     if by is not None and by not in BREAKDOWN_KEYS:
         raise BadArgument(f"unknown breakdown {by!r}: use one of {', '.join(BREAKDOWN_KEYS)}")
     with as_ledger_set(ledgers, clock, busy_timeout_s) as ls, gc_paused():
@@ -258,16 +260,30 @@ class _Chosen:
     """The windows a report shows: the five, or named periods and a --since/--until one."""
 
     periods: tuple[str, ...] = ()
-    since_ts: float | None = None
-    until_ts: float | None = None
+    since: TimeSpec | None = None
+    until: TimeSpec | None = None
 
     def windows(self, cutoff: int, zone: ZoneInfo, first_record_ts: int | None) -> list[Window]:
-        if not self.periods and self.since_ts is None:
+        if not self.periods and self.since is None:
             return windows_at(cutoff, zone, first_record_ts)
         out = [period(n, cutoff, zone, first_record_ts) for n in self.periods]
-        if self.since_ts is not None:
-            out.append(since_until(self.since_ts, self.until_ts, cutoff))
+        if self.since is not None:
+            out.append(period_between(self.since, self.until, cutoff, zone))
         return out
+
+    def between(self, cutoff: int, zone: ZoneInfo) -> tuple[float | None, float | None]:
+        """``since`` and ``until`` as Unix seconds (``None`` where not given)."""
+        if self.since is None:
+            return None, None
+        since = resolve_time(self.since, cutoff, zone, argument="since")
+        until = None if self.until is None else resolve_time(self.until, cutoff, zone)
+        return since, until
+
+
+def _spec(value: TimeSpec | float | None) -> TimeSpec | None:
+    if value is None or isinstance(value, TimeSpec):
+        return value
+    return TimeSpec(f"{value:.0f}", "instant", ts=float(value))
 
 
 def _build(
@@ -287,6 +303,7 @@ def _build(
     cutoff = model_.cutoff_at(at)
     chosen = chosen or _Chosen()
     five = chosen.windows(cutoff, zone, model_.first_record_ts)
+    since_ts, until_ts = chosen.between(cutoff, zone)
     windows = _windows_for(ls, snaps, five, model_)
     breakdown: list[BreakdownRow] = []
     if by == "engine":
@@ -332,8 +349,8 @@ def _build(
             ls,
             instance=instance,
             model=model,
-            since_ts=chosen.since_ts,
-            until_ts=chosen.until_ts,
+            since_ts=since_ts,
+            until_ts=until_ts,
             at_ts=at,
         ),
     )
