@@ -5,8 +5,9 @@ tokens, cached tokens, requests, decode tokens, decode time). ``FIGURES`` lists 
 on-disk column order; every list of them elsewhere is derived from it: the schema's columns
 and bounds (``format/schema.py``), the reader's value checks (``format/reads.py``,
 ``read/values.py``), the fields of ``Sums``, ``WindowReport``, ``ExportRow``, the status
-window and the fleet's ``Figures`` (held in step by ``tests/unit/test_figures.py``), the JSON
-and CSV keys, the exporter's counters and window gauges, the fleet's queries.
+window and the fleet's ``Figures`` (each declares the figures it names in code and takes any
+other from ``with_figure_fields``), the JSON and CSV keys, the exporter's counters and window
+gauges, the fleet's queries, and the migration that adds a later figure's column.
 
 The fault counts beside them on disk (dropped, rejected, lost events) are not figures: they
 are kept per second apart from the sums (``format/schema.py``'s ``FAULT_COLUMNS``).
@@ -16,13 +17,16 @@ Standard library only: the write side inside vLLM imports it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from vllm_ledger import names as metric
 
 Unit = Literal["tokens", "requests", "microseconds"]
+FieldName = Literal["name", "report_name"]  # the ``Figure`` attribute a model's fields are named by
+_Model = TypeVar("_Model", bound=type)
 
 # What one second of one DP engine can physically hold (docs/ledger.md says why): the recorder
 # refuses an event that would pass them, and a reader refuses a file whose rows do.
@@ -205,6 +209,36 @@ def limits(figures: Sequence[Figure] = FIGURES) -> tuple[tuple[Unit, int, tuple[
     return tuple((unit, most, tuple(fs)) for (unit, most), fs in groups.items())
 
 
+def with_figure_fields(
+    attr: FieldName, type_: str = "int", figures: Sequence[Figure] = FIGURES
+) -> Callable[[_Model], _Model]:
+    """A class decorator, applied under ``@dataclass``: a field named ``getattr(figure, attr)``,
+    annotated ``type_`` and defaulting to zero (``0.0`` for a converted report figure), for each
+    of ``figures`` the class does not declare itself, after the class's own fields.
+
+    The models declare the figures their code names (so a type checker sees them) and take any
+    later one from here; code that handles every figure reads it by name from ``FIGURES``. The
+    class's ``ADDED_FIGURES`` lists the fields so added, in order (empty while every figure is
+    declared), for a hot loop that names the declared ones one by one."""
+
+    def add_fields(cls: _Model) -> _Model:
+        own = inspect.get_annotations(cls)  # the class's own, as strings
+        inherited = getattr(cls, "__dataclass_fields__", {})
+        declared = set(own) | (set(inherited) - set(getattr(cls, "ADDED_FIGURES", ())))
+        added = tuple(getattr(f, attr) for f in figures if getattr(f, attr) not in declared)
+        annotations = dict(own)
+        for f in figures:
+            name = getattr(f, attr)
+            if name in added and name not in inherited:
+                annotations[name] = type_
+                setattr(cls, name, 0 if attr == "name" else f.report_value(0))
+        cls.__annotations__ = annotations
+        setattr(cls, "ADDED_FIGURES", added)  # noqa: B010 (a ClassVar where code reads it)
+        return cls
+
+    return add_fields
+
+
 _NAMED = by_name()
 # The figures the recorder fills one by one (write/recorder.py: where each number comes from).
 INPUT_TOKENS = _NAMED["input_tokens"]
@@ -224,6 +258,7 @@ __all__ = [
     "INPUT_TOKENS",
     "OUTPUT_TOKENS",
     "REQUESTS",
+    "FieldName",
     "Figure",
     "Unit",
     "brief",
@@ -235,4 +270,5 @@ __all__ = [
     "names",
     "parts",
     "report_names",
+    "with_figure_fields",
 ]

@@ -39,10 +39,9 @@ EXTRA = Figure(
 MORE = (*FIGURES, EXTRA)
 
 
-def _between(cls: type, first: str, last: str) -> tuple[str, ...]:
-    """The names of ``cls``'s fields after ``first`` and before ``last``."""
-    got = [f.name for f in dataclasses.fields(cls)]
-    return tuple(got[got.index(first) + 1 : got.index(last)])
+def _figure_fields(cls: type, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of ``cls``'s fields that are among ``names``, in the class's order."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name in names)
 
 
 def window() -> WindowReport:
@@ -120,13 +119,16 @@ def test_a_new_file_has_the_columns_it_always_had(tmp_path: Path) -> None:
 def test_the_models_have_a_field_per_figure() -> None:
     assert tuple(f.name for f in dataclasses.fields(Sums)) == SUM_FIELDS == figures.names()
     assert figures.names() == counters.COUNT_NAMES
-    assert _between(WindowReport, "cutoff_ts", "uncovered_seconds") == figures.report_names()
-    assert _between(export.ExportRow, "model", "uncovered_seconds") == figures.report_names()
-    assert tuple(f.name for f in dataclasses.fields(fleet.Figures)) == figures.report_names()
-    assert figures.report_names() == fleet.FIGURE_NAMES
-    assert _between(status.StatusWindow, "cutoff_ts", "hit_rate") == figures.report_names(
-        status.STATUS_FIGURES
-    )
+    reported = figures.report_names()
+    assert _figure_fields(WindowReport, reported) == reported
+    assert _figure_fields(export.ExportRow, reported) == reported
+    assert tuple(f.name for f in dataclasses.fields(fleet.Figures)) == reported
+    assert reported == fleet.FIGURE_NAMES
+    brief = figures.report_names(status.STATUS_FIGURES)
+    assert _figure_fields(status.StatusWindow, brief) == brief
+    # Every figure of today is declared in each model: nothing is added by name alone.
+    for model in (Sums, WindowReport, export.ExportRow, fleet.Figures, status.StatusWindow):
+        assert getattr(model, "ADDED_FIGURES") == (), model  # noqa: B009
 
 
 def test_the_report_takes_each_figure_from_the_sums_by_name() -> None:
@@ -245,6 +247,96 @@ def test_a_new_figure_appears_in_every_derived_list() -> None:
     assert figures.json_figures(Row(), (EXTRA,)) == {"prefill_seconds": 1.234568}
 
 
+def test_the_migrations_are_the_written_ones_while_no_figure_came_later() -> None:
+    assert schema.migrations() == schema.MIGRATIONS
+    assert [name for name, _ddl in schema.MIGRATIONS] == [
+        "0001_initial",
+        "0002_problem_seconds",
+        "0003_daily",
+    ]
+    assert "ALTER" not in "".join(ddl for _name, ddl in schema.MIGRATIONS)
+
+
+def test_a_new_figure_brings_its_own_migration() -> None:
+    steps = schema.migrations(MORE)
+    assert steps[:-1] == schema.MIGRATIONS
+    assert steps[-1] == ("0004_prefill", schema.add_columns_ddl("0004_prefill", MORE))
+    assert steps[-1][1] == "".join(
+        f"ALTER TABLE {t} ADD COLUMN prefill_seconds_micro INTEGER NOT NULL DEFAULT 0;\n"
+        for t in ("buckets", "hourly", "daily")
+    )
+    # Two figures of one migration make one step; a figure cannot join a written step.
+    twin = dataclasses.replace(EXTRA, name="twin", column="twin_micro", report_name="twin")
+    assert [n for n, _ddl in schema.migrations((*MORE, twin))][3:] == ["0004_prefill"]
+    daily = dataclasses.replace(EXTRA, since="0003_daily")
+    with pytest.raises(ValueError, match="prefill_us: its column needs a migration of its own"):
+        schema.migrations((*FIGURES, daily))
+
+
+def test_each_model_takes_a_new_figure_as_a_field() -> None:
+    """The models made against a copy of FIGURES with one more figure: each has its field,
+    defaulted and last, and ``Sums`` adds it as it adds the others."""
+
+    @dataclasses.dataclass
+    @figures.with_figure_fields("name", "int", MORE)
+    class MoreSums(Sums):
+        pass
+
+    @dataclasses.dataclass(frozen=True)
+    @figures.with_figure_fields("report_name", "int | float", MORE)
+    class MoreWindow(WindowReport):
+        pass
+
+    @dataclasses.dataclass(frozen=True)
+    @figures.with_figure_fields("report_name", "int | float", MORE)
+    class MoreRow(export.ExportRow):
+        pass
+
+    @dataclasses.dataclass
+    @figures.with_figure_fields("report_name", "int | float", MORE)
+    class MoreFigures(fleet.Figures):
+        pass
+
+    @dataclasses.dataclass(frozen=True)
+    @figures.with_figure_fields("report_name", "int", (*status.STATUS_FIGURES, EXTRA))
+    class MoreStatus(status.StatusWindow):
+        pass
+
+    assert tuple(f.name for f in dataclasses.fields(MoreSums)) == figures.names(MORE)
+    assert MoreSums.ADDED_FIGURES == ("prefill_us",)
+    for model, was in (
+        (MoreWindow, WindowReport),
+        (MoreRow, export.ExportRow),
+        (MoreFigures, fleet.Figures),
+        (MoreStatus, status.StatusWindow),
+    ):
+        got = [f.name for f in dataclasses.fields(model)]
+        assert got == [*(f.name for f in dataclasses.fields(was)), "prefill_seconds"], model
+        assert getattr(model, "ADDED_FIGURES") == ("prefill_seconds",), model  # noqa: B009
+    # Made as before (positionally), the new figure is zero: a converted one as a float.
+    w = MoreWindow("total", 0, 100, 10, 20, 3, 4, 5, 6.5, 0, True)
+    assert w.prefill_seconds == 0.0 and isinstance(w.prefill_seconds, float)  # type: ignore[attr-defined]
+    assert MoreFigures().prefill_seconds == 0.0  # type: ignore[attr-defined]
+    assert figures.json_figures(w, MORE)["prefill_seconds"] == 0.0
+    assert MoreSums().prefill_us == 0  # type: ignore[attr-defined]
+
+    total = MoreSums(input_tokens=1)
+    total.add(MoreSums(input_tokens=2, decode_us=3, prefill_us=4))  # type: ignore[call-arg]
+    total.add(MoreSums(prefill_us=5))  # type: ignore[call-arg]
+    total.add_sums(dict.fromkeys(figures.names(MORE), 10) | {"decode_us": None})
+    assert (total.input_tokens, total.decode_us, total.prefill_us) == (13, 3, 19)  # type: ignore[attr-defined]
+    assert report_figures(total, MORE)["prefill_seconds"] == 1.9e-05
+
+    # A model that declares the figure itself keeps its own field.
+    @dataclasses.dataclass
+    @figures.with_figure_fields("report_name", "int | float", MORE)
+    class Declared(fleet.Figures):
+        prefill_seconds: float = 1.5
+
+    assert Declared.ADDED_FIGURES == ()  # type: ignore[attr-defined]
+    assert Declared().prefill_seconds == 1.5
+
+
 def test_a_new_figure_migrates_an_old_file_and_reads_by_name(tmp_path: Path) -> None:
     """An old file (the first migrations) takes the new column by its own migration, keeps its
     rows, and its sums are read by name with the new figure's checks."""
@@ -252,10 +344,16 @@ def test_a_new_figure_migrates_an_old_file_and_reads_by_name(tmp_path: Path) -> 
     try:
         schema.apply_migrations(conn, 1.0)
         conn.execute("INSERT INTO hourly (ts, engine, prompt_tokens) VALUES (3600, 0, 7)")
-        conn.executescript(schema.add_columns_ddl("0004_prefill", MORE))
+        assert schema.apply_migrations(conn, 2.0, schema.migrations(MORE)) == ["0004_prefill"]
+        assert schema.apply_migrations(conn, 3.0, schema.migrations(MORE)) == []
+        assert conn.execute("SELECT * FROM migrations WHERE name = '0004_prefill'").fetchall() == [
+            ("0004_prefill", 2.0)
+        ]
         for table in ("buckets", "hourly", "daily"):
             cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
             assert cols == ["ts", "engine", *schema.COUNT_COLUMNS, "prefill_seconds_micro"]
+        (kept,) = conn.execute("SELECT prompt_tokens, prefill_seconds_micro FROM hourly")
+        assert kept == (7, 0)
         conn.execute("UPDATE hourly SET prefill_seconds_micro = 9")
         (stored,) = conn.execute(reads.sum_query("hourly", MORE), (0, 7200)).fetchall()
         row = reads.sum_row(stored, MORE)

@@ -11,6 +11,9 @@ Tables
                 sequence number reached at the end of each span.
 ``migrations``  the append-only list of schema steps applied to this file.
 
+A figure whose column came later names its migration in ``since``; ``MIGRATIONS`` adds that
+step itself (``migrations``).
+
 Runs inside vLLM: standard library only.
 """
 
@@ -76,7 +79,8 @@ _FIRST_COLUMNS = columns_added_by(figures.INITIAL)
 _COUNTS_DDL = ",\n  ".join(f"{c} INTEGER NOT NULL DEFAULT 0" for c in _FIRST_COLUMNS)
 
 
-MIGRATIONS: tuple[tuple[str, str], ...] = (
+# The named migrations written out, in order; never edited once released.
+_WRITTEN: tuple[tuple[str, str], ...] = (
     (
         "0001_initial",
         f"""
@@ -133,12 +137,35 @@ INSERT INTO daily (ts, engine, {", ".join(_FIRST_COLUMNS)})
 )
 
 
-def apply_migrations(conn: sqlite3.Connection, now_ts: float) -> list[str]:
-    """Apply the schema steps this file lacks, each in its own transaction."""
+def migrations(figs: Sequence[figures.Figure] = figures.FIGURES) -> tuple[tuple[str, str], ...]:
+    """Every schema step, in order: the ones written out, then for each later ``since`` of the
+    figures (in their order) the migration that adds its figures' columns (``add_columns_ddl``),
+    so a new figure needs no step written here."""
+    written = {name for name, _ddl in _WRITTEN}
+    later: dict[str, None] = {}
+    for f in figs:
+        if f.since != _WRITTEN[0][0]:
+            if f.since in written:
+                raise ValueError(
+                    f"{f.name}: its column needs a migration of its own, not {f.since}"
+                )
+            later[f.since] = None
+    return (*_WRITTEN, *((name, add_columns_ddl(name, figs)) for name in later))
+
+
+MIGRATIONS: tuple[tuple[str, str], ...] = migrations()
+
+
+def apply_migrations(
+    conn: sqlite3.Connection,
+    now_ts: float,
+    steps: Sequence[tuple[str, str]] = MIGRATIONS,
+) -> list[str]:
+    """Apply the schema steps (``MIGRATIONS``) this file lacks, each in its own transaction."""
     conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_ts REAL)")
     done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
     applied = []
-    for name, ddl in MIGRATIONS:
+    for name, ddl in steps:
         if name in done:
             continue
         with transaction(conn):

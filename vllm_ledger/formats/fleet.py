@@ -17,6 +17,7 @@ import json
 import math
 from typing import Any
 
+from vllm_ledger.figures import json_figures
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import aligned
 from vllm_ledger.plan.fleet import WINDOW_NAMES, Figures, Fleet
@@ -29,12 +30,7 @@ def _r6(x: float | None) -> float | None:
 def figures_dict(f: Figures) -> dict[str, Any]:
     """A window's figures under the names of ``report --json``."""
     return {
-        "input": f.input_tokens,
-        "output": f.output_tokens,
-        "cached": f.cached_tokens,
-        "requests": f.requests,
-        "decode_tokens": f.decode_tokens,
-        "decode_seconds": round(f.decode_seconds, 6),
+        **json_figures(f),
         "hit_rate": _r6(f.hit_rate),
         "gen_speed": _r6(f.gen_speed),
     }

@@ -71,8 +71,10 @@ STATUS_MAX_DEPTH = 8  # a valid document nests seven deep (breakdown -> rows -> 
 
 
 @dataclass(frozen=True)
+@figures.with_figure_fields("report_name", "int", STATUS_FIGURES)
 class StatusWindow:
-    """A window as a remote host sent it; a field per ``STATUS_FIGURES`` (``report_name``)."""
+    """A window as a remote host sent it; a field per ``STATUS_FIGURES`` (``report_name``; one
+    not declared here comes last, from ``figures.with_figure_fields``)."""
 
     name: str
     start_ts: int

@@ -90,9 +90,10 @@ Sample = tuple[dict[str, str], float]
 
 
 @dataclass
+@figures.with_figure_fields("report_name", "int | float")
 class Figures:
     """One window's figures, summed over series (a host's, a model's, the fleet's): a field per
-    ``FIGURE_NAMES``."""
+    ``FIGURE_NAMES`` (one not declared here from ``figures.with_figure_fields``)."""
 
     input_tokens: int = 0
     output_tokens: int = 0

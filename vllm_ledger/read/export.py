@@ -43,8 +43,10 @@ FIELDS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
+@figures.with_figure_fields("report_name", "int | float")
 class ExportRow:
-    """One step of one group; its figures are a field per ``figures.FIGURES`` (``report_name``)."""
+    """One step of one group; its figures are a field per ``figures.FIGURES`` (``report_name``;
+    one not declared here comes last, from ``figures.with_figure_fields``)."""
 
     start_ts: int
     end_ts: int

@@ -17,7 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.figures import FIGURES, Figure
+from vllm_ledger.figures import FIGURES, Figure, with_figure_fields
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read.ledgerset import (
     LedgerSet,
@@ -43,9 +43,11 @@ def report_figures(sums: Sums, figs: Sequence[Figure] = FIGURES) -> dict[str, An
 
 
 @dataclass(frozen=True)
+@with_figure_fields("report_name", "int | float")
 class WindowReport:
-    """One window's figures (a field per ``figures.FIGURES``, named as its ``report_name``).
-    Ratios with a zero denominator are None, never 0."""
+    """One window's figures (a field per ``figures.FIGURES``, named as its ``report_name``; one
+    not declared here comes after the others from ``with_figure_fields``). Ratios with a zero
+    denominator are None, never 0."""
 
     name: str
     start_ts: int

@@ -20,7 +20,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from vllm_ledger import figures
 from vllm_ledger.errors import NotARegularFile
@@ -37,10 +37,13 @@ FileStatus = Literal["ok", "unreadable", "busy", "denied", "empty", "starting", 
 
 
 @dataclass
+@figures.with_figure_fields("name")
 class Sums:
     """The sums of some rows (a window, an engine, a file), one field per figure, named as
-    ``figures.Figure.name`` (the report's vocabulary); ``SUM_FIELDS`` is their list, and
-    ``tests/unit/test_figures.py`` holds these fields to it."""
+    ``figures.Figure.name`` (the report's vocabulary); ``SUM_FIELDS`` is their list. A figure
+    not declared here is a field all the same (``figures.with_figure_fields``)."""
+
+    ADDED_FIGURES: ClassVar[tuple[str, ...]] = ()  # the figures' fields not declared here
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -50,14 +53,16 @@ class Sums:
     decode_us: int = 0  # their decode time, in microseconds
 
     def add(self, other: Sums) -> None:
-        # Field by field, not through SUM_FIELDS: a report adds thousands of these (a new field
-        # goes here too; tests/unit/read/test_snapshot.py adds every field).
+        # Field by field, not through SUM_FIELDS: a report adds thousands of these; a figure
+        # not declared above by name (tests/unit/read/test_snapshot.py adds every field).
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cached_tokens += other.cached_tokens
         self.requests += other.requests
         self.decode_tokens += other.decode_tokens
         self.decode_us += other.decode_us
+        for f in self.ADDED_FIGURES:
+            setattr(self, f, getattr(self, f) + getattr(other, f))
 
     def sub(self, other: Sums) -> None:
         for f in SUM_FIELDS:
@@ -72,6 +77,8 @@ class Sums:
         self.requests += sums["requests"] or 0
         self.decode_tokens += sums["decode_tokens"] or 0
         self.decode_us += sums["decode_us"] or 0
+        for f in self.ADDED_FIGURES:
+            setattr(self, f, getattr(self, f) + (sums[f] or 0))
 
     def by_name(self) -> dict[str, int]:
         return {f: getattr(self, f) for f in SUM_FIELDS}
