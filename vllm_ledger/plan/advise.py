@@ -102,32 +102,40 @@ class Rule:
     action: str
 
 
-RULES: tuple[Rule, ...] = (
-    Rule(
-        "kv-capacity",
-        "KV-cache usage > 90 % and requests waiting > 0",
-        "KV-cache capacity bottleneck",
-        "lower --max-model-len; quantise the weights or the KV cache (--kv-cache-dtype fp8)",
-    ),
-    Rule(
-        "compute-bound",
-        "GPU utilisation > 95 % and throughput no longer rising",
-        "compute bottleneck",
-        "add GPUs or move to a stronger GPU",
-    ),
-    Rule(
-        "scheduling-prefill",
-        "TTFT P99 high (> 3 s) with GPU utilisation < 60 %",
-        "inefficient scheduling or prefill",
-        "raise --max-num-batched-tokens; try another engine (e.g. SGLang)",
-    ),
-    Rule(
-        "power-efficiency",
-        "power at full load (>= 90 % of the limit) with throughput flat",
-        "poor energy efficiency",
-        "speculative decoding or more aggressive quantisation",
-    ),
-)
+def rules_for(t: Thresholds) -> tuple[Rule, ...]:
+    """The four rules, each saying the thresholds in force (``--ttft-p99-seconds`` and the
+    others move them: the label must say what was judged)."""
+    return (
+        Rule(
+            "kv-capacity",
+            f"KV-cache usage > {t.kv_usage * 100:g} % and requests waiting > 0",
+            "KV-cache capacity bottleneck",
+            "lower --max-model-len; quantise the weights or the KV cache (--kv-cache-dtype fp8)",
+        ),
+        Rule(
+            "compute-bound",
+            f"GPU utilisation > {t.gpu_high_percent:g} % and throughput no longer rising",
+            "compute bottleneck",
+            "add GPUs or move to a stronger GPU",
+        ),
+        Rule(
+            "scheduling-prefill",
+            f"TTFT P99 high (> {t.ttft_p99_seconds:g} s) with GPU utilisation "
+            f"< {t.gpu_low_percent:g} %",
+            "inefficient scheduling or prefill",
+            "raise --max-num-batched-tokens; try another engine (e.g. SGLang)",
+        ),
+        Rule(
+            "power-efficiency",
+            f"power at full load (>= {t.full_power_fraction * 100:g} % of the limit) with "
+            "throughput flat",
+            "poor energy efficiency",
+            "speculative decoding or more aggressive quantisation",
+        ),
+    )
+
+
+RULES: tuple[Rule, ...] = rules_for(Thresholds())  # at the default thresholds
 
 
 @dataclass(frozen=True)
@@ -165,25 +173,26 @@ def _judge(rule: Rule, needs: dict[str, object], met: bool, why: str) -> Verdict
 def advise(r: Readings, t: Thresholds | None = None) -> Advice:
     """Walk the four rules over the readings. Pure."""
     t = t or Thresholds()
+    rules = rules_for(t)
     flat = throughput_flat(r, t.flat_rise)
     halves = r.gen_tokens_per_s_halves
     flat_text = "n/a" if halves is None else f"{halves[0]:.1f} -> {halves[1]:.1f} tokens/s"
     kv, wait, gpu, ttft = r.kv_cache_usage, r.num_waiting, r.gpu_util_percent, r.ttft_p99_seconds
     verdicts = [
         _judge(
-            RULES[0],
+            rules[0],
             {"KV-cache usage": kv, "waiting requests": wait},
             kv is not None and wait is not None and kv > t.kv_usage and wait > 0,
             f"KV {_fmt(None if kv is None else kv * 100, ' %', 1)}, waiting {_fmt(wait)}",
         ),
         _judge(
-            RULES[1],
+            rules[1],
             {"GPU utilisation": gpu, "throughput trend": flat},
             gpu is not None and bool(flat) and gpu > t.gpu_high_percent,
             f"GPU {_fmt(gpu, ' %', 1)}, throughput {flat_text}",
         ),
         _judge(
-            RULES[2],
+            rules[2],
             {"TTFT P99": ttft, "GPU utilisation": gpu},
             ttft is not None
             and gpu is not None
@@ -197,7 +206,7 @@ def advise(r: Readings, t: Thresholds | None = None) -> Advice:
         full = r.power_watts >= t.full_power_fraction * r.power_limit_watts
     verdicts.append(
         _judge(
-            RULES[3],
+            rules[3],
             {
                 "power": r.power_watts,
                 "power limit": r.power_limit_watts or None,

@@ -240,3 +240,11 @@ def test_cli_errors(tmp_path: Path) -> None:
     )
     assert code == 2
     assert err.startswith("vllm-ledger: error: cannot read http://127.0.0.1:9/metrics: ")
+
+
+def test_the_rule_says_the_threshold_in_force(tmp_path: Path) -> None:
+    code, out, err = _cli(tmp_path, series(kv=0.95, waiting=3), "--ttft-p99-seconds", "1.5")
+    assert code == 0, err
+    assert "scheduling-prefill: TTFT P99 high (> 1.5 s) with GPU utilisation < 60 %" in out
+    code, out, err = _cli(tmp_path, series(kv=0.95, waiting=3))
+    assert "scheduling-prefill: TTFT P99 high (> 3 s) with GPU utilisation < 60 %" in out
