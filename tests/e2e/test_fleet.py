@@ -279,7 +279,9 @@ def test_a_series_twice_counted_once_and_every_down_host_named(
             code, doc = _fleet(prom.url)
             states = {h: v["state"] for h, v in doc["hosts"].items()}
             ok = states.get(host_a) == "ok" and states.get(host_b) == "ok"
-            return (code, doc) if ok and doc["duplicates"]["series"] > 0 else None
+            # The targets API lists the closed port before its first scrape writes up == 0.
+            scraped = doc["hosts"].get(closed, {}).get("found_in") == ["up", "targets"]
+            return (code, doc) if ok and scraped and doc["duplicates"]["series"] > 0 else None
 
         code, doc = wait_for("host A under two jobs", both_jobs_in)
         assert code == 1  # the closed port's target is missing
