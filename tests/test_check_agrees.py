@@ -73,7 +73,7 @@ def test_the_command_fails_on_a_missing_writer(
     write_ledger(tmp_path, "20261124T005320Z-gpu1-1", start_ts=T0, end_ts=T0 + 600, expected=2)
     real = check_module.check
     monkeypatch.setattr(
-        "vllm_ledger.commands.check.check", lambda roots: real(roots, clock=lambda: AT)
+        "vllm_ledger.commands.check.check", lambda roots, tz: real(roots, clock=lambda: AT, tz=tz)
     )
     assert main(["check", "--root", str(tmp_path)]) == 1
     out, _err = capsys.readouterr()
@@ -104,9 +104,9 @@ def test_an_edited_rollup_fails_check_and_the_report_calls_total_incomplete(
     assert not complete and problems == {"rollup_mismatch": 1}
     assert _lines(tmp_path) == [
         f"ROLLUP_MISMATCH ROOT/{run}/w0.g0.ledger.sqlite  run {run} writer 0 gen 0: hourly row "
-        "2026-11-23T02:00:00Z engine 0: input_tokens 99999999 (its seconds: 200) (and 1 more): "
-        "a rollup row changed or lost since it was written; the report calls no window over it "
-        "complete (docs/ledger.md)",
+        "2026-11-23 02:00:00 +00:00 engine 0: input_tokens 99999999 (its seconds: 200) "
+        "(and 1 more): a rollup row changed or lost since it was written; the report calls no "
+        "window over it complete (docs/ledger.md)",
     ]
 
 

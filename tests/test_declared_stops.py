@@ -52,7 +52,7 @@ def test_a_declared_stop_is_declared_idle_not_uncovered(
         capsys=capsys,
     )
     assert (rc, err) == (0, "")
-    assert out.startswith(f"declared: {INSTANCE} stopped 2026-11-30T00:55:00Z -> ")
+    assert out.startswith(f"declared: {INSTANCE} stopped 2026-11-30 08:55:00 +08:00 -> ")
     assert "(300 s): upgrade vLLM" in out
 
     after = build_report([tmp_path], at_ts=at, clock=lambda: at).window("total")

@@ -274,8 +274,7 @@ def test_terminal_chart_fits_80_columns(tmp_path: Path) -> None:
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80
     assert (
-        lines[0]
-        == "vLLM token timeline: 7d in 1 h steps, as of 2026-11-29 10:00:00 (Asia/Shanghai)"
+        lines[0] == "vLLM tokens: 7d in 1 h steps, as of 2026-11-29 10:00:00 +08:00 (Asia/Shanghai)"
     )
     chart = {line[:8].strip(): line[9:] for line in lines[3:7]}
     assert set(chart) == {"input", "output", "cached", "uncov."}

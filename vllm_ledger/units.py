@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Literal
 
 from vllm_ledger.errors import BadArgument
@@ -155,6 +155,7 @@ def whole_duration(text: str, *, argument: str = "", example: str = "1h or 7d") 
 
 DurationStyle = Literal["compact", "unit", "unit-words", "words", "rounded", "prometheus", "range"]
 _UNIT_SIZES = (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+_WORD_UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
 
 
 def format_duration(
@@ -173,8 +174,9 @@ def format_duration(
     - ``unit`` (a timeline's window name): the largest unit that divides them, ``5400`` ->
       ``90m``, ``1209600`` -> ``2w``.
     - ``unit-words`` (a chart's caption): the same in words without weeks, ``5400`` -> ``90 min``.
-    - ``words`` (the report's table): two units, ``125`` -> ``2 min 5 s`` (below 2 minutes
-      ``119 s``, below 2 hours minutes, below 2 days hours).
+    - ``words`` (every table and line a person reads): the two largest units, a zero second
+      one left out: ``125`` -> ``2 min 5 s``, ``3600`` -> ``1 h``, ``3900`` -> ``1 h 5 min``,
+      ``183600`` -> ``2 d 3 h``, ``59`` -> ``59 s``.
     - ``rounded`` (a chat message): rounded down to the largest unit reached, ``7200`` -> ``2h``,
       written with ``units`` (second, minute, hour, day: ``("秒", "分", "时", "天")``).
     """
@@ -199,13 +201,11 @@ def format_duration(
         names = {"d": "d", "h": "h", "m": "min", "s": "s"}
         return next(f"{n // size} {names[unit]}" for unit, size in _UNIT_SIZES[1:] if n % size == 0)
     if style == "words":
-        if n < 120:
-            return f"{n} s"
-        if n < 7200:
-            return f"{n // 60} min {n % 60} s"
-        if n < 172800:
-            return f"{n // 3600} h {n % 3600 // 60} min"
-        return f"{n // 86400} d {n % 86400 // 3600} h"
+        for (big, big_size), (small, small_size) in itertools.pairwise(_WORD_UNITS):
+            if n >= big_size:
+                rest = n % big_size // small_size
+                return f"{n // big_size} {big}" + (f" {rest} {small}" if rest else "")
+        return f"{n} s"
     # rounded
     s = max(0, round(seconds))
     for label, size, below in zip(
@@ -224,6 +224,14 @@ _INSTANT_HINT = "give Unix seconds or ISO 8601"
 _INSTANT_EXAMPLE = "2026-11-29T08:00:00+08:00"
 
 
+def format_instant(ts: float, tz: tzinfo) -> str:
+    """An instant as every line a person reads shows it: the local time in ``tz`` with its
+    offset, ``2026-12-01 08:00:00 +08:00`` (whole seconds, rounded down)."""
+    local = datetime.fromtimestamp(math.floor(ts), tz)
+    offset = local.strftime("%z")  # +0800
+    return f"{local:%Y-%m-%d %H:%M:%S} {offset[:3]}:{offset[3:5]}"
+
+
 def instant(value: str | float) -> float:
     """Unix seconds or ISO 8601 with an offset, between 2000 and 2100 (a float is checked as
     it is)."""
@@ -240,16 +248,30 @@ def instant(value: str | float) -> float:
         ts = _iso_seconds(value, refuse)
     if not math.isfinite(ts):
         raise refuse("is not a time")
-    if ts > LATEST_AT and ts / 1000 <= LATEST_AT:
+    if ts > LATEST_AT and _digits(value) and EARLIEST_AT <= ts / 1000 <= LATEST_AT:
         raise BadArgument(
             f"{value!r} looks like milliseconds",
             hint="give seconds",
             value=value,
             example=f"{ts / 1000:.0f}",
         )
-    if not EARLIEST_AT <= ts <= LATEST_AT:
+    if ts > LATEST_AT:  # 9999-12-31T23:59:59+14:00, 253402300799: not milliseconds
+        raise BadArgument(
+            f"{value!r} is after 2100-01-01",
+            hint="give a time before it, as Unix seconds or ISO 8601",
+            value=value,
+            example=_INSTANT_EXAMPLE,
+        )
+    if ts < EARLIEST_AT:
         raise refuse("is outside 2000-2100")
     return ts
+
+
+def _digits(value: str | float) -> bool:
+    """``value`` is written as milliseconds are: digits only (a whole number, given as one)."""
+    if isinstance(value, str):
+        return value.strip().isascii() and value.strip().isdigit()
+    return value == int(value)
 
 
 def _iso_seconds(value: str, refuse: Callable[[str], BadArgument]) -> float:

@@ -80,13 +80,20 @@ def test_a_whole_duration_names_its_argument() -> None:
         (
             "words",
             {
+                0: "0 s",
                 5: "5 s",
-                119: "119 s",
+                60: "1 min",
+                119: "1 min 59 s",
                 125: "2 min 5 s",
-                7199: "119 min 59 s",
-                7200: "2 h 0 min",
-                172799: "47 h 59 min",
+                3600: "1 h",
+                3900: "1 h 5 min",
+                7199: "1 h 59 min",
+                7200: "2 h",
+                86400: "1 d",
+                172799: "1 d 23 h",
+                183600: "2 d 3 h",
                 200000: "2 d 7 h",
+                2592000: "30 d",
             },
         ),
         ("rounded", {59: "59s", 59.6: "1m", 7200: "2h", 3 * 86400: "3d", -3: "0s"}),
@@ -127,6 +134,54 @@ def test_instants() -> None:
         "e.g. --at 2026-11-29T08:00:00+08:00"
     )
     assert units.EARLIEST_AT < instant("2000-01-01T00:00:01Z") < units.LATEST_AT
+
+
+AFTER_2100 = (
+    "is after 2100-01-01: give a time before it, as Unix seconds or ISO 8601, "
+    "e.g. 2026-11-29T08:00:00+08:00"
+)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "9999-12-31T23:59:59+14:00",
+        "9999-12-31T23:59:59-14:00",
+        "253402300799",  # 9999-12-31T23:59:59Z in seconds: / 1000 is 1978, not milliseconds
+        "4102444801",  # one second past 2100
+        "2100-06-01T00:00:00Z",
+        "1796000000000.0",  # not written as milliseconds are
+        "1.796e12",
+        "1e308",
+    ],
+)
+def test_a_far_future_instant_is_after_2100_not_milliseconds(value: str) -> None:
+    with pytest.raises(BadArgument) as e:
+        instant(value)
+    assert str(e.value) == f"{value!r} {AFTER_2100}"
+    assert str(flagged(e.value, "--at")).endswith("e.g. --at 2026-11-29T08:00:00+08:00")
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("1796000000000", "1796000000"),
+        ("946684800000", "946684800"),
+        (" 4102444800000 ", "4102444800"),
+    ],
+)
+def test_only_digits_between_2000_and_2100_once_divided_are_milliseconds(
+    value: str, seconds: str
+) -> None:
+    with pytest.raises(BadArgument) as e:
+        instant(value)
+    assert str(e.value) == f"{value!r} looks like milliseconds: give seconds, e.g. {seconds}"
+
+
+def test_a_far_future_since_keeps_its_own_line() -> None:
+    with pytest.raises(BadArgument) as e:
+        units.time_spec("253402300799")
+    assert str(e.value) == f"'253402300799' {AFTER_2100}"
 
 
 # ---- numbers and text ------------------------------------------------------------------------

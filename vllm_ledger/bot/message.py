@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_ledger.bot.health import Health
-from vllm_ledger.bot.poll import CacheEntry, reported_health
+from vllm_ledger.bot.poll import CacheEntry, PollResult, reported_health
 from vllm_ledger.formats.status import StatusDoc, StatusInstance, StatusWindow
 from vllm_ledger.formats.table import aligned, display_width
 from vllm_ledger.names import POLL_STALE_AFTER_S
@@ -428,6 +428,18 @@ def render_message(
     return _clean("\n".join(lines) + "\n")
 
 
+def render_host(doc: StatusDoc, *, lang: str = "zh") -> str:
+    """The reply ``render_message`` makes of one host's status document, as if the bot had just
+    polled it (``vllm-ledger status --text``): a block per port row of the document, labelled
+    by its port, its health the host's own probe, no clock hint (the document is read where it
+    was made)."""
+    views = []
+    for row in doc.instances or ():
+        polled = PollResult(row.port, "ok", doc, doc.clock_ts, doc.clock_ts, 0.0, 0.0)
+        views.append(InstanceView(row.port, None, None, CacheEntry(polled, polled)))
+    return render_message(views, now_monotonic=0.0, lang=lang)
+
+
 __all__ = [
     "LANGS",
     "InstanceView",
@@ -437,6 +449,7 @@ __all__ = [
     "human_rate",
     "human_speed",
     "ip_last_part",
+    "render_host",
     "render_message",
     "shown_health",
 ]

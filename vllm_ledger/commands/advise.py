@@ -7,11 +7,13 @@ import argparse
 import sys
 
 from vllm_ledger.commands._common import (
+    add_local_tz,
     add_renamed_duration,
     duration,
     file_flag,
     flag_names,
     input_file,
+    local_zone_of,
     number,
     url,
 )
@@ -38,7 +40,9 @@ EPILOG = """example:
   vllm-ledger observability ./monitoring $(vllm-ledger advise --baseline 3d \\
       --prometheus http://127.0.0.1:9090 --emit-flags | cut -d' ' -f3-)
 The rules, their thresholds and the actions, and how a baseline's thresholds are derived:
-docs/cost-and-capacity.md.
+docs/cost-and-capacity.md. A baseline's window is shown with its offset, in --tz, else
+$VLLM_LEDGER_TZ, else this machine's zone ($TZ, /etc/localtime, UTC).
+exit status: 0 printed, 2 a bad flag or Prometheus/metrics could not be read
 """
 
 
@@ -126,6 +130,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="with --baseline: print only the `vllm-ledger observability` flags",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_local_tz(p, "the window --baseline prints")
 
 
 def _baseline(args: argparse.Namespace) -> int:
@@ -136,6 +141,7 @@ def _baseline(args: argparse.Namespace) -> int:
         )
     if args.emit_flags and args.json:
         raise BadArgument("give --emit-flags or --json, not both")
+    tz = local_zone_of(args)[0]
     base = read_baseline(args.prometheus, args.baseline)
     if not base.groups:
         raise RemoteError(
@@ -150,7 +156,7 @@ def _baseline(args: argparse.Namespace) -> int:
     elif args.json:
         out = render_baseline_json(base, thresholds)
     else:
-        out = render_baseline_text(base, thresholds)
+        out = render_baseline_text(base, thresholds, tz)
     sys.stdout.write(out)
     return 0
 

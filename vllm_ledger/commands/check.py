@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from vllm_ledger.commands._common import add_roots, roots_of
+from vllm_ledger.commands._common import add_roots, add_tz, roots_of, zone_of
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.check import check
+from vllm_ledger.read.report import resolve_tz
 
 NAME = "check"
 HELP = "integrity pass over every ledger file; exit 1 if anything is wrong (for cron)"
@@ -18,17 +19,18 @@ they add up, clean close. Then every problem of `report`'s total window that no 
 line names (a writer that never wrote a file, dropped or lost events): check passes only
 where report's total has no problem (docs/faults.md#check).
 exit status: 0 all sound, 1 something is wrong (each file's line says what) or no ledger
-file is there at all
+file is there at all, 2 a bad flag
 """
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
+    add_tz(p)
 
 
 def run(args: argparse.Namespace) -> int:
     roots = roots_of(args)
-    verdicts = check(roots)
+    verdicts = check(roots, tz=resolve_tz(zone_of(args, roots).name))
     if not verdicts:  # nothing to vouch for is not "all sound"
         where = ", ".join(map(str, roots))
         print(

@@ -11,16 +11,26 @@ import argparse
 import getpass
 import math
 import time
-from collections.abc import Callable
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
-from vllm_ledger.commands._common import add_roots, flagged, instant, roots_of, text
+from vllm_ledger.commands._common import (
+    add_roots,
+    add_tz,
+    flagged,
+    instant,
+    roots_of,
+    text,
+    zone_of,
+)
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.format import declarations
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.windows import Window
+from vllm_ledger.units import format_instant
 
 NAME = "declare-stop"
 HELP = "record that an instance was stopped on purpose: the report shows that time as declared"
@@ -29,8 +39,11 @@ EPILOG = """example (a planned upgrade, stopped cleanly at 02:00 and started aga
       --from 2026-11-30T02:00:00+08:00 --until 2026-11-30T02:40:00+08:00 \\
       --reason "upgrade vLLM 0.32 -> 0.33"
 The declaration is appended to ROOT/declared-stops.jsonl. Refused when the ledger holds
-tokens or heartbeats of that instance in the stretch, when the stretch is in the future, or
-when no ledger knows the instance. `report --strict` ignores every declaration.
+tokens or heartbeats of that instance in the stretch, when the stretch is in the future or
+starts before the instance's first recorded second, or when no ledger knows the instance.
+Times are echoed in the zone of the one rule (--tz, $VLLM_LEDGER_TZ, ROOT/zone, Asia/Shanghai;
+docs/ledger.md). `report --strict` ignores every declaration.
+exit status: 0 recorded, 2 a bad flag or a stop that cannot be declared (the line says why)
 """
 
 
@@ -65,6 +78,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         type=text("--reason", '"upgrade to 0.33"', max_len=declarations.MAX_REASON_CHARS),
         help="why (shown in the report's declarations)",
     )
+    add_tz(p, "the times it echoes")
 
 
 def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int:
@@ -72,10 +86,15 @@ def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int
     if len(roots) != 1:
         raise BadArgument("declare-stop writes into one root: pass --root DIR once")
     root: Path = roots[0]
+    tz = ZoneInfo(zone_of(args, roots).name)
+
+    def when(ts: float) -> str:
+        return format_instant(ts, tz)
+
     now = clock()
     lo, hi = math.ceil(args.from_ts), math.floor(args.until_ts)
     if hi > now:
-        raise BadArgument(f"--until {_when(hi)} is in the future: declare a stop once it is over")
+        raise BadArgument(f"--until {when(hi)} is in the future: declare a stop once it is over")
     decl = declarations.Declaration(
         instance=args.instance,
         from_ts=lo,
@@ -97,12 +116,19 @@ def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int
                 f"no ledger under {printable(root)} knows instance {printable(args.instance)}: "
                 f"use one `report --by instance` prints ({', '.join(map(printable, known[:8]))})"
             )
+        first = first_recorded_second(mine)
+        if first is not None and lo < first:
+            raise BadArgument(
+                f"--from {when(lo)} is before the first recorded second of "
+                f"{printable(args.instance)} ({when(first)}): a declared stop covers time it was "
+                f"stopped, not before it ever ran; give --from {when(first)} or later"
+            )
         for s in mine:
             for a, b in s.spans:  # the whole seconds it vouches for: [ceil(a), floor(b))
                 if math.ceil(a) < hi and math.floor(b) > lo:
                     raise BadArgument(
                         f"run {printable(s.run_id)} of {printable(args.instance)} was recording "
-                        f"from {_when(a)} to {_when(b)}: a declared stop may not overlap what the "
+                        f"from {when(a)} to {when(b)}: a declared stop may not overlap what the "
                         "ledger proves (declare only the stretch it was down)"
                     )
         total, _imprecise = ls.total(mine, Window("declared", lo, hi))
@@ -113,14 +139,19 @@ def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int
             )
     path = declarations.append(root, decl)
     print(
-        f"declared: {printable(args.instance)} stopped {_when(lo)} -> {_when(hi)} "
+        f"declared: {printable(args.instance)} stopped {when(lo)} -> {when(hi)} "
         f"({hi - lo} s): {printable(args.reason)}; in {printable(path)}"
     )
     return 0
 
 
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def first_recorded_second(snapshots: Sequence[LedgerSnapshot]) -> int | None:
+    """The first whole second any of ``snapshots`` (one instance's files) recorded: the
+    earliest of their spans, first counted seconds and creation times; None if none says."""
+    starts = [a for s in snapshots for a, _b in s.spans]
+    starts += [s.first_bucket_ts for s in snapshots if s.first_bucket_ts is not None]
+    starts += [s.created_ts for s in snapshots if s.created_ts is not None]
+    return math.floor(min(starts)) if starts else None
 
 
 def _user() -> str:

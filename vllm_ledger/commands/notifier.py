@@ -8,11 +8,18 @@ import signal
 import sys
 import time
 import uuid
+from datetime import tzinfo
 from pathlib import Path
 from types import FrameType
 
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES
-from vllm_ledger.commands._common import file_flag, input_file, service_logging
+from vllm_ledger.commands._common import (
+    add_local_tz,
+    file_flag,
+    input_file,
+    local_zone_of,
+    service_logging,
+)
 from vllm_ledger.errors import BadArgument, ConfigError, LedgerError, RemoteError
 from vllm_ledger.notify.config import DEFAULT_LISTEN, parse_listen
 
@@ -21,13 +28,18 @@ HELP = "run the chat bot: status replies, health and alerts, sent once"
 EPILOG = """example:
   vllm-ledger notifier --config /etc/notify/private.json
   vllm-ledger notifier status --config /etc/notify/private.json
+  vllm-ledger notifier status --config /etc/notify/private.json --tz Asia/Shanghai
   vllm-ledger notifier resend 12 --config /etc/notify/private.json
   vllm-ledger notifier --print-unit --config /etc/notify/private.json > vllm-ledger-notifier.service
 
 Secrets (the command secret, the webhook URL and its signing secret) come from files named in
 the config's "notifier" object or from VLLM_LEDGER_COMMAND_SECRET, VLLM_LEDGER_WEBHOOK_URL and
 VLLM_LEDGER_WEBHOOK_SECRET, never from the command line. The state is kept in
-CONFIG.notifier.sqlite beside the config. See docs/notifier.md.
+CONFIG.notifier.sqlite beside the config. `notifier status` shows its times with their offset
+in --tz, else $VLLM_LEDGER_TZ, else this machine's zone ($TZ, /etc/localtime, UTC). See
+docs/notifier.md.
+exit status: 0 done (serve: stopped), 1 status found failed deliveries or a stopped loop
+(not with --json), 2 a bad flag or config
 """
 
 ACTIONS = ("run", "status", "resend")
@@ -67,6 +79,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="an ssh client config for the targets (ssh -F FILE; default: the config's)",
     )
     p.add_argument("--json", action="store_true", help="with status: print JSON")
+    add_local_tz(p, "the times `notifier status` prints")
     p.add_argument(
         "--print-unit",
         action="store_true",
@@ -102,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 f"--listen {args.listen!a}: give HOST:PORT, e.g. 127.0.0.1:9095"
             ) from exc
     if args.action == "status":
-        return _status(config, listen, as_json=args.json)
+        return _status(config, listen, as_json=args.json, tz=local_zone_of(args)[0])
     if args.action == "resend":
         return _resend(config, _delivery_id(args), listen)
     ssh_config = None if args.ssh_config is None else Path(args.ssh_config).resolve()
@@ -181,7 +194,7 @@ def _live(address: tuple[str, int]) -> dict[str, dict[str, object]] | None:
     return {str(k): dict(v) for k, v in loops.items() if isinstance(v, dict)}
 
 
-def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool) -> int:
+def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool, tz: tzinfo) -> int:
     from vllm_ledger.formats.notifier_status import NotifierStatus, render_json, render_text
     from vllm_ledger.notify.store import (
         MAX_PENDING,
@@ -214,7 +227,7 @@ def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool) -> i
             unreachable=unreachable,
             outbox_limit=MAX_PENDING,
         )
-    sys.stdout.write(render_json(status) if as_json else render_text(status))
+    sys.stdout.write(render_json(status) if as_json else render_text(status, tz))
     return 1 if (status.failures or not status.loops_ok) and not as_json else 0
 
 

@@ -6,9 +6,11 @@ import argparse
 import sys
 
 from vllm_ledger.bot.health import probe_local
-from vllm_ledger.commands._common import add_filters, add_roots, add_tz, roots_of, zone_of
+from vllm_ledger.bot.message import LANGS, render_host
+from vllm_ledger.commands._common import add_filters, add_roots, add_time, roots_of, zone_of
 from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED
 from vllm_ledger.formats import status as status_format
+from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.ports import port_rows
 from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report
@@ -18,11 +20,14 @@ HELP = "print the bounded status JSON for the bot (numbers only, per port, < 60 
 EPILOG = """example:
   vllm-ledger status --root /srv/artifacts/usage
   vllm-ledger status --root /srv/artifacts/usage --instance gpu1:8000
+  vllm-ledger status --root /srv/artifacts/usage --text --lang en
 
 This is the only command the poller runs remotely (with --root only); see
 `vllm-ledger ssh-key-line`. The document always carries the figures per API port
 ("instances", at most 16), which the bot picks by node port, and each row's
 health: this host's own GET 127.0.0.1:PORT/health (--no-health skips it).
+--text prints the bot's message for this host instead, as a person reads it: the reply the
+bot makes of this very document, a block per port (docs/bot-status.md).
 exit status: 0 printed, 2 a bad flag, 3 nothing matched: no ledger under the roots, or
 none of --instance or --model; the document is printed all the same and carries
 "nothing_matched" (what the roots hold; docs/bot-status.md)
@@ -31,7 +36,7 @@ none of --instance or --model; the document is printed all the same and carries
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
-    add_tz(p)
+    add_time(p)
     p.add_argument(
         "--by",
         choices=BREAKDOWN_KEYS,
@@ -44,6 +49,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="do not probe 127.0.0.1:PORT/health for each port row (by default each row "
         "carries its instance's health, within 2 s)",
     )
+    p.add_argument(
+        "--text",
+        action="store_true",
+        help="print the bot's message for this host (what the bot makes of the JSON) instead",
+    )
+    p.add_argument(
+        "--lang", choices=LANGS, default="zh", help="with --text: message language (default zh)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,9 +64,18 @@ def run(args: argparse.Namespace) -> int:
     zone = zone_of(args, roots)  # the forced command passes no --tz: env or ROOT/zone
     with LedgerSet.read(roots) as ledgers:  # one read: the whole and every port
         report = build_report(
-            ledgers, tz=zone.name, by=args.by, instance=args.instance, model=args.model
+            ledgers,
+            at_ts=args.at,
+            tz=zone.name,
+            by=args.by,
+            instance=args.instance,
+            model=args.model,
         )
         ports = port_rows(ledgers, report)
     health = None if args.no_health else probe_local([r.port for r in ports.rows])
-    sys.stdout.write(status_format.render(report, ports, health, tz_source=zone.source))
+    document = status_format.render(report, ports, health, tz_source=zone.source)
+    if args.text:  # the bot's own renderer, over the document as the bot parses it
+        message = render_host(status_format.parse(document.encode("ascii")), lang=args.lang)
+        document = "".join(printable(line) + "\n" for line in message.splitlines())
+    sys.stdout.write(document)
     return 0 if report.nothing_matched is None else EXIT_NOTHING_MATCHED

@@ -36,14 +36,31 @@ ZONE_NAME_RE = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*")
 Recorded = Literal["written", "same", "kept"]
 
 
-def check_zone(name: str) -> str:
-    """``name`` if it is a zone this machine's zone database knows, else ``ValueError``."""
+UTC = "UTC"
+_NOT_ZONES = ("right", "posix")  # trees of the zone database that copy the zones
+
+
+def zone_problem(name: str) -> str | None:
+    """What is wrong with ``name`` as a zone (``is not a known time zone``, ``is not a
+    Region/City zone``), or None: an IANA region zone this machine's database knows
+    (``Asia/Shanghai``, ``America/New_York``, ``Etc/UTC``), or ``UTC``. The one rule for the
+    plugin, the launch files and every command."""
     if len(name) > MAX_ZONE_CHARS or not ZONE_NAME_RE.fullmatch(name):
-        raise ValueError(f"{name[:70]!r} is not a time zone name")
+        return "is not a known time zone"
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # "America" is a directory
-        raise ValueError(f"{name!r} is not a known time zone") from None
+        return "is not a known time zone"
+    if name != UTC and ("/" not in name or name.split("/", 1)[0] in _NOT_ZONES):
+        return "is not a Region/City zone"  # localtime, posixrules, Factory, right/UTC, ...
+    return None
+
+
+def check_zone(name: str) -> str:
+    """``name`` if it is a zone by ``zone_problem``'s rule, else ``ValueError`` saying why."""
+    problem = zone_problem(name)
+    if problem is not None:
+        raise ValueError(f"{name[:70]!r} {problem}")
     return name
 
 

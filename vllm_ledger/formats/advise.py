@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import timezone, tzinfo
 from typing import Any
 
 from vllm_ledger.formats.table import aligned
 from vllm_ledger.plan.advise import Advice
 from vllm_ledger.plan.baseline import Baseline, Threshold, observability_flags
+from vllm_ledger.units import format_instant
 
 DIGITS = 4  # readings in JSON: enough for a percentage to a hundredth of a point
 # How the text names a verdict's state: a rule whose condition does not hold was not
@@ -124,10 +125,6 @@ _SHOWN = {
 }
 
 
-def _utc(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
-
-
 def _or_na(x: float | None, fmt: Any) -> str:
     return "n/a" if x is None else str(fmt(x))
 
@@ -137,11 +134,15 @@ def flags_line(thresholds: Sequence[Threshold]) -> str:
     return shlex.join(["vllm-ledger", "observability", *observability_flags(thresholds)])
 
 
-def render_baseline_text(b: Baseline, thresholds: Sequence[Threshold]) -> str:
+def render_baseline_text(
+    b: Baseline, thresholds: Sequence[Threshold], tz: tzinfo = timezone.utc
+) -> str:
+    """The window (its edges in ``tz``, with their offset), the servers' baselines and the
+    thresholds derived from them."""
     start = b.end_ts - b.window_seconds
     lines = [
-        f"baseline over {b.window_seconds / 86400:g} days: {_utc(start)} .. {_utc(b.end_ts)} "
-        f"from Prometheus {b.url}",
+        f"baseline over {b.window_seconds / 86400:g} days: {format_instant(start, tz)} .. "
+        f"{format_instant(b.end_ts, tz)} from Prometheus {b.url}",
         "",
     ]
     # Instance and model are Prometheus label values: shown escaped, aligned by display width.

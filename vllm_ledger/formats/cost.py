@@ -7,13 +7,13 @@ a string; none reads a ledger, a config file or Prometheus.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from vllm_ledger.formats.json import round_or_none
 from vllm_ledger.plan.cost import BreakEven, Cost, PlannedLoad
 from vllm_ledger.plan.usage import Measured
 from vllm_ledger.read.report import resolve_tz
+from vllm_ledger.units import format_duration, format_instant
 
 
 def _money(x: float | None) -> str:
@@ -32,7 +32,7 @@ def _mtok(x: float | None) -> str:
 
 
 def _when(ts: int, tz: str) -> str:
-    return datetime.fromtimestamp(ts, resolve_tz(tz)).isoformat(timespec="seconds")
+    return format_instant(ts, resolve_tz(tz))
 
 
 def _money_lines(c: Cost, cost_header: str, period: str) -> list[str]:
@@ -97,19 +97,19 @@ def render_text(m: Measured, c: Cost, tz: str) -> str:
     power = "given" if m.power_source == "given" else f"Prometheus: {m.power_source}"
     lines = [
         f"window {w.name}: {_when(w.start_ts, tz)} .. {_when(w.cutoff_ts, tz)} "
-        f"({u.wall_seconds:,.0f} s = {u.hours:,.2f} h), amounts in {cur}",
+        f"({format_duration(u.wall_seconds, 'words')} = {u.hours:,.2f} h), amounts in {cur}",
         f"tokens: input {u.input_tokens:,}, output {u.output_tokens:,}, "
         f"cached {u.cached_tokens:,} (total {u.total_tokens:,})",
     ]
     if u.lower_bound:
         lines.append(
-            f"coverage: {u.uncovered_seconds:,.0f} s of {u.wall_seconds:,.0f} s "
-            "uncovered: the token counts are a LOWER BOUND of usage, so the "
-            "per-million costs below are upper bounds"
+            f"coverage: {format_duration(u.uncovered_seconds, 'words')} of "
+            f"{format_duration(u.wall_seconds, 'words')} uncovered: the token counts are a "
+            "LOWER BOUND of usage, so the per-million costs below are upper bounds"
         )
     else:
         lines.append("coverage: complete (0 s uncovered)")
-    busy = f"busy {u.busy_seconds:,.0f} s (seconds with output > 0"
+    busy = f"busy {format_duration(u.busy_seconds, 'words')} (seconds with output > 0"
     if m.busy_resolution_s == 1:
         busy += ")"
     else:

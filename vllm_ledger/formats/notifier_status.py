@@ -1,5 +1,6 @@
-"""The forms of ``notifier status``: its text and its JSON. Pure apart from the local time
-zone the text's times are shown in.
+"""The forms of ``notifier status``: its text and its JSON. Pure: the text shows each time in
+the zone it is given (the command's ``--tz``, else ``$VLLM_LEDGER_TZ``, else this machine's
+zone), with its offset (``units.format_instant``); the JSON keeps Unix seconds.
 
 ``NotifierStatus`` is what the command reads from the notifier's state file (through
 ``notify.store``), with, when the notifier answered its ``/healthz``, each loop's report
@@ -11,13 +12,14 @@ delivery's reason from a chat platform's answer, so the text shows each through
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timezone, tzinfo
 from pathlib import Path
 from typing import Any, Protocol
 
 from vllm_ledger.formats.safe import printable
+from vllm_ledger.units import format_instant
 
 SUMMARY_STATES = ("sent", "failed", "unknown", "pending", "sending")
 
@@ -61,13 +63,13 @@ class NotifierStatus:
         return all(r.get("state") == "ok" for r in (self.live or {}).values())
 
 
-def _local(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
-
-
-def render_text(s: NotifierStatus) -> str:
+def render_text(s: NotifierStatus, tz: tzinfo = timezone.utc) -> str:
     """The state file, the deliveries by state, the command cursor, each port's health and
-    each failed delivery, one line each."""
+    each failed delivery, one line each; times in ``tz``, with their offset."""
+
+    def _local(ts: float) -> str:
+        return format_instant(ts, tz)
+
     summary = s.summary
     health = ", ".join(
         f":{port} {'up' if state == 'up' else 'DOWN'} since {_local(since)}"

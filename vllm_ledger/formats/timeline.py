@@ -19,7 +19,7 @@ from vllm_ledger.formats.text import pct, rate
 from vllm_ledger.read.report import SCHEMA_VERSION, WindowReport
 from vllm_ledger.read.timeline import Timeline, UncoveredSpan
 from vllm_ledger.read.zone import ZoneChoice
-from vllm_ledger.units import format_duration
+from vllm_ledger.units import format_duration, format_instant
 
 CHART_COLUMNS = 56  # label (9) + chart (56) + scale (<= 12) stays within 80 columns
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -153,10 +153,10 @@ def render_text(tl: Timeline, zone: ZoneChoice | None = None) -> str:
     def when(ts: int, fmt: str = "%m-%d %H:%M") -> str:
         return datetime.fromtimestamp(ts, tz).strftime(fmt)
 
-    lines = [
-        f"vLLM token timeline: {w.name} in {format_duration(tl.step_seconds, 'unit-words')} steps, "
-        f"as of {when(tl.cutoff_ts, '%Y-%m-%d %H:%M:%S')} ({printable(tl.tz)})",
-    ]
+    head = f"vLLM tokens: {w.name} in {format_duration(tl.step_seconds, 'unit-words')} steps"
+    as_of = f"as of {format_instant(tl.cutoff_ts, tz)} ({printable(tl.tz)})"
+    # one line within 80 columns, else two
+    lines = [f"{head}, {as_of}"] if len(head) + len(as_of) + 2 <= 80 else [head, as_of]
     if not tl.steps:
         return "\n".join([*lines, "the window is empty", *zone_note]) + "\n"
     per, cols = _columns(tl.steps, CHART_COLUMNS)

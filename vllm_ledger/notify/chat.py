@@ -9,7 +9,6 @@ own words, validated numbers, health codes and the config's ports reach a messag
 from __future__ import annotations
 
 import re
-import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.message import ip_last_part
 from vllm_ledger.errors import LedgerError
 from vllm_ledger.notify.store import Delivery
+from vllm_ledger.read.zone import machine_zone
+from vllm_ledger.units import format_instant
 
 MAX_MESSAGE_ID_CHARS = 128
 MAX_TEXT_CHARS = 2000
@@ -111,7 +112,7 @@ def failures_block(failed: Sequence[Delivery], lang: str) -> str:
     )
     lines = [head]
     for d in failed:
-        when = time.strftime("%m-%d %H:%M:%S", time.localtime(d.created_ts))
+        when = format_instant(d.created_ts, machine_zone()[0])[5:]  # 12-01 08:00:00 +08:00
         state = d.state if lang == "en" else {"failed": "失败", "unknown": "未知"}.get(d.state, "")
         maybe = ""
         if d.state == "unknown" and d.reason != "interrupted":  # sent, no answer came

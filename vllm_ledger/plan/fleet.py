@@ -634,7 +634,7 @@ def _why(h: Host, short: list[str]) -> str:
     parts = sorted({code for w in short for code in h.coverage[w].problems})
     uncovered = h.coverage[short[-1]].uncovered_seconds
     if uncovered:
-        parts.append(f"{uncovered:,} s uncovered in {short[-1]}")
+        parts.append(f"{format_duration(uncovered, 'words')} uncovered in {short[-1]}")
     return f" ({'; '.join(parts)})" if parts else ""
 
 

@@ -20,7 +20,7 @@ import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import timezone, tzinfo
 from pathlib import Path
 
 from vllm_ledger.format import connect, paths, reads
@@ -34,6 +34,7 @@ from vllm_ledger.read.snapshot import (
     read_ledger,
     rollup_mismatches,
 )
+from vllm_ledger.units import format_instant
 
 
 @dataclass(frozen=True)
@@ -76,14 +77,10 @@ def _rollups(path: Path, busy_timeout_s: float, snap: LedgerSnapshot) -> list[Ro
         conn.close()
 
 
-def _utc(ts: int) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def describe_rollup(m: RollupMismatch) -> str:
+def describe_rollup(m: RollupMismatch, tz: tzinfo = timezone.utc) -> str:
     """One disagreement in words: the table, the hour (day), the engine and the figures."""
     finer = "seconds" if m.table == "hourly" else "hours"
-    where = f"{m.table} row {_utc(m.start_ts)} engine {m.engine}"
+    where = f"{m.table} row {format_instant(m.start_ts, tz)} engine {m.engine}"
     if m.stored is None:
         held = ", ".join(f"{k} {v}" for k, _s, v in m.differing())
         return f"no {where}, its {finer} hold {held}"
@@ -119,9 +116,11 @@ def check_file(
     *,
     snap: LedgerSnapshot | None = None,
     latest_run: bool = True,
+    tz: tzinfo = timezone.utc,
 ) -> FileVerdict:
     """One file's verdict. ``snap``: its snapshot if already read; ``latest_run``: whether its
-    run is its instance's newest (a silent writer of an older run was replaced: it crashed)."""
+    run is its instance's newest (a silent writer of an older run was replaced: it crashed);
+    ``tz``: the zone the times it names are written in."""
     try:  # never open a FIFO, socket or device named like a ledger
         if not stat.S_ISREG(os.stat(path).st_mode):
             return FileVerdict(path, False, "unreadable", "not a regular file")
@@ -155,7 +154,7 @@ def check_file(
             path,
             False,
             "rollup_mismatch",
-            f"{who}: {describe_rollup(rollups[0])}{more}: a rollup row changed or lost since "
+            f"{who}: {describe_rollup(rollups[0], tz)}{more}: a rollup row changed or lost since "
             "it was written; the report calls no window over it complete (docs/ledger.md)",
         )
     if snap.missing_commits:
@@ -194,7 +193,9 @@ def check_file(
     )
 
 
-def check(roots: Sequence[Path], clock: Callable[[], float] = time.time) -> list[FileVerdict]:
+def check(
+    roots: Sequence[Path], clock: Callable[[], float] = time.time, tz: tzinfo = timezone.utc
+) -> list[FileVerdict]:
     now = clock()
     unseen: list[Unseen] = []
     found = [f.path for f in discover(roots, unseen)]
@@ -206,6 +207,7 @@ def check(roots: Sequence[Path], clock: Callable[[], float] = time.time) -> list
             now,
             snap=snaps.get(p),
             latest_run=p not in snaps or snaps[p].run_id in latest,
+            tz=tz,
         )
         for p in found
     ]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timezone, tzinfo
 from pathlib import Path
 
 from vllm_ledger.errors import BadArgument, LedgerUnavailable, RemoteError
@@ -33,7 +34,7 @@ from vllm_ledger.names import (
 )
 from vllm_ledger.promtext import Sample, has_metric, parse_samples, sum_metric
 from vllm_ledger.read.report import build_report
-from vllm_ledger.units import EARLIEST_AT, LATEST_AT
+from vllm_ledger.units import EARLIEST_AT, LATEST_AT, format_instant
 
 COUNTERS: tuple[tuple[str, str], ...] = (
     ("input", VLLM_PROMPT_TOKENS_TOTAL),
@@ -62,19 +63,17 @@ class OtherServer:
         """Seconds from the run's start to the counters' creation (negative: before it)."""
         return self.created_ts - self.run_start_ts
 
-    def explain(self) -> str:
-        """One line: why these counters are another server's, and what to do."""
+    def explain(self, tz: tzinfo = timezone.utc) -> str:
+        """One line: why these counters are another server's, and what to do (times in
+        ``tz``)."""
         when = "after" if self.offset_s > 0 else "before"
         return (
             f"/metrics is another server's (or another launch's): its counters were created at "
-            f"{_utc(self.created_ts)}, {abs(self.offset_s):,.0f} s {when} this run started "
-            f"({_utc(self.run_start_ts)}); the figures were not compared: point --metrics-url "
-            "at the server that writes this ledger (or pass --run for the run it serves)"
+            f"{format_instant(self.created_ts, tz)}, {abs(self.offset_s):,.0f} s {when} this run "
+            f"started ({format_instant(self.run_start_ts, tz)}); the figures were not compared: "
+            "point --metrics-url at the server that writes this ledger (or pass --run for the "
+            "run it serves)"
         )
-
-
-def _utc(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 @dataclass(frozen=True)
@@ -84,6 +83,7 @@ class RunTotals:
     run_id: str
     totals: dict[str, int]
     start_ts: float | None
+    live_writers: int = 0  # writers of the run still alive: only they can change its totals
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,8 @@ def ledger_run(
         "cached": total.cached_tokens,
         "requests": total.requests,
     }
-    return RunTotals(run_id, totals, min(firsts) if firsts else None)
+    live = sum(1 for w in report.writers if w.run_id == run_id and w.state == "alive")
+    return RunTotals(run_id, totals, min(firsts) if firsts else None, live)
 
 
 def verify(
@@ -209,13 +210,17 @@ def verify(
     sleep: Callable[[float], None] = time.sleep,
     run_id: str | None = None,
     timeout_s: float = FETCH_TIMEOUT_S,
+    on_wait: Callable[[float, str], None] | None = None,
 ) -> VerifyResult:
     """Compare, re-checking until they agree or ``wait_s`` has passed (queue drain, commit).
     Each read of ``metrics_url`` ends within ``timeout_s``; one that does not is an error.
 
     Counters of another server (``OtherServer``: created ``SAME_LAUNCH_S`` or more away from the
-    run's start) end the check at once: waiting cannot make them agree."""
+    run's start) end the check at once: waiting cannot make them agree. So does a difference in
+    a run with no live writer: its ledger can no longer change. Before the first wait,
+    ``on_wait(seconds, why)`` is called once (the command prints it)."""
     start = clock()
+    told = False
     while True:
         samples = parse_samples(fetch_metrics(metrics_url, timeout_s))
         vllm = _counters(samples)
@@ -228,6 +233,14 @@ def verify(
         )
         other = other_server(_created_ts(samples), run.start_ts)
         waited = clock() - start
-        if other is not None or not diffs or waited >= wait_s:
+        if other is not None or not diffs or waited >= wait_s or run.live_writers == 0:
             return VerifyResult(run.run_id, ledger, vllm, diffs, waited, other)
+        if not told and on_wait is not None:
+            n = run.live_writers
+            on_wait(
+                wait_s,
+                f"run {run.run_id} has {n} live writer{'s' if n != 1 else ''}, and its ledger "
+                "commits about once a second: the figures may still catch up",
+            )
+        told = True
         sleep(1.0)

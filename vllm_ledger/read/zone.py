@@ -11,27 +11,38 @@ or does not hold a known zone is ignored with one warning (``ZoneChoice.warnings
 rule falls through to the default. Roots without a zone file abstain; roots whose files name
 different zones are refused with one line asking for ``--tz``.
 
-A flag or environment value that is not a known zone is refused (``BadArgument``): the user
-set it on purpose. ``resolve_zone`` writes nothing and prints nothing; the command prints the
-warnings and every output names the zone and, unless it came from ``--tz``, where from.
+Only IANA region zones (``Region/City``: ``Asia/Shanghai``, ``America/New_York``,
+``Etc/UTC``) and ``UTC`` are zones here (``is_zone_name``): ``localtime``, ``posixrules``,
+``Factory`` and the ``right/`` and ``posix/`` copies of the database are files of the zone
+database, not zones a person names. A flag or environment value that is not one is refused
+(``BadArgument``, saying what to give): the user set it on purpose.
+
+A command that reads no ledger root shows its times in ``machine_zone``: ``$TZ`` when it names
+a zone, else the zone ``/etc/localtime`` links to, else UTC.
+
+``resolve_zone`` writes nothing and prints nothing; the command prints the warnings and every
+output names the zone and, unless it came from ``--tz``, where from.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo
 
 from vllm_ledger.errors import BadArgument, NotARegularFile
 from vllm_ledger.format.zonefile import (
     MAX_ZONE_CHARS,
     MAX_ZONE_FILE_BYTES,
     ROOT_ZONE_FILE,
+    UTC,
     ZONE_ENV,
     ZONE_NAME_RE,
-    check_zone,
     read_zone_text,
+    zone_problem,
 )
 from vllm_ledger.read.windows import DEFAULT_TZ
 
@@ -65,19 +76,67 @@ class ZoneChoice:
         return self.name if self.source == "--tz" else f"{self.name}, {self.origin}"
 
 
+ZONE_GIVE = "use an IANA Region/City name or UTC"  # what a refusal asks for
+
+
 def is_zone_name(value: str) -> bool:
-    """An IANA zone name that this machine's zone database knows (``UTC``, ``Asia/Shanghai``)."""
+    """An IANA region zone that this machine's zone database knows, or ``UTC``
+    (``zone_problem``)."""
+    return zone_problem(value) is None
+
+
+def zone_hint(value: str) -> str:
+    """What a refusal of ``value`` asks for."""
+    if zone_problem(value) == "is not a Region/City zone":
+        return ZONE_GIVE
+    return "use an IANA name"
+
+
+def zone_info(name: str) -> ZoneInfo:
+    """The ``ZoneInfo`` of a zone name (``is_zone_name``), or one line saying what to give."""
+    problem = zone_problem(name)
+    if problem is not None:
+        raise BadArgument(
+            f"time zone {name[:70]!r} {problem}",
+            hint=f"{ZONE_GIVE} such as Asia/Shanghai",
+            value=name,
+        )
+    return ZoneInfo(name)
+
+
+LOCALTIME = Path("/etc/localtime")
+
+
+def machine_zone(
+    env: Mapping[str, str] | None = None, localtime: Path = LOCALTIME
+) -> tuple[ZoneInfo, str]:
+    """This machine's zone and its name, for a command that reads no ledger root: ``$TZ``
+    when it names a zone (``Asia/Shanghai`` or ``:Asia/Shanghai``), else the zone
+    ``/etc/localtime`` links to (the part after a ``zoneinfo`` folder; a ``posix/`` copy is
+    taken as its zone), else UTC. Reads nothing but that link."""
+    env = os.environ if env is None else env
+    name = env.get("TZ", "").strip().removeprefix(":")
+    if is_zone_name(name):
+        return ZoneInfo(name), name
     try:
-        check_zone(value)
-    except ValueError:
-        return False
-    return True
+        target = os.readlink(localtime)
+    except (OSError, ValueError):
+        target = ""
+    parts = Path(target).parts
+    if "zoneinfo" in parts:
+        rest = list(parts[len(parts) - parts[::-1].index("zoneinfo") :])
+        if rest[:1] == ["posix"]:
+            rest = rest[1:]
+        name = "/".join(rest)
+        if is_zone_name(name):
+            return ZoneInfo(name), name
+    return ZoneInfo(UTC), UTC
 
 
 def _refuse(where: str, value: str, example: str) -> BadArgument:
     return BadArgument(
-        f"{where} {value[:70]!r} is not a known time zone",
-        hint="use an IANA name",
+        f"{where} {value[:70]!r} {zone_problem(value) or 'is not a known time zone'}",
+        hint=zone_hint(value),
         argument=where,
         value=value,
         example=example,
@@ -101,7 +160,8 @@ def read_root_zone(root: Path) -> tuple[str | None, str | None]:
     if not text:
         return None, f"ignoring the zone file {path}: it is empty"
     if not is_zone_name(text):  # repr escapes control characters: the line stays printable
-        return None, f"ignoring the zone file {path}: {text[:40]!r} is not a known time zone"
+        problem = zone_problem(text)
+        return None, f"ignoring the zone file {path}: {text[:40]!r} {problem}"
     return text, None
 
 
@@ -144,11 +204,16 @@ __all__ = [
     "MAX_ZONE_FILE_BYTES",
     "ZONE_ENV",
     "ZONE_FILE",
+    "ZONE_GIVE",
     "ZONE_NAME_RE",
     "ZONE_SOURCES",
     "ZoneChoice",
     "ZoneSource",
     "is_zone_name",
+    "machine_zone",
     "read_root_zone",
     "resolve_zone",
+    "zone_hint",
+    "zone_info",
+    "zone_problem",
 ]

@@ -20,11 +20,11 @@ MEASURED = Measured(USAGE, WINDOW, EXPR, 60)
 PRICES = Prices(1, 26280, 3, 0.5, "USD")
 
 HEAD = (
-    "window 24h: 2027-01-15T08:00:00+00:00 .. 2027-01-16T08:00:00+00:00 "
-    "(86,400 s = 24.00 h), amounts in USD\n"
+    "window 24h: 2027-01-15 08:00:00 +00:00 .. 2027-01-16 08:00:00 +00:00 "
+    "(1 d = 24.00 h), amounts in USD\n"
     "tokens: input 3,000,000, output 1,000,000, cached 1,000,000 (total 4,000,000)\n"
     "coverage: complete (0 s uncovered)\n"
-    f"power: 400.0 W (Prometheus: {EXPR}); busy 3,600 s "
+    f"power: 400.0 W (Prometheus: {EXPR}); busy 1 h "
     "(seconds with output > 0, counted by 60 s: an upper bound)\n"
     "per hour: electricity 0.4000 + depreciation 1.0000 + operations 0.5000 = 1.9000\n"
     "\n"
@@ -59,7 +59,7 @@ def test_text_when_the_cloud_is_cheaper_than_electricity() -> None:
 
 def test_text_without_cloud_prices_and_in_another_zone() -> None:
     text = render_text(MEASURED, compute(USAGE, PRICES), "Asia/Shanghai")
-    assert text.startswith("window 24h: 2027-01-15T16:00:00+08:00 .. 2027-01-16T16:00:00+08:00 ")
+    assert text.startswith("window 24h: 2027-01-15 16:00:00 +08:00 .. 2027-01-16 16:00:00 +08:00 ")
     assert text.endswith("usage: electricity of busy seconds\n")
 
 

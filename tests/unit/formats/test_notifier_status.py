@@ -48,10 +48,11 @@ def test_the_text_names_each_failure_and_the_health() -> None:
         "state private.notifier.sqlite\n"
         "deliveries: sent 4, failed 1, unknown 1, pending 0, sending 0; dropped (outbox full) 0\n"
         "commands: cursor 5, unanswered 0\n"
-        "health: :19001 up since 2026-11-18 11:06:41, :19002 DOWN since 2026-11-18 11:06:40\n"
+        "health: :19001 up since 2026-11-18 11:06:41 +00:00, "
+        ":19002 DOWN since 2026-11-18 11:06:40 +00:00\n"
         "failed (never resent by themselves; `vllm-ledger notifier resend ID`):\n"
-        "  #3 reply unknown interrupted at 2026-11-18 11:06:44\n"
-        "  #1 reply failed http_status 500 at 2026-11-18 11:06:40\n"
+        "  #3 reply unknown interrupted at 2026-11-18 11:06:44 +00:00\n"
+        "  #1 reply failed http_status 500 at 2026-11-18 11:06:40 +00:00\n"
     )
 
 
@@ -65,7 +66,7 @@ def test_a_reason_from_the_state_file_cannot_forge_lines() -> None:
     text = render_text(_status([Delivery(2, "alert", "t", "failed", evil, None, None, T, T)], {}))
     assert "\x1b" not in text
     assert text.splitlines()[-1] == (
-        "  #2 alert failed timeout\\x0a\\x1b[2Jfailed: none at 2026-11-18 11:06:40"
+        "  #2 alert failed timeout\\x0a\\x1b[2Jfailed: none at 2026-11-18 11:06:40 +00:00"
     )
     doc = json.loads(render_json(_status([], {})))
     assert doc["cursor"] == 5 and "cursor" not in doc["deliveries"]

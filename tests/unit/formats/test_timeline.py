@@ -89,7 +89,7 @@ def test_span_text_compact_and_sparkline() -> None:
 
 def test_text_has_the_chart_the_totals_the_table_and_the_gaps() -> None:
     assert render_text(_timeline(THREE, GAP)) == (
-        "vLLM token timeline: 3h in 1 h steps, as of 2027-01-15 11:00:00 (UTC)\n"
+        "vLLM tokens: 3h in 1 h steps, as of 2027-01-15 11:00:00 +00:00 (UTC)\n"
         "one column = 1 h; the scale is the column maximum\n"
         "\n"
         "input    ▃ █  max 3.0k\n"
@@ -99,21 +99,21 @@ def test_text_has_the_chart_the_totals_the_table_and_the_gaps() -> None:
         "         01-15 08:00 01-15 11:00\n"
         "\n"
         "input 4,000  output 2,000,500  cached 250  hit rate 6.2%\n"
-        "avg 185.23 tok/s  uncovered 30 min 0 s  INCOMPLETE: figures are a lower bound\n"
+        "avg 185.23 tok/s  uncovered 30 min  INCOMPLETE: figures are a lower bound\n"
         "\n"
         "step start         input      output      cached    hit    avg/s       uncov.\n"
         "01-15 08:00        1,000         500         250  25.0%     0.14          0 s\n"
-        "01-15 09:00            0           0           0      -     0.00   30 min 0 s\n"
+        "01-15 09:00            0           0           0      -     0.00       30 min\n"
         "01-15 10:00        3,000   2,000,000           0   0.0%   555.56          0 s\n"
         "\n"
         "uncovered spans:\n"
-        "  01-15 09:00 -> 01-15 09:30    30 min 0 s  not_recording\n"
+        "  01-15 09:00 -> 01-15 09:30        30 min  not_recording\n"
     )
 
 
 def test_text_of_an_empty_window() -> None:
     assert render_text(_timeline(())) == (
-        "vLLM token timeline: 0h in 1 h steps, as of 2027-01-15 08:00:00 (UTC)\n"
+        "vLLM tokens: 0h in 1 h steps, as of 2027-01-15 08:00:00 +00:00 (UTC)\n"
         "the window is empty\n"
     )
 

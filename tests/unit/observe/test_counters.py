@@ -292,6 +292,6 @@ def test_a_failed_read_after_a_good_one_serves_the_counters_held(
     assert _counters(failed) == (170, 44, 64, 3)  # no gap, no fall
     assert _value(failed, "vllm_ledger_window_input_tokens", window="total") is None
     assert e.said == [
-        "cannot read the ledgers: unknown time zone 'Mars/Olympus': "
-        "use an IANA name such as Asia/Shanghai"
+        "cannot read the ledgers: time zone 'Mars/Olympus' is not a known time zone: "
+        "use an IANA Region/City name or UTC such as Asia/Shanghai"
     ]

@@ -249,8 +249,8 @@ def test_a_failed_read_serves_report_ok_0_and_is_said_once(tmp_path: Path) -> No
         assert _value(samples, "vllm_ledger_report_ok") == 0
         assert _value(samples, "vllm_ledger_prompt_tokens_total") is None
     assert said == [
-        "cannot read the ledgers: unknown time zone 'Mars/Olympus': "
-        "use an IANA name such as Asia/Shanghai"
+        "cannot read the ledgers: time zone 'Mars/Olympus' is not a known time zone: "
+        "use an IANA Region/City name or UTC such as Asia/Shanghai"
     ]
 
 

@@ -1,0 +1,72 @@
+"""`status --text`: the bot's message for this host, as the bot renders this host's document.
+
+One ledger with two ports, read at one instant (--at): the text equals what the bot's own
+renderer (`bot.message.render_message`, through `render_host`) makes of `status`'s JSON for the
+same root and instant, and it carries the figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.ledgers import ev, write_ledger
+from vllm_ledger.bot.message import render_host
+from vllm_ledger.formats.status import parse
+
+T0 = 1_796_000_000  # 2026-11-30 (Asia/Shanghai)
+AT = T0 + 3600
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("status-text") / "usage"
+    write_ledger(
+        root,
+        "run-a",
+        start_ts=T0,
+        end_ts=T0 + 1800,
+        port=19001,
+        events=[ev(T0 + 10, prompt=1234, gen=567, cached=200), ev(T0 + 20, prompt=66, gen=33)],
+    )
+    write_ledger(
+        root,
+        "run-b",
+        start_ts=T0,
+        end_ts=T0 + 1800,
+        port=19002,
+        events=[ev(T0 + 30, prompt=4_500_000, gen=7)],
+    )
+    return root
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_text_is_the_bots_message_of_the_json(root: Path, lang: str) -> None:
+    base = ("status", "--root", str(root), "--at", str(AT), "--no-health", "--tz", "UTC")
+    code, doc, err = run_cli(*base)
+    assert (code, err) == (0, "")
+    code, text, err = run_cli(*base, "--text", "--lang", lang)
+    assert (code, err) == (0, "")
+    assert text == render_host(parse(doc.encode("ascii")), lang=lang)
+
+
+def test_the_text_carries_the_figures_and_the_host_time(root: Path) -> None:
+    code, text, _err = run_cli(
+        "status", "--root", str(root), "--at", str(AT), "--no-health", "--text", "--lang", "en"
+    )
+    assert code == 0
+    lines = text.splitlines()
+    assert lines[:2] == ["Status", "deployments 2: unchecked 2"]
+    assert "── :19001 ──" in lines and "── :19002 ──" in lines
+    at_19001 = lines[lines.index("── :19001 ──") :]
+    # default zone Asia/Shanghai: AT is 2026-11-30 ... UTC+8 on the host
+    assert at_19001[2] == "0s ago · as of host time 11-30 09:53:20 UTC+8"
+    today = next(line for line in at_19001 if line.startswith("today"))
+    assert today.split()[1:4] == ["1.3K", "600", "200"]  # input 1300, output 600, cached 200
+    at_19002 = lines[lines.index("── :19002 ──") :]
+    assert next(line for line in at_19002 if line.startswith("today")).split()[1:3] == [
+        "4.5M",
+        "7",
+    ]
