@@ -199,7 +199,7 @@ AT_BAD = {
     "inf": "is not a time",
     "-inf": "is not a time",
     "-5": "is outside 2000-2100",
-    "1e308": "is outside 2000-2100",
+    "1e308": "is after 2100-01-01: give a time before it",
     "2026-11-29T08:00:00": "has no UTC offset",
     "0001-01-01T00:00:00+14:00": "is outside 2000-2100",
     "yesterday": "is not a time",
@@ -301,7 +301,8 @@ def _instance_rows() -> Iterator[Row]:
             argv = (*BASE[command], f"--instance={value}")
             yield (f"{command} --instance={value[:20]!r}", argv, 2, says)
         argv = (*BASE[command], "--by=engine" if command == "timeline" else "--by=host")
-        yield (f"{command} {argv[-1]}", argv, 2, "invalid choice")
+        says = "--by 'host': give a key" if command == "report" else "invalid choice"
+        yield (f"{command} {argv[-1]}", argv, 2, says)
 
 
 def _root_rows() -> Iterator[Row]:
@@ -388,7 +389,7 @@ def _input_file_rows() -> Iterator[Row]:
 
 OTHER: list[Row] = [
     # choices, required flags, commands
-    ("report --by", (*BASE["report"], "--by", "colour"), 2, "argument --by: invalid choice"),
+    ("report --by", (*BASE["report"], "--by", "colour"), 2, "--by 'colour': give a key"),
     ("cost --window", (*BASE["cost"], "--window", "1y"), 2, "argument --window: invalid choice"),
     ("render --mode", ("render", "--mode", "vm"), 2, "argument --mode: invalid choice"),
     ("poll --lang", (*BASE["poll"], "--lang", "fr"), 2, "argument --lang: invalid choice"),
@@ -506,7 +507,7 @@ OTHER: list[Row] = [
     ("error as %", ("observability", "{new}", "--error-threshold", "5"), 2, "percentage"),
     ("alerts set", ("observability", "{new}", "--alerts", "all"), 2, "--alerts: invalid choice"),
     ("webhook ftp", ("observability", "{new}", "--webhook-url", "ftp://h/"), 2, "is not an http"),
-    ("runbook space", ("observability", "{new}", "--runbook-url", "a b"), 2, "not a URL or path"),
+    ("runbook space", ("observability", "{new}", "--runbook-url", "a b"), 2, "is not a URL"),
     ("vllm name", ("observability", "{new}", "--vllm", "h:1=gpu1"), 2, "'gpu1' is not HOST:PORT"),
     ("alertmanager", ("observability", "{new}", "--alertmanager", "am"), 2, "is not HOST:PORT"),
     (
@@ -655,13 +656,13 @@ EXPORT: list[Row] = [
         "export --by week",
         (*_EXPORT, "--since", "1796000000", "--by", "week"),
         2,
-        "--by 'week': give one of hour or day",
+        "--by 'week': give one of hour, day or month",
     ),
     (
         "export --by hour,day",
         (*_EXPORT, "--since", "1796000000", "--by", "hour,day"),
         2,
-        "give one of hour or day",
+        "give one of hour, day or month",
     ),
     (
         "export --format xml",

@@ -103,7 +103,10 @@ def test_report_text_and_json_on_a_real_ledger(tmp_path: Path) -> None:
     code, out, _ = run_cli("report", "--root", str(tmp_path), "--at", str(at), "--tz", "UTC")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "vLLM token ledger as of 2026-11-18 11:06:40 (UTC); 1 run(s), 1 writer(s)"
+    assert (
+        lines[0]
+        == "vLLM token ledger as of 2026-11-18 11:06:40 +00:00 (UTC); 1 run(s), 1 writer(s)"
+    )
     assert lines[3].split() == [
         "today",
         "1,200",

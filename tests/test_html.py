@@ -6,6 +6,7 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -16,8 +17,10 @@ from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.page import build_page
 from vllm_ledger.read.report import build_report
 from vllm_ledger.read.timeline import build_timeline
+from vllm_ledger.units import format_instant
 
 AT = 1795917600  # 2026-11-29 10:00:00 in Shanghai, on the hour
+SH = ZoneInfo("Asia/Shanghai")
 H = 3600
 
 
@@ -115,6 +118,7 @@ def test_tables_equal_report_json(tmp_path: Path) -> None:
         "report", "--root", str(root), "--at", str(AT + 0.5), "--json", "--html", str(page)
     )
     assert code == 0, err
+    assert err.strip() == f"wrote {page}"  # the page's path, absolute
     doc = json.loads(out)
     p = parse(page.read_text())
     assert p.cells["windows"] == _expected(doc["windows"])
@@ -129,6 +133,15 @@ def test_tables_equal_report_json(tmp_path: Path) -> None:
         want.update(_expected(r["windows"], r["key"]))
     assert p.cells["instances"] == want
     assert doc["windows"]["7d"]["input"] == 1377 and doc["windows"]["7d"]["complete"] is False
+    # each window says its start -> cutoff in the report's zone, with the offset
+    spans = dict(
+        re.findall(r'<td class="span" data-window="([^"]+)">([^<]+)</td>', page.read_text())
+    )
+    assert spans == {
+        name: f"{format_instant(w['start'], SH)} → {format_instant(w['cutoff'], SH)}"
+        for name, w in doc["windows"].items()
+    }
+    assert spans["today"] == "2026-11-29 00:00:00 +08:00 → 2026-11-29 10:00:00 +08:00"
 
 
 def test_a_breakdown_by_model_is_shown_too(tmp_path: Path) -> None:

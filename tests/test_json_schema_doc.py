@@ -20,7 +20,7 @@ from vllm_ledger.read.writer_state import WriterState
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "json-schema.md"
 GOLDEN = REPO / "tests" / "golden" / "cases"
-OPTIONAL_TOP = {"breakdown", "filter", "nothing_matched"}
+OPTIONAL_TOP = {"breakdown", "calendar", "filter", "nothing_matched"}
 
 
 def _tables() -> dict[str, list[str]]:

@@ -1,7 +1,12 @@
 """Make the golden cases: small ledger roots written by the project's own Recorder on fake
 clocks, the commands to run on them, and what those commands print today.
 
-    PYTHONPATH=. .venv/bin/python tests/golden/make_golden.py
+    PYTHONPATH=. .venv/bin/python tests/golden/make_golden.py [CASE ...]
+    PYTHONPATH=. .venv/bin/python tests/golden/make_golden.py --outputs [CASE ...]
+
+The first rewrites the named cases (all by default) from scratch; ``--outputs`` keeps the
+committed ledger files and rewrites only ``commands.json`` and ``expected/``: the way to take
+an intended change of what the commands print.
 
 Rewrites tests/golden/cases/ from scratch. The expected outputs come from harness.run_case,
 the same code the test runs, on fresh copies of the files just written. This script imports
@@ -167,6 +172,8 @@ class Case:
     all_restored: bool = False
     # an instant at which, with restored mtimes, the summary must answer for every file
     summary_at: float | None = None
+    # report --by values with a calendar step, run at the first instant (e.g. "day,model")
+    calendar: Sequence[str] = ()
 
 
 def commands_for(case: Case) -> dict[str, dict[str, object]]:
@@ -191,6 +198,11 @@ def commands_for(case: Case) -> dict[str, dict[str, object]]:
                 cmds["timeline-json"] = [*tl, "--json"]
                 cmds["report-text-by-run"] = [*rep, "--by", "run"]
                 cmds["timeline-text"] = tl
+                for by in case.calendar:  # report --by day / month / day,model
+                    slug = by.replace(",", "-")
+                    cmds[f"report-text-by-{slug}"] = [*rep, "--by", by]
+                    cmds[f"report-json-by-{slug}"] = [*rep, "--json", "--by", by]
+                    cmds[f"report-csv-by-{slug}"] = [*rep, "--csv", "--by", by]
             mode = "restored" if case.all_restored else "fresh"
             for slug, argv in cmds.items():
                 out[pre + slug] = {"argv": argv, "clock": at, "mtimes": mode}
@@ -568,6 +580,7 @@ CASES = [
         build_h,
         {"at1": H0 + 0.5, "at2": H_AT2, "at3": H0 - 20 * D + 1800.5},
         restored=["at1.report-json", "at3.report-json"],
+        calendar=("day", "month", "day,model"),
     ),
     Case(
         "i_summary",
@@ -582,6 +595,7 @@ CASES = [
         build_j,
         {"at1": utc(2026, 11, 1, 8, 0, 30), "at2": utc(2026, 10, 31, 16, 30) + 0.5},
         zones={"sh": SH, "ny": NY},
+        calendar=("day", "day,instance"),
     ),
     Case("k_damaged_files", build_k, {"at1": K0 + 1800 + 60}),
 ]
@@ -645,10 +659,32 @@ def make_case(case: Case) -> None:
     )
 
 
+def remake_outputs(case: Case) -> None:
+    """Keep the case's ledger files; rewrite its commands.json and expected/ (after a change to
+    what the commands print, or to the commands a case runs)."""
+    d = harness.CASES / case.name
+    old = json.loads((d / "commands.json").read_text())
+    _write(
+        d / "commands.json", json.dumps({**old, "commands": commands_for(case)}, indent=2) + "\n"
+    )
+    for path in (d / "expected").iterdir():
+        path.unlink()
+    with tempfile.TemporaryDirectory(prefix=f"golden-{case.name}-") as work:
+        stdout, status = harness.run_case(d, Path(work))
+    for slug, text in stdout.items():
+        _write(d / "expected" / f"{slug}.txt", text)
+    _write(d / "expected" / harness.EXIT_FILE, json.dumps(status, indent=2) + "\n")
+    print(f"{case.name}: {len(stdout)} commands")
+
+
 def main(names: Sequence[str]) -> None:
+    """Make the named cases (all by default); with ``--outputs``, only their commands and
+    outputs, on the committed ledger files."""
+    outputs_only = "--outputs" in names
+    names = [n for n in names if n != "--outputs"]
     for case in CASES:
         if not names or case.name in names:
-            make_case(case)
+            (remake_outputs if outputs_only else make_case)(case)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "after an upgrade: stats interface, /metrics agreement, writers, storage"),
     "export": (
         "export",
-        "rows of hour or day x model x instance with coverage, as CSV or JSON lines (billing)",
+        "rows of hour, day or month x model x instance with coverage, as CSV or JSON lines",
     ),
     "exporter": (
         "exporter",

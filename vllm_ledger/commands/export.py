@@ -16,6 +16,7 @@ from vllm_ledger.commands._common import (
     add_tz,
     output_file,
     roots_of,
+    say_wrote,
     since_until_flags,
     time_flag,
     typed,
@@ -32,7 +33,7 @@ from vllm_ledger.read.periods import PERIOD_NAMES, period, resolve_time
 from vllm_ledger.read.report import resolve_tz
 
 NAME = "export"
-HELP = "rows of hour or day x model x instance with coverage, as CSV or JSON lines (billing)"
+HELP = "rows of hour, day or month x model x instance with coverage, as CSV or JSON lines"
 EPILOG = """examples:
   vllm-ledger export --root /srv/artifacts/usage --since 2026-11-01T00:00:00+08:00 \\
       --until 2026-12-01T00:00:00+08:00 --output november.csv
@@ -40,12 +41,14 @@ EPILOG = """examples:
       --by day,model --format jsonl
   vllm-ledger export --root /srv/artifacts/usage --window last-month --by day --output oct.csv
   vllm-ledger export --root /srv/artifacts/usage --since 2026-11-01 --until 2026-12-01
+  vllm-ledger export --root /srv/artifacts/usage --window this-month --by month,model
 Each row: start, end (ISO 8601 in --tz), instance, model, input, output, cached, requests,
 decode_tokens, decode_seconds, uncovered_seconds, declared_seconds, complete, problems. A row
 is exact when complete is true. Rows stream: a year of hours runs in constant memory.
 A period given as --window, a date or a local time is read in the zone, which one line on
 stderr names.
-exit status: 0 written, 2 a bad flag, 3 nothing matched: no ledger under the roots, or no
+exit status: 0 printed or written, 1 the --output file could not be written, 2 a bad flag,
+3 nothing matched: no ledger under the roots, or no
 run recorded in the period (two lines on stderr say so and list the models and
 instances the roots hold; nothing is written); see `vllm-ledger report --help`
 """
@@ -82,7 +85,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         type=_by,
         default="hour,model,instance",
         metavar="KEYS",
-        help="hour or day, and any of model, instance (default hour,model,instance)",
+        help="hour, day or month, and any of model, instance (default hour,model,instance)",
     )
     p.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="default csv")
     p.add_argument(
@@ -115,6 +118,7 @@ def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int
         else:
             with writing(args.output, flag="--output", example="--output usage.csv") as f:
                 _write(rows, f, args.format, zone)
+            say_wrote(args.output)
     return 0
 
 

@@ -11,9 +11,12 @@ from vllm_ledger.commands._common import (
     add_roots,
     add_since_until,
     add_time,
+    flag_names,
     output_file,
     roots_of,
+    say_wrote,
     since_until_flags,
+    typed,
     zone_of,
 )
 from vllm_ledger.errors import BadArgument
@@ -21,7 +24,7 @@ from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format
 from vllm_ledger.read.ledgerset import LedgerSet, NothingMatched
 from vllm_ledger.read.periods import PERIOD_NAMES
-from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report
+from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report, parse_by
 
 NAME = "report"
 HELP = "sum every ledger into today / 24h / 3d / 7d / total, with coverage"
@@ -36,23 +39,43 @@ EPILOG = """example:
   vllm-ledger report --root /srv/artifacts/usage --since 2026-11-01 --until 2026-12-01
   vllm-ledger report --root /srv/artifacts/usage --since yesterday --tz America/New_York
   vllm-ledger report --root /srv/artifacts/usage --since 36h --json
+  vllm-ledger report --root /srv/artifacts/usage --by day --window last-month
+  vllm-ledger report --root /srv/artifacts/usage --by month --since 2026-01-01 --csv
+  vllm-ledger report --root /srv/artifacts/usage --by day,model --since 7d
+
+--by day (or month) cuts one period (--window NAME, --since/--until, or all recorded
+time) at the zone's midnights (or first days of a month) into one row per day (month),
+each with its own coverage, and ends with a total row over the whole period.
 
 When the roots hold no ledger, or --instance, --model or --since/--until match none, the
 first line says "nothing matched" and the next lists the models and instances the roots
 do hold (with --json or --csv these lines go to stderr; the JSON carries
 "nothing_matched", docs/json-schema.md).
-exit status: 0 printed, 2 a bad flag, 3 nothing matched (the same in timeline, export,
-cost and status)
+exit status: 0 printed, 1 the --html file could not be written, 2 a bad flag, 3 nothing
+matched (the same in timeline, export, cost and status)
 """
 
 EXIT_NOTHING_MATCHED = names.EXIT_NOTHING_MATCHED  # the same in timeline, export, cost, status
+
+
+def _by(value: str) -> str:
+    typed("--by", parse_by)(value)  # one line on what is wrong
+    return value
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
     add_time(p)
     p.add_argument("--json", action="store_true", help="print the schema-1 JSON document")
-    p.add_argument("--by", choices=BREAKDOWN_KEYS, help="break every window down by this key")
+    p.add_argument(
+        "--by",
+        type=_by,
+        metavar="KEY",
+        help="break every window down by a key ("
+        + ", ".join(BREAKDOWN_KEYS)
+        + "), or show a row per calendar day or month of one period with a total row"
+        " (day, month), or both: day,model",
+    )
     add_filters(p)
     p.add_argument(
         "--window",
@@ -84,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     roots = roots_of(args)
     zone = zone_of(args, roots)
     # one read feeds the report and the page
-    with LedgerSet.read(roots) as ledgers, since_until_flags():
+    with LedgerSet.read(roots) as ledgers, since_until_flags(), flag_names(by="--by"):
         report = build_report(
             ledgers,
             at_ts=args.at,
@@ -102,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
             from vllm_ledger.read.page import build_page
 
             html_format.write(build_page(ledgers, report), args.html)
+            say_wrote(args.html)
     nm = report.nothing_matched
     if args.csv:
         from vllm_ledger.formats import csvout

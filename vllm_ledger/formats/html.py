@@ -22,11 +22,12 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.json import window_dict
+from vllm_ledger.formats.text import rate
 from vllm_ledger.outfile import write_file
 from vllm_ledger.read.page import Page
 from vllm_ledger.read.report import BreakdownRow, Report, WindowReport
 from vllm_ledger.read.timeline import CAUSE_TEXT, CAUSES, Timeline
-from vllm_ledger.units import format_duration
+from vllm_ledger.units import format_duration, format_instant
 
 # Series and causes keep these exact colours (the browser test looks for them).
 SERIES_COLORS = {"cached": "#4e79a7", "uncached": "#a0cbe8", "output": "#f28e2b"}
@@ -130,7 +131,7 @@ def _shown(field: str, value: Any) -> str:
     if field == "hit_rate":
         return f"{value * 100:.1f}%"
     if field in ("avg_speed", "gen_speed"):
-        return f"{value:,.2f}"
+        return rate(value)
     if field == "uncovered_seconds":
         return format_duration(int(value), "words")
     return f"{value:,}"
@@ -158,11 +159,16 @@ def _header(first: Iterable[str]) -> str:
     return "<tr>" + "".join(f"<th>{_e(c)}</th>" for c in cols) + "</tr>"
 
 
-def windows_table(windows: Sequence[WindowReport]) -> str:
-    rows = [_header(["window"])]
+def windows_table(windows: Sequence[WindowReport], tz: ZoneInfo) -> str:
+    """The windows, each with its start -> cutoff in the zone (with the offset)."""
+    rows = [_header(["window", "start → cutoff"])]
     for w in windows:
         bad = "" if w.complete else ' class="bad"'
-        rows.append(f"<tr{bad}><th>{_e(w.name)}</th>{_cells(w)}</tr>")
+        span = f"{format_instant(w.start_ts, tz)} → {format_instant(w.cutoff_ts, tz)}"
+        rows.append(
+            f'<tr{bad}><th>{_e(w.name)}</th><td class="span" data-window="{_e(w.name)}">'
+            f"{_e(span)}</td>{_cells(w)}</tr>"
+        )
     return f'<div class="scroll"><table id="windows">{"".join(rows)}</table></div>'
 
 
@@ -378,7 +384,7 @@ def render(report: Report, tl: Timeline, instances: Sequence[BreakdownRow]) -> s
 </header>
 <section>
 <h2>Windows</h2>
-{windows_table(report.windows)}
+{windows_table(report.windows, tz)}
 </section>
 <section>
 <h2>Tokens per hour and coverage, last 7 days</h2>

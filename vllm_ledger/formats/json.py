@@ -87,6 +87,9 @@ def _head(report: Report, zone: ZoneChoice | None) -> dict[str, Any]:
         **({"tz_source": zone.source} if zone is not None else {}),
         "roots": list(report.roots),
         "runs": report.runs,
+        # With --by day or month: "day" or "month", and the windows are the period's steps
+        # (named 2026-11-30 or 2026-11) then "total" over the whole period.
+        **({"calendar": report.calendar} if report.calendar is not None else {}),
         "windows": {w.name: window_dict(w) for w in report.windows},
     }
 

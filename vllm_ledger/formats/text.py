@@ -6,7 +6,6 @@ Standard library only, so the report works wherever the plugin does.
 from __future__ import annotations
 
 import math
-from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.safe import printable
@@ -14,7 +13,7 @@ from vllm_ledger.formats.table import aligned
 from vllm_ledger.read.ledgerset import NothingMatched
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.zone import ZoneChoice
-from vllm_ledger.units import format_duration
+from vllm_ledger.units import format_duration, format_instant
 
 
 def _int(n: int) -> str:
@@ -26,14 +25,30 @@ def pct(x: float | None) -> str:
 
 
 def rate(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.2f}"
+    """A rate with two decimals; one above zero that would print as 0.00 is ``<0.01``."""
+    if x is None:
+        return "-"
+    return "<0.01" if 0 < x < 0.005 else f"{x:,.2f}"
 
 
 def _when(ts: float, tz: ZoneInfo) -> str:
-    return datetime.fromtimestamp(ts, tz).strftime("%Y-%m-%d %H:%M:%S")
+    return format_instant(ts, tz)
 
 
-def coverage_cell(w: WindowReport) -> str:
+def clean_stop_ts(report: Report) -> float | None:
+    """When every writer the report knows has closed cleanly: the last close (nothing has
+    recorded since, so the time after it is uncovered); else None."""
+    if not report.writers or any(wr.state != "closed" for wr in report.writers):
+        return None
+    lasts = [wr.last_ts for wr in report.writers if wr.last_ts is not None]
+    return max(lasts) if lasts else None
+
+
+def coverage_cell(
+    w: WindowReport, stopped_ts: float | None = None, tz: ZoneInfo | None = None
+) -> str:
+    """``complete`` or ``INCOMPLETE (N uncovered)``; ``stopped_ts`` (``clean_stop_ts``) adds
+    why, in plain words, to a window that runs past the clean stop."""
     declared = (
         f"{format_duration(w.declared_seconds, 'words')} declared idle"
         if w.declared_seconds
@@ -42,6 +57,13 @@ def coverage_cell(w: WindowReport) -> str:
     if w.complete:
         return f"complete ({declared})" if declared else "complete"
     extra = f", {declared}" if declared else ""
+    if (
+        stopped_ts is not None
+        and tz is not None
+        and w.uncovered_seconds
+        and w.cutoff_ts > stopped_ts
+    ):
+        extra += f"; not recording since the clean stop at {_when(stopped_ts, tz)}"
     return f"INCOMPLETE ({format_duration(w.uncovered_seconds, 'words')} uncovered{extra})"
 
 
@@ -62,7 +84,13 @@ HEADER = [
 ]
 
 
-def window_rows(windows: tuple[WindowReport, ...], label: str = "") -> list[list[str]]:
+def window_rows(
+    windows: tuple[WindowReport, ...],
+    label: str = "",
+    *,
+    stopped_ts: float | None = None,
+    tz: ZoneInfo | None = None,
+) -> list[list[str]]:
     return [
         [
             f"{label}{w.name}",
@@ -73,7 +101,7 @@ def window_rows(windows: tuple[WindowReport, ...], label: str = "") -> list[list
             rate(w.avg_speed),
             rate(w.gen_speed),
             _int(w.requests),
-            coverage_cell(w),
+            coverage_cell(w, stopped_ts, tz),
         ]
         for w in windows
     ]
@@ -150,17 +178,23 @@ def render(report: Report, zone: ZoneChoice | None = None) -> str:
             f"the query at {_when(math.floor(report.at_ts), tz)})"
         )
     lines.append("")
-    rows = [HEADER, *window_rows(report.windows)]
+    # With --by day (month) the rows are the period's days (months), then its total.
+    header = [report.calendar or "window", *HEADER[1:]]
+    stopped = clean_stop_ts(report)
+    rows = [header, *window_rows(report.windows, stopped_ts=stopped, tz=tz)]
     lines += _table(rows, right=set(range(1, 8)))
     if report.breakdown_by is not None:
         lines += ["", f"by {report.breakdown_by}:"]
-        brows = [["key", *HEADER]]
+        brows = [["key", *header]]
         for row in report.breakdown:
             for r in window_rows(row.windows):
                 brows.append([printable(row.key), *r])
         lines += _table(brows, right=set(range(2, 9)))
-    spans = [["window", "start -> cutoff", "uncovered", "problems"]]
-    for w in report.windows:
+    spans = [[header[0], "start -> cutoff", "uncovered", "problems"]]
+    for i, w in enumerate(report.windows):
+        inner = 0 < i < len(report.windows) - 2  # neither the first step, the last, nor total
+        if report.calendar is not None and w.complete and inner:
+            continue  # a whole day (month), midnight to midnight: the total's line says the span
         problems = ", ".join(f"{k} {v}" for k, v in w.problems.items()) or "none"
         spans.append(
             [

@@ -13,19 +13,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from vllm_ledger import figures
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read.coverage import CoverageModel
 from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.periods import GRAINS, steps
 from vllm_ledger.read.report import report_figures
 from vllm_ledger.read.snapshot import LedgerSnapshot
-from vllm_ledger.read.windows import Window, local_midnight_ts
 
-EXPORT_KEYS = ("hour", "day", "model", "instance")
-MAX_STEPS = 24 * 366 * 5  # five years of hours
+EXPORT_KEYS = ("hour", "day", "month", "model", "instance")
 
 FIELDS: tuple[str, ...] = (
     "start",
@@ -68,40 +67,16 @@ def parse_by(text: str) -> tuple[str, tuple[str, ...]]:
     """``hour,model,instance`` -> (the time grain, the keys)."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     bad = [p for p in parts if p not in EXPORT_KEYS]
-    grains = [p for p in parts if p in ("hour", "day")]
+    grains = [p for p in parts if p in GRAINS]
     if bad or len(grains) != 1 or len(set(parts)) != len(parts):
         raise BadArgument(
             f"by {text!r}",
-            hint="give one of hour or day and any of model, instance, comma-separated",
+            hint="give one of hour, day or month and any of model, instance, comma-separated",
             argument="by",
             value=text,
             example="hour,model,instance",
         )
     return grains[0], tuple(p for p in parts if p in ("model", "instance"))
-
-
-def steps(start_ts: int, end_ts: int, grain: str, tz: ZoneInfo) -> Iterator[Window]:
-    """``[start, end)`` cut where the local clock starts an hour (or a day)."""
-    if end_ts <= start_ts:
-        return
-    t = start_ts
-    n = 0
-    while t < end_ts:
-        nxt = _next_edge(t, grain, tz)
-        yield Window(grain, t, min(nxt, end_ts))
-        t = nxt
-        n += 1
-        if n > MAX_STEPS:
-            raise BadArgument(f"more than {MAX_STEPS} steps: export a shorter period")
-
-
-def _next_edge(ts: int, grain: str, tz: ZoneInfo) -> int:
-    if grain == "day":
-        noon_next = datetime.fromtimestamp(local_midnight_ts(ts, tz), tz) + timedelta(hours=36)
-        return local_midnight_ts(int(noon_next.timestamp()), tz)
-    offset = datetime.fromtimestamp(ts, tz).utcoffset() or timedelta(0)
-    local = ts + int(offset.total_seconds())
-    return ts + (3600 - local % 3600)
 
 
 def export_rows(

@@ -16,6 +16,7 @@ period is only ever as complete as the seconds the ledgers have proven.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -36,6 +37,11 @@ PERIOD_NAMES: tuple[str, ...] = (
     "total",
 )
 _ROLLING = {**ROLLING_HOURS, "30d": 720}
+# The steps a period is cut into (export rows, report --by day|month): each starts where the
+# local clock of the zone starts an hour, a day or a month.
+GRAINS: tuple[str, ...] = ("hour", "day", "month")
+CALENDAR_GRAINS: tuple[str, ...] = ("day", "month")
+MAX_STEPS = 24 * 366 * 5  # five years of hours
 
 
 def _local_midnight(year: int, month: int, day: int, tz: ZoneInfo) -> int:
@@ -124,3 +130,44 @@ def period_between(since: TimeSpec, until: TimeSpec | None, cutoff_ts: int, tz: 
     since_ts = resolve_time(since, cutoff_ts, tz, argument="since")
     until_ts = None if until is None else resolve_time(until, cutoff_ts, tz, argument="until")
     return since_until(since_ts, until_ts, cutoff_ts)
+
+
+def steps(start_ts: int, end_ts: int, grain: str, tz: ZoneInfo) -> Iterator[Window]:
+    """``[start, end)`` cut where the local clock starts an hour, a day or a month (one of
+    ``GRAINS``); each step named as ``step_name`` names it. More than ``MAX_STEPS`` is refused."""
+    if grain not in GRAINS:
+        raise BadArgument(f"unknown step {grain!r}: use one of {', '.join(GRAINS)}")
+    t, n = start_ts, 0
+    while t < end_ts:
+        nxt = _next_edge(t, grain, tz)
+        yield Window(step_name(t, grain, tz), t, min(nxt, end_ts))
+        t = nxt
+        n += 1
+        if n > MAX_STEPS:
+            raise BadArgument(
+                f"more than {MAX_STEPS} steps", hint="ask for a shorter period or a coarser step"
+            )
+
+
+def step_name(ts: int, grain: str, tz: ZoneInfo) -> str:
+    """The calendar name of the step ``ts`` falls in: ``2026-11-30`` (a day), ``2026-11`` (a
+    month), ``2026-11-30 14:00`` (an hour)."""
+    local = datetime.fromtimestamp(ts, tz)
+    if grain == "month":
+        return f"{local:%Y-%m}"
+    if grain == "day":
+        return f"{local:%Y-%m-%d}"
+    return f"{local:%Y-%m-%d %H}:00"
+
+
+def _next_edge(ts: int, grain: str, tz: ZoneInfo) -> int:
+    if grain == "month":
+        local = datetime.fromtimestamp(ts, tz)
+        index = local.year * 12 + local.month  # the next month, zero-based
+        return _local_midnight(index // 12, index % 12 + 1, 1, tz)
+    if grain == "day":
+        noon_next = datetime.fromtimestamp(local_midnight_ts(ts, tz), tz) + timedelta(hours=36)
+        return local_midnight_ts(int(noon_next.timestamp()), tz)
+    offset = datetime.fromtimestamp(ts, tz).utcoffset() or timedelta(0)
+    local_s = ts + int(offset.total_seconds())
+    return ts + (3600 - local_s % 3600)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.figures import FIGURES, Figure, with_figure_fields
@@ -26,14 +26,43 @@ from vllm_ledger.read.ledgerset import (
     gc_paused,
     nothing_matched,
 )
-from vllm_ledger.read.periods import PERIOD_NAMES, period, period_between, resolve_time
+from vllm_ledger.read.periods import (
+    CALENDAR_GRAINS,
+    PERIOD_NAMES,
+    period,
+    period_between,
+    resolve_time,
+    steps,
+)
 from vllm_ledger.read.run_coverage import WriterStatus
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
 from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
+from vllm_ledger.read.zone import zone_info
 from vllm_ledger.units import TimeSpec
 
 SCHEMA_VERSION = 1
 BREAKDOWN_KEYS = ("instance", "model", "run", "engine")
+TOTAL_ROW = "total"  # with a calendar step, the row that sums the steps' period
+
+
+def parse_by(text: str | None) -> tuple[str | None, str | None]:
+    """``--by``'s value as (the calendar step or None, the breakdown key or None): ``day`` ->
+    ("day", None), ``model`` -> (None, "model"), ``day,model`` -> ("day", "model")."""
+    if text is None:
+        return None, None
+    parts = [p.strip() for p in text.split(",")]
+    grains = [p for p in parts if p in CALENDAR_GRAINS]
+    keys = [p for p in parts if p in BREAKDOWN_KEYS]
+    if len(grains) + len(keys) != len(parts) or len(grains) > 1 or len(keys) > 1:
+        raise BadArgument(
+            f"by {text!r}",
+            hint=f"give a key ({', '.join(BREAKDOWN_KEYS)}), a step ({', '.join(CALENDAR_GRAINS)})"
+            " or one of each, comma-separated",
+            argument="by",
+            value=text,
+            example="day,model",
+        )
+    return (grains[0] if grains else None), (keys[0] if keys else None)
 
 
 def report_figures(sums: Sums, figs: Sequence[Figure] = FIGURES) -> dict[str, Any]:
@@ -110,6 +139,9 @@ class Report:
     runs: int
     breakdown_by: str | None = None
     breakdown: tuple[BreakdownRow, ...] = ()
+    # ``day`` or ``month`` (``--by day``): the windows are the period's calendar steps in the
+    # zone, named ``2026-11-30`` or ``2026-11``, then a ``total`` row over the whole period.
+    calendar: str | None = None
     instance_filter: int | str | None = None
     model_filter: str | None = None
     # Set when the roots hold nothing the report was asked for (``ledgerset.nothing_matched``):
@@ -129,12 +161,8 @@ class Report:
 
 
 def resolve_tz(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # "America" is a directory
-        raise BadArgument(
-            f"unknown time zone {name!r}: use an IANA name such as Asia/Shanghai"
-        ) from exc
+    """The zone of a name, checked as every zone is (``read.zone.zone_info``)."""
+    return zone_info(name)
 
 
 Ledgers = LedgerSet | Sequence[Path]
@@ -236,6 +264,9 @@ def build_report(
 ) -> Report:
     """The five windows with coverage, over a LedgerSet (or the ledgers under some roots).
 
+    ``by``: a breakdown key (``BREAKDOWN_KEYS``), a calendar step (``day``, ``month``: the
+    windows become the steps of the one period asked, all recorded time by default, and a
+    ``total`` row), or one of each (``day,model``); see ``parse_by``.
     ``strict``: ignore declared stops (the ledger's rule alone: every stop is uncovered).
     ``periods`` (names from ``read.periods.PERIOD_NAMES``) and ``since``/``until`` (a window
     named ``period``: Unix seconds, or a ``units.TimeSpec`` resolved in ``tz`` as of the cutoff
@@ -244,14 +275,20 @@ def build_report(
     for name in periods:
         if name not in PERIOD_NAMES:
             raise BadArgument(f"unknown window {name!r}: use one of {', '.join(PERIOD_NAMES)}")
-    chosen = _Chosen(tuple(periods), _spec(since), _spec(until))
-    if by is not None and by not in BREAKDOWN_KEYS:
-        raise BadArgument(f"unknown breakdown {by!r}: use one of {', '.join(BREAKDOWN_KEYS)}")
+    grain, key = parse_by(by)
+    if grain is not None and len(periods) + (since is not None) > 1:
+        raise BadArgument(
+            f"by {by!r} cuts one period into {grain}s",
+            hint="give one window, or since and until",
+            argument="by",
+            value=by,
+        )
+    chosen = _Chosen(tuple(periods), _spec(since), _spec(until), grain)
     with as_ledger_set(ledgers, clock, busy_timeout_s) as ls, gc_paused():
         ls.set_strict(strict)
         for _attempt in range(2):  # once more if a file failed while its sums were read
             failures = ls.late_failures
-            report = _build(ls, zone, tz, by, instance, model, at_ts, chosen)
+            report = _build(ls, zone, tz, key, instance, model, at_ts, chosen)
             if ls.late_failures == failures:
                 break
         return report
@@ -264,8 +301,17 @@ class _Chosen:
     periods: tuple[str, ...] = ()
     since: TimeSpec | None = None
     until: TimeSpec | None = None
+    grain: str | None = None  # day or month: the one period cut into calendar steps
 
     def windows(self, cutoff: int, zone: ZoneInfo, first_record_ts: int | None) -> list[Window]:
+        if self.grain is not None:
+            # the one period (all recorded time by default), a row per step, a total row
+            if self.since is not None:
+                whole = period_between(self.since, self.until, cutoff, zone)
+            else:
+                whole = period((*self.periods, "total")[0], cutoff, zone, first_record_ts)
+            rows = list(steps(whole.start_ts, whole.cutoff_ts, self.grain, zone))
+            return [*rows, Window(TOTAL_ROW, whole.start_ts, whole.cutoff_ts)]
         if not self.periods and self.since is None:
             return windows_at(cutoff, zone, first_record_ts)
         out = [period(n, cutoff, zone, first_record_ts) for n in self.periods]
@@ -345,6 +391,7 @@ def _build(
         runs=len({s.run_id for s in snaps if s.ok}),
         breakdown_by=by,
         breakdown=tuple(breakdown),
+        calendar=chosen.grain,
         instance_filter=instance,
         model_filter=model,
         nothing_matched=nothing_matched(
@@ -359,6 +406,7 @@ def _build(
 
 
 __all__ = [
+    "TOTAL_ROW",
     "WINDOW_NAMES",
     "BreakdownRow",
     "FileStatus",
@@ -367,5 +415,6 @@ __all__ = [
     "WindowReport",
     "WriterStatus",
     "build_report",
+    "parse_by",
     "window_reports",
 ]

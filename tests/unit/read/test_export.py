@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from datetime import datetime
 from pathlib import Path
@@ -51,7 +52,10 @@ def _export(root: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
     at = H0 + 9000
     rc = cli.main(["export", "--root", str(root), "--since", str(H0), "--until", str(at), *args])
     out, err = capsys.readouterr()
-    assert (rc, err) == (0, ""), err
+    assert rc == 0, err
+    # a file written is named on stderr, its path absolute; nothing else is said
+    files = [b for a, b in itertools.pairwise(args) if a == "--output"]
+    assert err == "".join(f"wrote {Path(f).resolve()}\n" for f in files), err
     return out
 
 

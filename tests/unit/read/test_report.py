@@ -137,7 +137,10 @@ def test_breakdowns_each_with_its_own_coverage(tmp_path: Path) -> None:
     assert by_instance.windows == _report(tmp_path).windows
     with pytest.raises(BadArgument) as e:
         _report(tmp_path, by="host")
-    assert str(e.value) == "unknown breakdown 'host': use one of instance, model, run, engine"
+    assert str(e.value) == (
+        "by 'host': give a key (instance, model, run, engine), a step (day, month) or one of "
+        "each, comma-separated, e.g. day,model"
+    )
 
 
 def test_filters_keep_one_instance_or_model(tmp_path: Path) -> None:
