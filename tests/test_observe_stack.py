@@ -53,7 +53,9 @@ def _stack(tmp_path: Path, *args: str) -> Path:
     out = tmp_path / "stack"
     code, stdout, err = run_cli("observability", str(out), *args)
     assert code == 0, err
-    assert stdout.splitlines() == [str(out / f) for f in FILES]
+    assert stdout == ""
+    wrote = [ln for ln in err.splitlines() if ln.startswith("wrote ")]
+    assert wrote[: len(FILES)] == [f"wrote {out / f}" for f in FILES]
     return out
 
 
@@ -143,7 +145,7 @@ def test_the_bearer_token_file_is_written_once_and_mounted(tmp_path: Path) -> No
     first = token.read_text()
     assert re.fullmatch(r"[A-Za-z0-9_-]{43}\n", first), first
     assert (
-        f"note: wrote a new Alertmanager token to {token} (mode 0600; the container reads it "
+        f"wrote {token} (a new Alertmanager token, mode 0600; the container reads it "
         f"as nobody: sudo chown 65534 {token}): give the notifier the same token as its "
         "alertmanager_token_file (docs/observability.md)\n"
     ) in err
@@ -151,7 +153,7 @@ def test_the_bearer_token_file_is_written_once_and_mounted(tmp_path: Path) -> No
     assert "./alertmanager-token:/etc/alertmanager/token:ro" in am["volumes"]
     # run again: the token is kept (never replaced), and nothing is said about it
     code, _out, err = run_cli("observability", str(out))
-    assert code == 0 and token.read_text() == first and "token" not in err
+    assert code == 0 and token.read_text() == first and "Alertmanager token" not in err
     # an Alertmanager of your own reads the file named in alertmanager.yml, from its folder
     code, _out, err = run_cli("observability", str(out), "--alertmanager", "10.0.0.7:9093")
     assert code == 0 and token.read_text() == first
@@ -175,7 +177,7 @@ def test_the_token_file_can_be_the_notifiers_own(tmp_path: Path, monkeypatch: An
     am = _load(tmp_path / "s" / "compose.yaml")["services"]["alertmanager"]
     assert f"{theirs}:/etc/alertmanager/token:ro" in am["volumes"]
     # kept as it was, nothing written beside the stack, nothing said
-    assert "token" not in err and theirs.read_text() == "s3cret\n"
+    assert "Alertmanager token" not in err and theirs.read_text() == "s3cret\n"
     assert not (tmp_path / "s" / "alertmanager-token").exists()
 
 
@@ -254,7 +256,9 @@ def test_no_dcgm_and_an_external_dcgm(tmp_path: Path) -> None:
         (["--alertmanager", "am"], "target 'am' is not HOST:PORT: e.g. 192.168.1.10:8000"),
         (["--dcgm", "h:9400", "--no-dcgm"], "--dcgm and --no-dcgm contradict each other"),
         (["--webhook-url", "ftp://x/y"], "--webhook-url 'ftp://x/y' is not an http:// or"),
-        (["--runbook-url", "a b"], "--runbook-url 'a b' is not a URL or path"),
+        (["--runbook-url", "a b"], "--runbook-url 'a b' is not a URL"),
+        (["--runbook-url", "docs/runbook.md"], "--runbook-url 'docs/runbook.md' is not an http"),
+        (["--runbook-url", "https://h/r.md#x"], "--runbook-url 'https://h/r.md#x' has a '#'"),
         (["--alerts", "some"], "argument --alerts: invalid choice: 'some'"),
         (["--max-model-len", "0"], "--max-model-len '0' is out of range"),
         (["--alertmanager-token-file", "a:b"], "--alertmanager-token-file 'a:b' is not a file"),

@@ -27,7 +27,7 @@ from tests.conftest import run_cli
 from tests.e2e.prom import Prometheus
 from tests.e2e.settle import settle
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.formats.ramp import render_files, render_table
+from vllm_ledger.formats.ramp import OUTPUT_NAMES, render_files, render_table
 from vllm_ledger.plan.ramp import StepResult, find_knee, percentile
 
 CHROMIUM = "/usr/bin/chromium"
@@ -140,7 +140,9 @@ def test_ramp_three_steps_agree_with_the_servers_counters(
         assert s["tpot_s"] > 0 and s["client_tpot_s"] is not None
         assert s["kv_usage_max"] is not None and s["waiting_max"] is not None
     assert out.splitlines()[0].split()[:2] == ["concurrency", "requests"]
-    assert out.count("\n") == 6  # header, three steps, knee, files
+    assert out.count("\n") == 5  # header, three steps, knee
+    for name in OUTPUT_NAMES:  # the files on stderr, one line each, the path absolute
+        assert f"wrote {out_dir / name}\n" in err
     assert "knee: " in out
     png = Image.open(out_dir / "ramp.png")
     assert png.size == (1200, 400)

@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo
 
 from vllm_ledger import units
 from vllm_ledger.errors import BadArgument
@@ -44,7 +45,15 @@ from vllm_ledger.format.identity import default_root
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.outfile import check_target, kind_of
 from vllm_ledger.read.windows import DEFAULT_TZ
-from vllm_ledger.read.zone import ZONE_FILE, ZoneChoice, is_zone_name, resolve_zone
+from vllm_ledger.read.zone import (
+    ZONE_FILE,
+    ZoneChoice,
+    machine_zone,
+    resolve_zone,
+    zone_hint,
+    zone_info,
+    zone_problem,
+)
 from vllm_ledger.units import (
     DURATION_FORMS,
     MAX_TEXT,
@@ -439,13 +448,13 @@ def url(flag: str, example: str) -> Callable[[str], str]:
 
 
 def tz_name(flag: str = "--tz") -> Callable[[str], str]:
-    """An IANA time zone name that this machine's zone database knows."""
+    """An IANA region zone (Region/City) that this machine's zone database knows, or UTC."""
 
     def parse(value: str) -> str:
-        if not is_zone_name(value):
+        problem = zone_problem(value)
+        if problem is not None:
             raise BadArgument(
-                f"{flag} {value[:70]!r} is not a known time zone: use an IANA name, "
-                f"e.g. {flag} Asia/Shanghai"
+                f"{flag} {value[:70]!r} {problem}: {zone_hint(value)}, e.g. {flag} Asia/Shanghai"
             )
         return value
 
@@ -527,6 +536,17 @@ def output_dir(flag: str, example: str, names: tuple[str, ...]) -> Callable[[str
     return parse
 
 
+def wrote_line(path: str | os.PathLike[str], more: str = "") -> str:
+    """``wrote /abs/path`` (``more`` after it, e.g. `` (systemd mode)``): the line every command
+    prints on stderr for each file it wrote, the path absolute and terminal-safe."""
+    return f"wrote {printable(os.path.abspath(path))}{more}"
+
+
+def say_wrote(path: str | os.PathLike[str], more: str = "") -> None:
+    """Print ``wrote_line(path, more)`` on stderr (stdout stays for what the command prints)."""
+    print(wrote_line(path, more), file=sys.stderr)
+
+
 # ---- ledger roots and time -------------------------------------------------------------------
 
 
@@ -576,6 +596,33 @@ def zone_of(args: argparse.Namespace, roots: Sequence[Path]) -> ZoneChoice:
     for line in zone.warnings:
         print(f"vllm-ledger: warning: {printable(line)}", file=sys.stderr)
     return zone
+
+
+def add_local_tz(p: argparse.ArgumentParser, what: str) -> None:
+    """``--tz`` for a command that reads no ledger root (``local_zone_of``)."""
+    p.add_argument(
+        "--tz",
+        type=tz_name(),
+        default=None,
+        metavar="ZONE",
+        help=f"time zone for {what} (default: ${ZONE_ENV}, else this machine's zone: $TZ, "
+        "else /etc/localtime, else UTC; see docs/ledger.md)",
+    )
+
+
+def local_zone_of(args: argparse.Namespace) -> tuple[ZoneInfo, str]:
+    """The zone of a command without a ledger root, and its name: ``--tz``, else
+    ``$VLLM_LEDGER_TZ``, else this machine's zone (``read.zone.machine_zone``)."""
+    name = getattr(args, "tz", None) or os.environ.get(ZONE_ENV, "").strip()
+    if name:
+        problem = zone_problem(name)
+        if problem is not None:  # only the environment's value can be refused here
+            raise BadArgument(
+                f"{ZONE_ENV} {name[:70]!r} {problem}: {zone_hint(name)}, "
+                f"e.g. {ZONE_ENV}=Asia/Shanghai (or unset it)"
+            )
+        return zone_info(name), name
+    return machine_zone(os.environ)
 
 
 def add_time(p: argparse.ArgumentParser) -> None:

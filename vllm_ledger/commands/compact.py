@@ -14,6 +14,8 @@ The writer of API rank 0 runs the same pass a minute after start and every 6 hou
 
 example:
   vllm-ledger compact --root /srv/artifacts/usage
+exit status: 0 done (or another pass was running: nothing done), 2 a bad flag, 1
+the system refused a write (a full disk, a denied folder)
 """
 
 

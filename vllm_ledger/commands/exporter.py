@@ -25,6 +25,8 @@ HELP = "serve restart-proof token counters, windows, coverage and GPU readings o
 EPILOG = f"""example:
   vllm-ledger exporter --root /srv/artifacts/usage --listen 0.0.0.0:9464
   curl -s http://127.0.0.1:9464/metrics | grep '^{LEDGER_GENERATION_TOKENS_TOTAL}'
+exit status: serves until stopped (130 after Ctrl-C; 0 if the server ever returns), 2 a bad
+flag or an address it cannot listen on
 """
 
 DEFAULT_LISTEN = "127.0.0.1:9464"

@@ -17,7 +17,7 @@ EPILOG = """example:
   vllm-ledger fleet --prometheus http://victoria.lan:8428 --job vllm-ledger --stale-after 1m --json
 
 exit status: 0 when every window of the fleet is complete, 1 when a host is missing, stale,
-failing or incomplete (the hosts are named), 2 on an error.
+failing or incomplete (the hosts are named), 2 a bad flag or Prometheus could not be read
 """
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from collections.abc import Callable
 
@@ -14,9 +13,11 @@ from vllm_ledger.commands._common import (
     number,
     output_dir,
     output_folder,
+    say_wrote,
     url,
 )
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.formats.safe import printable
 from vllm_ledger.observe.alerts import (
     ALERT_SETS,
     DEFAULT_RUNBOOK,
@@ -54,6 +55,12 @@ Targets are scraped from inside the Prometheus container: 127.0.0.1 there is the
 itself, so give the host's address or {DEFAULT_VLLM_TARGET.split(":")[0]}:PORT. ADDRESS=NAME
 names a target: for a vLLM, give the name `vllm-ledger report --by instance` prints, so the
 dashboard's $instance picks vLLM's series and the ledger's with one value.
+
+Each alert links to its section of the runbook: publish docs/runbook.md where the people who
+get the alert can open it (your Git host shows the file; or a wiki page with its headings) and
+pass that page, e.g. --runbook-url https://git.example.com/ops/vllm-ledger/blob/main/docs/runbook.md
+exit status: 0 written, 1 the system refused a write (a full disk, a denied folder), 2 a bad
+flag, target or output folder
 """
 
 
@@ -78,17 +85,19 @@ def _duration(flag: str, lo_s: float, hi_s: float, example: str) -> Callable[[st
 
 
 WEEK_S = 7 * 86400
-_RUNBOOK = re.compile(r"^[A-Za-z0-9_.~:/?&=%+@!$,;-]+$")
+RUNBOOK_EXAMPLE = "https://git.example.com/ops/vllm-ledger/blob/main/docs/runbook.md"
+_runbook_url = url("--runbook-url", RUNBOOK_EXAMPLE)
 
 
 def _runbook(value: str) -> str:
-    """An http(s) URL or a relative path; the alert's anchor is added after a '#'."""
-    if not 0 < len(value) <= 2048 or not _RUNBOOK.match(value) or value.startswith("-"):
+    """The published runbook's http(s) URL; each alert's anchor is added after a '#'."""
+    given = _runbook_url(value)
+    if "#" in given:
         raise BadArgument(
-            f"--runbook-url {value[:80]!r} is not a URL or path without spaces or '#': give e.g. "
-            "--runbook-url https://git.example.com/ops/vllm-ledger/blob/main/docs/runbook.md"
+            f"--runbook-url {value[:80]!r} has a '#': each alert adds its own anchor; give the "
+            f"page alone, e.g. --runbook-url {RUNBOOK_EXAMPLE}"
         )
-    return value
+    return given
 
 
 def _token_file(value: str) -> str:
@@ -166,10 +175,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--runbook-url",
         type=_runbook,
-        default=DEFAULT_RUNBOOK,
         metavar="URL",
-        help="the runbook each alert's runbook_url links to, with #alertname added "
-        f"(default {DEFAULT_RUNBOOK}, this project's page; give where your team reads it)",
+        help="the http(s) address of the published runbook: each alert's runbook_url is URL"
+        "#alertname. Publish docs/runbook.md where your team can open it (your Git host's page "
+        "of the file, or a wiki page with the same headings), then pass its URL, e.g. "
+        f"{RUNBOOK_EXAMPLE} (default {DEFAULT_RUNBOOK}#alertname, a path in this project that "
+        "a chat cannot open; docs/observability.md)",
     )
     p.add_argument(
         "--max-model-len",
@@ -318,7 +329,7 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
         token_file=args.alertmanager_token_file or DEFAULT_TOKEN_FILE,
         scrape_interval=args.scrape_interval,
         alerts=args.alerts,
-        runbook=args.runbook_url,
+        runbook=args.runbook_url or DEFAULT_RUNBOOK,
         max_model_len=int(args.max_model_len),
         thresholds=Thresholds(
             kv_cache_fraction=args.kv_cache_threshold,
@@ -361,14 +372,22 @@ def run(args: argparse.Namespace) -> int:
         )
         raise BadArgument(exc.what, hint=hint, argument=exc.argument, value=exc.value) from None
     for path in written.files:
-        print(path)
+        say_wrote(path)
     if written.token_created:
         path = written.token_file
-        reader = f"; the container reads it as nobody: sudo chown 65534 {path}"
+        shown = printable(os.path.abspath(path))
+        reader = f"; the container reads it as nobody: sudo chown 65534 {shown}"
+        say_wrote(
+            path,
+            f" (a new Alertmanager token, mode 0600{reader if spec.alertmanager_service else ''})"
+            ": give the notifier the same token as its alertmanager_token_file "
+            "(docs/observability.md)",
+        )
+    if args.runbook_url is None:
         print(
-            f"note: wrote a new Alertmanager token to {path} (mode 0600"
-            f"{reader if spec.alertmanager_service else ''}): give the notifier the same token "
-            "as its alertmanager_token_file (docs/observability.md)",
+            f"note: each alert's runbook_url is {DEFAULT_RUNBOOK}#alertname, a path a chat "
+            "cannot open: publish docs/runbook.md (your Git host or wiki) and pass its address "
+            "as --runbook-url URL (docs/runbook.md)",
             file=sys.stderr,
         )
     targets = [a for a, _n in spec.vllm_targets] + [spec.exporter_target[0]]

@@ -38,7 +38,9 @@ EPILOG = """example:
   vllm-ledger poll --config /etc/notify/private.json --once --json --lang en
 
 The config's "usage" object maps node ports to {"target", "code_dir", "data_dir"};
-see docs/bot-status.md. Exit status: 0, or 1 when an entry was refused.
+see docs/bot-status.md.
+exit status: 0 printed, 1 printed but an entry was refused (each named on stderr), 2 a bad
+flag or a config with no usable usage entry, 130 stopped with Ctrl-C (without --once)
 """
 
 

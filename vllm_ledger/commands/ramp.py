@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import add_renamed, duration, number, output_dir, text, url
+from vllm_ledger.commands._common import (
+    add_renamed,
+    duration,
+    number,
+    output_dir,
+    say_wrote,
+    text,
+    url,
+)
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.ramp import OUTPUT_NAMES, render_files, render_table
 from vllm_ledger.outfile import write_file
@@ -16,6 +24,8 @@ HELP = "drive an OpenAI-compatible server at rising concurrency; chart throughpu
 EPILOG = """example:
   vllm-ledger ramp --url http://127.0.0.1:8000 --model qwen3-8b --concurrency 1,2,4,8,16 \\
       --duration 1m --output ramp-2026-11-29
+exit status: 0 written, 2 a bad flag or a server that cannot be reached, 1 the system
+refused a write (a full disk, a denied folder)
 """
 
 
@@ -124,5 +134,6 @@ def run(args: argparse.Namespace) -> int:
     for path, data in zip(paths, files.values(), strict=True):
         write_file(path, data, flag="--output", example="--output ramp-2026-11-29")
     sys.stdout.write(render_table(steps, knee))
-    sys.stdout.write("wrote " + ", ".join(str(p) for p in paths) + "\n")
+    for path in paths:
+        say_wrote(path)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from vllm_ledger.commands._common import (
     output_dir,
     output_file,
     roots_of,
+    say_wrote,
     tz_name,
     with_flags,
 )
@@ -32,6 +34,7 @@ from vllm_ledger.deploy.tuning import (
 )
 from vllm_ledger.deploy.units import ledger_units, unit_name, vllm_unit
 from vllm_ledger.errors import BadArgument, ConfigError
+from vllm_ledger.formats.safe import printable
 from vllm_ledger.outfile import write_file
 
 NAME = "render"
@@ -47,6 +50,8 @@ EPILOG = """examples:
   vllm-ledger render --host local/host.json --explain --workload batch --root /srv/artifacts/usage
   vllm-ledger render --print-schema > host.schema.json
 What is written is never started: review it (git diff), then run or install it yourself.
+exit status: 0 written (or printed), 2 a bad flag or host file (nothing written), 1 the system
+refused a write (a full disk, a denied folder)
 """
 
 RENDER_MODES = (*MODES, "systemd", "compose")
@@ -213,12 +218,13 @@ def _write_main(args: argparse.Namespace, host: Host, mode: str) -> None:
     ledger = "on" if args.usage else "off"
     if args.tz is not None:
         ledger += f", zone {args.tz}"
+    shown = printable(os.path.abspath(out))
     then = {
-        "systemd": f"install it: cp {out} /etc/systemd/system/{unit_name(host)} && "
+        "systemd": f"install it: cp {shown} /etc/systemd/system/{unit_name(host)} && "
         f"systemctl daemon-reload && systemctl enable --now {unit_name(host)}",
-        "compose": f"start it: docker compose -f {out} up -d",
-    }.get(mode, f"start it: bash {out}")
-    print(f"wrote {out} ({mode} mode, ledger {ledger}); review it, then {then}", file=sys.stderr)
+        "compose": f"start it: docker compose -f {shown} up -d",
+    }.get(mode, f"start it: bash {shown}")
+    say_wrote(out, f" ({mode} mode, ledger {ledger}); review it, then {then}")
 
 
 def _example(mode: str, host: Host) -> str:
@@ -247,12 +253,13 @@ def _write_units(args: argparse.Namespace, host: Host) -> None:
             flag="--units",
             example="--units units/",
         )
-    names = " ".join(u.name for u in units)
+    for unit in units:
+        say_wrote(folder / unit.name)
     timers = " ".join(u.name for u in units if u.name.endswith(".timer"))
     services = " ".join(u.name for u in units if "exporter" in u.name or "notifier" in u.name)
     print(
-        f"wrote {len(units)} units to {folder}: {names}; review them, then install: "
-        f"cp {folder}/* /etc/systemd/system/ && systemctl daemon-reload && "
+        f"review them, then install: cp {printable(os.path.abspath(folder))}/* "
+        "/etc/systemd/system/ && systemctl daemon-reload && "
         f"systemctl enable --now {services} {timers}",
         file=sys.stderr,
     )

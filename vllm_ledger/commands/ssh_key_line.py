@@ -20,6 +20,7 @@ EPILOG = """example:
 
 `restrict` turns off PTY, port, agent and X11 forwarding; `command=` runs the status
 command whatever the client asks for, so a stolen bot key can only read the status.
+exit status: 0 printed, 2 a bad flag or a key file that cannot be read
 """
 
 MAX_KEY_BYTES = 64 * 1024  # one OpenSSH public key line is at most a few KiB

@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from vllm_ledger.commands._common import add_roots, duration, flag_names, roots_of, text, url
+from vllm_ledger.commands._common import (
+    add_roots,
+    add_tz,
+    duration,
+    flag_names,
+    roots_of,
+    text,
+    url,
+    zone_of,
+)
+from vllm_ledger.formats.safe import printable
+from vllm_ledger.read.report import resolve_tz
 from vllm_ledger.read.verify import verify
+from vllm_ledger.units import format_duration
 
 NAME = "verify"
 HELP = "compare the current run's ledger with vLLM's /metrics counters (after every upgrade)"
 EPILOG = """example:
   vllm-ledger verify --metrics-url http://127.0.0.1:8000/metrics --root /srv/artifacts/usage
-exit status: 0 match, 1 differences, 2 could not check
+A difference in a run whose writers have all closed is printed at once (its ledger cannot
+change); while a writer is alive, one line on stderr says how long it waits, and why.
+exit status: 0 match, 1 differences (or another server's /metrics), 2 a bad flag or could not
+check (no ledger, /metrics unreachable or not vLLM's)
 """
 
 
@@ -24,6 +40,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="vLLM's /metrics URL",
     )
     add_roots(p)
+    add_tz(p)
     p.add_argument(
         "--wait",
         type=duration("--wait", 0, 600, "10s"),
@@ -47,14 +64,26 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _say_waiting(seconds: float, why: str) -> None:
+    print(
+        f"waiting up to {format_duration(seconds, 'words')} for the ledger to agree: "
+        f"{printable(why)}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    roots = roots_of(args)
+    tz = resolve_tz(zone_of(args, roots).name)  # the report's rule, for the times it names
     with flag_names(metrics_url="--metrics-url"):
         result = verify(
-            roots_of(args),
+            roots,
             args.metrics_url,
             wait_s=args.wait,
             run_id=args.run,
             timeout_s=args.timeout,
+            on_wait=_say_waiting,
         )
     if result.match:
         figures = ", ".join(f"{k} {v:,}" for k, v in result.ledger.items())
@@ -62,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"MISMATCH: run {result.run_id}")
     if result.other_server is not None:
-        print(f"  {result.other_server.explain()}")
+        print(f"  {result.other_server.explain(tz)}")
         return 1
     for d in result.differences:
         diff = d.ledger - d.vllm

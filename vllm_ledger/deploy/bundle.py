@@ -4,8 +4,8 @@ The folder holds a copy of the ``vllm_ledger`` package and a ``vllm_ledger-VERSI
 with ``METADATA`` and ``entry_points.txt``, which is all ``importlib.metadata`` needs to find
 the ``vllm.stat_logger_plugins`` entry point::
 
-    vllm-ledger bundle /srv/artifacts/usage/plugin
-    PYTHONPATH=/srv/artifacts/usage/plugin VLLM_LEDGER_DIR=/srv/artifacts/usage vllm serve ...
+    vllm-ledger bundle --output /srv/artifacts/ledger-plugin
+    PYTHONPATH=/srv/artifacts/ledger-plugin VLLM_LEDGER_DIR=/srv/artifacts/usage vllm serve ...
 
 ``bundle(dest, tz=ZONE)`` also writes ``DEST/VLLM_LEDGER_TZ`` (the zone and a newline): the
 plugin loaded from the folder records it in the ledger root (``ROOT/zone``) on its first

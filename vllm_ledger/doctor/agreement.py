@@ -13,6 +13,7 @@ from pathlib import Path
 from vllm_ledger.doctor.base import Row
 from vllm_ledger.errors import LedgerError
 from vllm_ledger.read.verify import COUNTERS, FETCH_TIMEOUT_S, VerifyResult, verify
+from vllm_ledger.units import format_duration
 
 
 def agreement_fix(url: str) -> str:
@@ -41,7 +42,7 @@ def agreement_row(result: VerifyResult, metrics_url: str) -> Row:
         return Row(
             "agreement",
             False,
-            f"run {result.run_id} after {result.waited_s:.0f} s: {diffs}",
+            f"run {result.run_id} after {format_duration(result.waited_s, 'words')}: {diffs}",
             "run it again when traffic is quiet; a difference that stays means events are "
             "lost or the stats interface changed (see the interface row and docs/faults.md)",
         )

@@ -2,8 +2,10 @@
 its heartbeat moves while the doctor watches. A writer whose process died stops moving at once,
 long before the 30 s after which the report calls it stale.
 
-``run_writers``, ``heartbeats_moved`` and ``writers_row`` are pure; ``check_writers`` reads the
-roots until every heartbeat has moved or the wait is over.
+``run_writers``, ``heartbeats_moved``, ``still_unknown`` and ``writers_row`` are pure;
+``check_writers`` reads the roots until every writer's state is known or the wait is over: a
+writer that closed, went stale or crashed is known at once, a live one once its heartbeat has
+moved, and a missing one at once when no writer of the run is still alive to be joined by it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from vllm_ledger.doctor.base import Row, newest_run
 from vllm_ledger.errors import LedgerError
 from vllm_ledger.read.report import WriterStatus, build_report
+from vllm_ledger.units import format_duration
 
 # A heartbeat every 5 s (recorder.HEARTBEAT_INTERVAL_S): two of them, and a second to commit.
 HEARTBEAT_WAIT_S = 12.0
@@ -46,6 +49,32 @@ def heartbeats_moved(
     return moved
 
 
+def still_unknown(
+    first: Mapping[int, WriterStatus], latest: Mapping[int, WriterStatus], expected: int
+) -> set[int]:
+    """The ranks whose state only a moving heartbeat can tell: alive but not moved since
+    ``first``, or missing while another writer of the run is still alive (it may yet start).
+    Empty when the watch can end. Pure."""
+    moved = heartbeats_moved(first, latest)
+    any_alive = any(w.state == "alive" for w in latest.values())
+    unknown = set()
+    for rank in range(max(expected, max(latest, default=-1) + 1)):
+        w = latest.get(rank)
+        if w is None or w.state == "missing":
+            if any_alive:
+                unknown.add(rank)
+        elif w.state == "alive" and rank not in moved:
+            unknown.add(rank)
+    return unknown
+
+
+def _ago(seconds: float) -> str:
+    """``0.5 s ago`` under a minute (a heartbeat's age), else in words: ``1 h 5 min ago``."""
+    if seconds < 60:
+        return f"{seconds:.1f} s ago"
+    return f"{format_duration(seconds, 'words')} ago"
+
+
 def writers_row(
     run_id: str,
     first: Mapping[int, WriterStatus],
@@ -66,11 +95,14 @@ def writers_row(
         if w is None or w.state == "missing":
             text = f"w{rank} missing (no ledger file)"
         else:
-            ago = f"{now - w.last_ts:.1f} s ago" if w.last_ts is not None else "never"
+            ago = _ago(now - w.last_ts) if w.last_ts is not None else "never"
             if w.state != "alive":
                 text = f"w{rank} {w.state} (last heartbeat {ago})"
             elif rank not in moved:
-                text = f"w{rank} silent: no heartbeat in {watched_s:.0f} s (last {ago})"
+                text = (
+                    f"w{rank} silent: no heartbeat in {format_duration(watched_s, 'words')} "
+                    f"(last {ago})"
+                )
             else:
                 named.append(f"w{rank} alive (heartbeat {ago})")
                 continue
@@ -114,10 +146,8 @@ def check_writers(
     expected = max(w.expected_writers for w in first.values())
     start = clock()
     latest = first
-    # Watch until every writer's heartbeat has moved, or the wait is over.
-    while not (
-        heartbeats_moved(first, latest) >= set(range(expected)) or clock() - start >= wait_s
-    ):
+    # Watch until every writer's state is known (a closed one at once), or the wait is over.
+    while still_unknown(first, latest, expected) and clock() - start < wait_s:
         sleep(0.5)
         latest = run_writers(build_report(roots, at_ts=clock(), clock=clock).writers, run_id)
     now = clock()

@@ -373,7 +373,15 @@ def test_units_cli_writes_each_file_and_refuses_a_fifo(tmp_path: Path) -> None:
         "vllm-8001-ledger-check.timer",
         "vllm-8001-ledger-exporter.service",
     ]
-    assert err.startswith(f"wrote 3 units to {out}: ")
+    assert sorted(err.splitlines()[:3]) == [
+        f"wrote {out / name}"
+        for name in (
+            "vllm-8001-ledger-check.service",
+            "vllm-8001-ledger-check.timer",
+            "vllm-8001-ledger-exporter.service",
+        )
+    ]
+    assert err.splitlines()[3].startswith(f"review them, then install: cp {out}/* ")
 
 
 def test_units_need_the_artifacts_dir(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -30,6 +31,7 @@ from vllm_ledger.read.verify import (
     verify,
     vllm_counters,
 )
+from vllm_ledger.units import format_instant
 
 # Captured from vLLM 0.32.0 serving the tiny model (see tests/unit/plan/test_advise.py).
 METRICS = (REPO / "tests" / "data" / "vllm-0.32.0-metrics.txt").read_text()
@@ -97,14 +99,26 @@ def _with_output(n: int) -> str:
     return LAUNCHED_WITH_THE_RUN.replace(line, line.replace("121.0", f"{n}.0"))
 
 
-def _run(root: Path, run_id: str, start: float, *, prompt: int, gen: int, cached: int, n: int):
-    """A run whose ledger holds these totals, ``n`` finished requests among them."""
+def _run(
+    root: Path,
+    run_id: str,
+    start: float,
+    *,
+    prompt: int,
+    gen: int,
+    cached: int,
+    n: int,
+    live_at: float | None = None,
+):
+    """A run whose ledger holds these totals, ``n`` finished requests among them; closed after
+    100 s, or with ``live_at`` still writing then (its last heartbeat a second before)."""
     write_ledger(
         root,
         run_id,
         start_ts=start,
-        end_ts=start + 100,
+        end_ts=start + 100 if live_at is None else live_at - 1,
         events=[ev(start + 10, prompt=prompt, gen=gen, cached=cached, finished=[(10, 0.5)] * n)],
+        clean=live_at is None,
     )
 
 
@@ -162,7 +176,7 @@ def _no_sleep(s: float) -> None:
 
 
 def test_verify_waits_for_the_ledger_then_reports_the_difference(tmp_path: Path) -> None:
-    _run(tmp_path, "run-a", RUN_START, prompt=1065, gen=121, cached=576, n=12)
+    _run(tmp_path, "run-a", RUN_START, prompt=1065, gen=121, cached=576, n=12, live_at=AT)
     now = [AT]
     slept: list[float] = []
 
@@ -259,9 +273,13 @@ def test_the_command_names_another_server(tmp_path: Path) -> None:
     _run(tmp_path, "run-a", start, prompt=1065, gen=121, cached=576, n=12)
     created = start + 3600.0
     with MetricsServer([created_at(_with_output(999), created)]) as server:
-        code, out, err = run_cli("verify", "--root", str(tmp_path), "--metrics-url", server.url)
-    iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))
-    iso_start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start))
+        code, out, err = run_cli(
+            "verify", "--root", str(tmp_path), "--metrics-url", server.url, "--tz", "Asia/Kolkata"
+        )
+    # the instants in the zone of the report's rule (here --tz), with the offset
+    iso = format_instant(created, ZoneInfo("Asia/Kolkata"))
+    iso_start = format_instant(start, ZoneInfo("Asia/Kolkata"))
+    assert iso.endswith(" +05:30")
     assert (code, err) == (1, "")
     assert out == (
         "MISMATCH: run run-a\n"
