@@ -5,7 +5,8 @@ Every line of a README code block that starts with ``$ vllm-ledger`` or ``$ .ven
 is run verbatim with ``bash -c`` in a scratch folder that holds what the line names (the demo's
 ledger at ``build/demo/ledger``, written by the real recorder), with ``.venv/bin`` first on PATH
 as after ``. .venv/bin/activate``. A line that asks a server (``--metrics-url``) finds none
-there: it must still end with one line and exit 2, never a traceback.
+there: it must still end with one line and exit 2, never a traceback. ``printed_commands`` is
+shared with ``tests/test_docs_commands.py``, which runs every doc's lines the same way.
 """
 
 from __future__ import annotations
@@ -23,18 +24,27 @@ from tests.ledgers import ev, write_ledger
 VENV_BIN = REPO / ".venv" / "bin"
 
 
-def _printed_commands() -> list[str]:
-    text = (REPO / "README.md").read_text()
-    blocks = re.findall(r"^```[a-z]*\n(.*?)^```", text, flags=re.S | re.M)
-    return [
-        line[2:]
-        for block in blocks
-        for line in block.splitlines()
-        if line.startswith(("$ vllm-ledger ", "$ .venv/bin/vllm-ledger "))
-    ]
+PROMPTS = ("$ vllm-ledger ", "$ .venv/bin/vllm-ledger ")
 
 
-COMMANDS = _printed_commands()
+def printed_commands(doc: Path) -> list[str]:
+    """Every ``$ vllm-ledger ...`` line of ``doc``'s code blocks, without the ``$ ``, a line
+    ending in a backslash joined with the next as the shell does."""
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```", doc.read_text(), flags=re.S | re.M)
+    commands = []
+    for block in blocks:
+        lines = iter(block.splitlines())
+        for line in lines:
+            if not line.startswith(PROMPTS):
+                continue
+            command = line[2:]
+            while command.endswith("\\"):
+                command = command[:-1] + next(lines, "").strip()
+            commands.append(command)
+    return commands
+
+
+COMMANDS = printed_commands(REPO / "README.md")
 
 
 def test_setup_installed_the_command_the_readme_prints() -> None:
