@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from vllm_ledger.commands._common import add_roots, duration, number, url
+from vllm_ledger.commands._common import add_roots, add_tz, duration, number, url
 from vllm_ledger.errors import BadArgument
 
 NAME = "doctor"
@@ -26,6 +26,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="the /metrics of the vLLM writing the ledger (needed by the agreement check)",
     )
     add_roots(p)
+    add_tz(p)
     p.add_argument(
         "--only",
         action="append",
@@ -63,8 +64,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vllm_ledger.commands._common import roots_of
+    from vllm_ledger.commands._common import roots_of, zone_of
     from vllm_ledger.doctor import CHECKS, doctor, table
+    from vllm_ledger.read.report import resolve_tz
 
     checks = tuple(c for c in CHECKS if args.only is None or c in args.only)
     if "agreement" in checks and args.metrics_url is None:
@@ -73,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
             "--metrics-url http://127.0.0.1:8000/metrics, or leave it out with --only"
         )
     roots = roots_of(args) if set(checks) - {"interface"} else []
+    tz = resolve_tz(zone_of(args, roots).name)  # the report's rule, for the times rows name
     # vLLM logs its own start-up chatter at INFO; the table is what this command prints.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     report = doctor(
@@ -83,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         heartbeat_wait_s=args.heartbeat_wait,
         expect_writers=args.expect_writers,
+        tz=tz,
     )
     for line in table(report):
         print(line)

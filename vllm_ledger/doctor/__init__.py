@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timezone, tzinfo
 from pathlib import Path
 
 from vllm_ledger.doctor.agreement import check_agreement
@@ -63,8 +64,10 @@ def doctor(
     expect_writers: int | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
+    tz: tzinfo = timezone.utc,
 ) -> DoctorReport:
-    """Run ``checks`` in the order of ``CHECKS``; every one gives a row, none raises."""
+    """Run ``checks`` in the order of ``CHECKS``; every one gives a row, none raises. Instants
+    a row names are in ``tz``."""
     rows: list[Row] = []
     for name in CHECKS:
         if name not in checks:
@@ -74,7 +77,13 @@ def doctor(
                 row = check_interface()
             elif name == "agreement":
                 row = check_agreement(
-                    roots, metrics_url, wait_s=wait_s, timeout_s=timeout_s, clock=clock, sleep=sleep
+                    roots,
+                    metrics_url,
+                    wait_s=wait_s,
+                    timeout_s=timeout_s,
+                    clock=clock,
+                    sleep=sleep,
+                    tz=tz,
                 )
             elif name == "writers":
                 row = check_writers(

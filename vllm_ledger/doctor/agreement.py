@@ -8,6 +8,7 @@ the server.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import timezone, tzinfo
 from pathlib import Path
 
 from vllm_ledger.doctor.base import Row
@@ -24,13 +25,13 @@ def agreement_fix(url: str) -> str:
     )
 
 
-def agreement_row(result: VerifyResult, metrics_url: str) -> Row:
-    """The row for what ``verify`` found against ``metrics_url``. Pure."""
+def agreement_row(result: VerifyResult, metrics_url: str, tz: tzinfo = timezone.utc) -> Row:
+    """The row for what ``verify`` found against ``metrics_url`` (instants in ``tz``). Pure."""
     if result.other_server is not None:
         return Row(
             "agreement",
             False,
-            f"run {result.run_id}: {result.other_server.explain()}",
+            f"run {result.run_id}: {result.other_server.explain(tz)}",
             "point --metrics-url at the vLLM whose ledger is under --root",
         )
     if result.differences:
@@ -58,6 +59,7 @@ def check_agreement(
     timeout_s: float = FETCH_TIMEOUT_S,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
+    tz: tzinfo = timezone.utc,
 ) -> Row:
     if metrics_url is None:
         return Row(
@@ -72,4 +74,4 @@ def check_agreement(
         )
     except LedgerError as exc:
         return Row("agreement", False, str(exc), agreement_fix(metrics_url))
-    return agreement_row(result, metrics_url)
+    return agreement_row(result, metrics_url, tz)
