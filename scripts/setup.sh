@@ -13,6 +13,8 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v strace >/dev/null 2>&1 || need_apt+=(strace)  # make bench counts file opens
 command -v prometheus-alertmanager >/dev/null 2>&1 || need_apt+=(prometheus-alertmanager)
 command -v victoria-metrics >/dev/null 2>&1 || need_apt+=(victoria-metrics)  # the fleet's store
+command -v supervisord >/dev/null 2>&1 || need_apt+=(supervisor)  # render --mode supervisor
+command -v prometheus-node-exporter >/dev/null 2>&1 || need_apt+=(prometheus-node-exporter)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
