@@ -28,6 +28,8 @@ KEEPS = {
     "QueueBuildUp": {"instance", "model_name"},
     "LedgerWindowIncomplete": {"instance", "ledger_instance"},
     "LedgerWriterMissing": {"instance", "ledger_instance"},
+    "LedgerDiskNearFull": {"instance", "mountpoint", "device"},
+    "HostMemoryPressure": {"instance"},
 }
 
 
@@ -93,6 +95,10 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
     led = {"job": "vllm-ledger", "instance": "e:9464"}
     w1, w2, w3 = ({**led, "ledger_instance": f"h:{p}"} for p in (8000, 8001, 8002))
     http = {"job": "vllm", "handler": "/v1/completions", "method": "POST"}
+    node_a, node_b, node_c = ({"job": "node", "instance": f"{h}:9100"} for h in "abc")
+    root = {"mountpoint": "/", "device": "/dev/sda1", "fstype": "ext4"}
+    fs_a, fs_b, fs_c = ({**n, **root} for n in (node_a, node_b, node_c))
+    boot_a = {**node_a, "mountpoint": "/boot", "device": "/dev/sda2", "fstype": "ext4"}
     return [
         # KV cache: a at 95% trips after 10 min; b at 85% and c's 3-minute spike stay quiet.
         _case(
@@ -297,6 +303,40 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
                 ("5m", "LedgerWriterMissing", [_expect("LedgerWriterMissing", w1, t)]),
             ],
         ),
+        # The ledger's disk (mount point /): host a at 5% free trips after 10 min; host b at
+        # 50%, a's /boot at 1% (another mount point) and c's 3-minute dip stay quiet.
+        _case(
+            [
+                _series("node_filesystem_avail_bytes", fs_a, "5x30"),
+                _series("node_filesystem_size_bytes", fs_a, "100x30"),
+                _series("node_filesystem_avail_bytes", fs_b, "50x30"),
+                _series("node_filesystem_size_bytes", fs_b, "100x30"),
+                _series("node_filesystem_avail_bytes", boot_a, "1x30"),
+                _series("node_filesystem_size_bytes", boot_a, "100x30"),
+                _series("node_filesystem_avail_bytes", fs_c, "50x10 5x3 50x16"),
+                _series("node_filesystem_size_bytes", fs_c, "100x30"),
+            ],
+            [
+                ("5m", "LedgerDiskNearFull", []),  # pending
+                ("25m", "LedgerDiskNearFull", [_expect("LedgerDiskNearFull", fs_a, t)]),
+            ],
+        ),
+        # Host memory: a with 2% available trips after 5 min; b at 30% and c's 2-minute dip
+        # stay quiet.
+        _case(
+            [
+                _series("node_memory_MemAvailable_bytes", node_a, "2x20"),
+                _series("node_memory_MemTotal_bytes", node_a, "100x20"),
+                _series("node_memory_MemAvailable_bytes", node_b, "30x20"),
+                _series("node_memory_MemTotal_bytes", node_b, "100x20"),
+                _series("node_memory_MemAvailable_bytes", node_c, "30x5 1x2 30x13"),
+                _series("node_memory_MemTotal_bytes", node_c, "100x20"),
+            ],
+            [
+                ("3m", "HostMemoryPressure", []),  # pending
+                ("15m", "HostMemoryPressure", [_expect("HostMemoryPressure", node_a, t)]),
+            ],
+        ),
     ]
 
 
@@ -399,7 +439,17 @@ def test_alerts_carry_thresholds_description_and_runbook_url(tmp_path: Path) -> 
         "QueueBuildUp": "5m",
         "LedgerWindowIncomplete": None,
         "LedgerWriterMissing": "2m",
+        "LedgerDiskNearFull": "10m",
+        "HostMemoryPressure": "5m",
     }
+    assert rules["LedgerDiskNearFull"]["expr"] == (
+        '(node_filesystem_avail_bytes{job="node",mountpoint="/"} / '
+        'node_filesystem_size_bytes{job="node",mountpoint="/"}) < 0.1'
+    )
+    assert rules["HostMemoryPressure"]["expr"] == (
+        '(node_memory_MemAvailable_bytes{job="node"} / node_memory_MemTotal_bytes{job="node"})'
+        " < 0.05"
+    )
     for name, r in rules.items():
         assert "sum(" not in r["expr"] and "sum by (le)" not in r["expr"], name  # no fleet sum
         a = r["annotations"]
@@ -460,3 +510,48 @@ def test_threshold_flags_reach_the_rules(tmp_path: Path) -> None:
     assert rules["GPUTemperatureHigh"]["for"] == "1m"
     assert rules["RequestErrorRateHigh"]["expr"].endswith(" > 0.1")
     assert rules["RequestErrorRateHigh"]["for"] == "2m"
+
+
+def test_host_flags_reach_the_rules_and_the_custom_mountpoint_fires(tmp_path: Path) -> None:
+    out = _stack(
+        tmp_path,
+        "--ledger-mountpoint", "/srv", "--disk-free-threshold", "0.2", "--disk-for", "1m",
+        "--memory-available-threshold", "0.1", "--memory-for", "2m",
+    )  # fmt: skip
+    rules = _rules(out)
+    disk, mem = rules["LedgerDiskNearFull"], rules["HostMemoryPressure"]
+    assert 'mountpoint="/srv"' in disk["expr"] and disk["expr"].endswith(" < 0.2")
+    assert (disk["for"], mem["for"]) == ("1m", "2m")
+    assert mem["expr"].endswith(" < 0.1")
+    assert "less than 20% free for 1m" in disk["annotations"]["summary"]
+    t = Thresholds(
+        disk_free_fraction=0.2, disk_for="1m", ledger_mountpoint="/srv",
+        memory_available_fraction=0.1, memory_for="2m",
+    )  # fmt: skip
+    srv = {"job": "node", "instance": "a:9100", "mountpoint": "/srv", "device": "/dev/sdb1"}
+    root = {**srv, "mountpoint": "/", "device": "/dev/sda1"}
+    node = {"job": "node", "instance": "a:9100"}
+    case = _case(
+        [
+            _series("node_filesystem_avail_bytes", srv, "15x20"),  # 15%: under 20% here
+            _series("node_filesystem_size_bytes", srv, "100x20"),
+            _series("node_filesystem_avail_bytes", root, "1x20"),  # not the ledger's disk
+            _series("node_filesystem_size_bytes", root, "100x20"),
+            _series("node_memory_MemAvailable_bytes", node, "8x20"),  # 8%: under 10% here
+            _series("node_memory_MemTotal_bytes", node, "100x20"),
+        ],
+        [
+            ("5m", "LedgerDiskNearFull", [_expect("LedgerDiskNearFull", srv, t)]),
+            ("5m", "HostMemoryPressure", [_expect("HostMemoryPressure", node, t)]),
+        ],
+    )
+    _promtool_test(out, [case])
+    # the defaults stay quiet on the same series (10% and 5%, and on / only)
+    quiet = _case(
+        case["input_series"],
+        [
+            ("15m", "LedgerDiskNearFull", [_expect("LedgerDiskNearFull", root, Thresholds())]),
+            ("15m", "HostMemoryPressure", []),
+        ],
+    )
+    _promtool_test(_stack(tmp_path / "d"), [quiet])

@@ -86,6 +86,8 @@ def test_prometheus_config_scrapes_every_target_and_alerts_to_alertmanager(
         ],
         "dcgm": [{"targets": ["dcgm-exporter:9400"]}],
         "vllm-ledger": [{"targets": ["10.0.0.1:9464"]}],
+        "node": [{"targets": ["host.docker.internal:9100"]}],
+        "cadvisor": [{"targets": ["cadvisor:8080"]}],
     }
     r = promtool("check", "config", str(out / "prometheus.yml"))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -204,7 +206,14 @@ def test_an_existing_alertmanager_is_scraped_not_run(tmp_path: Path) -> None:
 def test_compose_runs_prometheus_alertmanager_grafana_on_3300_and_dcgm(tmp_path: Path) -> None:
     out = _stack(tmp_path)
     services = _load(out / "compose.yaml")["services"]
-    assert set(services) == {"prometheus", "alertmanager", "grafana", "dcgm-exporter"}
+    assert set(services) == {
+        "prometheus",
+        "alertmanager",
+        "grafana",
+        "dcgm-exporter",
+        "node-exporter",
+        "cadvisor",
+    }
     assert services["grafana"]["ports"] == ["3300:3000"]
     assert "./prometheus.yml:/etc/prometheus/prometheus.yml:ro" in services["prometheus"]["volumes"]
     assert "./alerts.yml:/etc/prometheus/alerts.yml:ro" in services["prometheus"]["volumes"]
@@ -235,7 +244,7 @@ def test_no_dcgm_and_an_external_dcgm(tmp_path: Path) -> None:
     out = _stack(tmp_path, "--no-dcgm")
     assert "dcgm-exporter" not in _load(out / "compose.yaml")["services"]
     jobs = [j["job_name"] for j in _load(out / "prometheus.yml")["scrape_configs"]]
-    assert jobs == ["vllm", "vllm-ledger"]
+    assert jobs == ["vllm", "vllm-ledger", "node", "cadvisor"]
     out2 = tmp_path / "ext"
     code, _o, _e = run_cli("observability", str(out2), "--dcgm", "10.0.0.9:9400=gpu1:9400")
     assert code == 0
@@ -290,7 +299,7 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 # filter by $model_name. (vLLM's process and HTTP metrics, the ledger's coverage and writers
 # and every GPU metric have no model.)
 _NO_MODEL = re.compile(
-    r"^(up|process_.*|http_.*|DCGM_.*|vllm_ledger_gpu_.*|vllm_ledger_writers.*"
+    r"^(up|process_.*|http_.*|DCGM_.*|node_.*|container_.*|vllm_ledger_gpu_.*|vllm_ledger_writers.*"
     r"|vllm_ledger_window_(uncovered_seconds|wall_seconds|complete|problems))$"
 )
 ALL = {"host": ".*", "instance": ".*", "model_name": ".*", "max_model_len": "32768"}
@@ -334,7 +343,7 @@ def test_dashboard_is_a_valid_grafana_model(tmp_path: Path) -> None:
     assert len(ids) == len(set(ids)) and all(isinstance(i, int) for i in ids)
     rows = [p for p in panels if p["type"] == "row"]
     assert [r["title"].split(":")[0] for r in rows] == [
-        "Now", "Experience", "Headroom", "GPUs", "Ledger", "Fleet",
+        "Now", "Experience", "Headroom", "GPUs", "Host", "Ledger", "Fleet",
     ]  # fmt: skip
     boxes = []
     for p in panels:
@@ -597,6 +606,8 @@ def test_every_metric_name_is_one_vllm_dcgm_or_the_exporter_really_serves(tmp_pa
             assert name in DCGM_FIELDS, name
         elif name == "up":
             continue  # Prometheus's own, per target
+        elif name.startswith(("node_", "container_")):
+            continue  # the node exporter's and cAdvisor's: tests/test_host_monitoring.py
         elif name.startswith(("http_", "process_")):
             assert name in served, f"vLLM's /metrics has no {name}"
         else:

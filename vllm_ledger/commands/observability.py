@@ -27,8 +27,10 @@ from vllm_ledger.observe.alerts import (
 from vllm_ledger.observe.dashboard import DEFAULT_MAX_MODEL_LEN
 from vllm_ledger.observe.stack import (
     ALERTMANAGER_SERVICE_TARGET,
+    CADVISOR_SERVICE_TARGET,
     DCGM_SERVICE_TARGET,
     DEFAULT_EXPORTER_TARGET,
+    DEFAULT_NODE_TARGET,
     DEFAULT_TOKEN_FILE,
     DEFAULT_VLLM_TARGET,
     GRAFANA_PORT,
@@ -135,6 +137,27 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--no-dcgm",
         action="store_true",
         help="no DCGM at all (no GPU, or the exporter's NVML gauges are enough)",
+    )
+    p.add_argument(
+        "--node-exporter",
+        metavar="HOST:PORT[=NAME]",
+        help="an already running node exporter, e.g. Debian's prometheus-node-exporter on "
+        f"the host (default: run one in the compose file, scraped at {DEFAULT_NODE_TARGET})",
+    )
+    p.add_argument(
+        "--cadvisor",
+        metavar="HOST:PORT[=NAME]",
+        help="an already running cAdvisor (default: run one in the compose file, scraped at "
+        f"{CADVISOR_SERVICE_TARGET})",
+    )
+    p.add_argument(
+        "--ledger-mountpoint",
+        type=_mountpoint,
+        default=d.ledger_mountpoint,
+        metavar="PATH",
+        help="the mount point of the file system holding the ledger root, as the node exporter "
+        f"reports it (`df ROOT` shows it; default {d.ledger_mountpoint}): LedgerDiskNearFull "
+        "and the dashboard's disk panel watch it",
     )
     p.add_argument(
         "--exporter",
@@ -310,6 +333,50 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help=f"a writer missing or stale for this long trips (default {d.ledger_writer_for})",
     )
+    add_host_thresholds(a, d)
+
+
+def add_host_thresholds(a: argparse._ArgumentGroup, d: Thresholds) -> None:
+    a.add_argument(
+        "--disk-free-threshold",
+        type=_fraction("--disk-free-threshold", "0.10"),
+        default=d.disk_free_fraction,
+        metavar="FRACTION",
+        help=f"free share of the ledger's file system below which it trips "
+        f"(default {d.disk_free_fraction:g})",
+    )
+    a.add_argument(
+        "--disk-for",
+        type=_duration("--disk-for", 0, WEEK_S, "10m"),
+        default=d.disk_for,
+        metavar="DURATION",
+        help=f"held for (default {d.disk_for})",
+    )
+    a.add_argument(
+        "--memory-available-threshold",
+        type=_fraction("--memory-available-threshold", "0.05"),
+        default=d.memory_available_fraction,
+        metavar="FRACTION",
+        help=f"available share of the host's memory below which it trips "
+        f"(default {d.memory_available_fraction:g})",
+    )
+    a.add_argument(
+        "--memory-for",
+        type=_duration("--memory-for", 0, WEEK_S, "5m"),
+        default=d.memory_for,
+        metavar="DURATION",
+        help=f"held for (default {d.memory_for})",
+    )
+
+
+def _mountpoint(value: str) -> str:
+    """An absolute path without control characters, as a mount point is written."""
+    if not value.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in value):
+        raise BadArgument(
+            f"--ledger-mountpoint {value[:80]!r} is not an absolute path: give the mount point "
+            "holding the ledger root, e.g. --ledger-mountpoint /srv"
+        )
+    return value
 
 
 def spec_of(args: argparse.Namespace) -> StackSpec:
@@ -318,11 +385,17 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
     vllm = tuple(check_named_target(t) for t in (args.vllm or [DEFAULT_VLLM_TARGET]))
     dcgm = None if args.no_dcgm else check_named_target(args.dcgm or DCGM_SERVICE_TARGET)
     am = check_target(args.alertmanager or ALERTMANAGER_SERVICE_TARGET)
+    node = check_named_target(args.node_exporter or DEFAULT_NODE_TARGET)
+    cadvisor = check_named_target(args.cadvisor or CADVISOR_SERVICE_TARGET)
     return StackSpec(
         vllm_targets=vllm,
         exporter_target=check_named_target(args.exporter),
         dcgm_target=dcgm,
         dcgm_service=dcgm == (DCGM_SERVICE_TARGET, None),
+        node_target=node,
+        node_service=args.node_exporter is None,
+        cadvisor_target=cadvisor,
+        cadvisor_service=args.cadvisor is None,
         alertmanager_target=am,
         alertmanager_service=args.alertmanager is None,
         webhook_url=args.webhook_url,
@@ -348,6 +421,11 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
             ledger_uncovered_seconds=args.ledger_uncovered_seconds,
             ledger_uncovered_range=args.ledger_uncovered_range,
             ledger_writer_for=args.ledger_writer_for,
+            disk_free_fraction=args.disk_free_threshold,
+            disk_for=args.disk_for,
+            ledger_mountpoint=args.ledger_mountpoint,
+            memory_available_fraction=args.memory_available_threshold,
+            memory_for=args.memory_for,
         ),
     )
 
@@ -393,6 +471,8 @@ def run(args: argparse.Namespace) -> int:
     targets = [a for a, _n in spec.vllm_targets] + [spec.exporter_target[0]]
     if spec.dcgm_target:
         targets.append(spec.dcgm_target[0])
+    if not spec.node_service and spec.node_target:
+        targets.append(spec.node_target[0])
     if not spec.alertmanager_service:
         targets.append(spec.alertmanager_target)
     for t in targets:

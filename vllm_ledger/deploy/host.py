@@ -37,6 +37,13 @@ ABSOLUTE_PATH_PATTERN = "^/[^\\x00-\\x1f\\x7f]*$"
 NOT_AN_OPTION_PATTERN = "^[^-][\\s\\S]*$"  # a positional word: "-x" would be read as a flag
 ADDRESS_PATTERN = "^[A-Za-z0-9_.:%][A-Za-z0-9_.:%-]*$"
 ACCOUNT_PATTERN = "^[A-Za-z_][A-Za-z0-9_-]{0,31}$"
+# An OTLP collector: http(s):// or grpc://, a host name, IPv4 or [IPv6] address, a port, a path.
+OTLP_ENDPOINT_PATTERN = (
+    "^(https?|grpc)://([A-Za-z0-9][A-Za-z0-9.-]*|\\[[0-9A-Fa-f:.]+\\])"
+    ":([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+    "(/[A-Za-z0-9._~/%-]*)?$"
+)
+DETAILED_TRACE_MODULES = ("model", "worker", "all")
 
 _POSITIVE_INT: dict[str, Any] = {"type": "integer", "minimum": 1}
 
@@ -252,6 +259,19 @@ SCHEMA: dict[str, Any] = {
             "pattern": ACCOUNT_PATTERN,
             "description": "systemd mode: the group vLLM runs as (Group=); default: the user's",
         },
+        "otlp_traces_endpoint": {
+            "type": "string",
+            "pattern": OTLP_ENDPOINT_PATTERN,
+            "description": "--otlp-traces-endpoint: the OpenTelemetry collector vLLM sends a "
+            "trace of every request to, e.g. grpc://127.0.0.1:4317 (gRPC unless extra_env sets "
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf)",
+        },
+        "collect_detailed_traces": {
+            "enum": list(DETAILED_TRACE_MODULES),
+            "description": "--collect-detailed-traces, with otlp_traces_endpoint: also time "
+            "the model's forward pass (model), the workers (worker) or both (all); it costs "
+            "throughput",
+        },
         "gpu_name": {
             "type": "string",
             "minLength": 1,
@@ -287,6 +307,8 @@ _OWNED_FLAGS = {
     "-q": "quantization",
     "--shutdown-timeout": "shutdown_timeout_seconds",
     "--api-key": "api_key",
+    "--otlp-traces-endpoint": "otlp_traces_endpoint",
+    "--collect-detailed-traces": "collect_detailed_traces",
 }
 _FORBIDDEN_FLAGS = {
     "--headless": "it starts no API server, so no ledger writer",
@@ -342,6 +364,8 @@ class Host:
     vllm_executable: str = _default("vllm_executable")
     user: str | None = _default("user")
     group: str | None = _default("group")
+    otlp_traces_endpoint: str | None = _default("otlp_traces_endpoint")
+    collect_detailed_traces: str | None = _default("collect_detailed_traces")
     gpu_name: str | None = _default("gpu_name")
     gpu_memory_gb: float | None = _default("gpu_memory_gb")
 
@@ -417,6 +441,8 @@ def parse_host(data: Any) -> Host:
         vllm_executable=get("vllm_executable"),
         user=get("user"),
         group=get("group"),
+        otlp_traces_endpoint=get("otlp_traces_endpoint"),
+        collect_detailed_traces=get("collect_detailed_traces"),
         gpu_name=get("gpu_name"),
         gpu_memory_gb=get("gpu_memory_gb"),
     )
@@ -499,6 +525,12 @@ def check_for(host: Host, mode: str, usage: bool) -> None:
 
 
 def _check_extras(data: dict[str, Any]) -> None:
+    if "collect_detailed_traces" in data and "otlp_traces_endpoint" not in data:
+        raise ConfigError(
+            "collect_detailed_traces: needs otlp_traces_endpoint (the traces go there)",
+            key="collect_detailed_traces",
+            hint="set otlp_traces_endpoint, e.g. grpc://127.0.0.1:4317",
+        )
     for i, arg in enumerate(data.get("extra_args", [])):
         flag = arg.split("=", 1)[0]
         if flag.startswith("--"):
@@ -662,4 +694,5 @@ def _pattern_words(pattern: str) -> str:
         ADDRESS_PATTERN: "is not an address or host name",
         PLAIN_PATH_PATTERN: "must be an absolute path of letters, digits and ._+/@,- only",
         ACCOUNT_PATTERN: "is not a user or group name",
+        OTLP_ENDPOINT_PATTERN: "is not an OTLP endpoint URL (http, https or grpc://HOST:PORT)",
     }.get(pattern, f"does not match {pattern}")

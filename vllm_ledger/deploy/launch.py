@@ -98,6 +98,8 @@ def serve_args(host: Host, *, mode: str, usage: bool) -> list[str]:
         ("--dtype", host.dtype),
         ("--quantization", host.quantization),
         ("--shutdown-timeout", shutdown_timeout_s(host, usage)),
+        ("--otlp-traces-endpoint", host.otlp_traces_endpoint),
+        ("--collect-detailed-traces", host.collect_detailed_traces),
     ]
     for flag, value in optional:
         if value is not None:

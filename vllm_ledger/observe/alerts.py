@@ -12,6 +12,9 @@ No rule sums over the fleet: each aggregation keeps ``instance`` (Prometheus's t
 ``report --by instance`` prints it) for the ledger's own rules, so an alert names the instance
 to look at and Alertmanager can route and group by it.
 
+The host's own rules read the node exporter (``node_*``, job ``node``): the disk that holds the
+ledger nearly full (on ``Thresholds.ledger_mountpoint``) and host memory pressure.
+
 Metric names are those vLLM 0.32 really exports (``vllm:kv_cache_usage_perc``, not the older
 ``vllm:gpu_cache_usage_perc``), its API server's (``http_requests_total`` from
 prometheus-fastapi-instrumentator, status grouped as ``2xx``/``5xx``), DCGM's, and the ledger
@@ -48,6 +51,22 @@ GROUP_NAME = "vllm-alerts"
 VLLM_JOB = "vllm"
 DCGM_JOB = "dcgm"
 EXPORTER_JOB = "vllm-ledger"
+NODE_JOB = "node"  # the node exporter: the host's CPU, memory, disks and network
+CADVISOR_JOB = "cadvisor"  # cAdvisor: each container's CPU and memory
+
+# The node exporter's and cAdvisor's series the rules and the dashboard read.
+NODE_FILESYSTEM_AVAIL_BYTES = "node_filesystem_avail_bytes"
+NODE_FILESYSTEM_SIZE_BYTES = "node_filesystem_size_bytes"
+NODE_MEMORY_AVAILABLE_BYTES = "node_memory_MemAvailable_bytes"
+NODE_MEMORY_TOTAL_BYTES = "node_memory_MemTotal_bytes"
+NODE_CPU_SECONDS_TOTAL = "node_cpu_seconds_total"
+NODE_NETWORK_RECEIVE_BYTES_TOTAL = "node_network_receive_bytes_total"
+NODE_NETWORK_TRANSMIT_BYTES_TOTAL = "node_network_transmit_bytes_total"
+CONTAINER_CPU_USAGE_SECONDS_TOTAL = "container_cpu_usage_seconds_total"
+CONTAINER_MEMORY_WORKING_SET_BYTES = "container_memory_working_set_bytes"
+# The mount point of the file system holding the ledger root, as the node exporter reports it
+# (a node exporter in a container run with --path.rootfs=/host reports the host's own paths).
+DEFAULT_LEDGER_MOUNTPOINT = "/"
 
 # Where each alert's runbook_url points unless --runbook-url says otherwise: the runbook in
 # this project's docs, one section per alert (anchor: the alert's name in lower case).
@@ -101,6 +120,29 @@ class Thresholds:
     ledger_uncovered_seconds: float = 60.0
     ledger_uncovered_range: str = "15m"
     ledger_writer_for: str = "2m"
+    disk_free_fraction: float = 0.10
+    disk_for: str = "10m"
+    ledger_mountpoint: str = DEFAULT_LEDGER_MOUNTPOINT  # where LedgerDiskNearFull looks
+    memory_available_fraction: float = 0.05
+    memory_for: str = "5m"
+
+
+def disk_free_fraction(mountpoint: str, matchers: str = "") -> str:
+    """The share of the file system at ``mountpoint`` still available to unprivileged users."""
+    sel = f'job="{NODE_JOB}",mountpoint="{_label_value(mountpoint)}"' + (
+        f",{matchers}" if matchers else ""
+    )
+    return f"{NODE_FILESYSTEM_AVAIL_BYTES}{{{sel}}} / {NODE_FILESYSTEM_SIZE_BYTES}{{{sel}}}"
+
+
+def memory_available_fraction(matchers: str = "") -> str:
+    """The share of the host's memory available without swapping (MemAvailable / MemTotal)."""
+    sel = f'job="{NODE_JOB}"' + (f",{matchers}" if matchers else "")
+    return f"{NODE_MEMORY_AVAILABLE_BYTES}{{{sel}}} / {NODE_MEMORY_TOTAL_BYTES}{{{sel}}}"
+
+
+def _label_value(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 @dataclass(frozen=True)
@@ -326,6 +368,43 @@ def alert_rules(
                 "and its state."
             ),
         ),
+        AlertRule(
+            "LedgerDiskNearFull",
+            disk_free_fraction(t.ledger_mountpoint),
+            "<",
+            t.disk_free_fraction,
+            t.disk_for,
+            "critical",
+            summary=(
+                "The ledger's file system {{ $labels.mountpoint }} ({{ $labels.device }}) on "
+                f"{{{{ $labels.instance }}}} has less than {_percent(t.disk_free_fraction)} "
+                f"free for {t.disk_for}"
+            ),
+            description=(
+                "When it fills, the ledger's writes fail and its windows go incomplete, and "
+                "vLLM's logs and the model cache stop growing too. Find what grew (du -xsh on "
+                "that mount point), compact the ledger (`vllm-ledger compact`), then free or "
+                "add space."
+            ),
+        ),
+        AlertRule(
+            "HostMemoryPressure",
+            memory_available_fraction(),
+            "<",
+            t.memory_available_fraction,
+            t.memory_for,
+            "critical",
+            summary=(
+                "Host {{ $labels.instance }} has less than "
+                f"{_percent(t.memory_available_fraction)} of its memory available for "
+                f"{t.memory_for}"
+            ),
+            description=(
+                "The kernel is about to swap or kill a process (vLLM's engine is the largest). "
+                "Find what holds the memory (ps aux --sort=-rss | head); on a CPU host lower "
+                "VLLM_CPU_KVCACHE_SPACE or --max-num-seqs."
+            ),
+        ),
     ]
     chosen = [r for r in rules if which == "full" or r.name in MINIMAL]
     return [replace(r, runbook_url=runbook_link(runbook, r.name)) for r in chosen]
@@ -341,16 +420,21 @@ def rules_document(
 
 __all__ = [
     "ALERT_SETS",
+    "CADVISOR_JOB",
+    "DEFAULT_LEDGER_MOUNTPOINT",
     "DEFAULT_RUNBOOK",
     "EXPORTER_JOB",
     "GPU_MEMORY_FRACTION",
     "GPU_TEMPERATURE",
     "MINIMAL",
+    "NODE_JOB",
     "VLLM_JOB",
     "AlertRule",
     "AlertSet",
     "Thresholds",
     "alert_rules",
+    "disk_free_fraction",
     "http_error_fraction",
+    "memory_available_fraction",
     "rules_document",
 ]

@@ -65,7 +65,21 @@ from vllm_ledger.names import (
     VLLM_REQUEST_SUCCESS_TOTAL,
     VLLM_TIME_TO_FIRST_TOKEN_SECONDS,
 )
-from vllm_ledger.observe.alerts import EXPORTER_JOB, VLLM_JOB, http_error_fraction
+from vllm_ledger.observe.alerts import (
+    CADVISOR_JOB,
+    CONTAINER_CPU_USAGE_SECONDS_TOTAL,
+    CONTAINER_MEMORY_WORKING_SET_BYTES,
+    DEFAULT_LEDGER_MOUNTPOINT,
+    EXPORTER_JOB,
+    NODE_CPU_SECONDS_TOTAL,
+    NODE_JOB,
+    NODE_NETWORK_RECEIVE_BYTES_TOTAL,
+    NODE_NETWORK_TRANSMIT_BYTES_TOTAL,
+    VLLM_JOB,
+    disk_free_fraction,
+    http_error_fraction,
+    memory_available_fraction,
+)
 
 SCHEMA_VERSION = 39
 DASHBOARD_UID = "vllm-ledger"
@@ -704,12 +718,111 @@ def _requires(kinds: set[str]) -> list[dict[str, str]]:
     return req
 
 
-def dashboard(max_model_len: int = DEFAULT_MAX_MODEL_LEN) -> dict[str, Any]:
-    """The dashboard JSON model, in Grafana's import format (``__inputs``, ``__requires``)."""
+HOST_ROW_AFTER = 4  # the host row follows the GPUs' row
+VLLM_CONTAINERS = 'name=~"vllm.*"'  # docker's container name: the host file's vllm-PORT or own
+
+
+def host_row(ledger_mountpoint: str = DEFAULT_LEDGER_MOUNTPOINT) -> tuple[str, list[Panel]]:
+    """The host and its containers, per host: the node exporter's CPU, memory, the ledger's
+    disk and the network; cAdvisor's CPU and memory of the vLLM containers."""
+    mem = memory_available_fraction(G)
+    nic = f'job="{NODE_JOB}",device!="lo",{G}'  # every interface but loopback
+    return (
+        "Host: CPU, memory, the ledger's disk, network (per host)",
+        [
+            Panel(
+                "Host CPU busy",
+                "timeseries",
+                "percentunit",
+                [
+                    (
+                        "1 - avg by (instance) "
+                        f'(rate({NODE_CPU_SECONDS_TOTAL}{{job="{NODE_JOB}",mode="idle",{G}}}[5m]))',
+                        "{{instance}}",
+                    )
+                ],
+                6,
+            ),
+            Panel(
+                "Host memory available",
+                "timeseries",
+                "percentunit",
+                [(mem, "{{instance}}")],
+                6,
+                "MemAvailable / MemTotal; HostMemoryPressure trips below its threshold.",
+            ),
+            Panel(
+                "Ledger disk free",
+                "timeseries",
+                "percentunit",
+                [(disk_free_fraction(ledger_mountpoint, G), "{{instance}} {{mountpoint}}")],
+                6,
+                f"The file system at {ledger_mountpoint} (holding the ledger root); "
+                "LedgerDiskNearFull trips below its threshold.",
+            ),
+            Panel(
+                "Host network",
+                "timeseries",
+                "Bps",
+                [
+                    (
+                        "sum by (instance) "
+                        f"(rate({NODE_NETWORK_RECEIVE_BYTES_TOTAL}{{{nic}}}[5m]))",
+                        "{{instance}} in",
+                    ),
+                    (
+                        "sum by (instance) "
+                        f"(rate({NODE_NETWORK_TRANSMIT_BYTES_TOTAL}{{{nic}}}[5m]))",
+                        "{{instance}} out",
+                    ),
+                ],
+                6,
+            ),
+            Panel(
+                "vLLM container CPU",
+                "timeseries",
+                "none",
+                [
+                    (
+                        "sum by (instance, name) "
+                        f'(rate({CONTAINER_CPU_USAGE_SECONDS_TOTAL}{{job="{CADVISOR_JOB}",{VLLM_CONTAINERS},{G}}}[5m]))',
+                        "{{name}}",
+                    )
+                ],
+                12,
+                "Cores in use by each container named vllm* (cAdvisor).",
+            ),
+            Panel(
+                "vLLM container memory",
+                "timeseries",
+                "bytes",
+                [
+                    (
+                        "sum by (instance, name) "
+                        f'({CONTAINER_MEMORY_WORKING_SET_BYTES}{{job="{CADVISOR_JOB}",{VLLM_CONTAINERS},{G}}})',
+                        "{{name}}",
+                    )
+                ],
+                12,
+                "Working set of each container named vllm* (cAdvisor): what the kernel counts "
+                "against a memory limit.",
+            ),
+        ],
+    )
+
+
+def dashboard(
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+    *,
+    ledger_mountpoint: str = DEFAULT_LEDGER_MOUNTPOINT,
+) -> dict[str, Any]:
+    """The dashboard JSON model, in Grafana's import format (``__inputs``, ``__requires``);
+    ``ledger_mountpoint`` is the file system the host row's disk panel shows."""
     panels: list[dict[str, Any]] = []
     y = 0
     pid = 1
-    for row_title, row_panels in ROWS:
+    rows = [*ROWS[:HOST_ROW_AFTER], host_row(ledger_mountpoint), *ROWS[HOST_ROW_AFTER:]]
+    for row_title, row_panels in rows:
         panels.append(
             {
                 "id": pid,
@@ -745,7 +858,7 @@ def dashboard(max_model_len: int = DEFAULT_MAX_MODEL_LEN) -> dict[str, Any]:
                 "pluginName": "Prometheus",
             }
         ],
-        "__requires": _requires({p.kind for _t, row in ROWS for p in row}),
+        "__requires": _requires({p.kind for _t, row in rows for p in row}),
         "uid": DASHBOARD_UID,
         "title": DASHBOARD_TITLE,
         "tags": ["vllm", "vllm-ledger"],

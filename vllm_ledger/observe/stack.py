@@ -1,6 +1,7 @@
 """The monitoring stack as files: Prometheus scrape config and alerts, an Alertmanager route to a
 webhook, Grafana provisioning and dashboard, and a compose file running Prometheus,
-Alertmanager, Grafana (on 3300) and the DCGM exporter.
+Alertmanager, Grafana (on 3300), the DCGM exporter, the node exporter (the host's CPU, memory,
+disks and network) and cAdvisor (each container's CPU and memory).
 
 ``documents(spec)`` builds every file's content as data (pure); ``write_stack`` renders and
 writes them (YAML through PyYAML, the ``observability`` extra). The ledger exporter is not in the
@@ -28,9 +29,11 @@ from vllm_ledger import names
 from vllm_ledger.errors import BadArgument, MissingExtra
 from vllm_ledger.names import LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL
 from vllm_ledger.observe.alerts import (
+    CADVISOR_JOB,
     DCGM_JOB,
     DEFAULT_RUNBOOK,
     EXPORTER_JOB,
+    NODE_JOB,
     VLLM_JOB,
     AlertSet,
     Thresholds,
@@ -45,6 +48,11 @@ DCGM_SERVICE_TARGET = "dcgm-exporter:9400"
 DEFAULT_VLLM_TARGET = f"{HOST_GATEWAY}:8000"
 DEFAULT_EXPORTER_TARGET = f"{HOST_GATEWAY}:9464"
 ALERTMANAGER_SERVICE_TARGET = "alertmanager:9093"
+# The node exporter runs in the host's network namespace (it reports the host's interfaces),
+# so Prometheus reaches it through the Docker host; cAdvisor is a service on the compose network.
+NODE_PORT = 9100
+DEFAULT_NODE_TARGET = f"{HOST_GATEWAY}:{NODE_PORT}"
+CADVISOR_SERVICE_TARGET = "cadvisor:8080"
 # Where Alertmanager posts alerts until --webhook-url says otherwise: `vllm-ledger notifier`'s
 # /alertmanager endpoint at its default port, on the Docker host (the compose file maps
 # host.docker.internal to it for the Alertmanager container; the notifier must then listen on
@@ -60,6 +68,8 @@ PROMETHEUS_IMAGE = "prom/prometheus:v2.53.0"
 GRAFANA_IMAGE = "grafana/grafana:11.1.0"
 ALERTMANAGER_IMAGE = "prom/alertmanager:v0.27.0"
 DCGM_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.1-ubuntu22.04"
+NODE_EXPORTER_IMAGE = "quay.io/prometheus/node-exporter:v1.8.2"
+CADVISOR_IMAGE = "gcr.io/cadvisor/cadvisor:v0.49.1"
 
 PROMETHEUS_YML = "prometheus.yml"
 ALERTS_YML = "alerts.yml"
@@ -121,6 +131,10 @@ class StackSpec:
     exporter_target: Target = (DEFAULT_EXPORTER_TARGET, None)
     dcgm_target: Target | None = (DCGM_SERVICE_TARGET, None)  # None: no DCGM job or service
     dcgm_service: bool = True  # run dcgm-exporter in the compose file
+    node_target: Target | None = (DEFAULT_NODE_TARGET, None)  # None: no node job or service
+    node_service: bool = True  # run the node exporter in the compose file
+    cadvisor_target: Target | None = (CADVISOR_SERVICE_TARGET, None)  # None: no cAdvisor
+    cadvisor_service: bool = True  # run cAdvisor in the compose file
     alertmanager_target: str = ALERTMANAGER_SERVICE_TARGET
     alertmanager_service: bool = True  # run Alertmanager in the compose file
     webhook_url: str = PLACEHOLDER_WEBHOOK
@@ -146,6 +160,10 @@ def prometheus_config(spec: StackSpec) -> dict[str, Any]:
     if spec.dcgm_target is not None:
         jobs.append((DCGM_JOB, (spec.dcgm_target,)))
     jobs.append((EXPORTER_JOB, (spec.exporter_target,)))
+    if spec.node_target is not None:
+        jobs.append((NODE_JOB, (spec.node_target,)))
+    if spec.cadvisor_target is not None:
+        jobs.append((CADVISOR_JOB, (spec.cadvisor_target,)))
     return {
         "global": {
             "scrape_interval": spec.scrape_interval,
@@ -299,6 +317,33 @@ def compose(spec: StackSpec) -> dict[str, Any]:
             },
             "restart": "unless-stopped",
         }
+    if spec.node_target is not None and spec.node_service:
+        services["node-exporter"] = {
+            "image": NODE_EXPORTER_IMAGE,
+            # The host's root read-only: file systems are reported by their host mount points
+            # (the ledger's disk alert names one); the host's network and processes.
+            "command": ["--path.rootfs=/host", f"--web.listen-address=:{NODE_PORT}"],
+            "network_mode": "host",
+            "pid": "host",
+            "volumes": ["/:/host:ro,rslave"],
+            "restart": "unless-stopped",
+        }
+    if spec.cadvisor_target is not None and spec.cadvisor_service:
+        services["cadvisor"] = {
+            "image": CADVISOR_IMAGE,
+            # What cAdvisor's own docs mount to read every container's cgroups; scraped on the
+            # compose network, not published.
+            "privileged": True,
+            "devices": ["/dev/kmsg"],
+            "volumes": [
+                "/:/rootfs:ro",
+                "/var/run:/var/run:ro",
+                "/sys:/sys:ro",
+                "/var/lib/docker/:/var/lib/docker:ro",
+                "/dev/disk/:/dev/disk:ro",
+            ],
+            "restart": "unless-stopped",
+        }
     volumes: dict[str, Any] = {"prometheus-data": {}, "grafana-data": {}}
     if spec.alertmanager_service:
         volumes["alertmanager-data"] = {}
@@ -314,7 +359,9 @@ def documents(spec: StackSpec) -> dict[str, Any]:
         COMPOSE_YAML: compose(spec),
         DATASOURCE_YML: datasource_provisioning(),
         DASHBOARDS_YML: dashboard_provisioning(),
-        DASHBOARD_JSON: dashboard(spec.max_model_len),
+        DASHBOARD_JSON: dashboard(
+            spec.max_model_len, ledger_mountpoint=spec.thresholds.ledger_mountpoint
+        ),
     }
 
 

@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import struct
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -161,9 +162,12 @@ def test_this_machines_real_facts_for_cpu_serving(tmp_path: Path) -> None:
     )
     assert got["clock"].result in ("pass", "warn")
     assert [f.check for f in preflight(host).findings] == [
+        "os/kernel",
+        "python",
         "gpu",
         "gpu memory",
         "driver/cuda",
+        "cudnn",
         "cpu",
         "ram",
         "disk (model)",
@@ -172,6 +176,7 @@ def test_this_machines_real_facts_for_cpu_serving(tmp_path: Path) -> None:
         "bot user",
         "port",
         "docker",
+        "nvidia toolkit",
         "clock",
     ]
 
@@ -248,6 +253,7 @@ def test_a_port_in_use_is_a_blocker_and_exits_1(tmp_path: Path) -> None:
                     "host": "127.0.0.1",
                     "port": port,
                     "gpus": [],
+                    "vllm_executable": sys.executable.rsplit("/", 1)[0] + "/vllm",
                 }
             )
         )
@@ -259,7 +265,7 @@ def test_a_port_in_use_is_a_blocker_and_exits_1(tmp_path: Path) -> None:
     assert row.split()[1] == "BLOCKER"
     assert f"127.0.0.1:{port}: Address already in use | needs 127.0.0.1:{port} free" in row
     assert lines[-1] == "1 blocker"
-    assert len(lines) == 14  # header, twelve checks, the count: one line each
+    assert len(lines) == 18  # header, sixteen checks, the count: one line each
 
 
 @pytest.fixture

