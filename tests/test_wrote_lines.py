@@ -33,7 +33,7 @@ def test_the_line_is_absolute_and_terminal_safe(tmp_path: Path, monkeypatch: Any
     [
         (("render", "--host", str(HOST), "--output", "run.sh", "--mode", "bare"), ["run.sh"]),
         (("render", "--host", str(HOST), "--output", "vllm.service", "--mode", "systemd"),
-         ["vllm.service"]),
+         ["vllm.service", "vllm.sysusers.conf"]),
         (("render", "--host", str(HOST), "--units", "units"),
          ["units/vllm-8001-ledger-check.service", "units/vllm-8001-ledger-check.timer",
           "units/vllm-8001-ledger-exporter.service"]),

@@ -2,10 +2,16 @@
 
 ``vllm_unit(host, usage=, tz=)`` is ``render --mode systemd``: the bare mode's ``vllm serve``
 command line as ExecStart, its environment as ``Environment=`` lines (the ledger's with
-``usage``, exactly as bare mode exports them), ``Restart=on-failure``, ``KillMode=mixed``
-(SIGTERM to vLLM alone, which stops its own workers; SIGKILL to what is left after the stop
-timeout) and ``TimeoutStopSec`` above ``--shutdown-timeout``, so the ledger drains before
-systemd kills anything.
+``usage``, exactly as bare mode exports them), ``Restart=always`` with no start limit (a crash
+loop keeps retrying every ``RESTART_SEC``), ``KillMode=mixed`` (SIGTERM to vLLM alone, which
+stops its own workers; SIGKILL to what is left after the stop timeout) and ``TimeoutStopSec``
+above ``--shutdown-timeout``, so the ledger drains before systemd kills anything.
+
+The service is sandboxed (``_hardening``): a dedicated account by default (``vllm``, declared
+by ``sysusers_text``, written beside the unit), ``ProtectSystem=strict`` with the ledger's
+folder and the caches ``extra_env`` names writable, and nothing that would stop CUDA: no
+``PrivateDevices``, ``DeviceAllow``, ``ProtectClock`` (it implies a device allow-list),
+``MemoryDenyWriteExecute`` (JIT) or ``SystemCallFilter``.
 
 The API key is never in the unit: a key file is handed to the service with ``LoadCredential=``
 (so it may stay readable by root alone) and a key variable comes from an ``EnvironmentFile=``;
@@ -44,6 +50,23 @@ from vllm_ledger.notify.unit import unit_text
 from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV, is_plain_path
 
 RESTART_SEC = 10
+DEFAULT_USER = "vllm"  # the account the vLLM unit runs as when the host file names none
+DEFAULT_HOME = f"/var/lib/{DEFAULT_USER}"  # its home: StateDirectory, so writable
+SYSUSERS_FILE = f"{DEFAULT_USER}.sysusers.conf"  # written beside the unit
+NOFILE_LIMIT = 65536  # sockets, shared-memory handles and model shards
+NPROC_LIMIT = 65536  # the account's processes and threads (compile workers, NCCL)
+# extra_env names whose value is a cache folder vLLM writes: made writable (ReadWritePaths).
+CACHE_ENV_NAMES = (
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "TRANSFORMERS_CACHE",
+    "XDG_CACHE_HOME",
+    "VLLM_CACHE_ROOT",
+    "VLLM_CONFIG_ROOT",
+    "TRITON_CACHE_DIR",
+    "TORCHINDUCTOR_CACHE_DIR",
+)
 STOP_MARGIN_S = DOCKER_STOP_MARGIN_S  # systemd waits this much past vLLM's shutdown timeout
 CREDENTIAL = "vllm-api-key"
 ENV_FILE_DIR = "/etc/vllm-ledger"
@@ -140,31 +163,102 @@ def _key_wrapper(host: Host) -> list[str]:
     return ["/bin/sh", "-c", script, "sh"]
 
 
+def sysusers_text(host: Host) -> str | None:
+    """The sysusers.d line that declares the vLLM unit's dedicated account, or None when the
+    host file names its own ``user`` (an account that exists already)."""
+    if host.user:
+        return None
+    return (
+        "# The account the vLLM service runs as, rendered by vllm-ledger "
+        f"{__version__} (render --mode systemd).\n"
+        f"# Install: cp {SYSUSERS_FILE} /etc/sysusers.d/{DEFAULT_USER}.conf && systemd-sysusers\n"
+        f'u {DEFAULT_USER} - "vLLM server" {DEFAULT_HOME}\n'
+    )
+
+
+def writable_paths(host: Host, usage: bool) -> list[str]:
+    """The folders the sandboxed service may write, besides its home and a private /tmp:
+    ARTIFACTS with ``usage`` (the ledger root is created in it and the bundle step swaps the
+    plugin folder beside it), then the cache folders ``extra_env`` names, in name order."""
+    paths = [plain_path(host.artifacts_dir or "", "artifacts_dir")] if usage else []
+    for name, value in host.extra_env:
+        if name in CACHE_ENV_NAMES:
+            path = plain_path(value, f"extra_env.{name}")
+            if path not in paths:
+                paths.append(path)
+    return paths
+
+
+def _hardening(host: Host, usage: bool) -> list[str]:
+    """Limits and the sandbox. A named ``user`` keeps its own home (taken to be /home/USER, or
+    /root for root) writable, since vLLM, Triton and Hugging Face cache under ``~``."""
+    out = [
+        f"LimitNOFILE={NOFILE_LIMIT}",
+        "LimitMEMLOCK=infinity",
+        f"LimitNPROC={NPROC_LIMIT}",
+        "NoNewPrivileges=yes",
+        "CapabilityBoundingSet=",
+        "ProtectSystem=strict",
+        "ProtectHome=read-only",
+    ]
+    paths = writable_paths(host, usage)
+    if host.user:
+        paths.append("-" + ("/root" if host.user == "root" else f"/home/{host.user}"))
+    else:
+        out.append(f"StateDirectory={DEFAULT_USER}")
+    out += [f"ReadWritePaths={path}" for path in paths]
+    out += [
+        "PrivateTmp=yes",
+        "PrivateMounts=yes",
+        "ProtectKernelTunables=yes",
+        "ProtectKernelModules=yes",
+        "ProtectKernelLogs=yes",
+        "ProtectControlGroups=yes",
+        "ProtectHostname=yes",
+        "ProtectProc=invisible",
+        "RestrictNamespaces=yes",
+        "RestrictRealtime=yes",
+        "RestrictSUIDSGID=yes",
+        "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK",
+        "LockPersonality=yes",
+        "SystemCallArchitectures=native",
+    ]
+    if not host.user:
+        out.append("RemoveIPC=yes")
+    return out
+
+
 def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
     """The vLLM service unit's text. Raises ConfigError if the host file does not fit."""
     check_for(host, "bare", usage)
     if tz is not None and not usage:
         raise ConfigError("a zone (tz) is recorded by the ledger: it needs usage", key="tz")
     name = unit_name(host)
+    account = (
+        f"cp {SYSUSERS_FILE} /etc/sysusers.d/{DEFAULT_USER}.conf && systemd-sysusers && "
+        if not host.user
+        else ""
+    )
     out = [
         f"# vLLM service unit (systemd mode{', usage ledger on' if usage else ''}), rendered by "
         f"vllm-ledger {__version__}.",
         "# Do not edit: change the host file, render again and review the diff.",
-        f"# Install: cp {name} /etc/systemd/system/ && systemctl daemon-reload && "
+        f"# Install: {account}cp {name} /etc/systemd/system/ && systemctl daemon-reload && "
         f"systemctl enable --now {name}",
         "[Unit]",
         f"Description=vLLM OpenAI server on port {host.port} ({host.name})",
         "After=network-online.target",
         "Wants=network-online.target",
+        "StartLimitIntervalSec=0",
     ]
     if usage and not host.ledger_code_dir:
         marker = posixpath.join(plugin_dir(host), BUNDLE_MARKER)
         out.append(f"AssertPathExists={plain_path(marker, 'artifacts_dir')}")
     out += ["", "[Service]", "Type=exec"]
-    if host.user:
-        out.append(f"User={host.user}")
-    if host.group:
-        out.append(f"Group={host.group}")
+    out.append(f"User={host.user or DEFAULT_USER}")
+    if host.group or not host.user:
+        out.append(f"Group={host.group or DEFAULT_USER}")
+    out.append(f"WorkingDirectory={'~' if host.user else DEFAULT_HOME}")
     for key, value in _environment(host, usage, tz):
         out.append(f"Environment={sd_word(f'{key}={value}', command=False)}")
     if host.api_key_file:
@@ -189,7 +283,7 @@ def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
     heads = [h for h in (_key_wrapper(host), [host.vllm_executable, *args[:2]]) if h]
     out += _command_lines("ExecStart", args[2:], *heads)
     out += [
-        "Restart=on-failure",
+        "Restart=always",
         f"RestartSec={RESTART_SEC}",
         "KillMode=mixed",
         "KillSignal=SIGTERM",
@@ -197,6 +291,7 @@ def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
     timeout = shutdown_timeout_s(host, usage)
     if timeout is not None:
         out.append(f"TimeoutStopSec={timeout + STOP_MARGIN_S}")
+    out += _hardening(host, usage)
     out += [f"SyslogIdentifier={host.name}", "", "[Install]", "WantedBy=multi-user.target"]
     return "\n".join(out) + "\n"
 
@@ -312,11 +407,15 @@ def check_values_for_units(host: Host) -> None:
 
 
 __all__ = [
+    "DEFAULT_USER",
+    "SYSUSERS_FILE",
     "Unit",
     "env_file",
     "ledger_units",
     "notifier_unit",
     "sd_word",
+    "sysusers_text",
     "unit_name",
     "vllm_unit",
+    "writable_paths",
 ]

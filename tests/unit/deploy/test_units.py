@@ -24,7 +24,14 @@ from tests.conftest import REPO, run_cli
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import Host, load_host, parse_host
 from vllm_ledger.deploy.launch import Raw, docker_run_words
-from vllm_ledger.deploy.units import ledger_units, sd_word, vllm_unit
+from vllm_ledger.deploy.units import (
+    ledger_units,
+    sd_word,
+    sysusers_text,
+    vllm_unit,
+    writable_paths,
+)
+from vllm_ledger.errors import ConfigError
 
 DATA = REPO / "tests" / "data" / "render"
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
@@ -402,11 +409,97 @@ def test_systemd_cli_output_and_message(tmp_path: Path) -> None:
         "render", "--host", str(DATA / "cpu-bare.json"), "--output", str(out), "--mode", "systemd"
     )
     assert rc == 0
+    sysusers = tmp_path / "vllm.sysusers.conf"
     assert err == (
+        f"wrote {sysusers}\n"
         f"wrote {out} (systemd mode, ledger off); review it, then install it: cp {out} "
         "/etc/systemd/system/vllm-8001.service && systemctl daemon-reload && "
         "systemctl enable --now vllm-8001.service\n"
     )
+    assert sysusers.read_text().endswith('\nu vllm - "vLLM server" /var/lib/vllm\n')
+
+
+@needs_systemd
+def test_the_sysusers_file_creates_the_units_account(tmp_path: Path) -> None:
+    """``systemd-sysusers --root`` applies the file to an empty root: the account the unit
+    names (User=, Group=, its home the unit's StateDirectory) appears there."""
+    text = sysusers_text(host("cpu-bare"))
+    assert text is not None
+    conf = tmp_path / "vllm.conf"
+    conf.write_text(text)
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    proc = subprocess.run(
+        ["systemd-sysusers", f"--root={root}", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (entry,) = (root / "etc" / "passwd").read_text().splitlines()
+    name, _, uid, gid, gecos, home, _ = entry.split(":")
+    assert (name, gecos, home, uid == gid) == ("vllm", "vLLM server", "/var/lib/vllm", True)
+    unit = vllm_unit(host("cpu-bare"))
+    for line in (
+        "User=vllm",
+        "Group=vllm",
+        "StateDirectory=vllm",
+        "WorkingDirectory=/var/lib/vllm",
+    ):
+        assert f"\n{line}\n" in unit
+
+
+def test_a_named_user_gets_no_sysusers_file_and_keeps_its_home_writable() -> None:
+    h = host("cpu-bare", user="alice")
+    assert sysusers_text(h) is None
+    unit = vllm_unit(h, usage=True)
+    assert "User=alice\n" in unit and "Group=" not in unit and "StateDirectory" not in unit
+    assert "WorkingDirectory=~\n" in unit
+    assert "ReadWritePaths=/srv/artifacts\nReadWritePaths=-/home/alice\n" in unit
+    assert "ReadWritePaths=-/root\n" in vllm_unit(host("cpu-bare", user="root"))
+
+
+def test_cache_folders_from_extra_env_are_writable() -> None:
+    h = host(
+        "cpu-bare",
+        extra_env=(("HF_HOME", "/srv/hf"), ("OTHER", "/x"), ("VLLM_CACHE_ROOT", "/srv/vc")),
+    )
+    assert writable_paths(h, True) == ["/srv/artifacts", "/srv/hf", "/srv/vc"]
+    assert writable_paths(h, False) == ["/srv/hf", "/srv/vc"]
+    with pytest.raises(ConfigError) as exc:
+        vllm_unit(host("cpu-bare", extra_env=(("HF_HOME", "/srv/a b"),)))
+    assert str(exc.value).startswith("extra_env.HF_HOME: '/srv/a b' cannot go in a systemd unit")
+
+
+def test_vllm_unit_keeps_gpu_access_and_jit() -> None:
+    """What would stop CUDA is never there: device sandboxing, a device allow-list (also
+    implied by ProtectClock), W^X memory (JIT), a system call filter."""
+    for name in ("gpu-node", "cpu-bare"):
+        unit = vllm_unit(host(name), usage=True)
+        for key in (
+            "PrivateDevices",
+            "DeviceAllow",
+            "DevicePolicy",
+            "ProtectClock",
+            "MemoryDenyWriteExecute",
+            "SystemCallFilter",
+            "PrivateUsers",
+        ):
+            assert f"\n{key}=" not in unit, (name, key)
+        for line in (
+            "Restart=always",
+            "RestartSec=10",
+            "LimitNOFILE=65536",
+            "LimitMEMLOCK=infinity",
+            "NoNewPrivileges=yes",
+            "ProtectSystem=strict",
+            "PrivateTmp=yes",
+            "ReadWritePaths=/srv/artifacts",
+        ):
+            assert f"\n{line}\n" in unit, (name, line)
+        unit_section = unit.split("[Service]")[0]
+        assert "\nStartLimitIntervalSec=0\n" in unit_section
 
 
 def test_compose_mode_needs_an_image(tmp_path: Path) -> None:
