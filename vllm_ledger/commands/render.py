@@ -22,7 +22,10 @@ from vllm_ledger.commands._common import (
 )
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import MODES, Host, load_host, schema_json
+from vllm_ledger.deploy.image import build_command, image_files
+from vllm_ledger.deploy.kubernetes import manifest_files, manifests_yaml
 from vllm_ledger.deploy.launch import render_script
+from vllm_ledger.deploy.supervisor import conf_name, program_section
 from vllm_ledger.deploy.tuning import (
     WORKLOADS,
     Calibration,
@@ -32,7 +35,13 @@ from vllm_ledger.deploy.tuning import (
     host_gpus,
     tuning_hints,
 )
-from vllm_ledger.deploy.units import ledger_units, unit_name, vllm_unit
+from vllm_ledger.deploy.units import (
+    SYSUSERS_FILE,
+    ledger_units,
+    sysusers_text,
+    unit_name,
+    vllm_unit,
+)
 from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.outfile import write_file
@@ -45,6 +54,9 @@ EPILOG = """examples:
   vllm-ledger render --host local/host.json --output local/run.sh --mode bare
   vllm-ledger render --host local/host.json --output vllm.service --mode systemd --usage
   vllm-ledger render --host local/host.json --output compose.yaml --mode compose --usage
+  vllm-ledger render --host local/host.json --output vllm.conf --mode supervisor --usage
+  vllm-ledger render --host local/host.json --output k8s/ --mode kubernetes --usage
+  vllm-ledger render --host local/host.json --output image/ --mode image
   vllm-ledger render --host local/host.json --units local/units \\
       --notifier-config /etc/vllm-ledger/notifier.json
   vllm-ledger render --host local/host.json --explain --workload batch --root /srv/artifacts/usage
@@ -54,7 +66,8 @@ exit status: 0 written (or printed), 2 a bad flag or host file (nothing written)
 refused a write (a full disk, a denied folder)
 """
 
-RENDER_MODES = (*MODES, "systemd", "compose")
+FOLDER_MODES = ("kubernetes", "image")  # --output may be a folder (kubernetes: or a file)
+RENDER_MODES = (*MODES, "systemd", "compose", "supervisor", *FOLDER_MODES)
 DEFAULT_EXPORTER_LISTEN = "127.0.0.1:9464"
 CALIBRATION_WINDOW = "7d"
 
@@ -71,9 +84,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--output",
-        type=output_file("--output", "run.sh", stdout=True),
+        type=_output_target,
         metavar="FILE",
-        help="script to write, mode 0755, a regular file replaced whole ('-': stdout)",
+        help="script to write, mode 0755, a regular file replaced whole ('-': stdout); "
+        "kubernetes mode: a file, or a folder (existing, or ending in /) for one file per "
+        "resource; image mode: a folder",
     )
     p.add_argument(
         "--usage",
@@ -93,7 +108,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         choices=RENDER_MODES,
         help="docker (docker run of the vLLM image), bare (vllm serve), systemd (a service "
         "unit running bare mode's vllm serve) or compose (a compose.yaml service equivalent to "
-        "docker mode); default: the host file's mode, else docker",
+        "docker mode), supervisor (a supervisord [program:NAME] section running bare mode's "
+        "vllm serve), kubernetes (a StatefulSet, Service, ServiceMonitor, PrometheusRule and "
+        "dashboard ConfigMap; docs/kubernetes.md), image (a Dockerfile adding this project's "
+        "wheel to the host file's image); default: the host file's mode, else docker",
     )
     p.add_argument(
         "--units",
@@ -176,6 +194,8 @@ def _check_combination(args: argparse.Namespace) -> None:
         raise BadArgument("--tz records the ledger's zone: it needs --usage")
     if args.output is None and (args.usage or args.mode is not None):
         raise BadArgument("--usage and --mode shape the --output file: give --output FILE")
+    if args.output not in (None, "-") and args.mode not in FOLDER_MODES:
+        output_file("--output", "run.sh")(args.output)  # only FOLDER_MODES take a folder
 
 
 USAGE = {"usage": "--usage"}  # a refusal names the renderers' parameter; here it is a flag
@@ -195,10 +215,14 @@ _RENDERERS: dict[str, Callable[..., str]] = {
     "bare": render_script,
     "systemd": lambda host, *, mode, usage, tz: vllm_unit(host, usage=usage, tz=tz),
     "compose": lambda host, *, mode, usage, tz: compose_file(host, usage=usage, tz=tz),
+    "supervisor": lambda host, *, mode, usage, tz: program_section(host, usage=usage, tz=tz),
 }
 
 
 def _write_main(args: argparse.Namespace, host: Host, mode: str) -> None:
+    if mode in FOLDER_MODES:
+        _write_folder_mode(args, host, mode)
+        return
     try:
         text = _RENDERERS[mode](host, mode=mode, usage=args.usage, tz=args.tz)
     except ConfigError as exc:
@@ -223,11 +247,79 @@ def _write_main(args: argparse.Namespace, host: Host, mode: str) -> None:
         "systemd": f"install it: cp {shown} /etc/systemd/system/{unit_name(host)} && "
         f"systemctl daemon-reload && systemctl enable --now {unit_name(host)}",
         "compose": f"start it: docker compose -f {shown} up -d",
+        "supervisor": f"install it: cp {shown} /etc/supervisor/conf.d/{conf_name(host)} && "
+        "supervisorctl reread && supervisorctl update",
     }.get(mode, f"start it: bash {shown}")
+    if mode == "systemd":
+        _write_sysusers(out, host)
     say_wrote(out, f" ({mode} mode, ledger {ledger}); review it, then {then}")
 
 
+def _write_sysusers(out: str, host: Host) -> None:
+    """The dedicated account's sysusers.d file, beside the unit (none for a named user)."""
+    text = sysusers_text(host)
+    if text is not None:
+        path = Path(os.path.dirname(out) or ".", SYSUSERS_FILE)
+        write_file(path, text.encode("utf-8"), flag="--output", example=f"--output {out}")
+        say_wrote(path)
+
+
+def _output_target(value: str) -> str:
+    """--output: a file as before, or a folder (existing, or ending in /) for FOLDER_MODES."""
+    if value.endswith("/") or os.path.isdir(value):
+        return value  # a folder: only FOLDER_MODES take one (write_file refuses it otherwise)
+    return output_file("--output", "run.sh", stdout=True)(value)
+
+
+def _write_folder_mode(args: argparse.Namespace, host: Host, mode: str) -> None:
+    """kubernetes: one multi-document file, or one file per resource in a folder; image: the
+    build folder of the derived image."""
+    out: str = args.output
+    folder = out.endswith("/") or os.path.isdir(out)
+    if mode == "image" and (args.usage or args.tz is not None):
+        raise BadArgument("--mode image writes a Dockerfile: --usage and --tz shape the manifests")
+    if mode == "image" and not folder:
+        shown = "image" if out == "-" else out
+        raise BadArgument(f"--mode image writes a folder: give --output {shown}/")
+    text = ""
+    try:
+        if mode == "image":
+            files = image_files(host)
+        elif folder:
+            files = manifest_files(host, usage=args.usage, tz=args.tz)
+        else:
+            text = manifests_yaml(host, usage=args.usage, tz=args.tz)
+    except ConfigError as exc:
+        raise ConfigError(f"host file {args.host}: {with_flags(str(exc), USAGE)}", exc.key) from exc
+    if not folder and out == "-":
+        sys.stdout.write(text)
+        return
+    example = "--output image/" if mode == "image" else "--output k8s/"
+    if not folder:
+        files, out = [(os.path.basename(out), text)], os.path.dirname(out) or "."
+    elif not os.path.isdir(out):
+        try:
+            os.mkdir(out)
+        except OSError as exc:
+            raise BadArgument(f"--output {out}: cannot create it: {exc.strerror}") from None
+    written = [
+        write_file(Path(out, name), body.encode("utf-8"), flag="--output", example=example)
+        for name, body in files
+    ]
+    for path in written[:-1]:
+        say_wrote(path)
+    shown = printable(os.path.abspath(out if folder else written[-1]))
+    if mode == "image":
+        more = f" (image mode); build it: {printable(build_command(host, shown))}"
+    else:
+        ledger = ("on" if args.usage else "off") + (f", zone {args.tz}" if args.tz else "")
+        more = f" (kubernetes mode, ledger {ledger}); review it, then: kubectl apply -f {shown}"
+    say_wrote(written[-1], more)
+
+
 def _example(mode: str, host: Host) -> str:
+    if mode == "supervisor":
+        return conf_name(host)
     return unit_name(host) if mode == "systemd" else "compose.yaml"
 
 

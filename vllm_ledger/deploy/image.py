@@ -1,0 +1,95 @@
+"""A derived vLLM image with this project's wheel installed: ``render --mode image``. Pure.
+
+``image_files(host)`` returns the build folder's files: a ``Dockerfile`` that starts ``FROM``
+the host file's vLLM image and installs ``vllm_ledger-VERSION-py3-none-any.whl`` (``make dist``
+writes it) with ``pip install --no-deps --no-index``, so the build reaches no network beyond
+pulling the base image, and a ``.dockerignore`` that sends only the wheel to the builder. The
+wheel's entry point (``vllm.stat_logger_plugins``) makes vLLM load the plugin; the ledger writes
+only where ``VLLM_LEDGER_DIR`` says (the kubernetes manifests set it).
+
+``derived_image(host)`` is the reference the kubernetes manifests run: ``NAME-ledger:TAG-VERSION``
+(NAME the base image's last path part, TAG its tag), without a registry: tag and push it to the
+registry your cluster pulls from and point the manifests at it (docs/kubernetes.md).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from vllm_ledger import __version__
+from vllm_ledger.deploy.host import Host
+from vllm_ledger.errors import ConfigError
+
+DOCKERFILE = "Dockerfile"
+DOCKERIGNORE = ".dockerignore"
+WHEEL = f"vllm_ledger-{__version__}-py3-none-any.whl"
+_TAG_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def require_image(host: Host, mode: str) -> str:
+    """The host file's vLLM image, or ConfigError naming ``image``."""
+    if host.image is None:
+        raise ConfigError(
+            f"image: required in {mode} mode (a pinned vLLM OpenAI image, e.g. "
+            "vllm/vllm-openai:v0.32.0)",
+            key="image",
+        )
+    return host.image
+
+
+def _name_and_tag(image: str) -> tuple[str, str]:
+    ref, _, digest = image.partition("@")
+    last = ref.rsplit("/", 1)[-1]
+    name, _, tag = last.partition(":")
+    if not tag:
+        tag = digest.partition(":")[2][:12] if digest else "latest"
+    name = _TAG_CHARS.sub("-", name.lower()) or "vllm"
+    return name, _TAG_CHARS.sub("-", tag)
+
+
+def derived_image(host: Host) -> str:
+    """The derived image's reference (no registry): ``vllm-openai-ledger:v0.32.0-0.1.0``."""
+    name, tag = _name_and_tag(require_image(host, "image"))
+    return f"{name}-ledger:{tag[: 127 - len(__version__)]}-{__version__}"
+
+
+def dockerfile(host: Host) -> str:
+    image = require_image(host, "image")
+    return "\n".join(
+        [
+            f"# The vLLM image with vllm-ledger {__version__} installed, rendered by vllm-ledger "
+            f"{__version__}.",
+            "# Do not edit: change the host file, render again and review the diff.",
+            f"# Needs {WHEEL} beside this file (make dist writes it to dist/).",
+            f"# Build: docker build -t {derived_image(host)} .",
+            "# Nothing is downloaded but the base image: pip installs the wheel alone, offline.",
+            f"FROM {image}",
+            f"COPY {WHEEL} /tmp/vllm-ledger/",
+            "RUN python3 -m pip install --no-deps --no-index --no-cache-dir "
+            f"/tmp/vllm-ledger/{WHEEL} \\",
+            "  && rm -rf /tmp/vllm-ledger \\",
+            "  && python3 -c 'import importlib.metadata as m; "
+            'assert [e for e in m.entry_points(group="vllm.stat_logger_plugins") '
+            'if e.name == "ledger"]\' \\',
+            "  && vllm-ledger --version",
+            "",
+        ]
+    )
+
+
+def image_files(host: Host) -> list[tuple[str, str]]:
+    """The build folder's files as (name, text), in the order they are written."""
+    return [
+        (DOCKERFILE, dockerfile(host)),
+        (DOCKERIGNORE, f"# Send the wheel alone to the builder.\n*\n!{WHEEL}\n"),
+    ]
+
+
+def build_command(host: Host, folder: str) -> str:
+    """How to build it, as the ``wrote`` line says."""
+    where = shlex.quote(folder)
+    return f"make dist && cp dist/{WHEEL} {where}/ && docker build -t {derived_image(host)} {where}"
+
+
+__all__ = ["DOCKERFILE", "WHEEL", "build_command", "derived_image", "dockerfile", "image_files"]
