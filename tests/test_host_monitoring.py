@@ -1,12 +1,15 @@
 """Host and container monitoring in the stack `observability` writes: the node exporter and
 cAdvisor services and scrape jobs, the dashboard's host row, and every node_* name the rules
 and panels read checked against a real node exporter (Debian's prometheus-node-exporter, started
-here on 127.0.0.1 and stopped by pid); a real Prometheus scrapes it (e2e). cAdvisor is checked as
-configuration only: its image is not run here."""
+here on 127.0.0.1 and stopped by pid); a real Prometheus scrapes it and answers every node_*
+expression of the host row (e2e). cAdvisor is checked as configuration only (its image is not
+run here): every container_* name and label the panels and rules read is one cAdvisor documents
+(tests/data/cadvisor_metrics.txt)."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 import urllib.request
@@ -18,14 +21,20 @@ import pytest
 import yaml
 
 from devtools.vllm_server import free_port
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.e2e.prom import Prometheus, _spawn_until_ready, _stop, metric_names, promtool
 from vllm_ledger.observe.alerts import Thresholds, alert_rules, memory_available_fraction
-from vllm_ledger.observe.dashboard import dashboard, expressions
+from vllm_ledger.observe.dashboard import dashboard, expressions, interpolate
 
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
 # cAdvisor's container series the dashboard reads (cAdvisor's docs, "Prometheus metrics").
 CADVISOR_SERIES = {"container_cpu_usage_seconds_total", "container_memory_working_set_bytes"}
+CADVISOR_DOC = REPO / "tests" / "data" / "cadvisor_metrics.txt"
+# Labels Prometheus attaches to every scraped series (the target's), not cAdvisor's own.
+TARGET_LABELS = {"job", "instance"}
+_SELECTOR = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\}")
+_MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)\s*"')
+_GROUPING = re.compile(r"\b(?:by|without)\s*\(([^)]*)\)")
 
 
 def _stack(tmp_path: Path, *args: str) -> Path:
@@ -37,6 +46,35 @@ def _stack(tmp_path: Path, *args: str) -> Path:
 
 def _load(path: Path) -> Any:
     return yaml.safe_load(path.read_text())
+
+
+def _cadvisor_documented() -> tuple[set[str], set[str]]:
+    """cAdvisor's documented metric names and container labels (tests/data/cadvisor_metrics.txt)."""
+    names, labels = set(), set()
+    for line in CADVISOR_DOC.read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("label "):
+            labels.add(line.removeprefix("label "))
+        else:
+            names.add(line)
+    return names, labels
+
+
+def _container_labels(expr: str) -> set[str]:
+    """The labels ``expr`` filters container_* series on, and groups them by."""
+    expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals, kept as ""
+    labels = {
+        m.group(1)
+        for sel in _SELECTOR.finditer(expr)
+        if sel.group(1).startswith("container_")
+        for m in _MATCHER.finditer(sel.group(2))
+    }
+    if any(n.startswith("container_") for n in metric_names(expr)):
+        labels |= {
+            label.strip() for g in _GROUPING.finditer(expr) for label in g.group(1).split(",")
+        }
+    return labels - {""}
 
 
 def _host_row(model: dict[str, Any]) -> dict[str, list[str]]:
@@ -177,10 +215,36 @@ def test_every_node_name_is_one_a_real_node_exporter_serves(
     assert {n for n in used if n.startswith("container_")} == CADVISOR_SERIES
 
 
+def test_every_container_name_and_label_is_one_cadvisor_documents() -> None:
+    """cAdvisor is not run here: its documented metric names and container labels (v0.49.1, the
+    pinned image) stand in for a scrape."""
+    documented, documented_labels = _cadvisor_documented()
+    assert len(documented) == 93 and documented_labels == {"id", "name", "image"}
+    exprs = expressions(dashboard()) + [r.expr for r in alert_rules()]
+    container = [e for e in exprs if any(n.startswith("container_") for n in metric_names(e))]
+    assert len(container) == 2, container  # the host row's two cAdvisor panels
+    used = {n for e in container for n in metric_names(e) if n.startswith("container_")}
+    assert used == CADVISOR_SERIES
+    assert used <= documented, used - documented
+    labels = {label for e in container for label in _container_labels(e)}
+    assert labels == {"job", "instance", "name"}
+    assert labels - TARGET_LABELS <= documented_labels, labels - TARGET_LABELS - documented_labels
+
+
+def test_the_container_label_reader_sees_a_label_cadvisor_lacks() -> None:
+    """The label check can fail: a matcher or grouping on a label cAdvisor does not put on its
+    series is seen."""
+    _names, documented_labels = _cadvisor_documented()
+    expr = 'sum by (pod) (rate(container_cpu_usage_seconds_total{container="vllm"}[5m]))'
+    assert _container_labels(expr) - documented_labels == {"pod", "container"}
+
+
 @pytest.mark.e2e
 def test_a_real_prometheus_scrapes_the_node_exporter(tmp_path: Path, node_exporter: str) -> None:
     """Prometheus scrapes the real node exporter as job node; the HostMemoryPressure and
-    LedgerDiskNearFull signals have data (and this machine is not short of memory)."""
+    LedgerDiskNearFull signals have data (and this machine is not short of memory); every
+    node_* expression of the dashboard's host row, with $host set to the exporter's host,
+    answers a non-empty result once two scrapes are in (so rate() has two samples)."""
     rules = {r.name: r for r in alert_rules(Thresholds())}
     config = tmp_path / "prometheus.yml"
     config.write_text(
@@ -210,5 +274,35 @@ def test_a_real_prometheus_scrapes_the_node_exporter(tmp_path: Path, node_export
         assert 0 < float(pressure["value"][1]) <= 1
         disk = prom.vector(rules["LedgerDiskNearFull"].signal)
         assert [d["metric"]["mountpoint"] for d in disk] == ["/"]
+
+        host = node_exporter.rsplit(":", 1)[0]
+        row = _host_row(dashboard())
+        node_exprs = {
+            title: [
+                interpolate(e, {"host": [host], "__rate_interval": "1m"})
+                for e in exprs
+                if any(n.startswith("node_") for n in metric_names(e))
+            ]
+            for title, exprs in row.items()
+        }
+        node_exprs = {title: exprs for title, exprs in node_exprs.items() if exprs}
+        assert {t: len(e) for t, e in node_exprs.items()} == {
+            "Host CPU busy": 1,
+            "Host memory available": 1,
+            "Ledger disk free": 1,
+            "Host network": 2,
+        }
+        scrapes = 0.0
+        while time.monotonic() < deadline and scrapes < 2:
+            scrapes = prom.scalar('count_over_time(up{job="node"}[5m])') or 0.0
+            if scrapes < 2:
+                time.sleep(0.5)
+        assert scrapes >= 2, f"Prometheus scraped the node exporter {scrapes} times in 60 s"
+        for title, exprs in node_exprs.items():
+            for e in exprs:
+                assert "$" not in e, e
+                result = prom.vector(e)
+                assert result, f"{title}: {e} is empty after {scrapes:g} scrapes"
+                assert {r["metric"]["instance"] for r in result} == {node_exporter}, (e, result)
     finally:
         prom.stop()
