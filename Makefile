@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup demo test lint typecheck unit e2e fuzz bench dist clean
+.PHONY: setup demo test lint typecheck unit e2e fuzz bench dist clean compat
 
 setup:
 	@bash scripts/setup.sh
@@ -34,6 +34,12 @@ fuzz: setup
 
 bench: setup
 	$(PY) bench/run.py
+
+# The plugin under each vLLM release in scripts/compat.py's RELEASES: one env each under
+# build/compat/ (reused), the interface check, a real CPU server where a CPU build exists;
+# rewrites the table in docs/compatibility.md (about 3.5 GB and minutes per release).
+compat: setup
+	$(PY) scripts/compat.py --write-doc
 
 # A wheel of the project in dist/ (what `pip install` takes on a host without this checkout).
 dist: setup

@@ -26,6 +26,7 @@ from vllm_ledger.doctor.base import Row, quiet_ledger_log
 from vllm_ledger.read.discovery import discover_paths
 from vllm_ledger.read.snapshot import Sums, read_ledger
 from vllm_ledger.read.windows import Window
+from vllm_ledger.write.shape import StatsShape, detect_shape
 
 # The fields the plugin reads (write/plugin.py's docstring lists them), with their types.
 ITERATION_FIELDS: tuple[tuple[str, type], ...] = (
@@ -46,8 +47,10 @@ FIELD_COUNT = len(ITERATION_FIELDS) + 1 + len(PROMPT_FIELDS) + len(FINISHED_FIEL
 ALL_TIME = Window("all", 0, 2**40)
 
 FIX = (
-    "this vLLM changed what the plugin reads: pin the vLLM version the plugin supports "
-    "(0.32/0.33) or update vllm_ledger/write/plugin.py, then run the doctor again"
+    "this vLLM changed what the plugin reads: pin a vLLM release docs/compatibility.md lists "
+    "as checked (0.30.0 to 0.33.0) or update vllm_ledger/write/shape.py, then run the doctor "
+    "again; until then the plugin records no tokens (serving goes on; each iteration is "
+    "counted as rejected input)"
 )
 
 
@@ -136,16 +139,24 @@ def round_trip_problem(sent: Mapping[str, int], got: Mapping[str, int]) -> str |
     return f"record() round trip read back {wrong}" if wrong else None
 
 
-def interface_row(version: str, problems: list[str]) -> Row:
-    """The row for vLLM ``version`` with these ``problems`` (none: it passes). Pure."""
+def interface_row(version: str, problems: list[str], shape: StatsShape | None = None) -> Row:
+    """The row for vLLM ``version`` with these ``problems`` (none: it passes), and the shape
+    the plugin's adapter found in it (``write/shape.py``), said the same way. Pure."""
+    adapter = ""
+    if shape is not None:
+        adapter = (
+            f"; the plugin reads {shape.describe().split(', ', 1)[-1]}"
+            if shape.supported
+            else "; the plugin records no tokens with it (its start line says so)"
+        )
     if problems:
-        return Row("interface", False, f"vLLM {version}: " + "; ".join(problems), FIX)
+        return Row("interface", False, f"vLLM {version}: " + "; ".join(problems) + adapter, FIX)
     return Row(
         "interface",
         True,
         f"vLLM {version}: the {FIELD_COUNT} stats fields the plugin reads are there with their "
         f"types; record({', '.join(RECORD_PARAMS)}) as the plugin takes it; one record() "
-        "through the plugin read back exactly (input 7, output 4, cached 3, 1 request)",
+        "through the plugin read back exactly (input 7, output 4, cached 3, 1 request)" + adapter,
     )
 
 
@@ -241,6 +252,8 @@ def check_interface() -> Row:
             "run the doctor with the Python that runs vLLM (its venv or image)",
         )
     problems = interface_problems(stats, loggers)
+    version = str(getattr(vllm, "__version__", "?"))
+    shape = detect_shape(stats, loggers, version)
     try:
         sent, got = round_trip()
     except Exception as exc:
@@ -248,4 +261,4 @@ def check_interface() -> Row:
     else:
         if (wrong := round_trip_problem(sent, got)) is not None:
             problems.append(wrong)
-    return interface_row(str(getattr(vllm, "__version__", "?")), problems)
+    return interface_row(version, problems, shape)

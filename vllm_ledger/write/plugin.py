@@ -6,15 +6,19 @@ vLLM builds ``LedgerStatLogger`` once per API-server process, through the
 numbers and hands them to the recorder with ``put_nowait``; it never blocks, never raises
 and never keeps request ids, prompts, outputs or credentials.
 
-Fields read (vLLM 0.32/0.33): ``IterationStats.iteration_timestamp``,
+Fields read (vLLM 0.30 to 0.33): ``IterationStats.iteration_timestamp``,
 ``.num_generation_tokens``, ``.prompt_token_stats.total`` / ``.cached_tokens``,
-``.finished_requests[*].num_generation_tokens`` / ``.decode_time``.
+``.finished_requests[*].num_generation_tokens`` / ``.decode_time``. Where they live is found
+once, at start, by feature detection (``write/shape.py``), never from the version string; the
+shape found is logged in one line. A vLLM without them records no tokens: each iteration is
+counted as rejected input (the report shows it) and serving goes on (docs/compatibility.md).
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import operator
 import os
 import time
 from pathlib import Path
@@ -43,6 +47,7 @@ from vllm_ledger.units import (
     WRITERS_ENV,
 )
 from vllm_ledger.write.recorder import Recorder
+from vllm_ledger.write.shape import StatsShape, detect_shape
 
 logger = logging.getLogger("vllm.ledger.plugin")
 
@@ -145,6 +150,21 @@ def _port_from_argv() -> int | None:
     return None
 
 
+def find_shape() -> StatsShape:
+    """The shape of this process's vLLM stats classes (``write/shape.py``). Never raises."""
+    try:
+        import vllm
+        from vllm.v1.metrics import loggers, stats
+
+        return detect_shape(stats, loggers, str(getattr(vllm, "__version__", "?")))
+    except Exception as exc:
+        return StatsShape("?", missing=(f"stats cannot be read ({type(exc).__name__}: {exc})",))
+
+
+def _getter(path: str) -> Any:
+    return operator.attrgetter(path)
+
+
 class LedgerStatLogger(AggregateStatLoggerBase):
     """A stat logger that keeps this API process's per-second token ledger.
 
@@ -156,10 +176,19 @@ class LedgerStatLogger(AggregateStatLoggerBase):
     def start_maintenance(root: Path) -> None:
         """Start the rank-0 background maintenance pass (none on the write side alone)."""
 
-    def __init__(self, vllm_config: Any, engine_indexes: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        vllm_config: Any = None,
+        engine_indexes: list[int] | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
+        # Extra arguments are taken, not refused: a vLLM that builds its loggers differently
+        # must still start (the shape check below names the change and nothing is recorded).
         self.engine_indexes = list(engine_indexes or [0])
         self.recorder: Recorder | None = None
         self.faults_total = 0
+        self.shape = StatsShape("?", missing=("not detected",))
         env = os.environ
         if env.get(DISABLE_ENV, "").strip() not in ("", "0"):
             logger.info("vllm-ledger: disabled by VLLM_LEDGER_DISABLE")
@@ -174,6 +203,8 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             )
             return
         try:
+            self.shape = find_shape()
+            self._use_shape(self.shape)
             identity = identity_from_config(vllm_config, self.engine_indexes, env)
             root = default_root(env)
             self.recorder = Recorder(root, identity)
@@ -187,18 +218,39 @@ class LedgerStatLogger(AggregateStatLoggerBase):
                 except Exception as exc:  # the ledger itself is running: keep it
                     self.faults_total += 1
                     logger.warning("vllm-ledger: no background maintenance: %s", exc)
-            logger.info(
-                "vllm-ledger: recording to %s (run %s, writer %d of %d, engines %s)",
-                root,
-                identity.run_id,
-                identity.writer_rank,
-                identity.expected_writers,
-                list(identity.engine_indexes),
-            )
+            if self.shape.supported:
+                logger.info(
+                    "vllm-ledger: recording to %s (run %s, writer %d of %d, engines %s; %s)",
+                    root,
+                    identity.run_id,
+                    identity.writer_rank,
+                    identity.expected_writers,
+                    list(identity.engine_indexes),
+                    self.shape.describe(),
+                )
+            else:
+                logger.error(
+                    "vllm-ledger: not recording tokens: unsupported vLLM stats (%s); serving "
+                    "goes on and each iteration is counted as rejected input in %s "
+                    "(docs/compatibility.md; run `vllm-ledger doctor --only interface`)",
+                    self.shape.describe(),
+                    root,
+                )
         except Exception as exc:  # never break vLLM's start-up
             self.faults_total += 1
             self.recorder = None
             logger.error("vllm-ledger: not recording: %s", exc)
+
+    def _use_shape(self, shape: StatsShape) -> None:
+        """Readers for a changed layout; the 0.30-0.33 layout keeps the inline fast path."""
+        self._standard = shape.standard
+        self._get_ts = _getter(shape.timestamp)
+        self._get_prompt = _getter(shape.prompt)
+        self._get_cached = _getter(shape.cached)
+        self._get_generation = _getter(shape.generation)
+        self._get_finished = _getter(shape.finished)
+        self._get_f_generation = _getter(shape.finished_generation)
+        self._get_decode = _getter(shape.decode)
 
     def _record_zone(self, root: Path, env: Any) -> None:
         """Record the zone (``$VLLM_LEDGER_TZ`` or the bundle's) in ``ROOT/zone`` once, for the
@@ -229,17 +281,29 @@ class LedgerStatLogger(AggregateStatLoggerBase):
         iteration_stats: Any,
         mm_cache_stats: Any = None,
         engine_idx: int = 0,
+        *args: Any,
+        **kwargs: Any,
     ) -> None:
         recorder = self.recorder
         if recorder is None or iteration_stats is None:
             return
         try:
+            if not self.shape.supported:
+                raise ValueError("unsupported vLLM stats")
             # Checks are written out inline: this runs for every engine iteration.
-            ts = iteration_stats.iteration_timestamp
-            pts = iteration_stats.prompt_token_stats
-            prompt = pts.total
-            cached = pts.cached_tokens
-            generation = iteration_stats.num_generation_tokens
+            if self._standard:
+                ts = iteration_stats.iteration_timestamp
+                pts = iteration_stats.prompt_token_stats
+                prompt = pts.total
+                cached = pts.cached_tokens
+                generation = iteration_stats.num_generation_tokens
+                finished_requests = iteration_stats.finished_requests
+            else:
+                ts = self._get_ts(iteration_stats)
+                prompt = self._get_prompt(iteration_stats)
+                cached = self._get_cached(iteration_stats)
+                generation = self._get_generation(iteration_stats)
+                finished_requests = self._get_finished(iteration_stats)
             if not (
                 type(ts) is float
                 and 0.0 < ts < 1e11
@@ -251,14 +315,18 @@ class LedgerStatLogger(AggregateStatLoggerBase):
                 and 0 <= generation < MAX_TOKENS_PER_EVENT
             ):
                 raise ValueError("out of range")
-            finished_requests = iteration_stats.finished_requests
             if type(finished_requests) is not list and type(finished_requests) is not tuple:
                 raise ValueError("finished_requests is not a list")
             if finished_requests:
                 pairs = []
+                standard = self._standard
                 for f in finished_requests:
-                    g = f.num_generation_tokens
-                    d = f.decode_time
+                    if standard:
+                        g = f.num_generation_tokens
+                        d = f.decode_time
+                    else:
+                        g = self._get_f_generation(f)
+                        d = self._get_decode(f)
                     # NaN fails 0.0 <= d, inf fails d < MAX_DECODE_SECONDS; bool is not int.
                     if not (
                         type(g) is int
