@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,12 +35,21 @@ import yaml
 from devtools.traffic import send_mix
 from devtools.vllm_server import free_port
 from tests.conftest import REPO, run_cli
-from tests.e2e.prom import Prometheus, is_gpu_metric, metric_names, promtool
+from tests.e2e.prom import (
+    Prometheus,
+    _spawn_until_ready,
+    _stop,
+    is_gpu_metric,
+    metric_names,
+    promtool,
+)
 from tests.e2e.settle import settle
 from vllm_ledger.format.identity import host_name
 from vllm_ledger.observe.alerts import alert_rules
 from vllm_ledger.observe.dashboard import INSTANCE_QUERY, MODEL_QUERY, expressions, interpolate
 from vllm_ledger.promtext import parse_samples, sum_metric
+
+NODE_EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
 
 pytestmark = pytest.mark.e2e
 
@@ -174,6 +184,12 @@ def _gpu_only(expr: str) -> bool:
     return bool(names) and all(is_gpu_metric(n) for n in names)
 
 
+def _container_only(expr: str) -> bool:
+    """cAdvisor's series: no cAdvisor runs here (no package of it), so these stay empty."""
+    names = metric_names(expr)
+    return bool(names) and all(n.startswith("container_") for n in names)
+
+
 def _variable_values(prom: Prometheus) -> dict[str, list[str]]:
     """$host, $instance and $model_name's options, found as Grafana's variable queries find
     them (label_values through the series API, query_result through an instant query)."""
@@ -222,26 +238,45 @@ def test_stack_against_live_vllm_exporter_and_prometheus(
     s1 = vllm_server(root, port=vport)
     eport = exporter(root)
     dcgm_port = free_port()  # no DCGM here: its job is down, the GPU expressions are empty
+    cadvisor_port = free_port()  # no cAdvisor either: the container expressions are empty
     host = host_name()  # as the plugin names this host in the ledger
-    stack = tmp_path / "stack"
-    code, _out, err = run_cli(
-        "observability",
-        str(stack),
-        "--vllm", f"127.0.0.1:{vport}={host}:{vport}",
-        "--exporter", f"127.0.0.1:{eport}={host}:{eport}",
-        "--dcgm", f"127.0.0.1:{dcgm_port}={host}:{dcgm_port}",
-        "--alertmanager", f"127.0.0.1:{free_port()}",  # none: alerts are not sent here
-        "--scrape-interval", "1s",
-    )  # fmt: skip
-    assert code == 0, err
-    r = promtool("check", "config", str(stack / "prometheus.yml"))
-    assert r.returncode == 0, r.stdout + r.stderr
-    prom = Prometheus(stack / "prometheus.yml", tmp_path / "tsdb", tmp_path / "prometheus.log")
-    prom.start()
+    # A real node exporter (Debian's), named as this host: the Host row's node queries answer.
+    nport = free_port()
+    node = _spawn_until_ready(
+        [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{nport}"],
+        f"http://127.0.0.1:{nport}/metrics",
+        tmp_path / "node-exporter.log",
+        "prometheus-node-exporter",
+        30.0,
+        0.2,
+    )
     try:
-        _run_checks(prom, root, stack, s1, vllm_server, host, vport, eport, dcgm_port)
+        stack = tmp_path / "stack"
+        code, _out, err = run_cli(
+            "observability",
+            str(stack),
+            "--vllm", f"127.0.0.1:{vport}={host}:{vport}",
+            "--exporter", f"127.0.0.1:{eport}={host}:{eport}",
+            "--dcgm", f"127.0.0.1:{dcgm_port}={host}:{dcgm_port}",
+            "--node-exporter", f"127.0.0.1:{nport}={host}:{nport}",
+            "--cadvisor", f"127.0.0.1:{cadvisor_port}={host}:{cadvisor_port}",
+            "--alertmanager", f"127.0.0.1:{free_port()}",  # none: alerts are not sent here
+            "--scrape-interval", "1s",
+        )  # fmt: skip
+        assert code == 0, err
+        r = promtool("check", "config", str(stack / "prometheus.yml"))
+        assert r.returncode == 0, r.stdout + r.stderr
+        prom = Prometheus(stack / "prometheus.yml", tmp_path / "tsdb", tmp_path / "prometheus.log")
+        prom.start()
+        try:
+            _run_checks(
+                prom, root, stack, s1, vllm_server, host, vport, eport, dcgm_port,
+                (nport, cadvisor_port),
+            )  # fmt: skip
+        finally:
+            prom.stop()
     finally:
-        prom.stop()
+        _stop(node)
 
 
 def _run_checks(
@@ -254,6 +289,7 @@ def _run_checks(
     vport: int,
     eport: int,
     dcgm_port: int,
+    other_ports: tuple[int, int],  # the node exporter's (up) and cAdvisor's (none: down)
 ) -> None:
     model = json.loads((stack / "grafana/dashboards/vllm-ledger.json").read_text())
     dash_exprs = expressions(model)
@@ -290,9 +326,14 @@ def _run_checks(
         for values in _value_sets(variables):
             every.update({interpolate(e, values): e for e in dash_exprs})
         gpu_only = {e for e, r in every.items() if r in gpu_raw}
+        container_only = {e for e, r in every.items() if _container_only(r)}
 
         def needs_data(e: str) -> bool:
-            return e not in gpu_only and (labelled or "ledger_instance" not in every[e])
+            return (
+                e not in gpu_only
+                and e not in container_only
+                and (labelled or "ledger_instance" not in every[e])
+            )
 
         # Every expression, retried until the slowest (rates over the exporter's counters,
         # which need two scrapes of a changed value) has data.
@@ -314,11 +355,15 @@ def _run_checks(
             assert gpu_only <= empty
         else:  # a GPU host: the NVML fallback fills the hardware row
             assert not gpu_only & empty
-        assert {e for e in empty if needs_data(e)} == set()
+        assert container_only and container_only <= empty  # no cAdvisor here
+        assert {e for e in empty if needs_data(e)} == set()  # the node queries answer too
+        node_port, cadvisor_port = other_ports
         assert prom.targets_up() == {
             f"vllm/{name}": "up",
             f"dcgm/{host}:{dcgm_port}": "down",
             f"vllm-ledger/{host}:{eport}": "up",
+            f"node/{host}:{node_port}": "up",
+            f"cadvisor/{host}:{cadvisor_port}": "down",
         }
 
         # The rules Prometheus loaded from alerts.yml evaluate without error on live data.
