@@ -28,13 +28,13 @@ from vllm_ledger.deploy.launch import (
     CONTAINER_LEDGER_DIR,
     CONTAINER_PLUGIN_DIR,
     DOCKER_STOP_MARGIN_S,
+    check_tz,
     env_name,
     ledger_dir,
     plugin_dir,
     serve_args,
     shutdown_timeout_s,
 )
-from vllm_ledger.errors import ConfigError
 from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 
 SERVICE = "vllm"
@@ -71,8 +71,7 @@ def _environment(host: Host, usage: bool, tz: str | None) -> dict[str, str]:
 def compose_file(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
     """The compose.yaml text. Raises ConfigError if the host file does not fit docker mode."""
     check_for(host, "docker", usage)
-    if tz is not None and not usage:
-        raise ConfigError("a zone (tz) is recorded by the ledger: it needs usage", key="tz")
+    check_tz(tz, usage)
     assert host.image is not None
     out = [
         f"# vLLM compose file (compose mode{', usage ledger on' if usage else ''}), rendered by "

@@ -38,12 +38,12 @@ from vllm_ledger.deploy.image import derived_image, require_image
 from vllm_ledger.deploy.launch import (
     CONTAINER_LEDGER_DIR,
     DOCKER_STOP_MARGIN_S,
+    check_tz,
     env_name,
     serve_args,
     shutdown_timeout_s,
 )
 from vllm_ledger.errors import ConfigError
-from vllm_ledger.format.zonefile import check_zone
 from vllm_ledger.observe.alerts import EXPORTER_JOB, VLLM_JOB, rules_document
 from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
 from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
@@ -324,13 +324,7 @@ def manifests(host: Host, *, usage: bool = False, tz: str | None = None) -> list
     # artifacts_dir are given a stand-in for it, every other check is the other modes'.
     check_for(replaced(host, artifacts_dir=host.artifacts_dir or "/"), "bare", usage)
     require_image(host, "kubernetes")
-    if tz is not None and not usage:
-        raise ConfigError("a zone (tz) is recorded by the ledger: it needs usage", key="tz")
-    if tz is not None:
-        try:
-            check_zone(tz)
-        except ValueError as exc:
-            raise ConfigError(f"tz: {exc}", key="tz") from None
+    check_tz(tz, usage)
     docs = [
         statefulset(host, usage, tz),
         service(host, usage),

@@ -76,6 +76,38 @@ def ledger_dir(host: Host) -> str:
     return posixpath.join(host.artifacts_dir, LEDGER_SUBDIR)
 
 
+def check_tz(tz: str | None, usage: bool) -> None:
+    """A zone to record (``--tz``) needs the ledger (usage) and must be a zone by the one rule
+    (``format/zonefile.check_zone``); every mode checks it here."""
+    if tz is None:
+        return
+    if not usage:
+        raise ConfigError("a zone (tz) is recorded by the ledger: it needs usage", key="tz")
+    try:
+        check_zone(tz)
+    except ValueError as exc:
+        raise ConfigError(f"tz: {exc}", key="tz") from None
+
+
+def bare_environment(host: Host, usage: bool, tz: str | None) -> list[tuple[str, str]]:
+    """vLLM's environment outside a container (the systemd unit, the supervisor section), in
+    bare mode's order: GPUs, extra_env, then the ledger's."""
+    env: list[tuple[str, str]] = []
+    if isinstance(host.gpus, tuple):
+        env.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in host.gpus)))
+    extra = dict(host.extra_env)
+    path = extra.pop("PYTHONPATH", None) if usage else None
+    env += [(env_name(name), value) for name, value in sorted(extra.items())]
+    if usage:
+        env.append(("PYTHONPATH", plugin_dir(host) + (f":{path}" if path else "")))
+        env.append((ROOT_ENV, ledger_dir(host)))
+        env.append((WRITERS_ENV, str(host.api_server_count)))
+        env.append((PORT_ENV, str(host.port)))
+        if tz is not None:
+            env.append((ZONE_ENV, tz))
+    return env
+
+
 def shutdown_timeout_s(host: Host, usage: bool) -> int | None:
     if host.shutdown_timeout_seconds is not None:
         return host.shutdown_timeout_seconds
@@ -138,13 +170,7 @@ def render_script(
     """The launch script's text. Raises ConfigError if the host file does not fit the mode."""
     mode = mode or host.mode
     check_for(host, mode, usage)
-    if tz is not None and not usage:
-        raise ConfigError("a zone (tz) is recorded by the ledger: it needs usage", key="tz")
-    if tz is not None:
-        try:
-            check_zone(tz)
-        except ValueError as exc:
-            raise ConfigError(f"tz: {exc}", key="tz") from None
+    check_tz(tz, usage)
     out = [
         "#!/usr/bin/env bash",
         f"# vLLM launch script ({mode} mode{', usage ledger on' if usage else ''}), rendered by "

@@ -27,10 +27,16 @@ import shlex
 
 from vllm_ledger import __version__
 from vllm_ledger.deploy.host import Host, check_for
-from vllm_ledger.deploy.launch import env_name, ledger_dir, plugin_dir, serve_args
+from vllm_ledger.deploy.launch import (
+    bare_environment,
+    check_tz,
+    env_name,
+    ledger_dir,
+    plugin_dir,
+    serve_args,
+)
 from vllm_ledger.deploy.launch import shutdown_timeout_s as vllm_shutdown_timeout_s
 from vllm_ledger.errors import ConfigError
-from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
 DEFAULT_LOG_DIR = "/var/log/supervisor"
@@ -97,24 +103,6 @@ def sv_env_value(value: str, key: str) -> str:
     return f"{quote}{value}{quote}".replace("%", "%%")
 
 
-def environment(host: Host, usage: bool, tz: str | None) -> list[tuple[str, str]]:
-    """vLLM's environment, in bare mode's order: GPUs, extra_env, then the ledger's."""
-    env: list[tuple[str, str]] = []
-    if isinstance(host.gpus, tuple):
-        env.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in host.gpus)))
-    extra = dict(host.extra_env)
-    path = extra.pop("PYTHONPATH", None) if usage else None
-    env += [(env_name(name), value) for name, value in sorted(extra.items())]
-    if usage:
-        env.append(("PYTHONPATH", plugin_dir(host) + (f":{path}" if path else "")))
-        env.append((ROOT_ENV, ledger_dir(host)))
-        env.append((WRITERS_ENV, str(host.api_server_count)))
-        env.append((PORT_ENV, str(host.port)))
-        if tz is not None:
-            env.append((ZONE_ENV, tz))
-    return env
-
-
 def _key_wrapper(host: Host) -> list[str]:
     """``/bin/sh -c SCRIPT sh`` that sets VLLM_API_KEY and execs the rest, or nothing."""
     if host.api_key_file:
@@ -154,13 +142,12 @@ def program_section(
 ) -> str:
     """The ``[program:NAME]`` file's text. Raises ConfigError if the host file does not fit."""
     check_for(host, "bare", usage)
-    if tz is not None and not usage:
-        raise ConfigError("a zone (tz) is recorded by the ledger: it needs usage", key="tz")
+    check_tz(tz, usage)
     name = program_name(host)
     command = " ".join(sv_word(w, "command") for w in command_argv(host, usage))
     env = ",".join(
         f"{key}={sv_env_value(value, f'extra_env.{key}')}"
-        for key, value in environment(host, usage, tz)
+        for key, value in bare_environment(host, usage, tz)
     )
     out = [
         f"; vLLM under supervisord (supervisor mode{', usage ledger on' if usage else ''}), "
@@ -205,7 +192,6 @@ def program_section(
 __all__ = [
     "command_argv",
     "conf_name",
-    "environment",
     "program_name",
     "program_section",
     "stop_wait_s",

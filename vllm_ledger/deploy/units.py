@@ -39,6 +39,8 @@ from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.launch import (
     BUNDLE_MARKER,
     DOCKER_STOP_MARGIN_S,
+    bare_environment,
+    check_tz,
     env_name,
     ledger_dir,
     plugin_dir,
@@ -47,7 +49,7 @@ from vllm_ledger.deploy.launch import (
 )
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify.unit import unit_text
-from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV, is_plain_path
+from vllm_ledger.units import is_plain_path
 
 RESTART_SEC = 10
 DEFAULT_USER = "vllm"  # the account the vLLM unit runs as when the host file names none
@@ -124,25 +126,6 @@ def _command_lines(key: str, words: list[str], *heads: list[str]) -> list[str]:
     lines = [" ".join(sd_word(w) for w in g) for g in groups]
     out = [f"{key}={lines[0]}"] + ["  " + line for line in lines[1:]]
     return [line + (" \\" if i < len(out) - 1 else "") for i, line in enumerate(out)]
-
-
-def _environment(host: Host, usage: bool, tz: str | None) -> list[tuple[str, str]]:
-    """vLLM's environment, in bare mode's order: GPUs, extra_env, then the ledger's."""
-    env: list[tuple[str, str]] = []
-    if isinstance(host.gpus, tuple):
-        env.append(("CUDA_VISIBLE_DEVICES", ",".join(str(g) for g in host.gpus)))
-    extra = dict(host.extra_env)
-    if usage:
-        path = extra.pop("PYTHONPATH", None)
-    env += [(env_name(name), value) for name, value in sorted(extra.items())]
-    if usage:
-        env.append(("PYTHONPATH", plugin_dir(host) + (f":{path}" if path else "")))
-        env.append((ROOT_ENV, ledger_dir(host)))
-        env.append((WRITERS_ENV, str(host.api_server_count)))
-        env.append((PORT_ENV, str(host.port)))
-        if tz is not None:
-            env.append((ZONE_ENV, tz))
-    return env
 
 
 def _key_wrapper(host: Host) -> list[str]:
@@ -231,8 +214,7 @@ def _hardening(host: Host, usage: bool) -> list[str]:
 def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
     """The vLLM service unit's text. Raises ConfigError if the host file does not fit."""
     check_for(host, "bare", usage)
-    if tz is not None and not usage:
-        raise ConfigError("a zone (tz) is recorded by the ledger: it needs usage", key="tz")
+    check_tz(tz, usage)
     name = unit_name(host)
     account = (
         f"cp {SYSUSERS_FILE} /etc/sysusers.d/{DEFAULT_USER}.conf && systemd-sysusers && "
@@ -259,7 +241,7 @@ def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
     if host.group or not host.user:
         out.append(f"Group={host.group or DEFAULT_USER}")
     out.append(f"WorkingDirectory={'~' if host.user else DEFAULT_HOME}")
-    for key, value in _environment(host, usage, tz):
+    for key, value in bare_environment(host, usage, tz):
         out.append(f"Environment={sd_word(f'{key}={value}', command=False)}")
     if host.api_key_file:
         path = plain_path(host.api_key_file, "api_key.file")
