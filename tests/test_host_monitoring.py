@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,11 +21,10 @@ import yaml
 
 from devtools.vllm_server import free_port
 from tests.conftest import REPO, run_cli
-from tests.e2e.prom import Prometheus, _spawn_until_ready, _stop, metric_names, promtool
+from tests.e2e.prom import Prometheus, metric_names, node_exporter, promtool
 from vllm_ledger.observe.alerts import Thresholds, alert_rules, memory_available_fraction
 from vllm_ledger.observe.dashboard import dashboard, expressions, interpolate
 
-NODE_EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
 # cAdvisor's container series the dashboard reads (cAdvisor's docs, "Prometheus metrics").
 CADVISOR_SERIES = {"container_cpu_usage_seconds_total", "container_memory_working_set_bytes"}
 CADVISOR_DOC = REPO / "tests" / "data" / "cadvisor_metrics.txt"
@@ -179,22 +177,11 @@ def test_the_dashboard_host_row(tmp_path: Path) -> None:
     assert 'mountpoint="/"' in _host_row(dashboard())["Ledger disk free"][0]  # the default
 
 
-@pytest.fixture
-def node_exporter(tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(name="node_exporter")
+def node_exporter_fixture(tmp_path: Path) -> Iterator[str]:
     """A real node exporter on 127.0.0.1 (its address), stopped by pid."""
-    port = free_port()
-    proc = _spawn_until_ready(
-        [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}"],
-        f"http://127.0.0.1:{port}/metrics",
-        tmp_path / "node-exporter.log",
-        "prometheus-node-exporter",
-        30.0,
-        0.2,
-    )
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        _stop(proc)
+    with node_exporter(free_port(), tmp_path / "node-exporter.log") as address:
+        yield address
 
 
 def test_every_node_name_is_one_a_real_node_exporter_serves(

@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,26 @@ def _stop(proc: subprocess.Popen[bytes] | None) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
+
+
+NODE_EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
+
+
+@contextlib.contextmanager
+def node_exporter(port: int, log: Path) -> Iterator[str]:
+    """A real node exporter (Debian's) on 127.0.0.1:PORT (its address), stopped by pid."""
+    proc = _spawn_until_ready(
+        [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}"],
+        f"http://127.0.0.1:{port}/metrics",
+        log,
+        "prometheus-node-exporter",
+        30.0,
+        0.2,
+    )
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        _stop(proc)
 
 
 @dataclass

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -37,10 +36,9 @@ from devtools.vllm_server import free_port
 from tests.conftest import REPO, run_cli
 from tests.e2e.prom import (
     Prometheus,
-    _spawn_until_ready,
-    _stop,
     is_gpu_metric,
     metric_names,
+    node_exporter,
     promtool,
 )
 from tests.e2e.settle import settle
@@ -48,8 +46,6 @@ from vllm_ledger.format.identity import host_name
 from vllm_ledger.observe.alerts import alert_rules
 from vllm_ledger.observe.dashboard import INSTANCE_QUERY, MODEL_QUERY, expressions, interpolate
 from vllm_ledger.promtext import parse_samples, sum_metric
-
-NODE_EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
 
 pytestmark = pytest.mark.e2e
 
@@ -242,15 +238,7 @@ def test_stack_against_live_vllm_exporter_and_prometheus(
     host = host_name()  # as the plugin names this host in the ledger
     # A real node exporter (Debian's), named as this host: the Host row's node queries answer.
     nport = free_port()
-    node = _spawn_until_ready(
-        [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{nport}"],
-        f"http://127.0.0.1:{nport}/metrics",
-        tmp_path / "node-exporter.log",
-        "prometheus-node-exporter",
-        30.0,
-        0.2,
-    )
-    try:
+    with node_exporter(nport, tmp_path / "node-exporter.log"):
         stack = tmp_path / "stack"
         code, _out, err = run_cli(
             "observability",
@@ -275,8 +263,6 @@ def test_stack_against_live_vllm_exporter_and_prometheus(
             )  # fmt: skip
         finally:
             prom.stop()
-    finally:
-        _stop(node)
 
 
 def _run_checks(
