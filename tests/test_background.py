@@ -7,10 +7,12 @@ and ended without touching the caller.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -138,3 +140,163 @@ def test_the_background_thread_sleeps_spawns_waits_and_sleeps_again(
     assert sleeps == [60.0, 21600.0]
     assert t.daemon and t.name == "vllm-ledger-maintenance"
     assert len(summary.load(root)) == 6  # the pass ran, in a child, before the second sleep
+
+
+# A process that spawns passes as the API process does, run as a child subreaper: an orphan
+# of its passes comes to it, as to PID 1 in a container without an init, and nothing in it
+# reaps but ``background``. It prints its children (pid, state) after the pass: a zombie is
+# state Z with its pid as ppid.
+SPAWNER = r"""
+import ctypes, json, os, signal, subprocess, sys, threading, time
+from pathlib import Path
+
+from vllm_ledger import background
+
+def children():
+    me, out = str(os.getpid()), []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me:
+            out.append([int(name), fields[0]])
+    return sorted(out)
+
+def stopped_pass(root):
+    proc = background.spawn_pass(root)
+    os.kill(proc.pid, signal.SIGSTOP)  # a pass that hangs
+    return proc
+
+def wait_for_file(path):
+    while not path.exists():
+        time.sleep(0.05)
+    return int(path.read_text())
+
+# A child that leaves a process behind in its group, holding its stderr pipe open.
+LEAVES = (
+    "import os, sys, time\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    time.sleep(600)\n"
+    "    os._exit(0)\n"
+    "open(sys.argv[1] + '.tmp', 'w').write(str(pid))\n"
+    "os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
+    "time.sleep(600 if sys.argv[2] == 'hang' else 0)\n"
+)
+
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+mode, root = sys.argv[1], Path(sys.argv[2])
+left, out = root.parent / "left-behind.pid", {}
+started = time.monotonic()
+if mode == "finishes":
+    proc = background.spawn_pass(root)
+    out["status"] = background.wait_for_pass(proc, timeout_s=120)
+elif mode == "hangs":
+    proc = stopped_pass(root)
+    out["status"] = background.wait_for_pass(proc, timeout_s=0.5)
+elif mode in ("hangs-leaving-one", "exits-leaving-one"):
+    how = mode.split("-")[0].removesuffix("s")
+    proc = background.spawn_child([sys.executable, "-c", LEAVES, str(left), how])
+    out["left_behind"] = wait_for_file(left)
+    out["status"] = background.wait_for_pass(proc, timeout_s=0.5 if how == "hang" else 60)
+    out["left_behind_alive"] = os.path.exists(f"/proc/{out['left_behind']}")
+elif mode == "exits-during-a-pass":  # the API process, under a PID 1 (here: this) that reaps
+    inner = [sys.executable, "-c", sys.argv[3], "api-process-exits", str(root), sys.argv[3]]
+    out["status"] = subprocess.run(inner, check=True).returncode
+elif mode == "api-process-exits":  # starts a pass that hangs, and exits while it runs
+    running = threading.Event()
+    def spawn(root):
+        proc = stopped_pass(root)
+        running.set()
+        return proc
+    background.start_background(root, first_delay_s=0, interval_s=3600, spawn=spawn)
+    assert running.wait(60)
+    sys.exit(0)
+out["seconds"] = round(time.monotonic() - started, 1)
+out["children"] = children()
+print(json.dumps(out))
+"""
+
+
+def _spawner(mode: str, root: Path) -> dict:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SPAWNER, mode, str(root), SPAWNER],
+        env=background.child_env(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=240)
+    finally:
+        _stop_group(proc.pid)
+        _stop_left_behind(root.parent / "left-behind.pid")
+    assert proc.returncode == 0, err
+    doc: dict = json.loads(out)
+    print(f"\n{mode}: {doc}")
+    return doc
+
+
+def _stop_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _stop_left_behind(pid_file: Path) -> None:
+    """The process a child left behind, where a failing ``background`` left it running."""
+    if not pid_file.exists():
+        return
+    pid = int(pid_file.read_text())
+    with contextlib.suppress(OSError):
+        if str(pid_file).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    ("mode", "status"),
+    [
+        ("finishes", 0),  # the pass on a real root
+        ("hangs", -9),  # given up at its limit: killed, reaped
+        ("hangs-leaving-one", -9),  # and a process it left holds its stderr pipe
+        ("exits-leaving-one", 0),  # exits at once, leaving that process behind
+        ("exits-during-a-pass", 0),  # the API process exits while a pass hangs
+    ],
+)
+def test_no_zombie_is_left_when_nothing_else_reaps(
+    mode: str, status: int, old_root: Path, tmp_path: Path
+) -> None:
+    """Every path of a pass ends with it reaped by the process that spawned it, and nothing of
+    it left to a PID 1 that does not reap (here a child subreaper that reaps nothing itself):
+    no zombie child remains, nor any child at all."""
+    root = tmp_path / "ledger"
+    shutil.copytree(old_root, root)
+    doc = _spawner(mode, root)
+    assert doc["status"] == status
+    assert doc["children"] == []
+    if "left_behind" in doc:  # killed with the pass's process group, and reaped here
+        assert doc["left_behind_alive"] is False
+
+
+def test_without_a_pidfd_the_wait_checks_the_child_every_step(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kernel before 5.3, or a seccomp filter, refuses pidfd_open: the same wait, by steps."""
+
+    def refused(_pid: int) -> int:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "pidfd_open", refused)
+    proc = background.spawn_child([sys.executable, "-m", "vllm_ledger.maintenance"])  # usage
+    with caplog.at_level(logging.WARNING, logger="vllm.ledger.maintenance"):
+        assert background.wait_for_pass(proc, timeout_s=60) == 2
+    assert proc.returncode == 2
+    (rec,) = caplog.records
+    assert rec.message.endswith(
+        "exited with status 2: usage: python -m vllm_ledger.maintenance ROOT"
+    )
+    hung = background.spawn_child([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert background.wait_for_pass(hung, timeout_s=0.2) == -9
+    assert hung.returncode == -9
