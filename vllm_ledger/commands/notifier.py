@@ -6,8 +6,6 @@ import argparse
 import json
 import signal
 import sys
-import time
-import uuid
 from datetime import tzinfo
 from pathlib import Path
 from types import FrameType
@@ -52,7 +50,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         choices=ACTIONS,
         default="run",
         help="run (default): serve until SIGTERM; status: deliveries, failures, cursor and "
-        "health from the state file; resend ID: send a delivery again",
+        "health from the state file; resend ID: send a delivery again, once (the same "
+        "command again answers with the copy already queued)",
     )
     p.add_argument(
         "delivery_id",
@@ -232,44 +231,26 @@ def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool, tz: 
 
 
 def _resend(config: Path, delivery_id: int, listen: tuple[str, int] | None) -> int:
-    from vllm_ledger.http import client
+    from vllm_ledger.formats.safe import printable
+    from vllm_ledger.notify.resend import request_resend
     from vllm_ledger.notify.service import load_config
-    from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
     with file_flag("path", "--config FILE"):
         _targets, _refusals, cfg = load_config(config)
     listen_host, listen_port = listen or (cfg.listen_host, cfg.listen_port)
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(listen_host, listen_host)
-    where = f"[{host}]" if ":" in host else host
-    body = json.dumps({"request_id": uuid.uuid4().hex, "delivery_id": delivery_id}).encode()
-    ts = str(int(time.time()))
-    try:
-        answer = client.post(
-            f"http://{where}:{listen_port}/resend",
-            body,
-            deadline_s=10.0,
-            headers={
-                "Content-Type": "application/json; charset=utf-8",
-                TIMESTAMP_HEADER: ts,
-                SIGNATURE_HEADER: sign(cfg.command_secret, ts, body),
-            },
-            max_bytes=64 * 1024,
+    done = request_resend(cfg.command_secret, host, listen_port, delivery_id)
+    if not done.already:
+        print(f"delivery #{delivery_id} queued again as #{done.copy_id}")
+        return 0
+    line = (
+        f"delivery #{delivery_id} already queued again as #{done.copy_id} "
+        f"(now {printable(done.state)}): nothing more queued"
+    )
+    if done.state in ("failed", "unknown"):  # the copy did not arrive, or may not have
+        line += (
+            f"; to send it once more: vllm-ledger notifier resend {done.copy_id} "
+            f"--config {printable(config)}"
         )
-    except RemoteError as exc:
-        raise LedgerError(
-            f"the notifier at {where}:{listen_port} did not answer",
-            hint="start it (`vllm-ledger notifier --config FILE`); resend goes through it",
-        ) from exc
-    status = answer.status
-    if status == 404:
-        raise BadArgument(
-            f"no delivery #{delivery_id} in the notifier's outbox: see `notifier status`"
-        )
-    if status != 200:
-        raise LedgerError(f"the notifier refused the resend (HTTP {status})")
-    try:
-        new = int(json.loads(answer.body)["delivery_id"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise LedgerError("the notifier's answer was not understood") from exc
-    print(f"delivery #{delivery_id} queued again as #{new}")
+    print(line)
     return 0

@@ -22,6 +22,8 @@ from vllm_ledger.formats.safe import printable
 from vllm_ledger.units import format_instant
 
 SUMMARY_STATES = ("sent", "failed", "unknown", "pending", "sending")
+# summary keys shown elsewhere than under "deliveries"
+_NOT_DELIVERIES = ("cursor", "not_shown_alerts_total", "not_shown_notes_total")
 
 
 class Delivery(Protocol):
@@ -64,8 +66,9 @@ class NotifierStatus:
 
 
 def render_text(s: NotifierStatus, tz: tzinfo = timezone.utc) -> str:
-    """The state file, the deliveries by state, the command cursor, each port's health and
-    each failed delivery, one line each; times in ``tz``, with their offset."""
+    """The state file, the deliveries by state, the alerts Alertmanager left out, the command
+    cursor, each port's health and each failed delivery, one line each; times in ``tz``, with
+    their offset."""
 
     def _local(ts: float) -> str:
         return format_instant(ts, tz)
@@ -80,6 +83,7 @@ def render_text(s: NotifierStatus, tz: tzinfo = timezone.utc) -> str:
         "deliveries: "
         + ", ".join(f"{state} {summary[state]}" for state in SUMMARY_STATES)
         + f"; dropped (outbox full) {summary['dropped_total']}",
+        _not_shown(summary),
         f"commands: cursor {summary['cursor']}, unanswered {summary['unanswered']}",
         "health: " + (health or "none observed yet"),
     ]
@@ -100,6 +104,19 @@ def render_text(s: NotifierStatus, tz: tzinfo = timezone.utc) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _not_shown(summary: Mapping[str, int]) -> str:
+    """The alerts Alertmanager left out of its messages (past ``max_alerts``), each group's
+    count sent to the chat as one note."""
+    alerts = summary.get("not_shown_alerts_total", 0)
+    if not alerts:
+        return "alerts left out by Alertmanager (max_alerts): none"
+    notes = summary.get("not_shown_notes_total", 0)
+    return (
+        f"alerts left out by Alertmanager (max_alerts): {alerts}, "
+        f"in {notes} group notification(s), each noted in the chat"
+    )
+
+
 def _loop(name: str, r: Mapping[str, Any]) -> str:
     state = str(r.get("state"))
     text = f"{printable(name)} {'ok' if state == 'ok' else printable(state).upper()}"
@@ -114,7 +131,11 @@ def _loop(name: str, r: Mapping[str, Any]) -> str:
 def status_dict(s: NotifierStatus) -> dict[str, Any]:
     return {
         "state_file": str(s.state_file),
-        "deliveries": {k: v for k, v in s.summary.items() if k != "cursor"},
+        "deliveries": {k: v for k, v in s.summary.items() if k not in _NOT_DELIVERIES},
+        "alerts_not_shown": {
+            "alerts_total": s.summary.get("not_shown_alerts_total", 0),
+            "notes_total": s.summary.get("not_shown_notes_total", 0),
+        },
         "outbox": {
             "pending": s.summary.get("pending", 0),
             "limit": s.outbox_limit,

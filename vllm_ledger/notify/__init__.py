@@ -4,7 +4,8 @@
     store.py      the durable state (SQLite beside the config) and every SQL statement
     signing.py    every HMAC and secret comparison; our signature on command requests
     chat.py       commands read from a chat, and the notifier's own words
-    alerts.py     Alertmanager's webhook JSON v4 -> notifications, deduplicated
+    alerts.py     Alertmanager's webhook JSON v4 -> notifications, deduplicated; the note
+                  for alerts it left out past ``max_alerts`` (``truncatedAlerts``)
     watch.py      health every ~10 s per instance, flap damping
     platforms/    the chat platforms, one module each (Feishu/Lark, DingTalk, WeCom, Slack,
                   generic JSON): body, success rule, signature, inbound requests; the
@@ -12,6 +13,8 @@
     server.py     the HTTP endpoint's routes (commands, each platform's inbound route,
                   resend, Alertmanager) on the one bounded server, ``vllm_ledger.http.server``
     service.py    the threads put together: ``Notifier``
+    resend.py     ``notifier resend ID``'s request: one request id per delivery, so a retry
+                  is answered with the copy already queued
     unit.py       the systemd unit
 
 Contract: a command is answered once, in order (the cursor); a notification is sent exactly

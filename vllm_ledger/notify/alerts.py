@@ -10,13 +10,25 @@ the summaries that name them) come from a deployment host, and anyone who can wr
 a rule can put ``<!channel>`` or ``<at user_id="all">`` in one. They are shown as text all the
 same: each platform's ``body`` neutralises its own mention and link markup
 (``notify/platforms``; docs/notifier.md, "Mentions and links").
+
+Past ``max_alerts``, Alertmanager cuts a group's list and says how many it left out
+(``truncatedAlerts``). Those alerts never reach us, so ``truncation_note`` turns the count into
+one notification of its own: how many were not shown, the group's labels, and where to see them
+all (Alertmanager's UI at the body's ``externalURL``, and ``amtool alert query``). Its key is
+the group notification's content (group, status, the count and the keys of the alerts shown):
+a repeat of the same notification is noted once, as its alerts are; a changed group is noted
+again with its new count.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import shlex
 import unicodedata
-from collections.abc import Mapping
+import urllib.parse
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +40,9 @@ MAX_VALUE_CHARS = 120
 SHOWN_LABELS = ("instance", "ledger_instance", "model_name", "severity", "job")
 _FINGERPRINT = re.compile(r"^[0-9a-fA-F]{1,64}$")
 _TIME = re.compile(r"^[0-9T:.+Z-]{10,40}$")
+_LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+_URL = re.compile(r"^https?://[\x21-\x7e]{1,200}$")
+MAX_NOT_SHOWN = 10**9  # a count past this is not Alertmanager's
 
 
 class BadAlerts(LedgerError, ValueError):
@@ -38,6 +53,15 @@ class BadAlerts(LedgerError, ValueError):
 class Alert:
     key: str
     text: str
+
+
+@dataclass(frozen=True)
+class NotShown:
+    """The note for the alerts Alertmanager left out of one group notification."""
+
+    key: str
+    text: str
+    count: int  # alerts not shown (``truncatedAlerts``)
 
 
 def _clean(value: object) -> str:
@@ -87,4 +111,104 @@ def parse_alerts(doc: object, lang: str = "zh") -> list[Alert]:
     return out
 
 
-__all__ = ["MAX_ALERTS", "Alert", "BadAlerts", "parse_alerts"]
+def _group_labels(doc: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """The group's labels as shown (each value cleaned and cut), and those that can select the
+    group exactly (a value that had to be cleaned or cut is left out: the query then shows a
+    wider set, never a narrower one)."""
+    labels = doc.get("groupLabels", {})
+    if not isinstance(labels, dict):
+        raise BadAlerts("groupLabels: an object")
+    shown, exact = {}, {}
+    for name in sorted(labels):
+        value = _clean(labels[name])
+        if not _LABEL_NAME.fullmatch(name) or not value:
+            continue
+        shown[name] = value
+        if value == labels[name]:
+            exact[name] = value
+    return shown, exact
+
+
+def not_shown_count(doc: Mapping[str, Any]) -> int:
+    """``truncatedAlerts`` of a webhook body: 0 when absent (Alertmanager before 0.22)."""
+    n = doc.get("truncatedAlerts", 0)
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_NOT_SHOWN:
+        raise BadAlerts("truncatedAlerts: a count")
+    return n
+
+
+def _escape(value: str) -> str:
+    """A label value inside a matcher's double quotes."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _where(url: str, exact: Mapping[str, str]) -> tuple[str, str]:
+    """Alertmanager's UI filtered to the group, and the ``amtool`` command that lists it (each
+    matcher shell-quoted: a label value cannot add a word to the command)."""
+    matchers = [f'{k}="{_escape(v)}"' for k, v in exact.items()]
+    query = urllib.parse.quote("{" + ",".join(matchers) + "}")
+    ui = f"{url}/#/alerts?filter={query}" if url else ""
+    words = ["amtool", *([f"--alertmanager.url={url}"] if url else []), "alert", "query"]
+    return ui, " ".join(shlex.quote(w) for w in [*words, *matchers])
+
+
+def _not_shown_text(
+    count: int, shown: int, labels: Mapping[str, str], where: tuple[str, str], lang: str
+) -> str:
+    group = " ".join(f"{k}={v}" for k, v in labels.items())
+    ui, amtool = where
+    total = count + shown
+    if lang == "zh":
+        lines = [
+            f"小鲁班 · 告警未显示:本组 {total} 条告警中 {count} 条未显示"
+            f"(Alertmanager 每条通知最多带 {shown} 条,max_alerts)",
+            f"分组:{group}" if group else "",
+            f"全部告警:{ui}" if ui else "全部告警:见 Alertmanager 的界面",
+            f"或:{amtool}",
+        ]
+    else:
+        lines = [
+            f"NOT SHOWN: {count} alerts of this group "
+            f"(Alertmanager sent {shown} of {total}: its max_alerts)",
+            f"group: {group}" if group else "",
+            f"all of them: {ui}" if ui else "all of them: in Alertmanager's UI",
+            f"or: {amtool}",
+        ]
+    return "\n".join(line for line in lines if line) + "\n"
+
+
+def truncation_note(doc: object, shown: Sequence[Alert], lang: str = "zh") -> NotShown | None:
+    """The note for the alerts Alertmanager left out of this body (``truncatedAlerts``), or
+    None when it left out none. Call it on a body ``parse_alerts`` took; ``BadAlerts`` for a
+    count, group or address that is not Alertmanager's."""
+    if not isinstance(doc, dict):
+        raise BadAlerts("not Alertmanager webhook JSON version 4")
+    count = not_shown_count(doc)
+    if count == 0:
+        return None
+    labels, exact = _group_labels(doc)
+    url = doc.get("externalURL", "")
+    url = url.rstrip("/") if isinstance(url, str) and _URL.fullmatch(url) else ""
+    group_key, status = doc.get("groupKey", ""), doc.get("status", "")
+    identity = json.dumps(
+        [
+            group_key if isinstance(group_key, str) else "",
+            status if isinstance(status, str) else "",
+            count,
+            sorted(a.key for a in shown),
+        ]
+    )
+    key = "not_shown:" + hashlib.sha256(identity.encode("utf-8", "replace")).hexdigest()[:32]
+    text = _not_shown_text(count, len(shown), labels, _where(url, exact), lang)
+    return NotShown(key, text, count)
+
+
+__all__ = [
+    "MAX_ALERTS",
+    "Alert",
+    "BadAlerts",
+    "NotShown",
+    "not_shown_count",
+    "parse_alerts",
+    "truncation_note",
+]

@@ -26,6 +26,7 @@ import collections
 import dataclasses
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -350,11 +351,16 @@ class Notifier:
             return 400, {"error": "bad_request"}
         if req.arg is None:
             return 400, {"error": "bad_request"}
-        new = self.store.resend(req.arg, request_key=f"resend:{req.message_id}")
-        if new is None:
-            return 404, {"error": "no_such_delivery_or_repeated_request"}
+        done = self.store.resend(req.arg, request_id=req.message_id)
+        if done is None:
+            return 404, {"error": "no_such_delivery"}
+        if done.resend_of != req.arg:  # one request id, one delivery
+            return 409, {"error": "request_id_reused", "resend_of": done.resend_of}
+        answer = {"delivery_id": done.copy_id, "resend_of": done.resend_of, "state": done.state}
+        if done.already:
+            return 200, {"status": "already_queued", **answer}
         self._wake_sender.set()
-        return 200, {"delivery_id": new, "resend_of": req.arg}
+        return 200, {"status": "queued", **answer}
 
     def reply(self, cmd: Command) -> str:
         """The reply to a help or status command (a resend's is built by ``answer``)."""
@@ -416,7 +422,7 @@ class Notifier:
     def handle_alerts(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
         token = self.cfg.alertmanager_token
         if token is not None and not signing.equal(
-            f"Bearer {token}", headers.get("authorization", "")
+            token, signing.bearer_token(headers.get("authorization"))
         ):
             return 401, {"error": "bad_token"}
         try:
@@ -425,14 +431,25 @@ class Notifier:
             if many and len(doc["alerts"]) > alerts_mod.MAX_ALERTS:
                 return 413, {"error": "too_many_alerts", "limit": alerts_mod.MAX_ALERTS}
             found = alerts_mod.parse_alerts(doc, self.cfg.lang)
+            note = alerts_mod.truncation_note(doc, found, self.cfg.lang)
         except (ConfigError, alerts_mod.BadAlerts, UnicodeDecodeError):
             return 400, {"error": "bad_alerts"}
-        queued, dropped = self.store.queue_alerts([(a.key, a.text) for a in found])
-        if queued:
+        noted = None if note is None else (note.key, note.text, note.count)
+        queued = self.store.queue_alerts([(a.key, a.text) for a in found], noted)
+        if queued.ids:
             self._wake_sender.set()
-        answer = {"queued": len(queued), "alerts": len(found)}
-        if dropped:  # not recorded as seen: Alertmanager's retry or repeat brings them back
-            return 503, {"error": "outbox_full", "dropped": dropped, **answer}
+        answer: dict[str, Any] = {"queued": len(queued.ids), "alerts": len(found)}
+        if note is not None:
+            answer["not_shown"] = note.count
+        if queued.note_id is not None and note is not None:
+            print(
+                f"vllm-ledger notifier: Alertmanager left {note.count} alert(s) of one group out "
+                f"of its message (max_alerts): noted in the chat as #{queued.note_id}",
+                file=sys.stderr,
+                flush=True,
+            )
+        if queued.dropped:  # not recorded as seen: Alertmanager's retry or repeat brings them
+            return 503, {"error": "outbox_full", "dropped": queued.dropped, **answer}
         return 200, answer
 
     # ---- outbox -----------------------------------------------------------------------

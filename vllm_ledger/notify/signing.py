@@ -13,6 +13,9 @@ Our own signature, for a command or resend request from a relay or ``notifier re
 
 A request whose timestamp is more than ``MAX_SKEW_S`` (5 min) from the notifier's clock,
 either way, or whose signature does not match, is refused before its body is parsed.
+
+A bearer token (``/alertmanager``) is read by ``bearer_token``: ``Authorization: Bearer TOKEN``
+with the scheme in any case (RFC 7235, 2.1: ``bearer``, ``BEARER``), then compared by ``equal``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ TIMESTAMP_HEADER = "X-Ledger-Timestamp"
 SIGNATURE_HEADER = "X-Ledger-Signature"
 SECONDS = re.compile(r"^[0-9]{1,12}$")
 MILLISECONDS = re.compile(r"^[0-9]{1,15}$")
+# RFC 7235: credentials = auth-scheme 1*SP token68, the scheme a token (RFC 7230's tchar); the
+# rest is taken whole and compared whole, so a token of any characters is read as configured
+_CREDENTIALS = re.compile(r"[ \t]*([!#$%&'*+.^_`|~0-9A-Za-z-]+) +(.+?)[ \t]*")
 
 Verdict = Literal["ok", "bad_signature", "old_timestamp", "bad_timestamp"]
 
@@ -52,6 +58,16 @@ def equal(want: str, got: str | None) -> bool:
     return got is not None and hmac.compare_digest(
         want.encode("utf-8", "surrogatepass"), got.encode("utf-8", "surrogatepass")
     )
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization`` header value whose scheme is Bearer, in any case
+    (RFC 7235: the scheme is case-insensitive), and the rest as sent; None for another scheme,
+    a value without a token, or no header."""
+    found = _CREDENTIALS.fullmatch(authorization or "")
+    if found is None or found.group(1).lower() != "bearer":
+        return None
+    return found.group(2)
 
 
 def check(
@@ -107,6 +123,7 @@ __all__ = [
     "SIGNATURE_HEADER",
     "TIMESTAMP_HEADER",
     "Verdict",
+    "bearer_token",
     "check",
     "equal",
     "hmac_sha256",

@@ -15,8 +15,12 @@ process loses nothing committed. Each step that must not half-happen is one tran
   mid-delivery: it becomes ``unknown`` (it may or may not have arrived) and is never sent
   again by itself. Only ``resend`` queues a copy (a new id, ``resend_of`` the old one).
 - ``seen``: keys handled once: Alertmanager alerts by fingerprint, status and start time, and
-  the request ids of ``resend`` requests. A key is recorded only with its notification queued:
-  an alert dropped from a full outbox stays unseen, so Alertmanager's next repeat brings it.
+  the notes of alerts Alertmanager left out of a group notification (``alerts.NotShown``,
+  counted in ``meta``). A key is recorded only with its notification queued: an alert or note
+  dropped from a full outbox stays unseen, so Alertmanager's retry or repeat brings it.
+- ``resends``: each ``/resend`` request id with the delivery it asked for and the copy it
+  queued, committed with the copy: the same request again (a retry after a crash or a lost
+  answer) is answered with that copy, and nothing more is queued.
 - Health notifications are never dropped: each carries its instance (``topic``), and a newer
   transition to the same state replaces a pending one, so an instance has at most one pending
   DOWN and one pending UP whatever the outbox holds.
@@ -42,7 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from vllm_ledger.errors import LedgerError
 
@@ -96,6 +100,18 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         """
         ALTER TABLE outbox ADD COLUMN topic TEXT;
         CREATE INDEX outbox_topic ON outbox(topic, state);
+        """,
+    ),
+    (
+        "0003_resends_and_not_shown",
+        """
+        CREATE TABLE resends(
+            request_id TEXT PRIMARY KEY,
+            delivery_id INTEGER NOT NULL,
+            copy_id INTEGER NOT NULL,
+            requested_ts REAL NOT NULL);
+        INSERT INTO meta(key, value) VALUES ('not_shown_notes_total', 0),
+            ('not_shown_alerts_total', 0);
         """,
     ),
 )
@@ -394,7 +410,7 @@ class Store:
         return int(cur.lastrowid or 0)
 
     def _dropped(self, db: sqlite3.Connection, n: int = 1) -> None:
-        db.execute("UPDATE meta SET value = value + ? WHERE key = 'dropped_total'", (n,))
+        _add(db, "dropped_total", n)
 
     def queue(self, kind: str, text: str) -> int | None:
         """A new notification; its delivery id, or None when the outbox is full (counted)."""
@@ -406,20 +422,25 @@ class Store:
 
     def queue_alert(self, key: str, text: str) -> int | None:
         """An alert notification, unless ``key`` (fingerprint, status, start) was seen."""
-        queued, _dropped = self.queue_alerts([(key, text)])
-        return queued[0] if queued else None
+        ids = self.queue_alerts([(key, text)]).ids
+        return ids[0] if ids else None
 
-    def queue_alerts(self, alerts: Sequence[tuple[str, str]]) -> tuple[list[int], int]:
-        """Each ``(key, text)`` whose key was not seen, queued, in one transaction: (the new
-        delivery ids, how many were dropped because the outbox was full). A dropped alert's key
-        is not recorded, so the same alert sent again is taken then."""
+    def queue_alerts(
+        self, alerts: Sequence[tuple[str, str]], note: tuple[str, str, int] | None = None
+    ) -> Queued:
+        """Each ``(key, text)`` whose key was not seen, queued, in one transaction, then
+        ``note`` (key, text, how many alerts Alertmanager left out) the same way, counted in
+        ``meta``. A key dropped for a full outbox is not recorded, so the same body sent again
+        is taken then."""
+        items = [(key, text, 0) for key, text in alerts] + ([note] if note else [])
         with self._tx() as db:
             now = self.clock()
             db.execute("DELETE FROM seen WHERE seen_ts < ?", (now - ALERTS_KEEP_S,))
             room = MAX_PENDING - _pending(db)
             queued: list[int] = []
             dropped = 0
-            for key, text in alerts:
+            note_id = None
+            for key, text, not_shown in items:
                 if db.execute("SELECT 1 FROM seen WHERE key = ?", (key,)).fetchone():
                     continue
                 if room <= 0:
@@ -428,31 +449,43 @@ class Store:
                 db.execute("INSERT INTO seen VALUES (?, ?)", (key, now))
                 queued.append(self._queue(db, "alert", text))
                 room -= 1
+                if not_shown:
+                    note_id = queued[-1]
+                    _add(db, "not_shown_notes_total", 1)
+                    _add(db, "not_shown_alerts_total", not_shown)
             if dropped:
                 self._dropped(db, dropped)
-        return queued, dropped
+        return Queued(queued, dropped, note_id)
 
-    def resend(self, delivery_id: int, request_key: str | None = None) -> int | None:
-        """A copy of a delivery, queued anew; None when no such delivery is kept, or when
-        ``request_key`` (a resend request's id) was handled before. ``OutboxFull`` (nothing
+    def resend(self, delivery_id: int, request_id: str | None = None) -> Resent | None:
+        """A copy of a delivery, queued anew; None when no such delivery is kept. With
+        ``request_id``, the request is recorded with its copy in the same transaction, and the
+        same id again is answered with that copy (``already``), queueing nothing: whatever
+        delivery it names (the caller compares ``resend_of``). ``OutboxFull`` (nothing
         recorded, the request may come again) while the outbox is full."""
         with self._tx() as db:
+            if request_id is not None:
+                done = _resent(db, request_id)
+                if done is not None:
+                    return done
             if _pending(db) >= MAX_PENDING:
                 raise OutboxFull()
-            if request_key is not None:
-                cur = db.execute(
-                    "INSERT OR IGNORE INTO seen VALUES (?, ?)", (request_key, self.clock())
-                )
-                if cur.rowcount != 1:
-                    return None
             row = db.execute(
                 "SELECT kind, text FROM outbox WHERE id = ?", (delivery_id,)
             ).fetchone()
             if row is None:
                 return None
             new = self._queue(db, row[0], row[1], resend_of=delivery_id)
+            if request_id is not None:
+                db.execute(  # requests for deliveries no longer kept are forgotten
+                    "DELETE FROM resends WHERE delivery_id < (SELECT min(id) FROM outbox)"
+                )
+                db.execute(
+                    "INSERT INTO resends VALUES (?, ?, ?, ?)",
+                    (request_id, delivery_id, new, self.clock()),
+                )
         self._passed("resend")
-        return new
+        return Resent(new, delivery_id, "pending", already=False)
 
     def next_pending(self) -> Delivery | None:
         """The oldest pending delivery, now marked ``sending`` (committed before the send)."""
@@ -522,8 +555,44 @@ class OutboxFull(LedgerError):
     """The outbox holds ``MAX_PENDING`` deliveries: nothing was queued or recorded."""
 
 
+class Queued(NamedTuple):
+    """What ``queue_alerts`` did: the new delivery ids (in order), how many were dropped for a
+    full outbox, and the note's delivery id when the note was queued."""
+
+    ids: list[int]
+    dropped: int
+    note_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Resent:
+    """What a resend request queued: the copy's delivery id, the delivery it copies, the copy's
+    state now (``gone`` once pruned), and whether an earlier try of the request queued it."""
+
+    copy_id: int
+    resend_of: int
+    state: str
+    already: bool
+
+
 def _pending(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT count(*) FROM outbox WHERE state = 'pending'").fetchone()[0])
+
+
+def _add(db: sqlite3.Connection, key: str, n: int) -> None:
+    db.execute("UPDATE meta SET value = value + ? WHERE key = ?", (n, key))
+
+
+def _resent(db: sqlite3.Connection, request_id: str) -> Resent | None:
+    """The copy an earlier try of ``request_id`` queued, with its state now; None if none."""
+    row = db.execute(
+        "SELECT r.copy_id, r.delivery_id, o.state FROM resends r "
+        "LEFT JOIN outbox o ON o.id = r.copy_id WHERE r.request_id = ?",
+        (request_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return Resent(int(row[0]), int(row[1]), str(row[2] or "gone"), already=True)
 
 
 # ---- reading (notifier status; the status reply) ------------------------------------------
@@ -549,6 +618,8 @@ def read_summary(db: sqlite3.Connection) -> dict[str, int]:
         **counts,
         "cursor": int(meta.get("cursor", 0)),
         "dropped_total": int(meta.get("dropped_total", 0)),
+        "not_shown_notes_total": int(meta.get("not_shown_notes_total", 0)),
+        "not_shown_alerts_total": int(meta.get("not_shown_alerts_total", 0)),
         "unanswered": int(
             db.execute(
                 "SELECT count(*) FROM inbox WHERE seq > (SELECT value FROM meta WHERE key='cursor')"
@@ -587,6 +658,8 @@ __all__ = [
     "Delivery",
     "DeliveryState",
     "OutboxFull",
+    "Queued",
+    "Resent",
     "StateFileError",
     "Store",
     "StoreUnavailable",

@@ -23,6 +23,8 @@ SUMMARY = {
     "cursor": 5,
     "dropped_total": 0,
     "unanswered": 0,
+    "not_shown_notes_total": 0,
+    "not_shown_alerts_total": 0,
 }
 
 
@@ -47,6 +49,7 @@ def test_the_text_names_each_failure_and_the_health() -> None:
     assert render_text(_status(failures, {19001: ("up", T + 1), 19002: ("down", T)})) == (
         "state private.notifier.sqlite\n"
         "deliveries: sent 4, failed 1, unknown 1, pending 0, sending 0; dropped (outbox full) 0\n"
+        "alerts left out by Alertmanager (max_alerts): none\n"
         "commands: cursor 5, unanswered 0\n"
         "health: :19001 up since 2026-11-18 11:06:41 +00:00, "
         ":19002 DOWN since 2026-11-18 11:06:40 +00:00\n"
@@ -58,7 +61,7 @@ def test_the_text_names_each_failure_and_the_health() -> None:
 
 def test_nothing_failed_and_no_health_yet() -> None:
     lines = render_text(_status([], {})).splitlines()
-    assert lines[3:] == ["health: none observed yet", "failed: none"]
+    assert lines[4:] == ["health: none observed yet", "failed: none"]
 
 
 def test_a_reason_from_the_state_file_cannot_forge_lines() -> None:
@@ -71,3 +74,15 @@ def test_a_reason_from_the_state_file_cannot_forge_lines() -> None:
     doc = json.loads(render_json(_status([], {})))
     assert doc["cursor"] == 5 and "cursor" not in doc["deliveries"]
     assert doc["deliveries"]["dropped_total"] == 0 and doc["failures"] == []
+
+
+def test_alerts_left_out_by_alertmanager_are_counted_in_text_and_json() -> None:
+    summary = {**SUMMARY, "not_shown_notes_total": 2, "not_shown_alerts_total": 75}
+    s = NotifierStatus(Path("private.notifier.sqlite"), summary, [], [], {})
+    assert render_text(s).splitlines()[2] == (
+        "alerts left out by Alertmanager (max_alerts): 75, in 2 group notification(s), "
+        "each noted in the chat"
+    )
+    doc = json.loads(render_json(s))
+    assert doc["alerts_not_shown"] == {"alerts_total": 75, "notes_total": 2}
+    assert not any(k.startswith("not_shown") for k in doc["deliveries"])

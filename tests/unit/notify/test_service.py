@@ -247,29 +247,46 @@ def resend_body(request_id: str, delivery_id: object) -> bytes:
     return json.dumps({"request_id": request_id, "delivery_id": delivery_id}).encode()
 
 
-def test_a_signed_resend_queues_one_copy_per_request(make: Make) -> None:
+def test_a_signed_resend_queues_one_copy_per_request_and_answers_a_retry_with_it(
+    make: Make,
+) -> None:
     n = make()
     d = failed_delivery(n, text="DOWN: vLLM :19001 is not responding\n")
     body = resend_body("r1", d)
-    assert n.handle_resend(body, signed(body)) == (200, {"delivery_id": d + 1, "resend_of": d})
+    copy = {"delivery_id": d + 1, "resend_of": d}
     assert n.handle_resend(body, signed(body)) == (
-        404,
-        {"error": "no_such_delivery_or_repeated_request"},
+        200,
+        {"status": "queued", **copy, "state": "pending"},
+    )
+    assert n.handle_resend(body, signed(body, NOW + 1)) == (  # a retry: the same copy
+        200,
+        {"status": "already_queued", **copy, "state": "pending"},
+    )
+    text = "DOWN: vLLM :19001 is not responding\n"
+    assert pending(n) == [(d + 1, "health", text)]  # one copy, now marked sending
+    n.store.settle(d + 1, "sent", None, 200)
+    assert n.handle_resend(body, signed(body)) == (
+        200,
+        {"status": "already_queued", **copy, "state": "sent"},
+    )
+    other = resend_body("r1", d + 1)  # the same request id for another delivery
+    assert n.handle_resend(other, signed(other)) == (
+        409,
+        {"error": "request_id_reused", "resend_of": d},
     )
     again = resend_body("r2", str(d))  # a number as text is read as the number
-    assert n.handle_resend(again, signed(again)) == (200, {"delivery_id": d + 2, "resend_of": d})
-    text = "DOWN: vLLM :19001 is not responding\n"
-    assert pending(n) == [(d + 1, "health", text), (d + 2, "health", text)]
+    assert n.handle_resend(again, signed(again)) == (
+        200,
+        {"status": "queued", "delivery_id": d + 2, "resend_of": d, "state": "pending"},
+    )
+    assert pending(n) == [(d + 2, "health", text)]
 
 
 def test_a_bad_or_unknown_resend_is_refused(make: Make) -> None:
     n = make()
     body = resend_body("r1", 1)
     assert n.handle_resend(body, {}) == (401, {"error": "bad_timestamp"})
-    assert n.handle_resend(body, signed(body)) == (
-        404,
-        {"error": "no_such_delivery_or_repeated_request"},
-    )
+    assert n.handle_resend(body, signed(body)) == (404, {"error": "no_such_delivery"})
     for bad in (
         b"{",
         b'{"delivery_id": 1}',
@@ -319,6 +336,111 @@ def test_alerts_need_the_token_and_are_queued_once(make: Make) -> None:
         (1, "alert", firing.text),
         (2, "alert", parse_alerts(alert_doc("resolved"), "en")[0].text),
     ]
+
+
+def test_the_bearer_scheme_is_read_in_any_case_and_a_wrong_token_still_refused(
+    make: Make,
+) -> None:
+    n = make(env={"VLLM_LEDGER_ALERTMANAGER_TOKEN": TOKEN})
+    for i, value in enumerate(
+        (f"Bearer {TOKEN}", f"bearer {TOKEN}", f"BEARER {TOKEN}", f"  bEaReR   {TOKEN}  ")
+    ):
+        body = json.dumps(alert_doc(fingerprint=f"{i:x}")).encode()
+        assert n.handle_alerts(body, {"authorization": value}) == (
+            200,
+            {"queued": 1, "alerts": 1},
+        ), value
+    body = json.dumps(alert_doc(fingerprint="ff")).encode()
+    for value in (
+        "bearer wrong",
+        "BEARER wrong",
+        f"bearer {TOKEN}x",
+        f"bearer {TOKEN[:-1]}",
+        f"Basic {TOKEN}",
+        f"bearer{TOKEN}",
+        f"Bearer {TOKEN}, Bearer {TOKEN}",  # two Authorization lines, joined
+        "bearer",
+        "",
+    ):
+        assert n.handle_alerts(body, {"authorization": value}) == (
+            401,
+            {"error": "bad_token"},
+        ), value
+    assert len(pending(n)) == 4
+
+
+def many_alerts(first: int, n: int, *, not_shown: int, **extra: Any) -> dict[str, Any]:
+    """A group notification as Alertmanager posts it past ``max_alerts``."""
+    one = alert_doc()["alerts"][0]
+    return {
+        "version": "4",
+        "groupKey": '{}:{alertname="VLLMTargetDown", instance="gpu1:8000"}',
+        "status": "firing",
+        "groupLabels": {"alertname": "VLLMTargetDown", "instance": "gpu1:8000"},
+        "externalURL": "http://am.example:9093",
+        "truncatedAlerts": not_shown,
+        "alerts": [{**one, "fingerprint": f"{i:x}"} for i in range(first, first + n)],
+        **extra,
+    }
+
+
+NOTE_EN = (
+    "NOT SHOWN: 30 alerts of this group (Alertmanager sent 100 of 130: its max_alerts)\n"
+    "group: alertname=VLLMTargetDown instance=gpu1:8000\n"
+    "all of them: http://am.example:9093/#/alerts?filter="
+    "%7Balertname%3D%22VLLMTargetDown%22%2Cinstance%3D%22gpu1%3A8000%22%7D\n"
+    "or: amtool --alertmanager.url=http://am.example:9093 alert query "
+    "'alertname=\"VLLMTargetDown\"' 'instance=\"gpu1:8000\"'\n"
+)
+
+
+def test_alerts_left_out_by_alertmanager_are_one_note_per_group_notification(
+    make: Make,
+) -> None:
+    n = make()
+    body = json.dumps(many_alerts(0, 100, not_shown=30)).encode()
+    assert n.handle_alerts(body, {}) == (200, {"queued": 101, "alerts": 100, "not_shown": 30})
+    sent = pending(n)
+    assert [kind for _id, kind, _text in sent] == ["alert"] * 101
+    assert sent[-1] == (101, "alert", NOTE_EN)  # after the alerts it is about
+    # Alertmanager's repeat of the same notification: nothing, as for its alerts
+    assert n.handle_alerts(body, {}) == (200, {"queued": 0, "alerts": 100, "not_shown": 30})
+    # the group grew past the cut: a new notification, a new count, a new note
+    grown = json.dumps(many_alerts(0, 100, not_shown=45)).encode()
+    assert n.handle_alerts(grown, {}) == (200, {"queued": 1, "alerts": 100, "not_shown": 45})
+    assert pending(n)[0][2].startswith("NOT SHOWN: 45 alerts of this group (")
+    assert n.store.summary()["not_shown_notes_total"] == 2
+    assert n.store.summary()["not_shown_alerts_total"] == 75
+    # none left out: no note
+    whole = json.dumps(many_alerts(200, 3, not_shown=0)).encode()
+    assert n.handle_alerts(whole, {}) == (200, {"queued": 3, "alerts": 3})
+    assert n.store.summary()["not_shown_notes_total"] == 2
+
+
+def test_a_note_dropped_for_a_full_outbox_is_taken_on_alertmanagers_retry(make: Make) -> None:
+    n = make()
+    for i in range(999):
+        assert n.store.queue("reply", f"r{i}") is not None
+    body = json.dumps(many_alerts(0, 1, not_shown=7)).encode()
+    assert n.handle_alerts(body, {}) == (
+        503,
+        {"error": "outbox_full", "dropped": 1, "queued": 1, "alerts": 1, "not_shown": 7},
+    )
+    assert n.store.summary()["not_shown_notes_total"] == 0  # not counted: not queued
+    n.store.next_pending()  # one reply leaves
+    assert n.handle_alerts(body, {}) == (200, {"queued": 1, "alerts": 1, "not_shown": 7})
+    summary = n.store.summary()
+    assert (summary["not_shown_notes_total"], summary["not_shown_alerts_total"]) == (1, 7)
+
+
+def test_a_bad_truncated_count_is_refused_whole(make: Make) -> None:
+    n = make()
+    for value in ("30", -1, True, 1.5, None, 10**10):
+        body = json.dumps(many_alerts(0, 1, not_shown=0, truncatedAlerts=value)).encode()
+        assert n.handle_alerts(body, {}) == (400, {"error": "bad_alerts"}), value
+    body = json.dumps(many_alerts(0, 1, not_shown=3, groupLabels=[1])).encode()
+    assert n.handle_alerts(body, {}) == (400, {"error": "bad_alerts"})
+    assert pending(n) == []
 
 
 def test_without_a_token_any_caller_may_post_alerts_but_not_bad_ones(make: Make) -> None:

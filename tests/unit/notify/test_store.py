@@ -24,12 +24,15 @@ from tests.rawhttp import RawServer, drip
 from vllm_ledger.bot.health import Health
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify import platforms
+from vllm_ledger.notify import store as store_mod
 from vllm_ledger.notify.alerts import BadAlerts, parse_alerts
 from vllm_ledger.notify.chat import BadRequest, parse_request
 from vllm_ledger.notify.config import notifier_config
 from vllm_ledger.notify.signing import sign, verify
 from vllm_ledger.notify.store import (
     MAX_PENDING,
+    OutboxFull,
+    Resent,
     StateFileError,
     Store,
     StoreUnavailable,
@@ -83,8 +86,10 @@ def test_sending_becomes_unknown_on_start_and_is_never_picked_again(store: Store
         (d2, "failed", "http_status"),
         (d1, "unknown", "interrupted"),
     ]
-    new = store.resend(d2, request_key="resend:r1")
-    assert new is not None and store.resend(d2, request_key="resend:r1") is None  # once
+    done = store.resend(d2, request_id="r1")
+    assert done == Resent(d2 + 1, d2, "pending", already=False)
+    new = done.copy_id
+    assert store.resend(d2, request_id="r1") == Resent(new, d2, "pending", already=True)  # once
     sending = store.next_pending()
     assert sending is not None and (sending.id, sending.text) == (new, "y")
     store.settle(new, "sent", None, 200)
@@ -337,8 +342,8 @@ def test_platform_failures_are_classified_never_retried() -> None:
 def test_a_dropped_alert_stays_unseen_and_health_is_never_dropped(store: Store) -> None:
     for i in range(MAX_PENDING):
         assert store.queue("reply", f"r{i}") is not None
-    assert store.queue_alerts([("alert:a|firing|t", "A")]) == ([], 1)
-    assert store.queue_alerts([("alert:a|firing|t", "A")]) == ([], 1)  # still unseen
+    assert store.queue_alerts([("alert:a|firing|t", "A")]) == ([], 1, None)
+    assert store.queue_alerts([("alert:a|firing|t", "A")]) == ([], 1, None)  # still unseen
     down1 = store.record_health(19001, "down", "DOWN 1")
     up = store.record_health(19001, "up", "UP")
     down2 = store.record_health(19001, "down", "DOWN 2")  # replaces DOWN 1, last
@@ -346,8 +351,8 @@ def test_a_dropped_alert_stays_unseen_and_health_is_never_dropped(store: Store) 
     assert store.outbox() == (MAX_PENDING + 2, 2)
     for _ in range(3):  # three replies leave: room for the alert's repeat
         store.next_pending()
-    (_alert,), dropped = store.queue_alerts([("alert:a|firing|t", "A")])
-    assert dropped == 0 and store.queue_alerts([("alert:a|firing|t", "A")]) == ([], 0)
+    (_alert,), dropped, _note = store.queue_alerts([("alert:a|firing|t", "A")])
+    assert dropped == 0 and store.queue_alerts([("alert:a|firing|t", "A")]) == ([], 0, None)
     texts = []
     while (d := store.next_pending()) is not None:
         texts.append(d.text)
@@ -394,3 +399,95 @@ def test_a_state_file_it_cannot_use_is_named_with_what_to_do(
     text = str(caught.value)
     assert text.startswith(f"the notifier's state file {path} {what}")
     assert f"move it aside (mv {path} {path}.bad)" in text and "\n" not in text
+
+
+# ---- resend requests and the notes of alerts left out --------------------------------------
+
+
+def test_a_resend_request_committed_before_a_crash_is_answered_with_its_copy(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.sqlite"
+    s = Store(path, clock=Clock())
+    d = s.queue("alert", "FIRING: X")
+    assert d is not None
+    s.close()  # the notifier is killed right after the commit, before its answer
+    s = Store(path, clock=Clock())
+    first = s.resend(d, request_id="cli-resend-1")
+    s.close()
+    s = Store(path, clock=Clock())
+    try:
+        assert first == Resent(d + 1, d, "pending", already=False)
+        assert s.resend(d, request_id="cli-resend-1") == Resent(d + 1, d, "pending", True)
+        for _ in range(MAX_PENDING):  # a full outbox does not hide an earlier answer
+            s.queue("health", "x")
+        assert s.resend(d, request_id="cli-resend-1") == Resent(d + 1, d, "pending", True)
+        with pytest.raises(OutboxFull):
+            s.resend(d, request_id="cli-resend-2")
+        with s._lock:
+            copies = s._db.execute("SELECT count(*) FROM outbox WHERE resend_of = ?", (d,))
+            assert copies.fetchone()[0] == 1
+    finally:
+        s.close()
+
+
+def test_a_resend_request_is_forgotten_with_the_delivery_it_names(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_mod, "MAX_OUTBOX_ROWS", 4)
+    d = store.queue("reply", "old")
+    assert d is not None and store.next_pending() is not None
+    store.settle(d, "failed", "http_status", 500)
+    copy = store.resend(d, request_id="r-old")
+    assert copy is not None and copy.copy_id == d + 1
+    while store.next_pending() is not None:
+        pass
+    for i in range(4):  # #1 and its copy pruned as settled rows past the bound
+        store.queue("reply", f"new {i}")
+        while (p := store.next_pending()) is not None:
+            store.settle(p.id, "sent", None, 200)
+    assert store.resend(d) is None
+    later = store.queue("reply", "later")
+    assert later is not None
+    assert store.resend(later, request_id="r-later") is not None
+    with store._lock:
+        kept = store._db.execute("SELECT request_id FROM resends ORDER BY 1").fetchall()
+    assert kept == [("r-later",)]
+
+
+def test_a_note_is_queued_once_and_counted(store: Store) -> None:
+    alerts = [("alert:a|firing|t", "A"), ("alert:b|firing|t", "B")]
+    note = ("not_shown:k1", "NOT SHOWN: 30", 30)
+    assert store.queue_alerts(alerts, note) == ([1, 2, 3], 0, 3)
+    assert store.queue_alerts(alerts, note) == ([], 0, None)  # the repeat
+    assert store.queue_alerts(alerts, ("not_shown:k2", "NOT SHOWN: 31", 31)) == ([4], 0, 4)
+    summary = store.summary()
+    assert (summary["not_shown_notes_total"], summary["not_shown_alerts_total"]) == (2, 61)
+    assert [d.text for d in iter(store.next_pending, None)] == [
+        "A",
+        "B",
+        "NOT SHOWN: 30",
+        "NOT SHOWN: 31",
+    ]
+
+
+def test_a_state_file_of_the_earlier_schema_gains_the_new_tables_and_keeps_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "state.sqlite"
+    with monkeypatch.context() as m:
+        m.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:2])
+        old = Store(path, clock=Clock())
+        assert old.queue("reply", "kept") == 1
+        old.close()
+    s = Store(path, clock=Clock())
+    try:
+        with s._lock:
+            names = [r[0] for r in s._db.execute("SELECT name FROM migrations ORDER BY name")]
+        assert names == ["0001_initial", "0002_outbox_topic", "0003_resends_and_not_shown"]
+        summary = s.summary()
+        assert summary["pending"] == 1
+        assert (summary["not_shown_notes_total"], summary["not_shown_alerts_total"]) == (0, 0)
+        assert s.resend(1, request_id="r1") == Resent(2, 1, "pending", already=False)
+    finally:
+        s.close()
