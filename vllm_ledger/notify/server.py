@@ -7,8 +7,10 @@ path                        what                                                
 ``POST`` inbound routes     each platform's own requests, signed its way:       64 KiB
                             ``/slack/events``, ``/dingtalk/command``
                             (``platforms.inbound()``)
-``POST /resend``            a signed resend request from ``notifier resend``    64 KiB
-``POST /alertmanager``      Alertmanager's webhook JSON v4 (bearer token)       1 MiB
+``POST /resend``            a signed resend request from ``notifier resend``,   64 KiB
+                            one copy per request id (a retry gets that copy)
+``POST /alertmanager``      Alertmanager's webhook JSON v4 (bearer token, the   1 MiB
+                            scheme in any case)
 ``GET /healthz``            each loop's progress and the outbox; 503 naming     -
                             the loop that is failing, stuck or gone
 ==========================  ==================================================  ==========

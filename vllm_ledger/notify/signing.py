@@ -34,7 +34,7 @@ SECONDS = re.compile(r"^[0-9]{1,12}$")
 MILLISECONDS = re.compile(r"^[0-9]{1,15}$")
 # RFC 7235: credentials = auth-scheme 1*SP token68, the scheme a token (RFC 7230's tchar); the
 # rest is taken whole and compared whole, so a token of any characters is read as configured
-_CREDENTIALS = re.compile(r"[ \t]*([!#$%&'*+.^_`|~0-9A-Za-z-]+) +(.+?)[ \t]*")
+_CREDENTIALS = re.compile(r"[ \t]*([!#$%&'*+.^_`|~0-9A-Za-z-]+) +([^ \t].*?)[ \t]*")
 
 Verdict = Literal["ok", "bad_signature", "old_timestamp", "bad_timestamp"]
 

@@ -1,11 +1,13 @@
 """The one HMAC helper (vllm_ledger/notify/signing.py): the digest against RFC 4231's vector,
 constant-time equality that never raises, the shared timestamp-then-signature verdict, and our
-own ``v1=`` signature against a value computed with openssl."""
+own ``v1=`` signature against a value computed with openssl; the bearer scheme read in any
+case (RFC 7235)."""
 
 from __future__ import annotations
 
 from vllm_ledger.notify.signing import (
     MILLISECONDS,
+    bearer_token,
     check,
     equal,
     hmac_sha256,
@@ -77,3 +79,11 @@ def test_check_reads_the_timestamp_before_it_computes_a_signature() -> None:
     assert check("-5", "good", expected, now_ts=NOW, max_skew_s=3600) == "bad_timestamp"
     assert check("1764400000", "bad", expected, now_ts=NOW, max_skew_s=0) == "bad_signature"
     assert computed == ["1764400000500", "1764400000"]
+
+
+def test_the_bearer_scheme_is_read_in_any_case_and_the_token_as_sent() -> None:
+    for value in ("Bearer t0k.en", "bearer t0k.en", "BEARER t0k.en", " bEaReR   t0k.en\t"):
+        assert bearer_token(value) == "t0k.en", value
+    assert bearer_token("Bearer a b:c") == "a b:c"  # compared whole with the configured token
+    for value in ("Basic t0k.en", "Bearert0k.en", "Bearer", "Bearer  ", "", None, "t0k.en"):
+        assert bearer_token(value) is None, value
