@@ -21,6 +21,7 @@ interpolate it.
 from __future__ import annotations
 
 import json
+import shlex
 
 from vllm_ledger import __version__
 from vllm_ledger.deploy.host import Host, check_for
@@ -81,8 +82,8 @@ def compose_file(host: Host, *, usage: bool = False, tz: str | None = None) -> s
     ]
     if usage:
         out.append(
-            f"# Before up: mkdir -p {ledger_dir(host)}; the plugin bundle must be in "
-            f"{plugin_dir(host)} (vllm-ledger bundle {plugin_dir(host)})."
+            f"# Before up: mkdir -p {shlex.quote(ledger_dir(host))}; the plugin bundle must be "
+            f"in {plugin_dir(host)} (vllm-ledger bundle {shlex.quote(plugin_dir(host))})."
         )
     out += ["services:", f"  {SERVICE}:", f"    image: {_s(host.image)}"]
     out.append(f"    container_name: {_s(host.name)}")

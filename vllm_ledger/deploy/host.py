@@ -1,13 +1,17 @@
 """The host file: one JSON object describing one vLLM instance on one machine.
 
 ``SCHEMA`` (a JSON Schema, draft 2020-12) is the single source of truth: ``validate`` checks a
-host file against it (a small interpreter for the keywords the schema uses) and ``Host`` takes
-its defaults from it, so the documented schema (``vllm-ledger render --print-schema``) and the
-checks cannot drift apart. Every refusal is one line naming the key, e.g.
-``port: 70000 is above the maximum 65535``.
+host file against it (``deploy/schemacheck.py``, a small interpreter for the keywords the schema
+uses) and ``Host`` takes its defaults from it, so the documented schema (``vllm-ledger render
+--print-schema``) and the checks cannot drift apart. Every refusal is one line naming the key,
+e.g. ``port: 70000 is above the maximum 65535``.
 
 Beyond the schema, no string may hold a control character other than tab and newline, nor a
-bidi or line-separator mark (``_UNSAFE_CHAR``).
+bidi or line-separator mark. Two ``format`` values are checked too (JSON Schema leaves a format
+it does not define to the application): ``image-reference``, the registries' grammar and limits
+(``deploy/imageref.py``), so the image is one word that reaches a Dockerfile's ``FROM`` as is;
+and ``absolute-path``, the kernel's path limits in UTF-8 bytes (``deploy/limits.py``), bound by
+the key's ``maxLength`` (which JSON Schema counts in characters, never more than the bytes).
 
 The host file never holds the API key itself: ``api_key`` names an environment variable or a
 file that holds it, read by the script when it runs.
@@ -15,13 +19,15 @@ file that holds it, read by the script when it runs.
 
 from __future__ import annotations
 
-import difflib
 import json
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vllm_ledger.deploy.imageref import REFERENCE_PATTERN, reference_problem
+from vllm_ledger.deploy.limits import PATH_MAX_BYTES, path_problem
+from vllm_ledger.deploy.schemacheck import validate as check_schema
 from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.strictjson import load_file, shown_key
 from vllm_ledger.units import ENV_PREFIX, PLAIN_PATH_PATTERN
@@ -44,8 +50,29 @@ OTLP_ENDPOINT_PATTERN = (
     "(/[A-Za-z0-9._~/%-]*)?$"
 )
 DETAILED_TRACE_MODULES = ("model", "worker", "all")
+ONE_LINE_PATTERN = "^[^\\n]*$"
+# moby's daemon/names/names.go: [a-zA-Z0-9][a-zA-Z0-9_.-]+, so two characters at least
+CONTAINER_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.-]+$"
+# ARTIFACTS holds the ledger and the plugin bundle; their deepest path below it is
+# usage/RUN/w9999.g999999.ledger.sqlite-journal (a run id of up to 128 characters: 171 bytes),
+# so the folder leaves 256 bytes of PATH_MAX for them.
+ARTIFACTS_ROOM_BYTES = 256
+ARTIFACTS_DIR_MAX_BYTES = PATH_MAX_BYTES - ARTIFACTS_ROOM_BYTES
 
 _POSITIVE_INT: dict[str, Any] = {"type": "integer", "minimum": 1}
+
+
+def _path(description: str, max_bytes: int = PATH_MAX_BYTES, **more: Any) -> dict[str, Any]:
+    """An absolute path key: no control characters, within the kernel's limits."""
+    return {
+        "type": "string",
+        "pattern": ABSOLUTE_PATH_PATTERN,
+        "format": "absolute-path",
+        "maxLength": max_bytes,
+        **more,
+        "description": description,
+    }
+
 
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -97,13 +124,15 @@ SCHEMA: dict[str, Any] = {
         "image": {
             "type": "string",
             "minLength": 1,
-            "pattern": NOT_AN_OPTION_PATTERN,
+            "pattern": REFERENCE_PATTERN,
+            "format": "image-reference",
             "description": "docker mode, required: the vLLM OpenAI image, pinned, "
-            "e.g. vllm/vllm-openai:v0.32.0",
+            "e.g. vllm/vllm-openai:v0.32.0; an image reference "
+            "([REGISTRY[:PORT]/]NAME[:TAG][@sha256:HEX], the name lowercase)",
         },
         "container_name": {
             "type": "string",
-            "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+            "pattern": CONTAINER_NAME_PATTERN,
             "description": "docker --name (default: vllm-PORT)",
         },
         "restart": {
@@ -136,16 +165,8 @@ SCHEMA: dict[str, Any] = {
                 "additionalProperties": False,
                 "required": ["host", "container"],
                 "properties": {
-                    "host": {
-                        "type": "string",
-                        "pattern": ABSOLUTE_PATH_PATTERN,
-                        "description": "absolute path on the host",
-                    },
-                    "container": {
-                        "type": "string",
-                        "pattern": ABSOLUTE_PATH_PATTERN,
-                        "description": "absolute path in the container",
-                    },
+                    "host": _path("absolute path on the host"),
+                    "container": _path("absolute path in the container"),
                     "read_only": {
                         "type": "boolean",
                         "default": True,
@@ -201,26 +222,20 @@ SCHEMA: dict[str, Any] = {
                     "pattern": ENV_NAME_PATTERN,
                     "description": "environment variable holding the key",
                 },
-                "file": {
-                    "type": "string",
-                    "pattern": ABSOLUTE_PATH_PATTERN,
-                    "description": "file holding the key (trailing newlines dropped)",
-                },
+                "file": _path("file holding the key (trailing newlines dropped)"),
             },
         },
-        "artifacts_dir": {
-            "type": "string",
-            "pattern": ABSOLUTE_PATH_PATTERN,
-            "description": "host folder for artifacts; required with --usage: the ledger is "
-            "written to ARTIFACTS/usage and the plugin bundled into ARTIFACTS/ledger-plugin",
-        },
-        "ledger_code_dir": {
-            "type": "string",
-            "pattern": ABSOLUTE_PATH_PATTERN,
-            "description": "with --usage: folder holding the vllm_ledger package; the script "
-            "bundles the plugin from it at start. Left out: the script uses the bundle already "
-            "in ARTIFACTS/ledger-plugin",
-        },
+        "artifacts_dir": _path(
+            "host folder for artifacts; required with --usage: the ledger is written to "
+            "ARTIFACTS/usage and the plugin bundled into ARTIFACTS/ledger-plugin (at most "
+            f"{ARTIFACTS_DIR_MAX_BYTES} bytes: PATH_MAX less room for the ledger's files)",
+            ARTIFACTS_DIR_MAX_BYTES,
+        ),
+        "ledger_code_dir": _path(
+            "with --usage: folder holding the vllm_ledger package; the script bundles the "
+            "plugin from it at start. Left out: the script uses the bundle already in "
+            "ARTIFACTS/ledger-plugin"
+        ),
         "ledger_python": {
             "type": "string",
             "minLength": 1,
@@ -245,6 +260,8 @@ SCHEMA: dict[str, Any] = {
         "vllm_executable": {
             "type": "string",
             "pattern": PLAIN_PATH_PATTERN,
+            "format": "absolute-path",
+            "maxLength": PATH_MAX_BYTES,
             "default": "/usr/local/bin/vllm",
             "description": "systemd mode: absolute path of the `vllm` program ExecStart runs "
             "(e.g. /opt/vllm/venv/bin/vllm)",
@@ -275,6 +292,7 @@ SCHEMA: dict[str, Any] = {
         "gpu_name": {
             "type": "string",
             "minLength": 1,
+            "pattern": ONE_LINE_PATTERN,
             "description": "render --explain where NVML cannot be read: the GPU model, e.g. "
             "NVIDIA A100-SXM4-80GB (chooses the dtype hint)",
         },
@@ -562,137 +580,30 @@ def _check_extras(data: dict[str, Any]) -> None:
             )
 
 
-# ---- a small JSON Schema interpreter for the keywords SCHEMA uses ----------------------------
-
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
+# How each pattern's refusal reads (any other: "does not match PATTERN").
+_PATTERN_WORDS = {
+    ABSOLUTE_PATH_PATTERN: "must be an absolute path without control characters",
+    ENV_NAME_PATTERN: "is not an environment variable name (letters, digits, _)",
+    NOT_AN_OPTION_PATTERN: "must not start with '-'",
+    ADDRESS_PATTERN: "is not an address or host name",
+    PLAIN_PATH_PATTERN: "must be an absolute path of letters, digits and ._+/@,- only",
+    ACCOUNT_PATTERN: "is not a user or group name",
+    ONE_LINE_PATTERN: "must be one line",
+    OTLP_ENDPOINT_PATTERN: "is not an OTLP endpoint URL (http, https or grpc://HOST:PORT)",
 }
-_TYPE_WORDS = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-    "array": "a list",
-    "object": "an object",
-}
-
-
-# Never in a host-file string: control characters but tab and newline (a newline is quoted like
-# any other character), and the bidi and line-separator marks that make a terminal show
-# something other than what the script holds.
-_UNSAFE_CHAR = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def _is_type(value: Any, name: str) -> bool:
-    if isinstance(value, bool) and name != "boolean":
-        return False
-    return isinstance(value, _TYPES[name])
-
-
-def _show(value: Any) -> str:
-    """A value as one safe line: JSON, with anything unprintable (bidi overrides, U+2028, ...)
-    escaped as \\uXXXX."""
-    text = json.dumps(value, ensure_ascii=False)
-    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def validate(value: Any, schema: dict[str, Any], where: str) -> None:
-    """Raise ConfigError naming ``where`` (the key path) if ``value`` breaks ``schema``."""
-    label = where or "host file"
-
-    def fail(message: str) -> None:
-        raise ConfigError(f"{label}: {message}", key=where)
-
-    if "oneOf" in schema:
-        matches = 0
-        for branch in schema["oneOf"]:
-            try:
-                validate(value, branch, where)
-            except ConfigError:
-                continue
-            matches += 1
-        if matches != 1:
-            fail(f"{_show(value)} is not valid: {schema.get('description', '')}".rstrip(": "))
-        return
-    if "const" in schema and value != schema["const"]:
-        fail(f"must be {_show(schema['const'])}")
-    if "enum" in schema and (isinstance(value, bool) or value not in schema["enum"]):
-        fail(f"{_show(value)} is not one of {', '.join(map(str, schema['enum']))}")
-    t = schema.get("type")
-    if t is not None and not _is_type(value, t):
-        fail(f"must be {_TYPE_WORDS[t]}, not {_show(value)}")
-    if isinstance(value, str):
-        bad = _UNSAFE_CHAR.search(value)
-        if bad is not None:
-            c = bad.group()
-            fail(
-                "contains a NUL character"
-                if c == "\x00"
-                else f"contains the character U+{ord(c):04X}"
-            )
-        if len(value) < schema.get("minLength", 0):
-            fail("must not be empty")
-        pattern = schema.get("pattern")
-        if pattern is not None and not re.fullmatch(pattern, value):
-            fail(f"{_show(value)} {_pattern_words(pattern)}")
-    if _is_type(value, "number"):
-        if "minimum" in schema and value < schema["minimum"]:
-            fail(f"{_show(value)} is below the minimum {schema['minimum']}")
-        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-            fail(f"{_show(value)} must be above {schema['exclusiveMinimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            fail(f"{_show(value)} is above the maximum {schema['maximum']}")
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            validate(item, schema["items"], f"{where}[{i}]")
-    if isinstance(value, dict):
-        _validate_object(value, schema, where, fail)
+    """Raise ConfigError naming ``where`` (the key path) if ``value`` breaks ``schema``
+    (``deploy/schemacheck.py``, with this schema's wording and formats)."""
+    check_schema(value, schema, where, words=_PATTERN_WORDS, formats=_FORMATS)
 
 
-def _validate_object(value: dict[str, Any], schema: dict[str, Any], where: str, fail: Any) -> None:
-    props: dict[str, Any] = schema.get("properties", {})
-    prefix = f"{where}." if where else ""
-    extra = schema.get("additionalProperties", True)
-    names = schema.get("propertyNames")
-    for key, item in value.items():
-        path = f"{prefix}{shown_key(key)}"
-        if names is not None:
-            validate(key, {"type": "string", **names}, path)
-        if key in props:
-            validate(item, props[key], path)
-        elif extra is False:
-            allowed = sorted(k for k in props if not k.startswith("$"))
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f"did you mean {close[0]}?" if close else f"allowed: {', '.join(allowed)}"
-            if "x-unknown-key-note" in schema:
-                hint += f"; {schema['x-unknown-key-note']}"
-            raise ConfigError(f"{path}: unknown key ({hint})", key=path)
-        elif isinstance(extra, dict):
-            validate(item, extra, path)
-    for key in schema.get("required", []):
-        if key not in value:
-            raise ConfigError(f"{prefix}{key}: required", key=f"{prefix}{key}")
-    if len(value) < schema.get("minProperties", 0):
-        fail(f"needs one of {', '.join(props)}")
-    if len(value) > schema.get("maxProperties", len(value)):
-        fail(f"give only one of {', '.join(props)}")
+def _path_format(value: str, schema: dict[str, Any]) -> str | None:
+    return path_problem(value, schema.get("maxLength", PATH_MAX_BYTES))
 
 
-def _pattern_words(pattern: str) -> str:
-    return {
-        ABSOLUTE_PATH_PATTERN: "must be an absolute path without control characters",
-        ENV_NAME_PATTERN: "is not an environment variable name (letters, digits, _)",
-        NOT_AN_OPTION_PATTERN: "must not start with '-'",
-        ADDRESS_PATTERN: "is not an address or host name",
-        PLAIN_PATH_PATTERN: "must be an absolute path of letters, digits and ._+/@,- only",
-        ACCOUNT_PATTERN: "is not a user or group name",
-        OTLP_ENDPOINT_PATTERN: "is not an OTLP endpoint URL (http, https or grpc://HOST:PORT)",
-    }.get(pattern, f"does not match {pattern}")
+_FORMATS: dict[str, Callable[[str, dict[str, Any]], str | None]] = {
+    "image-reference": lambda value, schema: reference_problem(value),
+    "absolute-path": _path_format,
+}

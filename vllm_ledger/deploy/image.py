@@ -8,23 +8,28 @@ wheel's entry point (``vllm.stat_logger_plugins``) makes vLLM load the plugin; t
 only where ``VLLM_LEDGER_DIR`` says (the kubernetes manifests set it).
 
 ``derived_image(host)`` is the reference the kubernetes manifests run: ``NAME-ledger:TAG-VERSION``
-(NAME the base image's last path part, TAG its tag), without a registry: tag and push it to the
-registry your cluster pulls from and point the manifests at it (docs/kubernetes.md).
+(NAME the base image's last path part, TAG its tag, or the first 12 digits of its digest), without
+a registry: tag and push it to the registry your cluster pulls from and point the manifests at it
+(docs/kubernetes.md).
+
+The image is written into the Dockerfile as is: the host file's validation took only an image
+reference by the registries' grammar (``deploy/imageref.py``), and ``dockerfile`` checks the
+host's values again, however it was built, so no line break or second instruction can reach it.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 
 from vllm_ledger import __version__
-from vllm_ledger.deploy.host import Host
+from vllm_ledger.deploy.host import Host, check_values
+from vllm_ledger.deploy.imageref import NAME_MAX_CHARS, TAG_MAX_CHARS, split_reference
 from vllm_ledger.errors import ConfigError
 
 DOCKERFILE = "Dockerfile"
 DOCKERIGNORE = ".dockerignore"
 WHEEL = f"vllm_ledger-{__version__}-py3-none-any.whl"
-_TAG_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+DERIVED_SUFFIX = "-ledger"
 
 
 def require_image(host: Host, mode: str) -> str:
@@ -39,22 +44,25 @@ def require_image(host: Host, mode: str) -> str:
 
 
 def _name_and_tag(image: str) -> tuple[str, str]:
-    ref, _, digest = image.partition("@")
-    last = ref.rsplit("/", 1)[-1]
-    name, _, tag = last.partition(":")
-    if not tag:
-        tag = digest.partition(":")[2][:12] if digest else "latest"
-    name = _TAG_CHARS.sub("-", name.lower()) or "vllm"
-    return name, _TAG_CHARS.sub("-", tag)
+    """The derived image's name and tag before the suffixes, both valid by the grammar (the
+    name cut, at a word's end, so that ``NAME-ledger`` stays within the 255 characters)."""
+    ref = split_reference(image)
+    name = ref.last_component[: NAME_MAX_CHARS - len(DERIVED_SUFFIX)].rstrip("._-")
+    if ref.tag is not None:
+        tag = ref.tag
+    else:
+        tag = ref.digest.partition(":")[2][:12] if ref.digest is not None else "latest"
+    return name, tag
 
 
 def derived_image(host: Host) -> str:
     """The derived image's reference (no registry): ``vllm-openai-ledger:v0.32.0-0.1.0``."""
     name, tag = _name_and_tag(require_image(host, "image"))
-    return f"{name}-ledger:{tag[: 127 - len(__version__)]}-{__version__}"
+    return f"{name}{DERIVED_SUFFIX}:{tag[: TAG_MAX_CHARS - 1 - len(__version__)]}-{__version__}"
 
 
 def dockerfile(host: Host) -> str:
+    check_values(host)
     image = require_image(host, "image")
     return "\n".join(
         [

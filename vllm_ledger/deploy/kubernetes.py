@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import dataclass
 from dataclasses import replace as replaced
 from typing import Any
@@ -347,7 +348,7 @@ def _header(host: Host, usage: bool) -> list[str]:
             "point both containers at your registry's copy)."
         )
     if host.api_key_env or host.api_key_file:
-        source = f"={host.api_key_file}" if host.api_key_file else '="$KEY"'
+        source = f"={shlex.quote(host.api_key_file)}" if host.api_key_file else '="$KEY"'
         flag = "--from-file" if host.api_key_file else "--from-literal"
         lines.append(
             f"# API key: kubectl create secret generic {secret_name(host)} "

@@ -158,8 +158,8 @@ def program_section(
     ]
     if usage:
         out.append(
-            f"; Before the first start: mkdir -p {ledger_dir(host)} && "
-            f"vllm-ledger bundle --output {plugin_dir(host)}"
+            f"; Before the first start: mkdir -p {shlex.quote(ledger_dir(host))} && "
+            f"vllm-ledger bundle --output {shlex.quote(plugin_dir(host))}"
         )
     out += [
         f"[program:{name}]",
