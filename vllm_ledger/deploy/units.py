@@ -25,6 +25,10 @@ runs, so vLLM's pid is the service's main pid.
 Quoting: every word from the host file goes through ``sd_word`` (systemd's double quotes, C
 escapes, ``%%`` for its specifiers, ``$$`` in command lines). Directives that take one path
 (``LoadCredential=``, ``AssertPathExists=``) get only plain paths, else ConfigError.
+
+Sizes (``deploy/limits.py``): a path a directive takes is within PATH_MAX and NAME_MAX, a unit's
+name within systemd's 255 characters, and every line (continuations joined) within its 1 MiB
+line limit; a unit systemd would not load is refused with ConfigError naming the key.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from vllm_ledger.deploy.launch import (
     serve_args,
     shutdown_timeout_s,
 )
+from vllm_ledger.deploy.limits import check_unit_lines, check_unit_name, path_problem
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify.unit import unit_text
 from vllm_ledger.units import is_plain_path
@@ -98,6 +103,9 @@ def plain_path(path: str, key: str) -> str:
             "digits and ._+/@,- only",
             key=key,
         )
+    problem = path_problem(path)
+    if problem is not None:
+        raise ConfigError(f"{key}: a path in a systemd unit {problem}", key=key)
     return path
 
 
@@ -215,6 +223,7 @@ def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
     """The vLLM service unit's text. Raises ConfigError if the host file does not fit."""
     check_for(host, "bare", usage)
     check_tz(tz, usage)
+    check_unit_name(host.name)
     name = unit_name(host)
     account = (
         f"cp {SYSUSERS_FILE} /etc/sysusers.d/{DEFAULT_USER}.conf && systemd-sysusers && "
@@ -275,7 +284,7 @@ def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
         out.append(f"TimeoutStopSec={timeout + STOP_MARGIN_S}")
     out += _hardening(host, usage)
     out += [f"SyslogIdentifier={host.name}", "", "[Install]", "WantedBy=multi-user.target"]
-    return "\n".join(out) + "\n"
+    return check_unit_lines("\n".join(out) + "\n")
 
 
 # ---- the ledger's own units -------------------------------------------------------------------
@@ -313,6 +322,7 @@ def ledger_units(host: Host, *, listen: str, notifier_config: Path | None = None
     """The exporter's service, check's service and daily timer, and (given its config) the
     notifier's service, for the ledger at ARTIFACTS/usage."""
     check_values_for_units(host)
+    check_unit_name(host.name)
     root = ledger_dir(host)
     base = host.name
     vllm = unit_name(host)
@@ -364,8 +374,8 @@ def ledger_units(host: Host, *, listen: str, notifier_config: Path | None = None
         "WantedBy=timers.target",
     ]
     units = [
-        Unit(f"{base}-ledger-exporter.service", "\n".join(exporter) + "\n"),
-        Unit(f"{base}-ledger-check.service", "\n".join(check_service) + "\n"),
+        Unit(f"{base}-ledger-exporter.service", check_unit_lines("\n".join(exporter) + "\n")),
+        Unit(f"{base}-ledger-check.service", check_unit_lines("\n".join(check_service) + "\n")),
         Unit(f"{base}-ledger-check.timer", "\n".join(check_timer) + "\n"),
     ]
     if notifier_config is not None:

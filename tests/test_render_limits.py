@@ -1,0 +1,234 @@
+"""`render` refuses what the tools reading its files would refuse, and the figures it refuses by
+are those tools' own: each limit in deploy/limits.py is held against the real
+``systemd-analyze verify`` (offline, ``--man=no``) at the last value accepted and the first
+refused. A path beyond PATH_MAX or NAME_MAX in ``ReadWritePaths=`` or ``AssertPathExists=`` is
+only a warning to systemd (the sandbox then silently lacks it), a line beyond LONG_LINE_MAX makes
+the whole unit fail to load; render refuses both, in one line naming the host-file key."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+from tests.unit.deploy.test_limits import long_path
+from vllm_ledger.deploy.host import ARTIFACTS_DIR_MAX_BYTES, load_host, parse_host
+from vllm_ledger.deploy.limits import (
+    NAME_MAX_BYTES,
+    PATH_MAX_BYTES,
+    UNIT_LINE_MAX_BYTES,
+    UNIT_NAME_MAX_CHARS,
+)
+from vllm_ledger.deploy.units import ledger_units, vllm_unit
+from vllm_ledger.errors import ConfigError
+
+DATA = REPO / "tests" / "data" / "render"
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+needs_systemd = pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="no systemd-analyze here")
+
+
+def analyze(folder: Path, *names: str) -> tuple[int, str]:
+    """``systemd-analyze verify``'s exit code and everything it printed."""
+    assert SYSTEMD_ANALYZE is not None
+    proc = subprocess.run(
+        [SYSTEMD_ANALYZE, "verify", "--man=no", *(str(folder / n) for n in names)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def stand_in(tmp_path: Path) -> str:
+    exe = tmp_path / "bin" / "vllm"
+    exe.parent.mkdir(exist_ok=True)
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def host_file(tmp_path: Path, name: str, **changes: Any) -> Path:
+    data = json.loads((DATA / f"{name}.json").read_text())
+    data.pop("$schema", None)
+    hf = tmp_path / "host.json"
+    hf.write_text(json.dumps({**data, **changes}))
+    return hf
+
+
+def shown(value: str) -> str:
+    """A value as a refusal shows it (deploy/schemacheck.py: JSON, cut at 60 characters)."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ---- artifacts_dir and the paths a unit takes -------------------------------------------------
+
+
+def test_a_5000_character_artifacts_dir_is_refused_in_one_line(tmp_path: Path) -> None:
+    artifacts = long_path(5000)
+    assert len(artifacts) == 5000
+    hf = host_file(tmp_path, "cpu-bare", artifacts_dir=artifacts)
+    out = tmp_path / "out"
+    for flags in (
+        ["--output", str(out), "--mode", "systemd", "--usage"],
+        ["--output", str(out), "--mode", "bare", "--usage"],
+        ["--output", str(out), "--mode", "supervisor"],
+        ["--units", str(out)],
+    ):
+        rc, stdout, err = run_cli("render", "--host", str(hf), *flags)
+        assert (rc, stdout, err) == (
+            2,
+            "",
+            f"vllm-ledger: error: host file {hf}: artifacts_dir: {shown(artifacts)} is 5000 "
+            "bytes long; at most 3839 (PATH_MAX 4096 with its NUL, leaving room for what goes "
+            "below it)\n",
+        ), flags
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["host.json"]
+
+
+@needs_systemd
+def test_the_longest_artifacts_dir_renders_units_systemd_verifies(tmp_path: Path) -> None:
+    """3839 bytes, in parts of 255: the vLLM unit (its AssertPathExists= and ReadWritePaths=
+    take ARTIFACTS/...) and the ledger's units verify clean; one byte more is refused."""
+    artifacts = long_path(ARTIFACTS_DIR_MAX_BYTES)
+    assert len(artifacts.encode()) == ARTIFACTS_DIR_MAX_BYTES == 3839
+    hf = host_file(
+        tmp_path, "cpu-bare", artifacts_dir=artifacts, vllm_executable=stand_in(tmp_path)
+    )
+    units = tmp_path / "units"
+    for flags in (
+        ["--output", str(tmp_path / "vllm.service"), "--mode", "systemd", "--usage"],
+        ["--units", str(units)],
+    ):
+        rc, _, err = run_cli("render", "--host", str(hf), *flags)
+        assert rc == 0, err
+    text = (tmp_path / "vllm.service").read_text()
+    assert f"\nAssertPathExists={artifacts}/ledger-plugin/VLLM_LEDGER_BUNDLE\n" in text
+    assert f"\nReadWritePaths={artifacts}\n" in text
+    assert analyze(tmp_path, "vllm.service") == (0, "")
+    names = sorted(p.name for p in units.iterdir())
+    assert len(names) == 3
+    assert analyze(units, *names) == (0, "")
+    # with a code folder: the bundle step's ExecStartPre= takes the paths instead
+    host = dataclasses.replace(load_host(hf), ledger_code_dir="/srv/code")
+    (tmp_path / "code.service").write_text(vllm_unit(host, usage=True))
+    assert analyze(tmp_path, "code.service") == (0, "")
+    with pytest.raises(ConfigError) as exc:
+        parse_host({"model": "m", "artifacts_dir": long_path(ARTIFACTS_DIR_MAX_BYTES + 1)})
+    assert "is 3840 bytes long; at most 3839" in str(exc.value)
+
+
+@needs_systemd
+def test_the_path_limits_are_systemds(tmp_path: Path) -> None:
+    """PATH_MAX_BYTES and NAME_MAX_BYTES are where systemd stops taking a path: the golden unit
+    with its ReadWritePaths= swapped for a path at the limit verifies clean, one byte past it
+    does not."""
+    golden = (DATA / "cpu-bare.systemd.usage.service").read_text()
+    golden = golden.replace("/usr/local/bin/vllm", stand_in(tmp_path))
+    lineno = golden.split("\n").index("ReadWritePaths=/srv/artifacts") + 1
+    cases = [
+        (long_path(PATH_MAX_BYTES), True),
+        (long_path(PATH_MAX_BYTES + 1), False),
+        ("/srv/" + "n" * NAME_MAX_BYTES, True),
+        ("/srv/" + "n" * (NAME_MAX_BYTES + 1), False),
+    ]
+    for i, (path, fits) in enumerate(cases):
+        name = f"case{i}.service"
+        (tmp_path / name).write_text(
+            golden.replace("\nReadWritePaths=/srv/artifacts\n", f"\nReadWritePaths={path}\n")
+        )
+        rc, said = analyze(tmp_path, name)
+        if fits:
+            assert (rc, said) == (0, ""), (len(path), said)
+        else:  # "Failed to resolve unit specifiers in ...", "path has invalid length (...)"
+            assert said.startswith(f"{tmp_path / name}:{lineno}: "), said
+            assert said.count("\n") == 1, said
+
+
+# ---- the unit's lines -------------------------------------------------------------------------
+
+
+@needs_systemd
+def test_the_line_limit_is_systemds(tmp_path: Path) -> None:
+    """A line of UNIT_LINE_MAX_BYTES loads; one byte more and the unit does not load at all."""
+    golden = (DATA / "cpu-bare.systemd.service").read_text()
+    golden = golden.replace("/usr/local/bin/vllm", stand_in(tmp_path))
+    head = "Environment=A="
+    for size, fits in ((UNIT_LINE_MAX_BYTES, True), (UNIT_LINE_MAX_BYTES + 1, False)):
+        line = head + "x" * (size - len(head))
+        (tmp_path / "line.service").write_text(
+            golden.replace("[Service]\n", f"[Service]\n{line}\n")
+        )
+        rc, said = analyze(tmp_path, "line.service")
+        if fits:
+            assert (rc, said) == (0, "")
+        else:
+            assert rc == 1 and "No buffer space available" in said, said
+
+
+def test_a_value_making_a_line_too_long_for_systemd_is_refused_in_one_line(tmp_path: Path) -> None:
+    """'%' is written '%%' in a unit: a 512 KiB value makes a 1 MiB Environment= line."""
+    hf = host_file(tmp_path, "cpu-bare", extra_env={"A": "%" * 524288})
+    rc, stdout, err = run_cli("render", "--host", str(hf), "--output", "-", "--mode", "systemd")
+    assert (rc, stdout, err) == (
+        2,
+        "",
+        f"vllm-ledger: error: host file {hf}: extra_env: the unit's Environment= line would be "
+        "1048592 bytes; systemd reads at most 1048575 (LONG_LINE_MAX): shorten them\n",
+    )
+    host = load_host(DATA / "cpu-bare.json")
+    long_args = dataclasses.replace(host, extra_args=("x" * 600_000, "y" * 600_000))
+    with pytest.raises(ConfigError) as exc:
+        vllm_unit(long_args)
+    assert str(exc.value).startswith(
+        "model, served_model_name or extra_args: the unit's ExecStart= line would be 1200"
+    )
+
+
+@needs_systemd
+def test_the_longest_value_that_fits_a_line_verifies(tmp_path: Path) -> None:
+    value = "%" * ((UNIT_LINE_MAX_BYTES - len('Environment="A="')) // 2)
+    host = dataclasses.replace(
+        load_host(DATA / "cpu-bare.json"),
+        vllm_executable=stand_in(tmp_path),
+        extra_env=(("A", value),),
+    )
+    text = vllm_unit(host)
+    assert max(len(line) for line in text.splitlines()) == UNIT_LINE_MAX_BYTES - 1
+    (tmp_path / "vllm.service").write_text(text)
+    assert analyze(tmp_path, "vllm.service") == (0, "")
+
+
+# ---- unit names -------------------------------------------------------------------------------
+
+
+@needs_systemd
+def test_the_longest_container_name_names_units_systemd_verifies(tmp_path: Path) -> None:
+    most = UNIT_NAME_MAX_CHARS - len("-ledger-exporter.service")
+    host = dataclasses.replace(
+        load_host(DATA / "cpu-bare.json"),
+        container_name="n" * most,
+        vllm_executable=stand_in(tmp_path),
+    )
+    names = [f"{host.name}.service"]
+    (tmp_path / names[0]).write_text(vllm_unit(host, usage=True))
+    for unit in ledger_units(host, listen="127.0.0.1:9464"):
+        (tmp_path / unit.name).write_text(unit.text)
+        names.append(unit.name)
+    assert max(len(n) for n in names) == UNIT_NAME_MAX_CHARS
+    assert analyze(tmp_path, *names) == (0, "")
+    hf = host_file(tmp_path, "cpu-bare", container_name="n" * (most + 1))
+    rc, _, err = run_cli("render", "--host", str(hf), "--output", "-", "--mode", "systemd")
+    assert (rc, err) == (
+        2,
+        f"vllm-ledger: error: host file {hf}: container_name: 232 characters make a unit name "
+        "of 256 (NAME-ledger-exporter.service); systemd takes at most 255: give a "
+        "container_name of at most 231 characters\n",
+    )
