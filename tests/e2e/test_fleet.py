@@ -10,6 +10,8 @@ Prometheus scraping both every second and remote-writing to a real VictoriaMetri
   target on a closed port (down from the start) is named, and an exporter stopped past
   ``--lookback`` is named (the query is asked as of a later instant, a clock passed in, rather
   than by sleeping past the lookback);
+- one exporter scraped under two ``instance`` spellings (``127.0.0.1:PORT``, ``localhost:PORT``)
+  with one ``host`` label is counted once, its root's own report to the token, and named;
 - in a real VictoriaMetrics, one exporter's scrape written under two ``replica`` labels is taken
   once, and a copy with a different value is named as a conflict.
 
@@ -316,6 +318,65 @@ def test_a_series_twice_counted_once_and_every_down_host_named(
         assert code == 1
         assert f"  {host_b} [missing]" in out and f"  {closed} [missing]" in out
         assert "3 hosts from" in out and ", 1 counted, 2 missing;" in out
+    finally:
+        prom.stop()
+
+
+def test_one_exporter_under_two_instance_spellings_is_counted_once(
+    tmp_path: Path, exporters: Callable[[Path], tuple[int, subprocess.Popen[bytes]]]
+) -> None:
+    """One exporter scraped as 127.0.0.1:PORT and localhost:PORT in one job, one host label:
+    the fleet's figures are its root's own report to the token, and a note names both."""
+    t0 = int(time.time()) - 2 * 86400
+    root = tmp_path / "host-a"
+    _host_a(root, t0)
+    port, _proc = exporters(root)
+    spellings = [f"127.0.0.1:{port}", f"localhost:{port}"]
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: vllm-ledger\n    static_configs:\n"
+        f"      - targets: {json.dumps(spellings)}\n"
+        "        labels: {host: gpu1}\n"
+    )
+    prom = Prometheus(config, tmp_path / "tsdb", tmp_path / "prometheus.log")
+    try:
+        prom.start()
+        wait_for("the exporter serves /metrics", lambda: _up(port))
+        report = _report(root)
+
+        def both_spellings_in() -> tuple[int, dict[str, Any]] | None:
+            code, doc = _fleet(prom.url)
+            ok = doc["hosts"].get("gpu1", {}).get("state") == "ok"
+            return (code, doc) if ok and doc["spellings"] else None
+
+        _code, doc = wait_for("both spellings scraped", both_spellings_in)
+        assert list(doc["hosts"]) == ["gpu1"]
+        assert doc["spellings"] == [
+            {
+                "host": "gpu1",
+                "instances": spellings,
+                "ledger_instances": ["testhost:8000", "testhost:8001"],
+            }
+        ]
+        for w in WINDOWS:
+            want = _figures(report["windows"][w])
+            assert _figures(doc["hosts"]["gpu1"]["windows"][w]) == want, w  # once, not twice
+            assert _figures(doc["total"][w]) == want, w
+        assert doc["total"]["total"]["input"] == 120 + 40 + 33  # not 386
+        assert doc["duplicates"]["differ_in"] == ["instance"]
+        assert doc["conflicts"] == [] and doc["refused"] == []
+        note = (
+            f"{spellings[0]} and {spellings[1]} are one exporter of host gpu1 (the same "
+            "ledger_instance labels under 2 instance spellings): counted once"
+        )
+        assert doc["notes"] == [note]
+        _code, out, _err = run_cli("fleet", "--prometheus", prom.url, "--stale-after", "15")
+        print(f"\n$ vllm-ledger fleet --prometheus {prom.url} --stale-after 15\n{out}")
+        assert f"\nnote: {note}\n" in out
+        assert "duplicate series taken once (the copies differ only in instance)\n" in out
+        row = next(line for line in out.splitlines() if line.startswith("  gpu1 "))
+        assert row.split()[-1].rstrip("*") == "193/50"  # the root's own total, not 386/100
     finally:
         prom.stop()
 

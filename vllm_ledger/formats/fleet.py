@@ -7,8 +7,9 @@ escape sequence or a newline in a model name is shown escaped, not sent to the t
 the columns are display widths (``formats/table.aligned``: a CJK model name lines up). The JSON
 escapes every control character itself.
 
-Both forms show every host (a missing one as ``[missing]`` with no figures), the duplicate
-series taken once, each conflict and refused value, and the notes (docs/fleet.md).
+Both forms show every host (a missing one as ``[missing]`` with no figures, and its hint:
+``[missing, clock ahead?]``), the duplicate series taken once, each conflict and refused value,
+one exporter seen under several ``instance`` spellings, and the notes (docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -74,12 +75,21 @@ def fleet_dict(fleet: Fleet) -> dict[str, Any]:
             }
             for r in fleet.refused
         ],
+        "spellings": [
+            {
+                "host": sp.host,
+                "instances": list(sp.instances),
+                "ledger_instances": list(sp.ledger_instances),
+            }
+            for sp in fleet.spellings
+        ],
         "notes": list(fleet.notes),
         "total": {w: figures_dict(f) for w, f in fleet.total.items()},
         "hosts": {
             h.name: {
                 "state": h.state,
                 "why": h.why,
+                "hint": h.hint,
                 "found_in": list(h.found),
                 "newest_sample": None if h.newest_ts is None else round(h.newest_ts, 3),
                 "clock_ahead_s": None if h.clock_ahead_s is None else round(h.clock_ahead_s, 3),
@@ -132,7 +142,8 @@ def render_text(fleet: Fleet) -> str:
     rows: list[list[str]] = [["", *WINDOW_NAMES], ["hosts (input/output tokens)", *blank]]
     for h in fleet.hosts:
         marks = {w: h.complete.get(w, False) for w in WINDOW_NAMES}
-        label = f"  {h.name}" + ("" if h.state == "ok" else f" [{h.state}]")
+        flags = ", ".join(f for f in (h.state if h.state != "ok" else "", h.hint) if f)
+        label = f"  {h.name}" + (f" [{flags}]" if flags else "")
         if h.counted:
             rows.append(_row(label, h.windows, marks))
         else:

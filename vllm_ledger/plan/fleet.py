@@ -7,10 +7,10 @@ exactly what ``vllm-ledger report`` says on that host, and the fleet's is their 
 the exporter's scrape target: the ``host`` label where relabelling adds one, else Prometheus's
 ``instance`` (``host_of``).
 
-Every host is accounted for. Hosts are known from three sources: the ledger series (now or
-within ``lookback_s``), ``up`` (now or within ``lookback_s``) and the store's targets API, the
-last two for the jobs that serve ledger series (``--job``, or every job that did within
-``JOBS_HISTORY_S``). A host is
+Every host is accounted for. Hosts are known from three sources (``plan/fleet_targets.py``):
+the ledger series (now or within ``lookback_s``), ``up`` (now or within ``lookback_s``) and the
+store's targets API, the last two for the jobs that serve ledger series (``--job``, or every job
+that did within ``JOBS_HISTORY_S``). A host is
 
 - ``ok``: its newest sample is at most ``stale_after_s`` old and its exporter read its ledgers;
 - ``stale``: its newest sample is older than that (Prometheus stopped scraping it, remote write
@@ -18,15 +18,20 @@ last two for the jobs that serve ledger series (``--job``, or every job that did
 - ``missing``: a target of it is down (``up == 0``; the targets API not ``up``), or it had
   ``up`` within ``lookback_s`` and has none now, or it had series within ``lookback_s`` and has
   none now (its series stopped). Its figures are not in the sum, whether or not its ledger
-  series are still there;
+  series are still there. One with no sample now while its target is up, or whose samples are
+  all stamped ahead of now, carries the hint ``clock ahead?``: Prometheus hides a sample
+  stamped after the query's instant, so a host whose clock runs ahead has no series "now"
+  until real time passes its first stamp;
 - ``failing``: its exporter answers but cannot read its ledgers (``vllm_ledger_report_ok 0``).
 
 Each series is counted once. Copies of a series that differ only in labels that are not the
 ledger's own (``job``, ``replica``, ``prometheus_replica``: one exporter scraped by two jobs,
-HA replicas in a store that does not deduplicate) are one series (``series_key``): identical
-values are taken once (``Fleet.duplicates``), differing values are a ``Conflict``, named and
-never summed. Every value passes the project's value gate (``read/values.py``): a negative,
-non-finite, fractional count or absurd figure is ``Refused`` and not summed; a sample stamped
+HA replicas in a store that does not deduplicate) are one series (``plan/fleet_copies.py``),
+and so are the copies of one exporter seen under two ``instance`` spellings of one host (the
+same ``ledger_instance`` values: a ``Spelling``, named in a note): identical values are taken
+once (``Fleet.duplicates``), differing values are a ``Conflict``, named and never summed.
+Every value passes the project's value gate (``read/values.py``): a negative, non-finite,
+fractional count or absurd figure is ``Refused`` and not summed; a sample stamped
 more than ``AHEAD_TOLERANCE_S`` after the query's instant names that host's clock as ahead.
 
 A window of the fleet is complete only when every host is ``ok`` and complete in that window
@@ -45,12 +50,23 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vllm_ledger import figures, names
 from vllm_ledger.errors import BadValues, RemoteError
+from vllm_ledger.plan.fleet_copies import (
+    Conflict,
+    Sample,
+    Spelling,
+    host_of,
+    one_exporter,
+    series_key,
+    series_text,
+    take_once,
+)
+from vllm_ledger.plan.fleet_targets import Found, Known, LedgerTargets
 from vllm_ledger.plan.prom import Fetch, Target, http_get, label_values, targets, vector_query
 from vllm_ledger.read import values
 from vllm_ledger.read.windows import WINDOW_NAMES  # the windows each exporter serves
@@ -61,7 +77,6 @@ FIGURE_NAMES: tuple[str, ...] = figures.report_names()
 COVERAGE_NAMES: tuple[str, ...] = ("uncovered_seconds", "wall_seconds", "complete", "problems")
 HostState = Literal["ok", "stale", "missing", "failing"]
 HOST_STATES: tuple[HostState, ...] = ("ok", "stale", "missing", "failing")
-Found = Literal["series", "up", "targets"]
 PREFIX = names.EXPORTER_PREFIX + "_"
 STALE_AFTER_S = names.EXPORTER_SAMPLE_STALE_AFTER_S
 LOOKBACK_S = 3600.0
@@ -70,20 +85,12 @@ LOOKBACK_S = 3600.0
 # most Prometheus's default 5-minute lookback delta, so it sees every sample in between).
 AHEAD_TOLERANCE_S = 60.0
 AHEAD_S = 300.0
+# Where a host has no sample now while its target is up, or only samples stamped ahead: its
+# clock may be ahead (Prometheus hides a sample stamped after the query's instant).
+CLOCK_AHEAD_HINT = "clock ahead?"
+AHEAD_DOC = "docs/fleet.md#a-clock-ahead"
 # The jobs whose targets are hosts: those that served ledger series this far back.
 JOBS_HISTORY_S = 7 * 86400.0
-# The ledger's own labels: a series is the same series whatever other labels it carries.
-LEDGER_LABELS: tuple[str, ...] = (
-    names.LEDGER_INSTANCE_LABEL,
-    names.MODEL_NAME_LABEL,
-    names.WINDOW_LABEL,
-    names.PROBLEM_LABEL,
-    names.STATE_LABEL,
-    names.REASON_LABEL,
-)
-MAX_WHY_CHARS = 160  # of a scrape error quoted from the targets API
-
-Sample = tuple[dict[str, str], float]
 
 
 # ---- the model -------------------------------------------------------------------------------
@@ -147,6 +154,9 @@ class Host:
     # Per window: ok, covered, and no conflict, refused value or clock ahead in it.
     complete: dict[str, bool] = field(default_factory=dict)
     clock_ahead_s: float | None = None  # how far its newest sample is after the query's instant
+    # ``CLOCK_AHEAD_HINT`` where it has no sample now while its target is up or its samples are
+    # stamped ahead (a clock ahead hides them until it is passed), else "".
+    hint: str = ""
 
     @property
     def counted(self) -> bool:
@@ -160,17 +170,6 @@ class ModelRow:
     windows: dict[str, Figures]
     complete: dict[str, bool]
     hosts: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """Copies of one series with different values: none of them is counted."""
-
-    host: str
-    window: str  # "" for a series without one
-    series: str  # ``name{ledger labels}`` (``series_text``)
-    values: tuple[float, ...]  # each distinct value, sorted
-    differ_in: tuple[str, ...]  # the labels the copies differ in (job, replica, ...)
 
 
 @dataclass(frozen=True)
@@ -199,39 +198,12 @@ class Fleet:
     duplicate_labels: tuple[str, ...] = ()  # the labels those copies differ in
     conflicts: tuple[Conflict, ...] = ()
     refused: tuple[Refused, ...] = ()
-    notes: tuple[str, ...] = ()  # what was not read, targets that are not hosts
+    notes: tuple[str, ...] = ()  # what was not read, targets that are not hosts, spellings
+    spellings: tuple[Spelling, ...] = ()  # exporters seen under several instance values
 
     @property
     def missing(self) -> tuple[str, ...]:
         return tuple(h.name for h in self.hosts if h.state == "missing")
-
-
-def host_of(labels: dict[str, str]) -> str:
-    """The host a series comes from: its ``host`` label (added by relabelling) or Prometheus's
-    ``instance`` (the scrape target)."""
-    return labels.get("host") or labels.get("instance") or "?"
-
-
-def series_key(labels: dict[str, str]) -> tuple[str, ...]:
-    """What makes a series one series: its name, its host (``host_of``) and scrape target
-    (``instance``: two exporters relabelled to one ``host`` stay two), and the ledger's own
-    labels. Copies that differ in anything else (``job``, ``replica``) are one series."""
-    return (
-        labels.get("__name__", ""),
-        host_of(labels),
-        labels.get("instance", ""),
-        *(labels.get(name, "") for name in LEDGER_LABELS),
-    )
-
-
-def series_text(labels: dict[str, str]) -> str:
-    """``name{window="today",ledger_instance="gpu1:8000",...}``: the ledger's labels only."""
-    inner = ",".join(
-        f"{name}={json.dumps(labels[name], ensure_ascii=False)}"
-        for name in LEDGER_LABELS
-        if name in labels
-    )
-    return labels.get("__name__", "?") + (f"{{{inner}}}" if inner else "")
 
 
 def _target(labels: dict[str, str]) -> tuple[str, str]:
@@ -240,62 +212,6 @@ def _target(labels: dict[str, str]) -> tuple[str, str]:
 
 def _empty_windows() -> dict[str, Figures]:
     return {w: Figures() for w in WINDOW_NAMES}
-
-
-def _same(a: float, b: float) -> bool:
-    return a == b or (math.isnan(a) and math.isnan(b))
-
-
-@dataclass
-class _Copies:
-    labels: dict[str, str]
-    values: list[float]
-    differ_in: set[str]
-
-
-def take_once(
-    samples: Iterable[Sample],
-) -> tuple[list[Sample], int, set[str], list[Conflict]]:
-    """Each series once: ``(samples, duplicates, labels the copies differ in, conflicts)``.
-    Copies with one value are taken once; copies with different values are a ``Conflict`` and
-    left out."""
-    seen: dict[tuple[str, ...], _Copies] = {}
-    for labels, value in samples:
-        key = series_key(labels)
-        got = seen.get(key)
-        if got is None:
-            seen[key] = _Copies(labels, [value], set())
-            continue
-        got.values.append(value)
-        got.differ_in.update(
-            k for k in labels.keys() | got.labels.keys() if labels.get(k) != got.labels.get(k)
-        )
-    out: list[Sample] = []
-    duplicates = 0
-    differ: set[str] = set()
-    conflicts: list[Conflict] = []
-    for c in seen.values():
-        first = c.values[0]
-        if all(_same(first, v) for v in c.values[1:]):
-            out.append((c.labels, first))
-            if len(c.values) > 1:
-                duplicates += 1
-                differ |= c.differ_in
-            continue
-        distinct: list[float] = []
-        for v in c.values:
-            if not any(_same(v, d) for d in distinct):
-                distinct.append(v)
-        conflicts.append(
-            Conflict(
-                host_of(c.labels),
-                c.labels.get(names.WINDOW_LABEL, ""),
-                series_text(c.labels),
-                tuple(sorted(distinct, key=lambda v: (math.isnan(v), v))),
-                tuple(sorted(c.differ_in)),
-            )
-        )
-    return out, duplicates, differ, conflicts
 
 
 # How each served value is judged (``read/values.py``): a figure by its own bound, coverage by
@@ -314,6 +230,90 @@ def check_sample(name: str, labels: dict[str, str], value: float) -> float:
     if name == "problems":
         return values.check_number(what, value, most=values.MAX_COUNT, whole=True)
     return values.check_number(what, value, most=_MOST_SECONDS)
+
+
+@dataclass
+class _Served:
+    """What the hosts' window gauges add up to, each series once (``take_once``)."""
+
+    report_ok: dict[str, float] = field(default_factory=dict)
+    sums: dict[str, dict[str, Figures]] = field(default_factory=dict)
+    coverage: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    per_instance: dict[tuple[str, str], dict[str, bool]] = field(default_factory=dict)
+    by_model: dict[tuple[str, str], dict[str, Figures]] = field(default_factory=dict)
+    model_instances: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    instances: dict[str, set[str]] = field(default_factory=dict)
+    refused: list[Refused] = field(default_factory=list)
+    short: dict[str, set[str]] = field(default_factory=dict)  # windows a bad series leaves short
+
+    def add(self, labels: dict[str, str], raw: float) -> None:
+        """One series (its one copy) into the host's, its model's and its coverage's sums."""
+        hk = host_of(labels)
+        metric = labels.get("__name__", "")
+        name = metric.removeprefix(PREFIX).removeprefix("window_")
+        window = labels.get(names.WINDOW_LABEL, "")
+        if metric != names.LEDGER_REPORT_OK and window not in WINDOW_NAMES:
+            return
+        try:
+            value = check_sample(name, labels, raw)
+        except BadValues as exc:
+            self.refused.append(Refused(hk, window, series_text(labels), raw, exc.what))
+            self.short.setdefault(hk, set()).update([window] if window else WINDOW_NAMES)
+            return
+        if metric == names.LEDGER_REPORT_OK:
+            self.report_ok[hk] = min(self.report_ok.get(hk, 1.0), value)
+            return
+        inst = labels.get(names.LEDGER_INSTANCE_LABEL)
+        model = labels.get(names.MODEL_NAME_LABEL)
+        if inst:
+            self.instances.setdefault(hk, set()).add(inst)
+        if name in FIGURE_NAMES:
+            self.sums.setdefault(hk, _empty_windows())[window].put(name, value)
+            if model is not None:
+                self.by_model.setdefault((hk, model), _empty_windows())[window].put(name, value)
+                if inst:
+                    self.model_instances.setdefault(model, set()).add((hk, inst))
+        elif name in COVERAGE_NAMES and inst:
+            if name == "complete":
+                self.per_instance.setdefault((hk, inst), {})[window] = value == 1.0
+        elif name in COVERAGE_NAMES:  # the whole root's: no ledger_instance label
+            got = self.coverage.setdefault(hk, {}).setdefault(window, {"problems": {}})
+            if name == "problems":
+                code = labels.get(names.PROBLEM_LABEL, "?")
+                got["problems"][code] = got["problems"].get(code, 0) + round(value)
+            elif name == "complete":
+                got["complete"] = value == 1.0
+            else:
+                got[name] = round(value)
+
+    def host_coverage(self, hk: str) -> dict[str, Coverage]:
+        got = {
+            w: Coverage(
+                c.get("uncovered_seconds"),
+                c.get("wall_seconds"),
+                bool(c.get("complete", False)),
+                dict(sorted(c["problems"].items())),
+            )
+            for w, c in self.coverage.get(hk, {}).items()
+        }
+        return {w: got.get(w, Coverage()) for w in WINDOW_NAMES}
+
+
+def _clock_ahead(ahead: Sequence[Sample], at_ts: float) -> dict[str, tuple[float, str]]:
+    """Per host whose newest sample is stamped more than ``AHEAD_TOLERANCE_S`` after ``at_ts``:
+    how far, and the value gate's words."""
+    out: dict[str, tuple[float, str]] = {}
+    for labels, value in ahead:
+        try:
+            values.check_sample_time(
+                names.LEDGER_REPORT_OK, value, at_ts=at_ts, ahead_s=AHEAD_TOLERANCE_S
+            )
+        except BadValues as exc:
+            hk = host_of(labels)
+            skew = value - at_ts if math.isfinite(value) else math.inf
+            if skew > out.get(hk, (-math.inf, ""))[0]:
+                out[hk] = (skew, exc.what)
+    return out
 
 
 def build_fleet(
@@ -345,237 +345,69 @@ def build_fleet(
     served ledger series; None: not read), both for the jobs ``job`` (``--job``) or ``jobs``
     and the ledger series name.
     """
-    found: dict[str, set[Found]] = {}
-    targets_of: dict[str, set[tuple[str, str]]] = {}
-    ledger_jobs: set[str] = {job} if job is not None else set(jobs or ())
-
-    def known(labels: dict[str, str], source: Found) -> str:
-        hk = host_of(labels)
-        found.setdefault(hk, set()).add(source)
-        targets_of.setdefault(hk, set()).add(_target(labels))
-        if job is None and source == "series":
-            ledger_jobs.add(labels.get("job", ""))
-        return hk
-
+    known = Known.of(job, jobs)
+    for labels, _value in [*seen, *newest, *ahead, *windows]:
+        known.add(labels, "series")
     newest_ts: dict[str, float] = {}
-    for labels, _value in [*seen, *newest, *ahead]:
-        known(labels, "series")
     for labels, value in newest:
         hk = host_of(labels)
         newest_ts[hk] = max(newest_ts.get(hk, -math.inf), value)
-    clock_ahead: dict[str, tuple[float, str]] = {}
-    for labels, value in ahead:
-        try:
-            values.check_sample_time(
-                names.LEDGER_REPORT_OK, value, at_ts=at_ts, ahead_s=AHEAD_TOLERANCE_S
-            )
-        except BadValues as exc:
-            hk = host_of(labels)
-            skew = value - at_ts if math.isfinite(value) else math.inf
-            if skew > clock_ahead.get(hk, (-math.inf, ""))[0]:
-                clock_ahead[hk] = (skew, exc.what)
-
-    for labels, _value in windows:
-        known(labels, "series")
-    unique, duplicates, differ_in, conflicts = take_once(windows)
-    refused: list[Refused] = []
-    short: dict[str, set[str]] = {}  # host -> windows a conflict or refused value leaves short
+    clock_ahead = _clock_ahead(ahead, at_ts)
+    exporters, spellings = one_exporter(windows)
+    unique, duplicates, differ_in, conflicts = take_once(windows, exporters)
+    served = _Served()
     for c in conflicts:
-        short.setdefault(c.host, set()).update([c.window] if c.window else WINDOW_NAMES)
-
-    report_ok: dict[str, float] = {}
-    sums: dict[str, dict[str, Figures]] = {}
-    coverage: dict[str, dict[str, dict[str, Any]]] = {}
-    per_instance: dict[tuple[str, str], dict[str, bool]] = {}  # (host, instance) -> complete
-    by_model: dict[tuple[str, str], dict[str, Figures]] = {}  # (host, model) -> windows
-    model_instances: dict[str, set[tuple[str, str]]] = {}
-    instances: dict[str, set[str]] = {}
+        served.short.setdefault(c.host, set()).update([c.window] if c.window else WINDOW_NAMES)
     for labels, raw in unique:
-        hk = host_of(labels)
-        metric = labels.get("__name__", "")
-        name = metric.removeprefix(PREFIX).removeprefix("window_")
-        window = labels.get(names.WINDOW_LABEL, "")
-        if metric != names.LEDGER_REPORT_OK and window not in WINDOW_NAMES:
-            continue
-        try:
-            value = check_sample(name, labels, raw)
-        except BadValues as exc:
-            refused.append(Refused(hk, window, series_text(labels), raw, exc.what))
-            short.setdefault(hk, set()).update([window] if window else WINDOW_NAMES)
-            continue
-        if metric == names.LEDGER_REPORT_OK:
-            report_ok[hk] = min(report_ok.get(hk, 1.0), value)
-            continue
-        inst = labels.get(names.LEDGER_INSTANCE_LABEL)
-        model = labels.get(names.MODEL_NAME_LABEL)
-        if inst:
-            instances.setdefault(hk, set()).add(inst)
-        if name in FIGURE_NAMES:
-            sums.setdefault(hk, _empty_windows())[window].put(name, value)
-            if model is not None:
-                by_model.setdefault((hk, model), _empty_windows())[window].put(name, value)
-                if inst:
-                    model_instances.setdefault(model, set()).add((hk, inst))
-        elif name in COVERAGE_NAMES and inst:
-            if name == "complete":
-                per_instance.setdefault((hk, inst), {})[window] = value == 1.0
-        elif name in COVERAGE_NAMES:  # the whole root's: no ledger_instance label
-            got = coverage.setdefault(hk, {}).setdefault(window, {"problems": {}})
-            if name == "problems":
-                code = labels.get(names.PROBLEM_LABEL, "?")
-                got["problems"][code] = got["problems"].get(code, 0) + round(value)
-            elif name == "complete":
-                got["complete"] = value == 1.0
-            else:
-                got[name] = round(value)
-
-    # The targets of the ledger jobs: ``up`` now and within the lookback, the targets API.
-    def ledger_target(labels: dict[str, str]) -> bool:
-        return labels.get("job", "") in ledger_jobs
-
-    up_now: dict[tuple[str, str], float] = {}
-    up_host: dict[tuple[str, str], dict[str, str]] = {}
-    for labels, value in up:
-        if ledger_target(labels):
-            t = _target(labels)
-            up_now[t] = max(up_now.get(t, -math.inf), value)
-            up_host[t] = labels
-    was_up: set[tuple[str, str]] = set()
-    for labels, _value in up_seen:
-        if ledger_target(labels):
-            was_up.add(_target(labels))
-            up_host.setdefault(_target(labels), labels)
-    scraped: dict[tuple[str, str], Target] = {}
-    for st in scrape_targets or ():
-        if ledger_target(st.labels):
-            t = _target(st.labels)
-            if t not in scraped or st.health == "up":
-                scraped[t] = st
-
-    def down(t: tuple[str, str]) -> str | None:
-        """Why target ``t`` is down now, or None (up, or nothing says)."""
-        st = scraped.get(t)
-        error = f": {st.last_error[:MAX_WHY_CHARS]}" if st and st.last_error else ""
-        if t in up_now:
-            return None if up_now[t] >= 1 else f"its target is down (up == 0){error}"
-        if t in was_up:
-            return (
-                "no up sample now, some within the lookback: its target left the scrape "
-                "config, or the store stopped receiving it"
-            )
-        if st is not None and st.health != "up":
-            if st.health == "unknown":
-                return "its target has not been scraped yet (health unknown in /api/v1/targets)"
-            return f"its target is {st.health} in /api/v1/targets{error}"
-        return None
-
-    idle: list[str] = []  # targets of the ledger jobs that are up and serve no ledger series
-    for t in sorted({*up_now, *was_up, *scraped}):
-        labels = up_host.get(t) or scraped[t].labels
-        hk = host_of(labels)
-        if "series" not in found.get(hk, set()) and down(t) is None:
-            idle.append(f"{t[0]}/{t[1]}")
-            continue
-        known(labels, "up" if t in up_now or t in was_up else "targets")
-        if t in scraped:
-            found[hk].add("targets")
+        served.add(labels, raw)
+    ledger_targets = LedgerTargets.of(up, up_seen, scrape_targets, known)
+    idle = ledger_targets.admit(known)
 
     hosts: list[Host] = []
-    for hk in sorted(found):
-        hts = sorted(targets_of[hk])
-        why_down = [(t, w) for t in hts if (w := down(t)) is not None]
-        if why_down:
-            (j, _i), why = why_down[0]
+    for hk in sorted(known.found):
+        hint = ""
+        why_down = ledger_targets.host_down(hk, known)
+        if why_down is not None:
             state: HostState = "missing"
-            if len(hts) > 1:
-                why += f" (job {j})"
+            why = why_down
         else:
-            state, why = _state(
-                newest_ts.get(hk), report_ok.get(hk), at_ts, stale_after_s, "series" in found[hk]
-            )
-        cov = {
-            w: Coverage(
-                c.get("uncovered_seconds"),
-                c.get("wall_seconds"),
-                bool(c.get("complete", False)),
-                dict(sorted(c["problems"].items())),
-            )
-            for w, c in coverage.get(hk, {}).items()
-        }
-        full_cov = {w: cov.get(w, Coverage()) for w in WINDOW_NAMES}
+            newest_now, ok_now = newest_ts.get(hk), served.report_ok.get(hk)
+            state, why = _state(newest_now, ok_now, at_ts, stale_after_s, known.has_series(hk))
+            up_now = ledger_targets.host_up(hk, known)
+            if state == "missing" and (up_now or hk in clock_ahead):
+                why, hint = _ahead_why(up_now), CLOCK_AHEAD_HINT
+        cov = served.host_coverage(hk)
         ahead_s = clock_ahead[hk][0] if hk in clock_ahead else None
+        short = served.short.get(hk, set())
         hosts.append(
             Host(
                 hk,
                 state,
                 why,
                 newest_ts.get(hk),
-                sums.get(hk, _empty_windows()),
-                full_cov,
-                tuple(sorted(instances.get(hk, ()))),
-                tuple(f for f in ("series", "up", "targets") if f in found[hk]),
+                served.sums.get(hk, _empty_windows()),
+                cov,
+                tuple(sorted(served.instances.get(hk, ()))),
+                known.sources(hk),
                 {
-                    w: state == "ok"
-                    and full_cov[w].complete
-                    and w not in short.get(hk, ())
-                    and ahead_s is None
+                    w: state == "ok" and cov[w].complete and w not in short and ahead_s is None
                     for w in WINDOW_NAMES
                 },
                 ahead_s,
+                hint,
             )
         )
-    counted = {h.name for h in hosts if h.counted}
-    state_of = {h.name: h for h in hosts}
-
     total = _empty_windows()
     for h in hosts:
         if h.counted:
             for w in WINDOW_NAMES:
                 total[w].add(h.windows[w])
-    models: list[ModelRow] = []
-    for m in sorted({m for _h, m in by_model}):
-        msums = _empty_windows()
-        model_hosts = sorted({hn for hn, mm in by_model if mm == m})
-        for hn in model_hosts:
-            if hn in counted:
-                for w in WINDOW_NAMES:
-                    msums[w].add(by_model[(hn, m)][w])
-        serving = model_instances.get(m, set())
-        complete = {
-            w: all(
-                state_of[hn].complete[w] and per_instance.get((hn, i), {}).get(w, False)
-                for hn, i in serving
-            )
-            and bool(serving)
-            for w in WINDOW_NAMES
-        }
-        models.append(ModelRow(m, msums, complete, tuple(model_hosts)))
-
-    incomplete: list[str] = []
-    for h in hosts:
-        if h.state != "ok":
-            incomplete.append(f"{h.name}: {h.why}")
-        else:
-            uncovered = [w for w in WINDOW_NAMES if not h.coverage[w].complete]
-            if uncovered:
-                incomplete.append(
-                    f"{h.name}: incomplete in {', '.join(uncovered)}{_why(h, uncovered)}"
-                )
-        incomplete.extend(_conflict_line(c) for c in conflicts if c.host == h.name)
-        incomplete.extend(
-            f"{r.host}: refused {r.why}: not counted" for r in refused if r.host == h.name
-        )
-        if h.name in clock_ahead:
-            incomplete.append(f"{h.name}: clock ahead: {clock_ahead[h.name][1]}")
-    if not hosts:
-        incomplete.append("no host serves vllm_ledger metrics: check the scrape config")
-    fleet_complete = {w: bool(hosts) and all(h.complete[w] for h in hosts) for w in WINDOW_NAMES}
-    all_notes = list(notes)
+    all_notes = [*notes, *(s.note() for s in spellings)]
     if idle:
         shown = ", ".join(idle[:5]) + (f" and {len(idle) - 5} more" if len(idle) > 5 else "")
         all_notes.append(
             f"{len(idle)} up targets of the ledger jobs serve no vllm_ledger series within the "
-            f"lookback, so are not hosts: {shown}"
+            f"lookback, so are not hosts ({CLOCK_AHEAD_HINT} {AHEAD_DOC}): {shown}"
         )
     return Fleet(
         source=source,
@@ -583,15 +415,75 @@ def build_fleet(
         stale_after_s=stale_after_s,
         lookback_s=lookback_s,
         hosts=tuple(hosts),
-        models=tuple(models),
+        models=_models(hosts, served),
         total=total,
-        complete=fleet_complete,
-        incomplete=tuple(incomplete),
+        complete={w: bool(hosts) and all(h.complete[w] for h in hosts) for w in WINDOW_NAMES},
+        incomplete=_incomplete(hosts, conflicts, served.refused, clock_ahead),
         duplicates=duplicates,
         duplicate_labels=tuple(sorted(differ_in)),
         conflicts=tuple(conflicts),
-        refused=tuple(refused),
+        refused=tuple(served.refused),
         notes=tuple(all_notes),
+        spellings=tuple(spellings),
+    )
+
+
+def _models(hosts: Sequence[Host], served: _Served) -> tuple[ModelRow, ...]:
+    """Each model's windows over the counted hosts serving it; complete where every (host,
+    instance) serving it is."""
+    counted = {h.name for h in hosts if h.counted}
+    state_of = {h.name: h for h in hosts}
+    models: list[ModelRow] = []
+    for m in sorted({m for _h, m in served.by_model}):
+        msums = _empty_windows()
+        model_hosts = sorted({hn for hn, mm in served.by_model if mm == m})
+        for hn in model_hosts:
+            if hn in counted:
+                for w in WINDOW_NAMES:
+                    msums[w].add(served.by_model[(hn, m)][w])
+        serving = served.model_instances.get(m, set())
+        complete = {
+            w: all(
+                state_of[hn].complete[w] and served.per_instance.get((hn, i), {}).get(w, False)
+                for hn, i in serving
+            )
+            and bool(serving)
+            for w in WINDOW_NAMES
+        }
+        models.append(ModelRow(m, msums, complete, tuple(model_hosts)))
+    return tuple(models)
+
+
+def _incomplete(
+    hosts: Sequence[Host],
+    conflicts: Sequence[Conflict],
+    refused: Sequence[Refused],
+    clock_ahead: dict[str, tuple[float, str]],
+) -> tuple[str, ...]:
+    """One line per reason a window is not complete, host by host."""
+    lines: list[str] = []
+    for h in hosts:
+        if h.state != "ok":
+            lines.append(f"{h.name}: {h.why}")
+        else:
+            uncovered = [w for w in WINDOW_NAMES if not h.coverage[w].complete]
+            if uncovered:
+                lines.append(f"{h.name}: incomplete in {', '.join(uncovered)}{_why(h, uncovered)}")
+        lines.extend(_conflict_line(c) for c in conflicts if c.host == h.name)
+        lines.extend(f"{r.host}: refused {r.why}: not counted" for r in refused if r.host == h.name)
+        if h.name in clock_ahead:
+            lines.append(f"{h.name}: clock ahead: {clock_ahead[h.name][1]}")
+    if not hosts:
+        lines.append("no host serves vllm_ledger metrics: check the scrape config")
+    return tuple(lines)
+
+
+def _ahead_why(up_now: bool) -> str:
+    """A host with no sample now whose target is up, or whose samples are stamped ahead."""
+    seen = "while its target is up (up == 1)" if up_now else "only samples stamped ahead of now"
+    return (
+        f"no vllm_ledger sample now, {seen}: {CLOCK_AHEAD_HINT} (a sample stamped after the "
+        f"query's instant is hidden until then, {AHEAD_DOC})"
     )
 
 
@@ -728,6 +620,7 @@ def read_fleet(
 
 
 __all__ = [
+    "CLOCK_AHEAD_HINT",
     "HOST_STATES",
     "Conflict",
     "Coverage",
@@ -737,6 +630,7 @@ __all__ = [
     "HostState",
     "ModelRow",
     "Refused",
+    "Spelling",
     "build_fleet",
     "host_of",
     "queries",

@@ -333,7 +333,7 @@ def test_hosts_known_only_from_up_or_the_targets_api_are_named_missing() -> None
     assert fleet.complete == dict.fromkeys(WINDOWS, False)
     assert fleet.notes == (
         "1 up targets of the ledger jobs serve no vllm_ledger series within the lookback, "
-        "so are not hosts: vllm-ledger/idle:9464",
+        "so are not hosts (clock ahead? docs/fleet.md#a-clock-ahead): vllm-ledger/idle:9464",
     )
     text = render_text(fleet)
     assert "5 hosts from s, 1 counted, 4 missing; stale after 60 s" in text
@@ -486,3 +486,148 @@ def test_take_once_keeps_one_copy_and_names_differences() -> None:
         ]
     )
     assert len(once) == 2 and dups == 1 and differ == {"job"} and conflicts == []
+
+
+def test_one_exporter_under_two_instance_spellings_of_one_host_is_counted_once() -> None:
+    """The same exporter scraped as 127.0.0.1:9464 and localhost:9464, both relabelled to host
+    gpu1: the same ledger_instance labels under two instance values of one host."""
+    pairs = {("gpu1:8000", "qwen"): 1300, ("gpu1:8001", "llama"): 7}
+    by_ip = _host("127.0.0.1:9464", pairs, extra={"host": "gpu1"})
+    by_name = _host("localhost:9464", pairs, extra={"host": "gpu1"})
+    other = _host("gpu2:9464", {("gpu2:8000", "qwen"): 5})
+    newest = [
+        ({"instance": "127.0.0.1:9464", "job": "vllm-ledger", "host": "gpu1"}, AT - 1),
+        ({"instance": "localhost:9464", "job": "vllm-ledger", "host": "gpu1"}, AT - 2),
+        _fresh("gpu2:9464"),
+    ]
+    up = [({**labels}, 1.0) for labels, _v in newest]
+    fleet = build_fleet([*by_ip, *by_name, *other], newest, up, newest, source="s", at_ts=AT)
+    assert [(h.name, h.state) for h in fleet.hosts] == [("gpu1", "ok"), ("gpu2:9464", "ok")]
+    assert fleet.hosts[0].windows["total"].input_tokens == 1307  # not 2,614
+    assert fleet.hosts[0].instances == ("gpu1:8000", "gpu1:8001")
+    assert fleet.total["today"].input_tokens == 1312
+    assert [(m.name, m.windows["7d"].input_tokens) for m in fleet.models] == [
+        ("llama", 7),
+        ("qwen", 1305),
+    ]
+    assert fleet.duplicates == len(by_ip)  # every series of it, the root's coverage included
+    assert fleet.duplicate_labels == ("instance",)
+    assert fleet.conflicts == () and fleet.complete == dict.fromkeys(WINDOWS, True)
+    note = (
+        "127.0.0.1:9464 and localhost:9464 are one exporter of host gpu1 (the same "
+        "ledger_instance labels under 2 instance spellings): counted once"
+    )
+    assert fleet.notes == (note,)
+    text = render_text(fleet)
+    assert f"note: {note}\n" in text
+    assert text.splitlines()[2].split() == ["gpu1", *["1,307/130"] * 5]
+    assert f"{len(by_ip)} duplicate series taken once (the copies differ only in instance)\n" in (
+        text
+    )
+    doc = fleet_dict(fleet)
+    assert doc["spellings"] == [
+        {
+            "host": "gpu1",
+            "instances": ["127.0.0.1:9464", "localhost:9464"],
+            "ledger_instances": ["gpu1:8000", "gpu1:8001"],
+        }
+    ]
+    assert doc["notes"] == [note]
+    assert doc["hosts"]["gpu1"]["windows"]["total"]["input"] == 1307
+
+
+def test_two_spellings_that_differ_are_a_conflict_and_two_exporters_of_a_host_stay_two() -> None:
+    by_ip = _host("127.0.0.1:9464", {("gpu1:8000", "m"): 100}, extra={"host": "gpu1"})
+    by_name = _host("localhost:9464", {("gpu1:8000", "m"): 100}, extra={"host": "gpu1"})
+    by_name = [  # scraped a moment later, after one more request in today's window
+        (labels, 104.0)
+        if labels["__name__"] == "vllm_ledger_window_input_tokens" and labels["window"] == "today"
+        else (labels, v)
+        for labels, v in by_name
+    ]
+    second = _host("127.0.0.1:9465", {("gpu1:8001", "m"): 20}, extra={"host": "gpu1"})
+    newest = [({"instance": "127.0.0.1:9464", "job": "vllm-ledger", "host": "gpu1"}, AT - 1)]
+    fleet = build_fleet([*by_ip, *by_name, *second], newest, [], [], source="s", at_ts=AT)
+    assert [(c.host, c.window, c.values, c.differ_in) for c in fleet.conflicts] == [
+        ("gpu1", "today", (100.0, 104.0), ("instance",))
+    ]
+    h = fleet.hosts[0]
+    # 127.0.0.1:9465 serves another ledger_instance: a second exporter, added.
+    assert [h.windows[w].input_tokens for w in WINDOWS] == [20, 120, 120, 120, 120]
+    assert h.instances == ("gpu1:8000", "gpu1:8001")
+    assert [s.instances for s in fleet.spellings] == [("127.0.0.1:9464", "localhost:9464")]
+    assert fleet.complete == {**dict.fromkeys(WINDOWS, True), "today": False}
+    assert fleet.incomplete == (
+        'gpu1: conflict: vllm_ledger_window_input_tokens{ledger_instance="gpu1:8000",'
+        'model_name="m",window="today"} is 100 and 104 (the copies differ in instance): '
+        "not counted",
+    )
+
+
+AHEAD_WHY_UP = (
+    "no vllm_ledger sample now, while its target is up (up == 1): clock ahead? (a sample "
+    "stamped after the query's instant is hidden until then, docs/fleet.md#a-clock-ahead)"
+)
+AHEAD_WHY_STAMPED = (
+    "no vllm_ledger sample now, only samples stamped ahead of now: clock ahead? (a sample "
+    "stamped after the query's instant is hidden until then, docs/fleet.md#a-clock-ahead)"
+)
+
+
+def test_a_target_up_with_no_series_now_hints_at_a_clock_ahead() -> None:
+    """Its first minutes with a clock 120 s ahead: Prometheus hides every sample it stamped
+    (after the query's instant), while the target's up (stamped by Prometheus) is 1."""
+    ok = _host("a:9464", {("a:8000", "m"): 10})
+    newest = [_fresh("a:9464")]  # b: nothing at or before AT (all it has is stamped later)
+    seen = [*newest, _target("b:9464", 1)]  # b's earlier run, within the lookback
+    up = [_target("a:9464", 1), _target("b:9464", 1)]
+    fleet = build_fleet(ok, newest, up, seen, source="s", at_ts=AT, jobs=["vllm-ledger"])
+    b = fleet.hosts[1]
+    assert (b.name, b.state, b.why, b.hint, b.counted) == (
+        "b:9464",
+        "missing",
+        AHEAD_WHY_UP,
+        "clock ahead?",
+        False,
+    )
+    assert fleet.hosts[0].hint == ""
+    assert fleet.incomplete == (f"b:9464: {AHEAD_WHY_UP}",)
+    text = render_text(fleet)
+    assert text.splitlines()[3] == (
+        "  b:9464 [missing, clock ahead?]      -      -      -      -      -"
+    )
+    assert f"  b:9464: {AHEAD_WHY_UP}\n" in text
+    doc = fleet_dict(fleet)
+    assert (doc["hosts"]["b:9464"]["hint"], doc["hosts"]["a:9464"]["hint"]) == ("clock ahead?", "")
+
+
+def test_samples_only_stamped_ahead_hint_at_a_clock_ahead_and_name_how_far() -> None:
+    """A host whose own Prometheus (clock 120 s ahead) remote-writes: up and the ledger series
+    alike are stamped ahead, so in its first two minutes only the query asked AHEAD_S later
+    sees it."""
+    fleet = build_fleet([], [], [], [], ahead=[_target("b:9464", AT + 120)], source="s", at_ts=AT)
+    (b,) = fleet.hosts
+    assert (b.state, b.why, b.hint, b.clock_ahead_s, b.found) == (
+        "missing",
+        AHEAD_WHY_STAMPED,
+        "clock ahead?",
+        120.0,
+        ("series",),
+    )
+    assert fleet.incomplete == (
+        f"b:9464: {AHEAD_WHY_STAMPED}",
+        "b:9464: clock ahead: vllm_ledger_report_ok is stamped 120 s after the time it was "
+        "asked at (at most 60 s allowed): that host's clock is ahead",
+    )
+
+
+def test_no_clock_hint_where_the_target_is_down_or_gone_too() -> None:
+    seen = [_target("down:9464", 1), _target("gone:9464", 1)]
+    up = [_target("down:9464", 0)]
+    fleet = build_fleet([], [], up, seen, source="s", at_ts=AT)
+    got = {h.name: (h.why, h.hint) for h in fleet.hosts}
+    assert got == {
+        "down:9464": ("its target is down (up == 0)", ""),
+        "gone:9464": ("its series stopped (no sample now, some within the lookback)", ""),
+    }
+    assert "clock ahead?" not in render_text(fleet)
