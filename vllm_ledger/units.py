@@ -305,8 +305,9 @@ class TimeSpec:
 
     ``kind``: ``instant`` (``ts``, Unix seconds), ``local`` (``local``, a wall-clock time in the
     report's zone; ``date_only`` for a date, meaning its first instant), ``day`` (``days_back``:
-    0 today, 1 yesterday, from local midnight) or ``ago`` (``seconds`` before the cutoff).
-    ``read.periods.resolve_time`` turns it into Unix seconds."""
+    0 today, 1 yesterday, from local midnight) or ``ago`` (``seconds`` before the cutoff, at
+    most a century). ``read.periods.resolve_time`` turns it into Unix seconds (``ago`` for a
+    duration: one that reaches back before 2000-01-01 is refused, as a date before 2000 is)."""
 
     text: str
     kind: TimeKind
@@ -321,7 +322,8 @@ def time_spec(value: str) -> TimeSpec:
     """``--since``/``--until`` as people type them (``TIME_FORMS``): ``1796000000``,
     ``2026-12-01T08:00:00+08:00``, ``2026-12-01``, ``2026-12-01T08:00`` or ``2026-12-01 08:00``,
     ``today``, ``yesterday``, ``7d`` (a duration in the ``units`` form). Refused with one line
-    otherwise; a local time is only checked against the zone when it is resolved."""
+    otherwise (a duration longer than 2000-2100 at once); a local time is only checked against
+    the zone, and a duration against 2000-01-01, when it is resolved."""
     text = value.strip()
 
     def refuse(problem: str) -> BadArgument:
@@ -338,6 +340,8 @@ def time_spec(value: str) -> TimeSpec:
     if seconds is not None:
         if seconds <= 0:
             raise refuse("is not a duration above 0")
+        if seconds > LATEST_AT - EARLIEST_AT:  # before 2000 from any cutoff
+            raise _before_2000(text)
         return TimeSpec(text, "ago", seconds=seconds)
     if _LOCAL_TIME.fullmatch(text):
         try:
@@ -353,6 +357,28 @@ def time_spec(value: str) -> TimeSpec:
         if not exc.what.endswith("is not a time"):
             raise  # milliseconds, outside 2000-2100: instant's own line
         raise refuse("is not a time") from None
+
+
+def ago(cutoff_ts: float, seconds: float, *, text: str = "", argument: str = "") -> float:
+    """The instant ``seconds`` before ``cutoff_ts``: a duration ago (``--since 7d``, a window
+    ending at the cutoff), bounded as every instant is. One before 2000-01-01 is refused with
+    one line starting with ``argument`` (the parameter's name, when given) and ``text`` (the
+    duration as typed)."""
+    ts = cutoff_ts - seconds
+    if not ts >= EARLIEST_AT:  # NaN too
+        shown = text or (format_duration(seconds) if math.isfinite(seconds) else str(seconds))
+        raise _before_2000(shown, argument)
+    return ts
+
+
+def _before_2000(text: str, argument: str = "") -> BadArgument:
+    return BadArgument(
+        f"{argument} {text[:60]!r} reaches back before 2000-01-01".lstrip(),
+        hint="give a shorter duration",
+        argument=argument,
+        value=text,
+        example="7d",
+    )
 
 
 # ---- HOST:PORT -------------------------------------------------------------------------------
@@ -423,6 +449,7 @@ __all__ = [
     "DurationStyle",
     "TimeKind",
     "TimeSpec",
+    "ago",
     "duration_seconds",
     "format_duration",
     "host_port",

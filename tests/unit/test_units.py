@@ -322,3 +322,43 @@ def test_time_spec_refusals() -> None:
         with pytest.raises(BadArgument) as e:
             units.time_spec(value)
         assert str(e.value) == line
+
+
+def test_a_duration_ago_is_bounded_like_a_date() -> None:
+    cutoff = 1_796_000_000
+    assert units.ago(cutoff, 7 * 86400) == cutoff - 7 * 86400
+    assert units.ago(units.EARLIEST_AT + 60, 60) == units.EARLIEST_AT  # 2000-01-01 itself
+    refusals = {
+        (units.EARLIEST_AT + 60, 61, "61s", "since"): "since '61s' reaches back before "
+        "2000-01-01: give a shorter duration, e.g. 7d",
+        (cutoff, 36000 * 86400, "36000d", ""): "'36000d' reaches back before 2000-01-01: "
+        "give a shorter duration, e.g. 7d",
+        (cutoff, 10**6 * 86400, "", "window"): "window '1000000d' reaches back before "
+        "2000-01-01: give a shorter duration, e.g. 7d",
+        (cutoff, float("nan"), "nan", ""): "'nan' reaches back before 2000-01-01: give a "
+        "shorter duration, e.g. 7d",
+    }
+    for (at, seconds, text, argument), line in refusals.items():
+        with pytest.raises(BadArgument) as e:
+            units.ago(at, seconds, text=text, argument=argument)
+        assert str(e.value) == line
+        assert e.value.argument == argument
+    with pytest.raises(BadArgument) as e:
+        units.ago(units.EARLIEST_AT, 1, text="1s", argument="until")
+    assert str(flagged(e.value, "--until")) == (
+        "--until '1s' reaches back before 2000-01-01: give a shorter duration, e.g. --until 7d"
+    )
+
+
+@pytest.mark.parametrize("text", ["1000000d", "300000d", "36526d", "5300w", "999999999999h"])
+def test_a_duration_longer_than_2000_2100_is_refused_when_typed(text: str) -> None:
+    """Before any zone or cutoff is known: from every cutoff it reaches back before 2000."""
+    with pytest.raises(BadArgument) as e:
+        units.time_spec(text)
+    assert (
+        str(e.value) == f"{text!r} reaches back before 2000-01-01: give a shorter duration, e.g. 7d"
+    )
+    century = units.LATEST_AT - units.EARLIEST_AT
+    assert units.time_spec(f"{century:.0f}s") == units.TimeSpec(
+        f"{century:.0f}s", "ago", seconds=century
+    )

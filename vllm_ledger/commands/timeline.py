@@ -12,6 +12,7 @@ from vllm_ledger.commands._common import (
     add_roots,
     add_time,
     duration,
+    flag_names,
     roots_of,
     zone_of,
 )
@@ -124,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     check_steps(args.window, args.step)
     roots = roots_of(args)
     zone = zone_of(args, roots)
-    with LedgerSet.read(roots) as ls:
+    with LedgerSet.read(roots) as ls, flag_names(window="--window"):
         try:
             tl = build_timeline(
                 ls,

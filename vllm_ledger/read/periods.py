@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read.windows import ROLLING_HOURS, Window, local_midnight_ts
-from vllm_ledger.units import TimeSpec
+from vllm_ledger.units import TimeSpec, ago
 
 # Every window name a command accepts, in one order (the five of the report first).
 PERIOD_NAMES: tuple[str, ...] = (
@@ -97,11 +97,12 @@ def since_until(since_ts: float, until_ts: float | None, cutoff_ts: int) -> Wind
 
 def resolve_time(spec: TimeSpec, cutoff_ts: int, tz: ZoneInfo, *, argument: str = "") -> float:
     """``spec`` as Unix seconds in ``tz`` as of ``cutoff_ts``; a local time that ``tz`` skips
-    (a DST gap) is refused naming ``argument``; one it repeats (a fold) is the earlier."""
+    (a DST gap), or a duration ago that reaches back before 2000 (``units.ago``), is refused
+    naming ``argument``; a local time ``tz`` repeats (a fold) is the earlier."""
     if spec.kind == "instant":
         return spec.ts
     if spec.kind == "ago":
-        return cutoff_ts - spec.seconds
+        return ago(cutoff_ts, spec.seconds, text=spec.text, argument=argument)
     if spec.kind == "day":
         name = "yesterday" if spec.days_back else "today"
         return float(period(name, cutoff_ts, tz, None).start_ts)

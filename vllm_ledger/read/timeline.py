@@ -41,7 +41,7 @@ from vllm_ledger.read.report import (
 )
 from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.windows import DEFAULT_TZ, Window, cutoff_for
-from vllm_ledger.units import whole_duration
+from vllm_ledger.units import ago, whole_duration
 
 MAX_STEPS = 5000
 TIMELINE_BREAKDOWN_KEYS = ("instance", "model", "run")
@@ -127,12 +127,14 @@ def step_windows(edges: Sequence[int]) -> list[Window]:
 
 def window_bounds(spec: str, at_ts: float, tz: str, first_record_ts: int | None) -> tuple[int, int]:
     """``[start, end)`` of a window as every command names it (``read.periods.PERIOD_NAMES``:
-    today, yesterday, this-month, ... total) or of a duration ending at the cutoff."""
+    today, yesterday, this-month, ... total) or of a duration ending at the cutoff (refused
+    when it reaches back before 2000, ``units.ago``)."""
     cutoff = cutoff_for(at_ts)
     if spec in PERIOD_NAMES:
         w = period(spec, cutoff, resolve_tz(tz), first_record_ts)
         return w.start_ts, w.cutoff_ts
-    return cutoff - whole_duration(spec, argument="window"), cutoff
+    start = ago(cutoff, whole_duration(spec, argument="window"), text=spec, argument="window")
+    return int(start), cutoff
 
 
 def build_timeline(
