@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -23,7 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests import test_property_ledgers as property_ledgers
+from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
+from vllm_ledger import strictjson
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.read import summary
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -371,6 +374,113 @@ def test_damaged_or_foreign_files_in_its_place_are_ignored(root: Path) -> None:
     for text in (b"", b"{not json", b"[1, 2]\n", b'{"version": 2}\n', b"\xff\xfe\n{}"):
         path.write_bytes(text)
         assert _reports([root]) == want
+
+
+# ---- a summary nested too deep to parse: ignored, then rewritten ------------------------------
+
+DEEP_LINES = {
+    "100000 arrays": b"[" * 100_000 + b"]" * 100_000,
+    "100000 objects": b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    "100000 unclosed": b"[" * 100_000,
+    "one past the bound": b"[" * (summary.MAX_NESTING + 1) + b"]" * (summary.MAX_NESTING + 1),
+}
+
+
+def _cli_figures(root: Path) -> dict[str, tuple[int, str, str]]:
+    """What report, check, status and timeline print for ``root`` as of ``NOW`` (the machine's
+    clock left out where a command prints it)."""
+    at = ("--root", str(root), "--at", f"{NOW}", "--tz", "UTC")
+    argvs = {
+        "report": ("report", *at, "--by", "run"),
+        "report --json": ("report", *at, "--json"),
+        "check": ("check", "--root", str(root)),
+        "status": ("status", *at, "--no-health"),
+        "timeline": ("timeline", *at, "--window", "2d", "--step", "1h", "--json"),
+    }
+    out = {}
+    for name, argv in argvs.items():
+        code, text, err = run_cli(*argv)
+        if name in ("report --json", "status"):
+            doc = json.loads(text)
+            doc.pop("generated_at" if name == "report --json" else "clock")
+            text = json.dumps(doc, sort_keys=True)
+        if name == "check":  # check takes no --at: a heartbeat's age is as of now
+            text = re.sub(r"last heartbeat \d+ s ago", "last heartbeat N s ago", text)
+        out[name] = (code, text, err)
+    return out
+
+
+def test_a_summary_nested_100000_deep_is_ignored_and_compact_rewrites_it(root: Path) -> None:
+    """Before, every reader and ``compact`` itself ended in RecursionError: the root could not
+    heal. Now the summary is ignored (the files are read: the same figures as without it), and
+    ``compact`` writes a valid one."""
+    path = root / summary.SUMMARY_NAME
+    path.unlink()
+    want = _cli_figures(root)
+    assert [code for code, _, _ in want.values()] == [0, 0, 1, 0, 0]  # check: the crashed run
+    assert "Traceback" not in repr(want) and "internal error" not in repr(want)
+    path.write_bytes(DEEP_LINES["100000 arrays"] + b"\n")
+    assert not summary.read_index(root)
+    assert _cli_figures(root) == want
+    code, out, err = run_cli("compact", "--root", str(root))
+    assert (code, err) == (0, "")
+    # (what it compacts depends on the machine's clock: compaction is lossless either way)
+    assert re.fullmatch(
+        rf"{re.escape(str(root))}: compacted \d file\(s\) \([\d,]+ per-second rows dropped\), "
+        r"summary holds 7 finished file\(s\)\n",
+        out,
+    )
+    index, _lines = _load(root)
+    assert sorted(index["runs"]) == sorted({s.run_id for s in _sources(root)})
+    assert len(summary.load(root)) == 7
+    for line in path.read_bytes().splitlines():
+        assert strictjson.depth(line) <= 6  # as written: far inside the bound
+    # The rewritten summary is used and gives the (compacted) files' own figures.
+    with LedgerSet.read([root], clock=lambda: NOW) as ledgers:
+        build_report(ledgers)
+        assert ledgers.opens == 0
+    with_summary = _cli_figures(root)
+    path.rename(root.parent / "aside.json")
+    assert with_summary == _cli_figures(root)
+
+
+@pytest.mark.parametrize("where", ["index", "run line"])
+@pytest.mark.parametrize("deep", list(DEEP_LINES))
+def test_a_line_nested_past_the_bound_means_the_files_are_read(
+    root: Path, where: str, deep: str
+) -> None:
+    want = _without_summary(root)
+    path = root / summary.SUMMARY_NAME
+    if where == "index":
+        path.write_bytes(DEEP_LINES[deep] + b"\n")
+        opened = 7  # every file
+    else:  # a sound index whose run A line is too deep: run A's files are read, no other
+        index, lines = _load(root)
+        del index["runs"][RUN_A]["run"]
+        _save(root, index, lines)
+        _head, _, body = path.read_bytes().partition(b"\n")
+        start, end = index["runs"][RUN_A]["at"]
+        body = body[:start] + DEEP_LINES[deep] + body[end:]
+        shift = len(DEEP_LINES[deep]) - (end - start)
+        for rec in index["runs"].values():
+            rec["at"] = [a + shift if a > start else a for a in rec["at"]]
+        path.write_bytes(json.dumps(index).encode() + b"\n" + body)
+        assert summary.read_index(root).entries(RUN_A) == {}
+        opened = 2  # run A's two files
+    with LedgerSet.read([root], clock=lambda: NOW) as ledgers:
+        build_report(ledgers)
+        assert ledgers.opens == opened
+    assert _reports([root]) == want
+    summary.refresh(root, NOW)
+    assert len(summary.load(root)) == 7
+
+
+def test_the_nesting_bound_is_the_summarys_own(root: Path) -> None:
+    """A line exactly at the bound is read (its values are then checked as any others are)."""
+    at_bound = b"[" * summary.MAX_NESTING + b"]" * summary.MAX_NESTING
+    assert summary._decoded(at_bound) == json.loads(at_bound)
+    with pytest.raises(ValueError, match="nested deeper than 32"):
+        summary._decoded(DEEP_LINES["one past the bound"])
 
 
 def test_refresh_reuses_entries_and_writes_the_same_summary(root: Path) -> None:

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import run_cli
 from vllm_ledger.bot.validate import load_usage
@@ -15,7 +17,7 @@ from vllm_ledger.deploy.host import load_host
 from vllm_ledger.errors import ConfigError, RemoteError, StatusParseError
 from vllm_ledger.formats.status import parse as parse_status
 from vllm_ledger.plan.prom import instant_query
-from vllm_ledger.strictjson import MAX_DEPTH, depth, load_file, loads
+from vllm_ledger.strictjson import MAX_DEPTH, depth, load_file, loads, within_depth
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -64,6 +66,50 @@ def test_brackets_inside_strings_are_not_nesting() -> None:
     text = json.dumps({"a": "[" * 1000 + '\\"{' * 1000})
     assert depth(text) == 1
     assert loads(text, max_bytes=1 << 16) == json.loads(text)
+
+
+def _depth_by_hand(text: str) -> int:
+    """The reference: one character at a time, strings and escapes followed as JSON does."""
+    deepest = level = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            in_string, escaped = (ch != '"' or escaped), (ch == "\\" and not escaped)
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif ch in "]}":
+            level -= 1
+    return deepest
+
+
+_TEXTS = st.text(alphabet=st.sampled_from('[]{}"\\ax\u00e9\U0001f600 ,:'), max_size=12)
+_DOCS = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TEXTS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXTS, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@given(doc=_DOCS, limit=st.integers(min_value=0, max_value=12))
+def test_depth_and_its_bound_follow_strings_and_escapes(doc: object, limit: int) -> None:
+    """Any JSON document, with brackets, quotes and backslashes inside its strings: ``depth``
+    is the reference's figure and ``within_depth`` says whether it is within ``limit``."""
+    for text in (json.dumps(doc), json.dumps(doc, ensure_ascii=False, separators=(",", ":"))):
+        want = _depth_by_hand(text)
+        assert depth(text) == depth(text.encode()) == want
+        assert within_depth(text, limit) is within_depth(text.encode(), limit) is (want <= limit)
+
+
+def test_an_unclosed_bracket_is_never_within_the_bound() -> None:
+    """A parser recurses as deep as the open brackets go before it fails."""
+    assert not within_depth("[" * 100_000, MAX_DEPTH)
+    assert not within_depth('[1, "]"', MAX_DEPTH)
+    assert within_depth('["[", "\\\\", {"a": "}\\""}]', 2)
+    assert not within_depth('["[", "\\\\", {"a": "}\\""}]', 1)
+    assert within_depth("", 0) and within_depth("1", 0) and not within_depth("[]", 0)
 
 
 @pytest.mark.parametrize(

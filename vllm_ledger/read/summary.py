@@ -22,8 +22,10 @@ file of that run must be taken one by one.
 
 It is derived data: rebuilt from the ledgers at any time (``vllm-ledger compact``), never the
 only copy. Every value read from it passes the ledger reader's checks (``values.py``); a
-missing, older, stale or damaged summary, or any entry or record in it that fails them, just
-means the files it names are opened and read.
+missing, older, stale or damaged summary, one larger than ``SUMMARY_MAX_BYTES`` or a line nested
+deeper than ``MAX_NESTING`` (checked before the parser, which recurses, runs), or any entry or
+record in it that fails them, just means the files it names are opened and read, and the next
+maintenance pass writes it anew.
 
 Standard library only: the maintenance pass writes it. Imports only the one-file and one-run
 parts of the read path (no circle: the LedgerSet imports this, not the reverse).
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger import infile
+from vllm_ledger import infile, strictjson
 from vllm_ledger.format.identity import InstanceInfo
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Found, discover_runs
@@ -54,6 +56,9 @@ SUMMARY_NAME = ".vllm-ledger-summary.json"
 SUMMARY_VERSION = 2
 SUMMARY_MAX_BYTES = 512 << 20  # about 700 000 files; a larger one is ignored (files are opened)
 EVERYTHING = Window("total", 0, 2**62)
+# The summary is written 6 deep at most (a run's record, its vouched stretches, one of them);
+# a line nested deeper is damage, refused before ``json.loads`` recurses into it.
+MAX_NESTING = strictjson.MAX_DEPTH
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,7 @@ class Index:
         values.check_count("line end", end, self._stat.st_size - self._details_at)
         values.check_count("line start", start, end)
         line = _read_range(self._path, self._stat, self._details_at + start, end - start)
-        facts = json.loads(line)
+        facts = _decoded(line)
         if type(facts) is not dict:
             return {}
         return {
@@ -150,7 +155,7 @@ def read_index(root: Path) -> Index:
     path = root / SUMMARY_NAME
     try:
         line, st = _read_index_line(path)
-        doc = json.loads(line)
+        doc = _decoded(line)
         if type(doc) is not dict or doc.get("version") != SUMMARY_VERSION:
             return Index()
         runs, instances = doc["runs"], doc["instances"]
@@ -161,19 +166,31 @@ def read_index(root: Path) -> Index:
         return Index()
 
 
+def _decoded(line: bytes) -> Any:
+    """A line of the summary as JSON; ``ValueError`` (as for any damage) when it nests deeper
+    than ``MAX_NESTING``, found without recursing (``strictjson.within_depth``)."""
+    if not strictjson.within_depth(line, MAX_NESTING):
+        raise ValueError(f"a summary line nested deeper than {MAX_NESTING}")
+    return json.loads(line)
+
+
 def _read_index_line(path: Path) -> tuple[bytes, os.stat_result]:
     """The summary's first line and the file's stat, read as ``infile.read_regular_file`` reads
     a file (refused unless regular, never blocking), and no further than that line: the rest
     is read only if a run's files must be taken one by one."""
     with infile.open_regular(path, SUMMARY_MAX_BYTES) as (fd, st):
         chunks: list[bytes] = []
+        size = 0
         while True:
             chunk = os.read(fd, 1 << 18)
             if not chunk:
                 break
             chunks.append(chunk)
+            size += len(chunk)
             if b"\n" in chunk:
                 break
+            if size > SUMMARY_MAX_BYTES:  # grown since its stat
+                raise OSError(errno.EFBIG, "the summary grew past its limit", str(path))
         data = b"".join(chunks)
         newline = data.find(b"\n")
         return (data if newline < 0 else data[:newline]), st
