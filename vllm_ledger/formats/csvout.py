@@ -8,8 +8,11 @@ docs/cli.md ("CSV output") states it; in short:
 * booleans are ``true``/``false``; a figure with no value (a ratio over zero) is empty;
 * text from disk or a remote (model names, host names, run ids) is terminal-safe
   (``formats/safe.printable``) and **formula-safe**: a cell that starts with ``=``, ``+``,
-  ``-``, ``@``, a tab or a carriage return and is not a number gets a leading ``'``, so a
-  spreadsheet shows it instead of running it (OWASP's advice for CSV injection).
+  ``-``, ``@``, ``|``, their full-width forms (``＝``, ``＋``, ``－``, ``＠``, which some
+  spreadsheets read as the ASCII ones) or any white space (a space, a no-break space, a tab, a
+  carriage return: a spreadsheet may trim it and run what follows) and is not a number gets a
+  leading ``'``, so a spreadsheet shows it instead of running it (OWASP's advice for CSV
+  injection).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from vllm_ledger import figures
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.report import Report
 
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# What a formula may start with; white space too (``_is_formula``).
+_FORMULA_STARTS = ("=", "+", "-", "@", "|", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
 def _is_number(text: str) -> bool:
@@ -36,12 +40,17 @@ def _is_number(text: str) -> bool:
         return False
 
 
+def _is_formula(text: str) -> bool:
+    """Whether a spreadsheet could take ``text`` for a formula: it starts with one of
+    ``_FORMULA_STARTS`` or with white space (``\t``, ``\r``, a space, U+00A0, U+3000, ...), and
+    is not a number (``-5``, `` 3``: shown as numbers, never run)."""
+    return (text.startswith(_FORMULA_STARTS) or text[:1].isspace()) and not _is_number(text)
+
+
 def text_cell(value: object) -> str:
     """Untrusted text as a cell: control characters escaped, formulas defused."""
     s = printable(value)
-    if s.startswith(_FORMULA_STARTS) and not _is_number(s):
-        return "'" + s
-    return s
+    return "'" + s if _is_formula(s) else s
 
 
 def cell(value: object) -> object:

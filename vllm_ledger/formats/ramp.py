@@ -7,7 +7,6 @@ returns). The chart needs matplotlib (the ``charts`` extra).
 
 from __future__ import annotations
 
-import csv
 import html
 import io
 import json
@@ -16,6 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from vllm_ledger.errors import MissingExtra
+from vllm_ledger.formats import csvout
 from vllm_ledger.formats.table import aligned
 from vllm_ledger.plan.ramp import Knee, StepResult
 
@@ -209,11 +209,15 @@ def render_json(steps: Sequence[StepResult], knee: Knee | None, title: str) -> s
 
 
 def render_csv(steps: Sequence[StepResult]) -> str:
-    table = io.StringIO(newline="")
-    w = csv.writer(table)
-    w.writerow(COLUMNS)
-    w.writerows(table_rows(steps))
-    return table.getvalue()
+    """The table's rows in the one CSV dialect (``formats/csvout.py``: formula-safe cells, ``\\n``
+    line ends), a figure with no value an empty cell."""
+    return csvout.render(
+        COLUMNS,
+        (
+            {c: None if v == "-" else v for c, v in zip(COLUMNS, row, strict=True)}
+            for row in table_rows(steps)
+        ),
+    )
 
 
 def render_files(steps: Sequence[StepResult], knee: Knee | None, title: str) -> dict[str, bytes]:

@@ -38,6 +38,20 @@ EVIL_HOST = "@SUM(1+1)*cmd"
         ("qwen", "qwen"),
         ("a=b", "a=b"),  # only the first character counts
         ("\x1b[2J", "\\x1b[2J"),
+        # White space a spreadsheet may trim before it reads a formula, the pipe (DDE), and
+        # the full-width forms some spreadsheets read as = + - @.
+        (" =1+1", "' =1+1"),
+        ("\u00a0=1+1", "'\u00a0=1+1"),
+        ("\u3000=1+1", "'\u3000=1+1"),
+        (" ", "' "),
+        ("|calc", "'|calc"),
+        ("\uff1d1+1", "'\uff1d1+1"),
+        ("\uff0bcmd", "'\uff0bcmd"),
+        ("\uff0d2+3", "'\uff0d2+3"),
+        ("\uff20SUM(A1)", "'\uff20SUM(A1)"),
+        (" 5", " 5"),  # still a number
+        ("\uff15", "\uff15"),  # a full-width digit starts no formula
+        ("a|b", "a|b"),
     ],
 )
 def test_text_cells_are_terminal_safe_and_formula_safe(value: str, cell: str) -> None:
@@ -116,3 +130,56 @@ def test_formula_cells_are_quoted_in_all_three_csvs(
     )
     assert {r["key"] for r in steps} == {model_key}
     assert sum(int(r["input"]) for r in steps) == 100
+
+
+# A model name for each leading character the guard gained (and a host name for the pipe).
+NEW_STARTS = {
+    "space": " =1+1",
+    "no-break space": "\u00a0=1+1",
+    "full-width equals": "\uff1d1+1",
+    "full-width plus": "\uff0bcmd",
+    "full-width minus": "\uff0d2+3",
+    "full-width at": "\uff20SUM(A1)",
+    "pipe": "|calc!A1",
+}
+
+
+def test_each_new_formula_start_is_quoted_in_all_three_csvs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "root"
+    for i, model in enumerate(NEW_STARTS.values()):
+        write_ledger(
+            root,
+            f"run-{i}",
+            start_ts=T0,
+            end_ts=T0 + 1800,
+            events=[ev(T0 + 10.5, prompt=100 + i, gen=5)],
+            model=model,
+            port=8000 + i,
+            host="|cmd" if i == 0 else "gpu1",
+            heartbeat_every_s=600,
+        )
+    common = ["--root", str(root), "--tz", "Asia/Shanghai"]
+    at = ["--at", str(T0 + 1800)]
+    models = {f"'{m}" for m in NEW_STARTS.values()}
+    instances = {"'|cmd:8000", *(f"gpu1:{8000 + i}" for i in range(1, len(NEW_STARTS)))}
+
+    report = _csv(["report", *common, *at, "--by", "model", "--csv"], capsys)
+    assert {r["key"] for r in report if r["key"]} == models
+    by_model = {r["key"]: r["input"] for r in report if r["window"] == "total" and r["key"]}
+    assert by_model == {f"'{m}": str(100 + i) for i, m in enumerate(NEW_STARTS.values())}
+    report = _csv(["report", *common, *at, "--by", "instance", "--csv"], capsys)
+    assert {r["key"] for r in report if r["key"]} == instances
+
+    rows = _csv(["export", *common, "--since", str(T0), "--until", str(T0 + 3600)], capsys)
+    assert {r["model"] for r in rows} == models
+    assert {r["instance"] for r in rows} == instances
+    assert sum(int(r["input"]) for r in rows) == sum(100 + i for i in range(len(NEW_STARTS)))
+
+    for by, keys in (("model", models), ("instance", instances)):
+        steps = _csv(
+            ["timeline", *common, *at, "--window", "24h", "--step", "1h", "--by", by, "--csv"],
+            capsys,
+        )
+        assert {r["key"] for r in steps} == keys
