@@ -8,6 +8,7 @@ the whole unit fail to load; render refuses both, in one line naming the host-fi
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import shutil
 import subprocess
@@ -19,11 +20,14 @@ import pytest
 from tests.conftest import REPO, run_cli
 from tests.unit.deploy.test_limits import long_path
 from vllm_ledger.deploy.host import ARTIFACTS_DIR_MAX_BYTES, load_host, parse_host
+from vllm_ledger.deploy.launch import render_script
 from vllm_ledger.deploy.limits import (
+    ARG_MAX_BYTES,
     NAME_MAX_BYTES,
     PATH_MAX_BYTES,
     UNIT_LINE_MAX_BYTES,
     UNIT_NAME_MAX_CHARS,
+    logical_lines,
 )
 from vllm_ledger.deploy.units import ledger_units, vllm_unit
 from vllm_ledger.errors import ConfigError
@@ -173,37 +177,42 @@ def test_the_line_limit_is_systemds(tmp_path: Path) -> None:
             assert rc == 1 and "No buffer space available" in said, said
 
 
-def test_a_value_making_a_line_too_long_for_systemd_is_refused_in_one_line(tmp_path: Path) -> None:
-    """'%' is written '%%' in a unit: a 512 KiB value makes a 1 MiB Environment= line."""
-    hf = host_file(tmp_path, "cpu-bare", extra_env={"A": "%" * 524288})
+def test_values_making_a_line_too_long_for_systemd_are_refused_in_one_line(tmp_path: Path) -> None:
+    """'%' is written '%%' in a unit: five 120,000-byte words make a 1.2 MB ExecStart= line
+    (each word within the kernel's argument limit, the host file under 1 MiB)."""
+    hf = host_file(tmp_path, "cpu-bare", extra_args=["%" * 120_000] * 5)
     rc, stdout, err = run_cli("render", "--host", str(hf), "--output", "-", "--mode", "systemd")
-    assert (rc, stdout, err) == (
-        2,
-        "",
-        f"vllm-ledger: error: host file {hf}: extra_env: the unit's Environment= line would be "
-        "1048592 bytes; systemd reads at most 1048575 (LONG_LINE_MAX): shorten them\n",
+    head = (
+        f"vllm-ledger: error: host file {hf}: model, served_model_name or extra_args: the "
+        "unit's ExecStart= line would be "
     )
-    host = load_host(DATA / "cpu-bare.json")
-    long_args = dataclasses.replace(host, extra_args=("x" * 600_000, "y" * 600_000))
-    with pytest.raises(ConfigError) as exc:
-        vllm_unit(long_args)
-    assert str(exc.value).startswith(
-        "model, served_model_name or extra_args: the unit's ExecStart= line would be 1200"
-    )
+    tail = " bytes; systemd reads at most 1048575 (LONG_LINE_MAX): shorten them\n"
+    assert (rc, stdout) == (2, "")
+    assert err.startswith(head) and err.endswith(tail), err
+    assert 1_200_000 < int(err[len(head) : -len(tail)]) < 1_201_000
 
 
 @needs_systemd
-def test_the_longest_value_that_fits_a_line_verifies(tmp_path: Path) -> None:
-    value = "%" * ((UNIT_LINE_MAX_BYTES - len('Environment="A="')) // 2)
-    host = dataclasses.replace(
-        load_host(DATA / "cpu-bare.json"),
-        vllm_executable=stand_in(tmp_path),
-        extra_env=(("A", value),),
+def test_the_longest_command_line_that_fits_verifies(tmp_path: Path) -> None:
+    """The longest ExecStart= (continuations joined) render gives: systemd loads it clean; one
+    '%' more and render refuses it."""
+    base = dataclasses.replace(
+        load_host(DATA / "cpu-bare.json"), vllm_executable=stand_in(tmp_path)
     )
-    text = vllm_unit(host)
-    assert max(len(line) for line in text.splitlines()) == UNIT_LINE_MAX_BYTES - 1
+
+    def unit(last: int) -> str:
+        return vllm_unit(dataclasses.replace(base, extra_args=("%" * 120_000,) * 4 + ("%" * last,)))
+
+    def size(text: str) -> int:
+        return max(len(line.encode()) for line in logical_lines(text))
+
+    last = 1 + (UNIT_LINE_MAX_BYTES - size(unit(1))) // 2
+    text = unit(last)
+    assert size(text) in (UNIT_LINE_MAX_BYTES - 1, UNIT_LINE_MAX_BYTES)
     (tmp_path / "vllm.service").write_text(text)
     assert analyze(tmp_path, "vllm.service") == (0, "")
+    with pytest.raises(ConfigError, match="ExecStart= line would be"):
+        unit(last + 1)
 
 
 # ---- unit names -------------------------------------------------------------------------------
@@ -231,4 +240,43 @@ def test_the_longest_container_name_names_units_systemd_verifies(tmp_path: Path)
         f"vllm-ledger: error: host file {hf}: container_name: 232 characters make a unit name "
         "of 256 (NAME-ledger-exporter.service); systemd takes at most 255: give a "
         "container_name of at most 231 characters\n",
+    )
+
+
+# ---- one argument, one environment entry ------------------------------------------------------
+
+
+def test_the_argument_limit_is_the_kernels(tmp_path: Path) -> None:
+    """ARG_MAX_BYTES is where execve stops: the longest extra_args word and extra_env entry run
+    through the rendered bare script (vLLM a stand-in); one byte more is E2BIG, and render
+    refuses it in one line."""
+    word, value = "w" * ARG_MAX_BYTES, "v" * (ARG_MAX_BYTES - len("A="))
+    for argv, env in (([word], {}), ([], {"A": value})):
+        subprocess.run(["/bin/true", *argv], env=env, check=True)
+    for argv, env in (([word + "w"], {}), ([], {"A": value + "v"})):
+        with pytest.raises(OSError) as exc:
+            subprocess.run(["/bin/true", *argv], env=env, check=True)
+        assert exc.value.errno == errno.E2BIG
+    stand_in(tmp_path)
+    record = tmp_path / "bin" / "vllm"
+    record.write_text(
+        '#!/bin/sh\nprintf %s "$A" | wc -c > "$0.env"\n'
+        'for last; do :; done; printf %s "$last" | wc -c > "$0.arg"\n'
+    )
+    host = parse_host(
+        {"model": "m", "mode": "bare", "extra_args": [word], "extra_env": {"A": value}}
+    )
+    script = tmp_path / "run.sh"
+    script.write_text(render_script(host, mode="bare"))
+    path = f"{tmp_path / 'bin'}:/usr/bin:/bin"
+    subprocess.run(["bash", str(script)], env={"PATH": path}, check=True, timeout=60)
+    assert (tmp_path / "bin" / "vllm.arg").read_text().strip() == str(ARG_MAX_BYTES)
+    assert (tmp_path / "bin" / "vllm.env").read_text().strip() == str(len(value))
+    hf = host_file(tmp_path, "cpu-bare", extra_args=[word + "w"])
+    rc, stdout, err = run_cli("render", "--host", str(hf), "--output", "-")
+    assert (rc, stdout, err) == (
+        2,
+        "",
+        f"vllm-ledger: error: host file {hf}: extra_args[0]: is 131072 bytes; a program's "
+        "argument or environment entry is at most 131071 (MAX_ARG_STRLEN)\n",
     )

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.deploy.imageref import REFERENCE_PATTERN, reference_problem
-from vllm_ledger.deploy.limits import PATH_MAX_BYTES, path_problem
+from vllm_ledger.deploy.limits import PATH_MAX_BYTES, arg_problem, path_problem
 from vllm_ledger.deploy.schemacheck import validate as check_schema
 from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.strictjson import load_file, shown_key
@@ -305,6 +305,8 @@ SCHEMA: dict[str, Any] = {
     },
 }
 
+# Keys whose value is one argument of vLLM (or the program run), beside extra_args.
+_ARGUMENT_KEYS = ("model", "served_model_name", "ledger_python", "otlp_traces_endpoint")
 # extra_args flags that have their own key (or must not be set at all).
 _OWNED_FLAGS = {
     "--host": "host",
@@ -542,7 +544,24 @@ def check_for(host: Host, mode: str, usage: bool) -> None:
             )
 
 
+def _check_arg_sizes(data: dict[str, Any]) -> None:
+    """Each value that becomes one argument or environment entry of vLLM fits the kernel's
+    limit (``limits.ARG_MAX_BYTES``); PYTHONPATH gets the plugin's folder put in front."""
+    words = [(key, data.get(key)) for key in _ARGUMENT_KEYS]
+    words += [(f"extra_args[{i}]", arg) for i, arg in enumerate(data.get("extra_args", []))]
+    for key, word in words:
+        problem = arg_problem(word) if isinstance(word, str) else None
+        if problem is not None:
+            raise ConfigError(f"{key}: {problem}", key=key.split("[")[0])
+    for name, value in data.get("extra_env", {}).items():
+        room = ARTIFACTS_DIR_MAX_BYTES + len("/ledger-plugin:") if name == "PYTHONPATH" else 0
+        problem = arg_problem(f"{name}={value}", room)
+        if problem is not None:
+            raise ConfigError(f"extra_env.{shown_key(name)}: NAME=VALUE {problem}", key="extra_env")
+
+
 def _check_extras(data: dict[str, Any]) -> None:
+    _check_arg_sizes(data)
     if "collect_detailed_traces" in data and "otlp_traces_endpoint" not in data:
         raise ConfigError(
             "collect_detailed_traces: needs otlp_traces_endpoint (the traces go there)",

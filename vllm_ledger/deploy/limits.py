@@ -11,7 +11,12 @@ read with ``LONG_LINE_MAX`` 1 MiB counting its newline; a longer one makes the w
 to load. A unit's name is at most 255 characters (``UNIT_NAME_MAX`` 256 with the NUL,
 src/basic/unit-name.h).
 
-``systemd-analyze verify`` (systemd 252) agrees with each figure to the byte:
+Programs (Linux ``MAX_ARG_STRLEN``, 32 pages): one argument, or one ``NAME=VALUE`` of the
+environment, is at most 131072 bytes counting its NUL; ``execve`` refuses a longer one with
+E2BIG, in every mode (the script's ``exec``, ``docker run``, systemd, supervisord, the
+container runtime).
+
+``systemd-analyze verify`` (systemd 252) and the kernel agree with each figure to the byte:
 tests/test_render_limits.py renders the longest accepted value and the first refused one.
 """
 
@@ -23,6 +28,7 @@ PATH_MAX_BYTES = 4095  # PATH_MAX 4096, less the NUL
 NAME_MAX_BYTES = 255  # one path component
 UNIT_LINE_MAX_BYTES = 1024 * 1024 - 1  # LONG_LINE_MAX 1 MiB, less the newline
 UNIT_NAME_MAX_CHARS = 255  # UNIT_NAME_MAX 256, less the NUL
+ARG_MAX_BYTES = 32 * 4096 - 1  # MAX_ARG_STRLEN, less the NUL
 LONGEST_UNIT_SUFFIX = "-ledger-exporter.service"  # the longest unit name render gives NAME
 # The host-file keys whose values a unit directive's line carries, for a refusal to name.
 _DIRECTIVE_KEYS = {
@@ -49,6 +55,19 @@ def path_problem(path: str, max_bytes: int = PATH_MAX_BYTES) -> str | None:
                 f"has a {part_size}-byte name between slashes; at most {NAME_MAX_BYTES} (NAME_MAX)"
             )
     return None
+
+
+def arg_problem(word: str, room: int = 0) -> str | None:
+    """None if ``word`` fits one argument or environment entry of a program (``room``: bytes the
+    renderers may add to it), else what is too long, worded to follow the key."""
+    size = len(word.encode("utf-8"))
+    if size + room <= ARG_MAX_BYTES:
+        return None
+    more = f" with the {room} bytes put in front of it" if room else ""
+    return (
+        f"is {size} bytes{more}; a program's argument or environment entry is at most "
+        f"{ARG_MAX_BYTES} (MAX_ARG_STRLEN)"
+    )
 
 
 def logical_lines(text: str) -> list[str]:
@@ -107,10 +126,12 @@ def check_unit_lines(text: str) -> str:
 
 
 __all__ = [
+    "ARG_MAX_BYTES",
     "NAME_MAX_BYTES",
     "PATH_MAX_BYTES",
     "UNIT_LINE_MAX_BYTES",
     "UNIT_NAME_MAX_CHARS",
+    "arg_problem",
     "check_unit_lines",
     "check_unit_name",
     "logical_lines",

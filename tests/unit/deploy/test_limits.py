@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 
 from vllm_ledger.deploy.limits import (
+    ARG_MAX_BYTES,
     NAME_MAX_BYTES,
     PATH_MAX_BYTES,
     UNIT_LINE_MAX_BYTES,
+    arg_problem,
     check_unit_lines,
     check_unit_name,
     logical_lines,
@@ -95,4 +97,19 @@ def test_check_unit_name() -> None:
         "container_name: 232 characters make a unit name of 256 "
         "(NAME-ledger-exporter.service); systemd takes at most 255: give a container_name of "
         "at most 231 characters"
+    )
+
+
+def test_arg_problem_counts_bytes_and_the_room_asked_for() -> None:
+    assert ARG_MAX_BYTES == 131071
+    assert arg_problem("x" * ARG_MAX_BYTES) is None
+    assert arg_problem("x" * (ARG_MAX_BYTES + 1)) == (
+        "is 131072 bytes; a program's argument or environment entry is at most 131071 "
+        "(MAX_ARG_STRLEN)"
+    )
+    assert arg_problem("é" * 65536) is not None  # 131072 bytes in 65536 characters
+    assert arg_problem("x" * 131000, 71) is None
+    assert arg_problem("x" * 131000, 72) == (
+        "is 131000 bytes with the 72 bytes put in front of it; a program's argument or "
+        "environment entry is at most 131071 (MAX_ARG_STRLEN)"
     )
