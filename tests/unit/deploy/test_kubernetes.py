@@ -151,6 +151,10 @@ def test_a_zone_needs_usage_and_a_real_zone() -> None:
         ("registry.example:5000/ml/vllm:v1", "vllm-ledger:v1-0.1.0"),
         ("vllm/vllm-openai", "vllm-openai-ledger:latest-0.1.0"),
         ("vllm/vllm-openai@sha256:" + "ab" * 32, "vllm-openai-ledger:abababababab-0.1.0"),
+        # a 255-character name is cut so NAME-ledger has 255, at a word's end
+        ("n" * 255, "n" * 248 + "-ledger:latest-0.1.0"),
+        ("a" * 247 + ".bbbbbbb", "a" * 247 + "-ledger:latest-0.1.0"),
+        ("vllm:" + "t" * 128, "vllm-ledger:" + "t" * 122 + "-0.1.0"),
     ],
 )
 def test_derived_image_names(image: str, derived: str) -> None:
