@@ -35,7 +35,7 @@ A command line that is refused prints only its one error line.
 | an address to listen on | `--listen HOST:PORT` (`[::1]:9464` for IPv6; port 0: any free port) | `exporter --listen 0.0.0.0:9464` | `exporter`: `--host`, `--port` |
 | a config file read | JSON, or TOML (Python 3.11 or later), told apart by the suffix | `poll --config notify.json`, `cost --config prices.toml`, `render --host host.json` | `cost`: a YAML `--config` (prices.yaml) |
 | an instance | `--instance HOST:PORT` as `report --by instance` prints it, or a bare port | `report --instance gpu1:8000`, `status --instance 8000` | none |
-| an instant | Unix seconds, or ISO 8601 with a UTC offset; `--since`/`--until` also take a date (`2026-12-01`), a local time (`2026-12-01T08:00`), `today`, `yesterday` or a duration ago (`7d`), in the report's zone ([ledger.md](ledger.md#times-for---since-and---until)) | `--at`, `--since`, `--until`, `declare-stop --from` | none |
+| an instant | Unix seconds, or ISO 8601 with a UTC offset, within 2000-2100; `--since`/`--until` also take a date (`2026-12-01`), a local time (`2026-12-01T08:00`), `today`, `yesterday` or a duration ago (`7d`, not reaching back before 2000-01-01), in the report's zone ([ledger.md](ledger.md#times-for---since-and---until)) | `--at`, `--since`, `--until`, `declare-stop --from` | none |
 | a time zone | `--tz ZONE`, an IANA name | `--tz Europe/Berlin` | none |
 
 Rules behind the table:
@@ -71,9 +71,12 @@ CSV_DIALECT = """\
 - booleans are `true`/`false`; a ratio with a zero denominator is an empty cell (unknown,
   never 0); problems are `code=n;code=n`;
 - text from a ledger (model and host names, keys) is terminal-safe (control characters shown as
-  `\\x1b`) and **formula-safe**: a cell that starts with `=`, `+`, `-` or `@` and is not a
-  number gets a leading `'`, so a spreadsheet shows `=HYPERLINK(...)` instead of running it
-  (a tab or carriage return is already shown escaped).
+  `\\x1b`) and **formula-safe**: a cell that starts with `=`, `+`, `-`, `@`, `|`, their
+  full-width forms `＝` `＋` `－` `＠` (U+FF1D, U+FF0B, U+FF0D, U+FF20), or white space (a
+  space, a no-break space U+00A0, U+3000: a spreadsheet may trim it and read what follows) and
+  is not a number gets a leading `'`, so a spreadsheet shows `=HYPERLINK(...)` instead of
+  running it (a tab or carriage return is already shown escaped). `ramp`'s `ramp.csv` is
+  written in the same dialect (its columns keep the table's headings).
 
 Earlier releases wrote three dialects (Unix seconds and `True`/`False` in `report --csv`, ISO
 times and `False` in `export`, Unix seconds plus `start_local` in `timeline --csv`); a script
