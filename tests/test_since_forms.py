@@ -22,7 +22,9 @@ START_TS = END_TS - 9 * 86400
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("since")
     events = [ev(START_TS + k * 3600 + 0.5, prompt=1, gen=1) for k in range(9 * 24)]
-    write_ledger(path, "run-1", start_ts=START_TS, end_ts=END_TS, events=events)
+    write_ledger(
+        path, "run-1", start_ts=START_TS, end_ts=END_TS, events=events, heartbeat_every_s=3600
+    )
     return path
 
 
