@@ -19,6 +19,7 @@ PKG = Path(__file__).resolve().parent.parent / "vllm_ledger"
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "vllm_ledger",
+        "vllm_ledger.bounds",
         "vllm_ledger.errors",
         "vllm_ledger.figures",
         "vllm_ledger.http",
@@ -36,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "vllm_ledger.maintenance",
         "vllm_ledger.doctor",
         "vllm_ledger.plugin",
+        "vllm_ledger.middleware",
         "vllm_ledger.formats",
         "vllm_ledger.observe",
         "vllm_ledger.plan",
@@ -128,7 +130,7 @@ def test_no_module_imports_from_a_layer_above() -> None:
 # over the bot, and the deployment files that name them all.
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("vllm_ledger.plan", "vllm_ledger.background", "vllm_ledger.maintenance"),
-    ("vllm_ledger.formats", "vllm_ledger.plugin"),
+    ("vllm_ledger.formats", "vllm_ledger.plugin", "vllm_ledger.middleware"),
     ("vllm_ledger.observe", "vllm_ledger.bot", "vllm_ledger.doctor"),
     ("vllm_ledger.notify",),
     ("vllm_ledger.deploy",),
@@ -211,6 +213,7 @@ import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import vllm_ledger.plugin  # the entry point vLLM loads
+import vllm_ledger.middleware  # the attribution middleware vLLM loads beside it
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write.recorder import Recorder
 t = [1_800_000_000.0]
@@ -231,7 +234,9 @@ print(json.dumps({"recorder": before, "rank0": rank0, "child": child}))
 """
 
 
-def test_the_plugin_and_a_recorder_import_no_read_side_module(tmp_path: Path) -> None:
+def test_the_plugin_the_middleware_and_a_recorder_import_no_read_side_module(
+    tmp_path: Path,
+) -> None:
     pytest.importorskip("vllm")
     out = subprocess.run(
         [sys.executable, "-c", RUN_A_RECORDER, str(PKG.parent), str(tmp_path)],

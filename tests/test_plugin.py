@@ -146,8 +146,8 @@ def test_record_rejects_out_of_range_numbers(ledger_env: Path) -> None:
     nan = _iteration(now, 10, 0, 1, [(3, float("nan"))])
     for it in (neg, huge, nan):
         p.record(None, it)
+    p.shutdown()  # a finished request's numbers are judged on the recorder's thread
     assert p.recorder is not None and p.recorder.rejected_total == 3
-    p.shutdown()
     total = build_report([ledger_env], at_ts=now + 2).window("total")
     assert total.output_tokens == 0
     assert total.problems.get("rejected_input") == 3

@@ -8,7 +8,8 @@
     │                           .limit)
     ├── ConfigError             a config file is malformed (.key names the offending entry)
     │   ├── DuplicateKey        a JSON object repeats a key (.key); also a ValueError
-    │   └── FieldError          one field of one config entry is refused (.field); a ValueError
+    │   ├── FieldError          one field of one config entry is refused (.field); a ValueError
+    │   └── KeyNamesError       the key names file cannot be used; a ValueError
     ├── MissingExtra            an optional dependency is not installed (.extra names it)
     ├── LedgerUnavailable       no ledger could be read under the given roots (.roots)
     ├── RemoteError             a remote answer could not be fetched or parsed (.target)
@@ -181,6 +182,10 @@ def _size(n: int) -> str:
         if n >= size and n % size == 0:
             return f"{n // size} {unit}"
     return f"{n:,} bytes"
+
+
+class KeyNamesError(ConfigError, ValueError):
+    """The key names file cannot be used (the message says why, in one line)."""
 
 
 class BadValues(LedgerError, ValueError):

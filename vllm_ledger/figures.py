@@ -23,16 +23,19 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from vllm_ledger import names as metric
+from vllm_ledger.bounds import (
+    DECODE_US_PER_ENGINE_SECOND,
+    REQUESTS_PER_ENGINE_SECOND,
+    TOKENS_PER_ENGINE_SECOND,
+)
 
 Unit = Literal["tokens", "requests", "microseconds"]
 FieldName = Literal["name", "report_name"]  # the ``Figure`` attribute a model's fields are named by
 _Model = TypeVar("_Model", bound=type)
 
-# What one second of one DP engine can physically hold (docs/ledger.md says why): the recorder
-# refuses an event that would pass them, and a reader refuses a file whose rows do.
-TOKENS_PER_ENGINE_SECOND = 10**8
-REQUESTS_PER_ENGINE_SECOND = 10**6
-DECODE_US_PER_ENGINE_SECOND = 2**62 // 86400  # so a daily row stays below 2^62
+# What one second of one DP engine can physically hold comes from the one table of bounds
+# (``bounds.py``; docs/ledger.md says why): the recorder refuses an event that would pass them,
+# and a reader refuses a file whose rows do.
 
 INITIAL = "0001_initial"  # the migration that made the first tables
 

@@ -1,4 +1,5 @@
-"""The writer thread dies from an injected exception: record() stays cheap and never raises;
+"""The writer thread dies (an injected SystemExit: any Exception it survives, counted): record()
+stays cheap and never raises;
 the report calls the writer stale once its last heartbeat is over 30 s old (report's clock)."""
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def test_writer_thread_dies(ledger_env: Path) -> None:
     wait_for(lambda: rec._seq >= 2, what="a second commit")  # a span of non-zero length
 
     def boom(final: bool = False) -> bool:
-        raise RuntimeError("injected: the writer thread dies")
+        raise SystemExit("injected: the writer thread dies")  # past what the thread survives
 
     rec._flush = boom  # type: ignore[method-assign]
     now = time.time()

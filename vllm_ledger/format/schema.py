@@ -10,6 +10,10 @@ Tables
 ``spans``       wall-clock spans the writer vouches for (its heartbeats), with the commit
                 sequence number reached at the end of each span.
 ``migrations``  the append-only list of schema steps applied to this file.
+``attr_dims``   whose: (key, adapter, user, tenant, reason) labels, an id each.
+``attr_seconds``, ``attr_hourly``, ``attr_daily``: per second (hour, UTC day) and whose, the
+                credited counts (``ATTR_COLUMNS``); ``attr_folded``: per hour and kind, the
+                distinct names folded into ``other`` past the bound.
 
 A figure whose column came later names its migration in ``since``; ``MIGRATIONS`` adds that
 step itself (``migrations``).
@@ -70,6 +74,19 @@ def add_columns_ddl(migration: str, figs: Sequence[figures.Figure] = figures.FIG
         for table in ("buckets", "hourly", "daily")
     )
 
+
+# The counts of an attribution row (``attr_seconds``, ``attr_hourly``, ``attr_daily``): the
+# tokens and finished requests credited (the ledger's own column names), and ``events``:
+# requests aborted, middleware faults (``write/tags.py``).
+ATTR_COLUMNS: tuple[str, ...] = (
+    "prompt_tokens",
+    "generation_tokens",
+    "cached_tokens",
+    "requests",
+    "events",
+)
+ATTR_DIMS: tuple[str, ...] = ("key", "adapter", "user", "tenant", "reason")
+ATTR_TABLES: dict[str, int] = {"attr_seconds": 1, "attr_hourly": 3600, "attr_daily": 86400}
 
 # The first tables' columns, as migrations 0001 and 0003 made them: a column added later comes
 # with its own migration (``add_columns_ddl``), so these statements never change.
@@ -132,6 +149,41 @@ CREATE TABLE daily (
 INSERT INTO daily (ts, engine, {", ".join(_FIRST_COLUMNS)})
   SELECT ts - ts % 86400, engine, {", ".join(f"sum({c})" for c in _FIRST_COLUMNS)}
   FROM hourly GROUP BY ts - ts % 86400, engine;
+""",
+    ),
+    (
+        "0004_attribution",
+        # Whose tokens (docs/attribution.md): credited per second, hour and UTC day, like the
+        # counts; a file written before has none (its requests read as not attributed).
+        """
+CREATE TABLE attr_dims (
+  id INTEGER PRIMARY KEY,
+  key TEXT NOT NULL,
+  adapter TEXT NOT NULL,
+  user TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  UNIQUE (key, adapter, user, tenant, reason)
+);
+"""
+        + "".join(
+            f"""
+CREATE TABLE {table} (
+  ts INTEGER NOT NULL,
+  dim INTEGER NOT NULL,
+  {", ".join(f"{c} INTEGER NOT NULL DEFAULT 0" for c in ATTR_COLUMNS)},
+  PRIMARY KEY (ts, dim)
+) WITHOUT ROWID;
+"""
+            for table in ATTR_TABLES
+        )
+        + """
+CREATE TABLE attr_folded (
+  ts INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  folded INTEGER NOT NULL,
+  PRIMARY KEY (ts, kind)
+) WITHOUT ROWID;
 """,
     ),
 )

@@ -52,6 +52,7 @@ def window_dict(w: WindowReport) -> dict[str, Any]:
         # Declared stops (declare-stop): neither covered nor uncovered; 0 with --strict.
         "declared_seconds": w.declared_seconds,
         "complete": w.complete,
+        "nothing_recorded": w.nothing_recorded,
         "problems": dict(w.problems),
     }
 
@@ -122,6 +123,9 @@ def nothing_matched_dict(nm: NothingMatched) -> dict[str, Any]:
         "more_models": nm.more_models,
         "more_instances": nm.more_instances,
         "unreadable": nm.unreadable,
+        "never_committed": nm.never_committed,
+        "never_committed_since": nm.never_since_ts,
+        "starting": nm.starting,
     }
 
 

@@ -64,7 +64,8 @@ def coverage_cell(
         and w.cutoff_ts > stopped_ts
     ):
         extra += f"; not recording since the clean stop at {_when(stopped_ts, tz)}"
-    return f"INCOMPLETE ({format_duration(w.uncovered_seconds, 'words')} uncovered{extra})"
+    what = "nothing recorded; " if w.nothing_recorded else ""
+    return f"INCOMPLETE ({what}{format_duration(w.uncovered_seconds, 'words')} uncovered{extra})"
 
 
 def _table(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -121,10 +122,23 @@ def nothing_matched_lines(nm: NothingMatched, tz: ZoneInfo | None = None) -> lis
     """The first lines of every command's output when nothing matched: what was asked, and
     the models and instances the roots do hold (terminal-safe)."""
     roots = printable(", ".join(nm.roots))
-    if nm.reason == "no_ledger":
+    if nm.reason == "no_ledger" and nm.starting:
+        first = (
+            f"nothing committed yet: {nm.starting} ledger file(s) under {roots} were created "
+            "moments ago: a writer is starting; ask again in a few seconds"
+        )
+    elif nm.reason == "no_ledger":
         first = (
             f"nothing matched: no ledger file under {roots}: is the plugin on "
             "(VLLM_LEDGER_DIR), and is this the root it writes? (docs/ledger.md)"
+        )
+    elif nm.reason == "never_committed":
+        since = "" if nm.never_since_ts is None else f" (from {_instant(nm.never_since_ts, tz)})"
+        first = (
+            f"nothing committed: {nm.never_committed} ledger file(s) under {roots} were created"
+            f"{since} and never committed to: the writer could not write (a full disk? no "
+            "write permission?) or died before its first commit; its tokens are unknown "
+            "(docs/faults.md#a-writer-that-never-committed)"
         )
     elif nm.reason == "no_match":
         asked = " and ".join(

@@ -31,6 +31,7 @@ from vllm_ledger.read.report import build_report
 from vllm_ledger.read.snapshot import (
     LedgerSnapshot,
     RollupMismatch,
+    describe_never_committed,
     read_ledger,
     rollup_mismatches,
 )
@@ -57,6 +58,7 @@ NAMED_BY_FILES: dict[str, frozenset[str]] = {
     "sequence_gap": frozenset({"sequence_gap"}),
     "rollup_mismatch": frozenset({"rollup_mismatch"}),
     "ledger_busy": frozenset({"busy"}),
+    "never_committed": frozenset({"never_committed"}),
 }
 
 # What each other problem code of the total window means, for its verdict line.
@@ -126,13 +128,14 @@ def check_file(
             return FileVerdict(path, False, "unreadable", "not a regular file")
     except OSError as exc:
         return FileVerdict(path, False, "unreadable", str(exc))
-    # A file a writer claimed and never committed to (killed at start): nothing in it to lose,
-    # its run shows the writer missing; the report calls it empty. Not damage, unless its
-    # marker says commits were made.
+    # A file a writer created and has not committed to yet: moments old, a writer starting;
+    # older, a writer that never could (its marker, had it committed, would make it damage).
     if snap is None:
         snap = read_ledger(path, now_ts=now_ts, busy_timeout_s=busy_timeout_s)
-    if snap.status in ("empty", "starting"):
-        return FileVerdict(path, True, "ok", f"{snap.status}: {snap.detail} (never committed)")
+    if snap.status == "starting":
+        return FileVerdict(path, True, "ok", "starting: created moments ago, no commit yet")
+    if snap.status == "never_committed":
+        return FileVerdict(path, False, "never_committed", describe_never_committed(snap, tz))
     # The file's own header first: quick_check alone passes when page 1 comes from the -wal.
     damage = connect.file_damage(path, expect_wal=False)
     if damage is not None:

@@ -50,6 +50,7 @@ PROBLEM_CODES: tuple[str, ...] = (
     "rejected_input",
     "write_failed",
     "ledger_unreadable",
+    "never_committed",
     "sequence_gap",
     "rollup_mismatch",
     "ledger_busy",
@@ -68,6 +69,10 @@ class CoverageModel:
     unreadable: list[tuple[float, float]]
     busy: int
     first_record_ts: int | None
+    # (since, until) of each file its writer created and never committed to (a full disk, no
+    # permission, a crash before the first commit): from its creation to where its writer's
+    # time ends at the latest (``_never_committed_until``); its instance's tokens are unknown.
+    never_committed: list[tuple[float, float]] = field(default_factory=list)
     # (from, to, commits): commits a writer made that its file no longer holds
     gaps: list[tuple[float, float, int]] = field(default_factory=list)
     # Nothing at all under the roots (no ledger file, nothing unreadable): the plugin is off,
@@ -87,6 +92,24 @@ class CoverageModel:
     _troubled: list[WriterStatus] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+
+    def recorded_in(self, lo: float, hi: float) -> bool:
+        """Whether some writer recorded in ``[lo, hi)``: a writer counts from its first proof
+        to its last (an alive or stale one, or one with no proof: to the end of time)."""
+        for w in self.writers:
+            first = -math.inf if w.first_ts is None else w.first_ts
+            last = math.inf if w.state in ("alive", "stale") or w.last_ts is None else w.last_ts
+            if first < hi and last >= lo:
+                return True
+        return False
+
+    def nothing_recorded(self, w: Window) -> bool:
+        """No writer recorded in the window, and no file that could not be read (or was never
+        committed to) may hold it: its zeros are "nothing recorded", said as such."""
+        if self.recorded_in(w.start_ts, w.cutoff_ts):
+            return False
+        hidden = [*self.unreadable, *self.never_committed]
+        return not any(a < w.cutoff_ts and b > w.start_ts for a, b in hidden)
 
     def declared_seconds(self, w: Window) -> int:
         return round(iv.measure(iv.clip(self.declared, w.start_ts, w.cutoff_ts)))
@@ -133,6 +156,9 @@ class CoverageModel:
             # holds: only its own instance's next launch bounds it.
             if since < w.cutoff_ts and until > w.start_ts:
                 counts["ledger_unreadable"] += 1
+        for since, until in self.never_committed:
+            if since < w.cutoff_ts and until > w.start_ts:
+                counts["never_committed"] += 1
         for lo, hi, n in self.gaps:
             if lo < w.cutoff_ts and hi >= w.start_ts:
                 counts["sequence_gap"] += n
@@ -274,8 +300,11 @@ def build(
             ),
         )
         declared_idle = iv.subtract(iv.subtract(accounted, covered), bad)
-    # "empty": a writer that never committed (no marker) holds no data to lose; its run shows
-    # it as writer_missing instead.
+    never_committed = [
+        _never_committed_span(s, run_start, run_instance, by_writer)
+        for s in snapshots
+        if s.status == "never_committed"
+    ]
     unreadable = [
         (
             _run_start_estimate(s.run_id, run_start),
@@ -291,6 +320,7 @@ def build(
     first_seconds += [c.first_record_ts for c in closed_runs if c.first_record_ts is not None]
     # An unreadable file's run start counts as a record: `total` must reach back over it.
     first_seconds += [math.floor(a) for a, _b in unreadable if math.isfinite(a)]
+    first_seconds += [math.floor(a) for a, _b in never_committed if math.isfinite(a)]
     first_seconds += [problem_seconds[0][0]] if problem_seconds else []
     first_record = min(first_seconds) if first_seconds else None
     alive_proofs = [w.last_ts for w in writers if w.state == "alive" and w.last_ts is not None]
@@ -304,6 +334,7 @@ def build(
         unreadable=unreadable,
         gaps=[g for x in ledgers for g in (x.gaps if isinstance(x, ClosedRun) else gaps([x]))],
         busy=sum(1 for s in snapshots if s.status == "busy"),
+        never_committed=never_committed,
         first_record_ts=first_record,
         no_ledger=no_ledger,
         rollups=sorted(rollups),
@@ -321,6 +352,36 @@ def _next_launch(run_id: str, run_start: dict[str, float], run_instance: dict[st
         t for r, t in run_start.items() if run_instance.get(r) == inst and start < t < math.inf
     ]
     return min(later, default=math.inf)
+
+
+def _never_committed_span(
+    s: LedgerSnapshot,
+    run_start: dict[str, float],
+    run_instance: dict[str, str],
+    by_writer: dict[tuple[str, int], list[LedgerSnapshot]],
+) -> tuple[float, float]:
+    """The time a writer that never committed may hide: from its file's creation (else its
+    run's start) to its next generation's first proof, its instance's next launch or, while no
+    file of its run says which instance it served, the next launch on the host its run id
+    names (inf: unknown, it may be failing still)."""
+    since = s.created_ts if s.created_ts is not None else _run_start_estimate(s.run_id, run_start)
+    end = _next_generation(s, by_writer.get(s.writer_key, []))
+    if s.run_id in run_instance:
+        return since, min(end, _next_launch(s.run_id, run_start, run_instance))
+    host = _run_host(s.run_id)
+    later = [
+        t
+        for r, t in run_start.items()
+        if host is not None and _run_host(r) == host and since < t < math.inf
+    ]
+    return since, min(end, min(later, default=math.inf))
+
+
+def _run_host(run_id: str) -> str | None:
+    """The host part of a run id as the plugin derives it (``STAMP-HOST-PID``), else None."""
+    stamp, _, rest = run_id.partition("-")
+    host, _, pid = rest.rpartition("-")
+    return host if len(stamp) == 16 and host and pid.isdigit() else None
 
 
 def _next_generation(bad: LedgerSnapshot, same_writer: Sequence[LedgerSnapshot]) -> float:

@@ -37,6 +37,7 @@ from vllm_ledger import infile
 from vllm_ledger.format import declarations, paths
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import summary
+from vllm_ledger.read.attribution import FileCredits, file_credits
 from vllm_ledger.read.discovery import Found, Unseen, discover_runs
 from vllm_ledger.read.snapshot import (
     LedgerSnapshot,
@@ -137,6 +138,7 @@ class _Read:
         self.indexes = indexes
         self.items: dict[object, Source] = {}  # by (run, writer, generation), or the run's id
         self.failed: list[tuple[int, LedgerSnapshot]] = []  # (place in discovery, file)
+        self.starting = 0  # files created in the last moments, nothing committed yet
         self.unseen: list[LedgerSnapshot] = []
         self.place: dict[int, int] = {}  # a SummaryRun's place in discovery, by id
         self.files: dict[int, list[LedgerSnapshot]] = {}  # a SummaryRun's readable files, by id
@@ -163,6 +165,8 @@ class _Read:
         if not snap.ok:
             if snap.status != "starting":
                 self.failed.append((place, snap))
+            else:
+                self.starting += 1
             return
         key = (snap.run_id, snap.writer_rank, snap.generation)
         prev = self.items.get(key)
@@ -234,6 +238,7 @@ class LedgerSet:
         self._read = read
         self._connections = connections
         self._coverage: dict[tuple[float, tuple[int, ...]], cov.CoverageModel] = {}
+        self._credits: dict[tuple[int, int, int], FileCredits] = {}
         self.late_failures = 0  # files that failed when a window was first asked of them
         # Declared stops under the roots (``format/declarations.py``), and the lines refused;
         # ``strict`` ignores every declaration (the ledger's rule alone).
@@ -364,6 +369,44 @@ class LedgerSet:
             self._coverage.clear()
             return {}
 
+    def credits(self, sources: Sequence[Source], w: Window) -> FileCredits:
+        """What ``sources`` credited in ``w``, per label set (whose tokens; ``read/attribution``).
+        A summarised run the window holds none of is skipped, any other is read file by file;
+        a file that fails now is marked as in ``sums``."""
+        out = FileCredits()
+        for source in sources:
+            if not source.ok:
+                continue
+            if isinstance(source, SummaryRun):
+                if source.whole_sums(w) == {}:
+                    continue
+                before = len(self._read.broken)
+                files = self._read.files_of(source)
+                self._note_broken(before)
+            else:
+                files = [source]
+            for snap in files:
+                out.add(self._file_credits(snap, w))
+        return out
+
+    def _file_credits(self, snap: LedgerSnapshot, w: Window) -> FileCredits:
+        key = (id(snap), w.start_ts, w.cutoff_ts)
+        got = self._credits.get(key)
+        if got is not None:
+            return got
+        if not snap.ok or snap._connect is None:
+            return FileCredits()
+        try:
+            got = file_credits(snap, snap._connect(), w)
+        except (sqlite3.Error, OSError, BadValues) as exc:
+            status = "bad_values" if isinstance(exc, BadValues) else classify_error(exc)
+            snap.status, snap.detail = status, str(exc)
+            self.late_failures += 1
+            self._coverage.clear()
+            return FileCredits()
+        self._credits[key] = got
+        return got
+
     def _note_broken(self, before: int) -> None:
         # A summarised run whose file could not be read when taken: as a late failure.
         if len(self._read.broken) != before:
@@ -391,6 +434,11 @@ class LedgerSet:
         if strict != self.strict:
             self.strict = strict
             self._coverage.clear()
+
+    @property
+    def starting(self) -> int:
+        """Files created moments ago that hold no commit yet (``snapshot.EMPTY_GRACE_S``)."""
+        return self._read.starting
 
     @property
     def no_ledger(self) -> bool:
@@ -439,7 +487,7 @@ class LedgerSet:
         return got
 
 
-MatchReason = Literal["no_ledger", "no_match", "no_run_in_period"]
+MatchReason = Literal["no_ledger", "never_committed", "no_match", "no_run_in_period"]
 MAX_KNOWN_NAMES = 20  # names listed of each kind; the rest are counted
 
 
@@ -448,11 +496,16 @@ class NothingMatched:
     """Why a view over the roots holds nothing at all, and what the roots do hold.
 
     ``reason``: ``no_ledger`` (no ledger file, nothing unreadable: the plugin is off or the
-    root is wrong), ``no_match`` (ledgers, none of the instance or model asked for) or
-    ``no_run_in_period`` (none of the matching runs recorded in the period asked for).
+    root is wrong), ``never_committed`` (ledger files, each created by a writer that never
+    committed to it: a full disk, no permission, a crash before the first commit), ``no_match``
+    (ledgers, none of the instance or model asked for) or ``no_run_in_period`` (none of the
+    matching runs recorded in the period asked for).
     ``models`` and ``instances``: every model and instance the readable ledgers name (at most
     ``MAX_KNOWN_NAMES`` of each, ``more_models``/``more_instances`` counting the rest);
-    ``unreadable``: files or folders that could not be read (they may hold what was asked)."""
+    ``unreadable``: files or folders that could not be read (they may hold what was asked);
+    ``never_committed``: of those, files their writer created and never committed to, and
+    ``never_since_ts`` the earliest of their creations (None: unknown); ``starting``: files
+    created moments ago with no commit yet (not counted elsewhere: a writer starting)."""
 
     reason: MatchReason
     roots: tuple[str, ...]
@@ -465,6 +518,9 @@ class NothingMatched:
     more_models: int = 0
     more_instances: int = 0
     unreadable: int = 0
+    never_committed: int = 0
+    never_since_ts: float | None = None
+    starting: int = 0
 
 
 def nothing_matched(
@@ -486,6 +542,8 @@ def nothing_matched(
     every = ls.sources()
     readable = [s for s in every if s.ok]
     unreadable = len(every) - len(readable)
+    never = [s for s in every if isinstance(s, LedgerSnapshot) and s.status == "never_committed"]
+    births = [s.created_ts for s in never if s.created_ts is not None]
     models = sorted({",".join(s.instance.served_model_names) or "?" for s in readable})
     instances = sorted({s.instance.key for s in readable})
 
@@ -502,10 +560,16 @@ def nothing_matched(
             more_models=max(0, len(models) - MAX_KNOWN_NAMES),
             more_instances=max(0, len(instances) - MAX_KNOWN_NAMES),
             unreadable=unreadable,
+            never_committed=len(never),
+            never_since_ts=min(births, default=None),
+            starting=ls.starting,
         )
 
     if ls.no_ledger:
         return made("no_ledger")
+    if never and len(never) == unreadable:
+        # Files, and not one commit in any: whatever the writers saw is unknown.
+        return made("never_committed")
     chosen = ls.sources(instance, model)
     if (instance is not None or model is not None) and not any(s.ok for s in chosen):
         return made("no_match")
@@ -516,12 +580,7 @@ def nothing_matched(
     lo = -math.inf if since_ts is None else since_ts
     hi = math.inf if until_ts is None else until_ts
     model_ = ls.coverage(chosen, ls.now_ts if at_ts is None else at_ts)
-    for w in model_.writers:
-        first = -math.inf if w.first_ts is None else w.first_ts
-        last = math.inf if w.state in ("alive", "stale") or w.last_ts is None else w.last_ts
-        if first < hi and last >= lo:
-            return None
-    return made("no_run_in_period")
+    return None if model_.recorded_in(lo, hi) else made("no_run_in_period")
 
 
 S = TypeVar("S", LedgerSnapshot, Source)

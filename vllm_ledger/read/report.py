@@ -35,7 +35,7 @@ from vllm_ledger.read.periods import (
     steps,
 )
 from vllm_ledger.read.run_coverage import WriterStatus
-from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
+from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, describe_never_committed
 from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
 from vllm_ledger.read.zone import zone_info
 from vllm_ledger.units import TimeSpec
@@ -92,6 +92,9 @@ class WindowReport:
     problems: dict[str, int] = field(default_factory=dict)
     # Seconds declared idle (an instance stopped on purpose): neither covered nor uncovered.
     declared_seconds: int = 0
+    # No writer recorded in the window and no unreadable file may hold it: its zeros are
+    # "nothing recorded" (a day of ``--by day`` and ``--since/--until`` over it say the same).
+    nothing_recorded: bool = False
 
     @property
     def wall_seconds(self) -> int:
@@ -194,6 +197,7 @@ def _window_report(
         complete=uncovered == 0 and not problems and w.seconds > 0,
         problems=problems,
         declared_seconds=model.declared_seconds(w),
+        nothing_recorded=uncovered > 0 and model.nothing_recorded(w),
     )
 
 
@@ -382,7 +386,13 @@ def _build(
         writers=tuple(model_.writers),
         files=(
             *(
-                FileStatus(str(s.path), s.status, s.detail)
+                FileStatus(
+                    str(s.path),
+                    s.status,
+                    describe_never_committed(s, zone)
+                    if s.status == "never_committed"
+                    else s.detail,
+                )
                 for s in snaps
                 if isinstance(s, LedgerSnapshot) and not s.ok
             ),

@@ -19,21 +19,30 @@ import sqlite3
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from vllm_ledger import figures
+from vllm_ledger.bounds import instant_ok
 from vllm_ledger.errors import NotARegularFile
 from vllm_ledger.format import connect, paths, reads, smallfiles
 from vllm_ledger.format.identity import InstanceInfo
 from vllm_ledger.read import values
 from vllm_ledger.read.windows import Window
+from vllm_ledger.units import format_instant
 
 HOUR = 3600
 DAY = 86400
-EMPTY_GRACE_S = 60.0  # a just-claimed file has no tables for a moment
+# A writer creates its file and commits its first heartbeat in the same step (write/schedule.py:
+# the first heartbeat is due at once), so a file with nothing committed this long after its
+# last change is a writer that never could: a full disk, no permission, or a process that died
+# before its first commit.
+EMPTY_GRACE_S = 10.0
 
-FileStatus = Literal["ok", "unreadable", "busy", "denied", "empty", "starting", "bad_values"]
+FileStatus = Literal[
+    "ok", "unreadable", "busy", "denied", "never_committed", "starting", "bad_values"
+]
 
 
 @dataclass
@@ -416,7 +425,8 @@ def open_snapshot(
             conn, head, snap._stamp = connect.connect_read_only(path, busy_timeout_s)
             damage = connect.header_damage(head)
         if damage is not None:
-            snap.status = "empty" if damage == "truncated" and marker is None else "unreadable"
+            never = damage == "truncated" and marker is None
+            snap.status = "never_committed" if never else "unreadable"
             snap.detail = damage
         else:
             assert conn is not None
@@ -436,17 +446,12 @@ def open_snapshot(
     if snap.ok and marker is not None and marker[0] > snap.last_seq:
         snap.missing_commits = marker[0] - snap.last_seq
         snap.marker_ts = marker[1]
-    if snap.status == "empty" and marker is not None:
+    if snap.status == "never_committed" and marker is not None:
         # Commits were made (the marker says so) and the file holds none: data was lost.
         snap.status = "unreadable"
         snap.detail = f"{snap.detail}; {marker[0]} commit(s) made, none in the file"
-    if (
-        snap.status == "empty"
-        and now_ts is not None
-        and st is not None
-        and now_ts - st.st_mtime < EMPTY_GRACE_S
-    ):
-        snap.status = "starting"
+    if snap.status == "never_committed" and st is not None:
+        _never_committed(snap, st.st_mtime, now_ts)
     if not snap.ok and conn is not None:
         conn.close()
         conn = None
@@ -475,15 +480,37 @@ def _damage_from_stat(st: os.stat_result) -> str | None:
     return None
 
 
+def _never_committed(snap: LedgerSnapshot, mtime: float, now_ts: float | None) -> None:
+    """A file its writer created and never committed to: ``starting`` for ``EMPTY_GRACE_S``
+    after its last change, then ``never_committed``, with that change as its creation (SQLite
+    leaves a file it could not commit to as it was)."""
+    if instant_ok(mtime):
+        snap.created_ts = mtime
+    if now_ts is not None and now_ts - mtime < EMPTY_GRACE_S:
+        snap.status = "starting"
+
+
+def describe_never_committed(snap: LedgerSnapshot, tz: tzinfo) -> str:
+    """What a file its writer never committed to means, since when, and the likely causes."""
+    when = snap.created_ts
+    since = "at an unknown time" if when is None else f"at {format_instant(when, tz)}"
+    return (
+        f"run {snap.run_id} writer {snap.writer_rank} gen {snap.generation}: created "
+        f"{since}, nothing committed since ({snap.detail}): the writer could not write (a full "
+        "disk, no write permission) or its process died before its first commit; its tokens "
+        "since then are unknown (docs/faults.md#a-writer-that-never-committed)"
+    )
+
+
 def _read_facts(facts: reads.Facts, snap: LedgerSnapshot) -> None:
     if "meta" not in facts.tables:
-        snap.status = "empty"
+        snap.status = "never_committed"
         snap.detail = "no ledger tables"
         return
     meta = facts.meta
     if "run_id" not in meta:
-        snap.status = "empty"
-        snap.detail = "no writer identity yet"
+        snap.status = "never_committed"
+        snap.detail = "no writer identity"
         return
     snap.run_id = meta["run_id"]
     snap.writer_rank = values.check_count(

@@ -4,24 +4,17 @@ The disk is not trusted: a file may have been edited, damaged in a way SQLite ca
 written by something else. A file with any value outside these bounds is refused whole (status
 ``bad_values``): nothing from it is added and the time it may cover is uncovered.
 
-The bounds (each figure's ``per_engine_second`` in ``figures.py``: the recorder refuses events
-past them, so no sound writer ever writes such a row) are far above what any engine does, so
-that only nonsense fails them:
+The bounds are the one table in ``bounds.py``, which the write side checks every value against
+before it counts (so no sound writer ever writes a row this gate refuses):
 
-- tokens: at most ``TOKENS_PER_ENGINE_SECOND`` = 10^8 per second per DP engine (input,
-  output, cached, decode tokens alike). The fastest prefill measured on one H200-class GPU is
-  in the 10^5 tokens/s range; an engine spans at most a few dozen GPUs, so this leaves a margin
-  of ten or more. An hourly row may hold 3,600 times that, a daily row 86,400 times.
-- requests: at most 10^6 finished per second per engine.
-- decode time of the requests that finished in one second: at most
-  ``DECODE_US_PER_ENGINE_SECOND`` = 2^62 / 86,400 us (about 5 x 10^7 s), so a daily row stays
-  below 2^62; ten thousand requests finishing in one second after a thousand seconds of decode
-  each make 10^7 s.
-- cached tokens never exceed input tokens in a second (they are part of it).
+- tokens per second per DP engine, requests, decode time, as each figure's
+  ``per_engine_second`` (``figures.py``, from ``bounds.py``); an hourly row may hold 3,600
+  times that, a daily row 86,400 times;
+- cached tokens never exceed input tokens in a second (they are part of it);
 - instants (spans, fault seconds, creation, clean close) lie between 2000-01-01 and 2100-01-01
-  and are finite; a span ends at or after its start.
-- expected writers: 1 to ``MAX_EXPECTED_WRITERS`` = 4096 (vLLM's API server count is a few
-  dozen at most); writer ranks and generations: as the file names allow (4 and 6 digits).
+  and are finite; a span ends at or after its start;
+- an engine index 0 to ``MAX_ENGINE``; expected writers 1 to ``MAX_EXPECTED_WRITERS``; writer
+  ranks and generations as the file names allow (4 and 6 digits).
 
 The same gate judges what another host's exporter reports (``plan/fleet.py`` reads its window
 gauges back from Prometheus): a figure is finite, from 0 to ``MAX_COUNT`` in the ledger's own
@@ -37,18 +30,22 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+# The bounds come from the one table (bounds.py); the three the checks here do not name are
+# kept importable from this module for its callers.
+from vllm_ledger.bounds import (
+    MAX_COUNT,
+    MAX_ENGINE,
+    MAX_TEXT_CHARS,
+)
+from vllm_ledger.bounds import MAX_EXPECTED_WRITERS as MAX_EXPECTED_WRITERS
+from vllm_ledger.bounds import MAX_GENERATION as MAX_GENERATION
+from vllm_ledger.bounds import MAX_WRITER_RANK as MAX_WRITER_RANK
 from vllm_ledger.errors import BadValues
 from vllm_ledger.figures import Figure, Unit
 from vllm_ledger.format.reads import LAYOUT
 from vllm_ledger.format.schema import SUM_COLUMNS
 from vllm_ledger.units import EARLIEST_AT, LATEST_AT
 
-MAX_EXPECTED_WRITERS = 4096
-MAX_WRITER_RANK = 9999  # the file name's four digits
-MAX_GENERATION = 999999  # and six
-MAX_ENGINE = 65535
-MAX_COUNT = 2**62  # a sum of counts, a sequence number
-MAX_TEXT_CHARS = 4096  # a run id, an instance fact
 ROW_SECONDS = {"buckets": 1, "hourly": 3600, "daily": 86400}
 
 

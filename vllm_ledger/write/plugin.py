@@ -3,8 +3,10 @@
 vLLM builds ``LedgerStatLogger`` once per API-server process, through the
 ``vllm.stat_logger_plugins`` entry point, with ``engine_indexes`` listing every DP rank.
 ``record()`` is called on that process's asyncio output loop. It pulls out a handful of
-numbers and hands them to the recorder with ``put_nowait``; it never blocks, never raises
-and never keeps request ids, prompts, outputs or credentials.
+numbers and hands them to the recorder's buffer; it never blocks and never raises. Of each
+finished request it passes on the id with the counts, for the recorder's thread to join to
+the attribution middleware's tags (``write/tags.py``); ids are held in memory for that join
+only, never written. Prompts, outputs and credentials are never read.
 
 Fields read (vLLM 0.30 to 0.33): ``IterationStats.iteration_timestamp``,
 ``.num_generation_tokens``, ``.prompt_token_stats.total`` / ``.cached_tokens``,
@@ -27,6 +29,14 @@ from typing import Any
 from vllm.v1.metrics.loggers import AggregateStatLoggerBase
 
 from vllm_ledger import __version__
+from vllm_ledger.bounds import (
+    EARLIEST_AT,
+    LATEST_AT,
+    MAX_ENGINE,
+    MAX_EXPECTED_WRITERS,
+    MAX_WRITER_RANK,
+    TOKENS_PER_ENGINE_SECOND,
+)
 from vllm_ledger.format.identity import (
     InstanceInfo,
     WriterIdentity,
@@ -48,11 +58,14 @@ from vllm_ledger.units import (
 )
 from vllm_ledger.write.recorder import Recorder
 from vllm_ledger.write.shape import StatsShape, detect_shape
+from vllm_ledger.write.tags import BOOK
 
 logger = logging.getLogger("vllm.ledger.plugin")
 
-MAX_TOKENS_PER_EVENT = 1 << 40  # far above any real iteration; guards against garbage
-MAX_DECODE_SECONDS = 1e7
+# Every value taken from vLLM is checked against the one table of bounds (``bounds.py``), the
+# same the reader enforces, so nothing committed can make a file unreadable: an event past them
+# is counted as rejected input. No single event may hold more than one second of one engine.
+MAX_TOKENS_PER_EVENT = TOKENS_PER_ENGINE_SECOND
 
 
 def identity_from_config(
@@ -64,6 +77,12 @@ def identity_from_config(
     rank = getattr(parallel, "_api_process_rank", 0)
     count = count if isinstance(count, int) and count > 0 else 1
     rank = rank if isinstance(rank, int) and rank >= 0 else 0
+    if count > MAX_EXPECTED_WRITERS or rank > MAX_WRITER_RANK:
+        # A reader could not take such a file (bounds.py): say so at start, record nothing.
+        raise ValueError(
+            f"API server {rank} of {count} is past what a ledger names (at most "
+            f"{MAX_EXPECTED_WRITERS} API servers, ranks to {MAX_WRITER_RANK})"
+        )
     expected = count
     override, source = expected_writers_from_env(env)
     if source is not None and source != WRITERS_ENV:
@@ -187,6 +206,7 @@ class LedgerStatLogger(AggregateStatLoggerBase):
         # must still start (the shape check below names the change and nothing is recorded).
         self.engine_indexes = list(engine_indexes or [0])
         self.recorder: Recorder | None = None
+        self.book = BOOK
         self.faults_total = 0
         self.shape = StatsShape("?", missing=("not detected",))
         env = os.environ
@@ -207,8 +227,9 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             self._use_shape(self.shape)
             identity = identity_from_config(vllm_config, self.engine_indexes, env)
             root = default_root(env)
-            self.recorder = Recorder(root, identity)
+            self.recorder = Recorder(root, identity, book=self.book)
             self.recorder.start()
+            self.book.consumer = self.shape.joins
             atexit.register(self.shutdown)
             if identity.writer_rank == 0:
                 self._record_zone(root, env)
@@ -241,9 +262,20 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             self.recorder = None
             logger.error("vllm-ledger: not recording: %s", exc)
 
+    def _finished(self, f: Any) -> tuple[Any, ...]:
+        """A finished request's numbers where the layout changed, or without the join."""
+        g, d = self._get_f_generation(f), self._get_decode(f)
+        if not self._join:
+            return (g, d)
+        return (g, d, self._get_f_id(f), self._get_f_prompt(f), self._get_f_cached(f))
+
     def _use_shape(self, shape: StatsShape) -> None:
         """Readers for a changed layout; the 0.30-0.33 layout keeps the inline fast path."""
         self._standard = shape.standard
+        self._join = shape.joins
+        self._get_f_id = _getter(shape.finished_id)
+        self._get_f_prompt = _getter(shape.finished_prompt)
+        self._get_f_cached = _getter(shape.finished_cached)
         self._get_ts = _getter(shape.timestamp)
         self._get_prompt = _getter(shape.prompt)
         self._get_cached = _getter(shape.cached)
@@ -287,6 +319,7 @@ class LedgerStatLogger(AggregateStatLoggerBase):
         recorder = self.recorder
         if recorder is None or iteration_stats is None:
             return
+        book = self.book
         try:
             if not self.shape.supported:
                 raise ValueError("unsupported vLLM stats")
@@ -304,44 +337,43 @@ class LedgerStatLogger(AggregateStatLoggerBase):
                 cached = self._get_cached(iteration_stats)
                 generation = self._get_generation(iteration_stats)
                 finished_requests = self._get_finished(iteration_stats)
+            # The bounds of bounds.py, inlined: NaN fails both comparisons, bool is not int.
             if not (
                 type(ts) is float
-                and 0.0 < ts < 1e11
+                and EARLIEST_AT <= ts < LATEST_AT
+                and type(engine_idx) is int
+                and 0 <= engine_idx <= MAX_ENGINE
                 and type(prompt) is int
-                and 0 <= prompt < MAX_TOKENS_PER_EVENT
+                and 0 <= prompt <= MAX_TOKENS_PER_EVENT
                 and type(cached) is int
-                and 0 <= cached < MAX_TOKENS_PER_EVENT
+                and 0 <= cached <= MAX_TOKENS_PER_EVENT
                 and type(generation) is int
-                and 0 <= generation < MAX_TOKENS_PER_EVENT
+                and 0 <= generation <= MAX_TOKENS_PER_EVENT
             ):
                 raise ValueError("out of range")
             if type(finished_requests) is not list and type(finished_requests) is not tuple:
                 raise ValueError("finished_requests is not a list")
-            if finished_requests:
-                pairs = []
-                standard = self._standard
-                for f in finished_requests:
-                    if standard:
-                        g = f.num_generation_tokens
-                        d = f.decode_time
-                    else:
-                        g = self._get_f_generation(f)
-                        d = self._get_decode(f)
-                    # NaN fails 0.0 <= d, inf fails d < MAX_DECODE_SECONDS; bool is not int.
-                    if not (
-                        type(g) is int
-                        and 0 <= g < MAX_TOKENS_PER_EVENT
-                        and (type(d) is float or type(d) is int)
-                        and 0.0 <= d < MAX_DECODE_SECONDS
-                    ):
-                        raise ValueError("out of range")
-                    pairs.append((g, d))
-                finished = tuple(pairs)
+            # Each finished request's numbers, as they are: the recorder's thread checks them
+            # against the bounds (a bad one makes the event rejected input) and joins them to
+            # the middleware's tags, off this loop.
+            if not finished_requests:
+                finished: tuple[Any, ...] = ()
+            elif self._standard and self._join:
+                finished = tuple(
+                    [
+                        (
+                            f.num_generation_tokens,
+                            f.decode_time,
+                            f.request_id,
+                            f.num_prompt_tokens,
+                            f.num_cached_tokens,
+                        )
+                        for f in finished_requests
+                    ]
+                )
             else:
-                finished = ()
-            if type(engine_idx) is not int:
-                engine_idx = 0
-            recorder.submit((ts, engine_idx, prompt, generation, cached, finished))
+                finished = tuple([self._finished(f) for f in finished_requests])
+            recorder.submit((ts, engine_idx, prompt, generation, cached, finished, book.tick()))
         except Exception:
             self.faults_total += 1
             try:

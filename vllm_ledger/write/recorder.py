@@ -37,10 +37,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from vllm_ledger import figures
+from vllm_ledger import bounds, figures
 from vllm_ledger.format import connect, paths, schema, smallfiles, writes
 from vllm_ledger.format.identity import WriterIdentity
 from vllm_ledger.write import compaction, schedule
+from vllm_ledger.write.credits import CreditSums, credit_ok
+from vllm_ledger.write.tags import BOOK, TagBook
 
 logger = logging.getLogger("vllm.ledger.recorder")
 
@@ -56,7 +58,7 @@ DRAIN_TIMEOUT_S = 5.0
 MAX_RETRIES = 3
 MAX_PENDING_FAULT_SECONDS = 86_400
 SPAN_BREAK_S = 30.0  # a gap between commits longer than this starts a new span
-FAILURE_LOG_INTERVAL_S = 60.0  # a failing writer logs an error at most this often
+FAILURE_LOG_INTERVAL_S = 60.0  # a failing writer (or a fault inside it) logs at most this often
 INTEGRITY_CHECK_INTERVAL_S = 60.0  # PRAGMA quick_check on a fresh read-only connection
 COMPACTION_INTERVAL_S = 3600.0
 
@@ -77,11 +79,17 @@ _MOST_CACHED = schema.PER_ENGINE_SECOND[figures.CACHED_TOKENS.column]
 _MOST_REQUESTS = schema.PER_ENGINE_SECOND[figures.REQUESTS.column]
 _MOST_DECODE_TOKENS = schema.PER_ENGINE_SECOND[figures.DECODE_TOKENS.column]
 _MOST_DECODE_US = schema.PER_ENGINE_SECOND[figures.DECODE_US.column]
+_MOST_EVENT_TOKENS = bounds.TOKENS_PER_ENGINE_SECOND
+_MOST_ENGINE = bounds.MAX_ENGINE
+_EARLIEST, _LATEST = bounds.EARLIEST_AT, bounds.LATEST_AT
+_MOST_DECODE_S = bounds.MAX_DECODE_SECONDS
 
 # An iteration event, as the plugin builds it:
-#   (event_ts, engine, prompt_tokens, generation_tokens, cached_tokens, finished)
-# where ``finished`` is a tuple of (generation_tokens, decode_seconds) per finished request.
-IterationEvent = tuple[float, int, int, int, int, tuple[tuple[int, float], ...]]
+#   (event_ts, engine, prompt_tokens, generation_tokens, cached_tokens, finished[, record_no])
+# where ``finished`` holds per finished request (generation_tokens, decode_seconds) and, where
+# the attribution join is on, its (request_id, prompt_tokens, cached_tokens) after them;
+# ``record_no`` is the ``TagBook.tick`` of the ``record()`` call (``write/tags.py``).
+IterationEvent = tuple[Any, ...]
 
 _DAMAGE_MARKERS = ("malformed", "not a database", "file is encrypted", "disk image")
 
@@ -136,8 +144,15 @@ class Recorder:
         monotonic: Callable[[], float] = time.monotonic,
         integrity_check_interval_s: float = INTEGRITY_CHECK_INTERVAL_S,
         span_break_s: float = SPAN_BREAK_S,
+        book: TagBook = BOOK,
     ) -> None:
         self.root = Path(root)
+        # Whose tokens: the join of finished requests to the middleware's tags, and the sums
+        # of what it credits until the next commit (``write/tags.py``, ``write/credits.py``).
+        self.book = book
+        self._credits = CreditSums()
+        self._dim_ids: dict[tuple[str, ...], int] = {}  # attr_dims ids in the open file
+        self._taken_record = 0  # the newest record() whose event was taken in
         self.identity = identity
         # A deque bounded by a size check: one producer (vLLM's output loop) appends, one
         # consumer (the recorder thread) pops from the other end; both are atomic in CPython,
@@ -177,7 +192,16 @@ class Recorder:
         self.wakeups_by_reason: dict[str, int] = dict.fromkeys(schedule.WAKE_REASONS, 0)
         self.last_error: str | None = None
 
+        # Per (event second, DP engine): the figures (and zeros in the fault columns).
         self._buckets: dict[tuple[int, int], list[int]] = {}
+        # Per wall second: dropped, rejected and lost events, kept apart from every engine's
+        # counts (they become ``problem_seconds`` rows) and across failed commits.
+        self._fault_seconds: dict[int, list[int]] = {}
+        # Faults inside the recorder itself (a bad event, an unexpected error in a flush):
+        # counted, logged at most once a minute with the count, never the end of the thread.
+        self.internal_faults_total = 0
+        self._internal_faults_unlogged = 0
+        self._next_internal_log = -math.inf
         self._pending_events = 0
         self._events_per_second: dict[int, int] = {}
         self._conn: sqlite3.Connection | None = None
@@ -304,21 +328,28 @@ class Recorder:
             self.wakeups_by_reason[reason] += 1
             if reason == "shutdown":
                 break
-            self._take_in()
-            now = mono()
-            todo, deadlines = schedule.step(
-                deadlines, now, pending_events=self._pending_events, cadence=cadence
-            )
-            if todo.check_file:
-                self._check_file(now)
-            if todo.commit:
-                self._flush()
-            if todo.compact:
-                self.compact()
+            try:
+                self._take_in()
+                now = mono()
+                todo, deadlines = schedule.step(
+                    deadlines, now, pending_events=self._pending_events, cadence=cadence
+                )
+                if todo.check_file:
+                    self._check_file(now)
+                if todo.commit:
+                    self._flush()
+                if todo.compact:
+                    self.compact()
+            except Exception as exc:  # a fault of ours: counted, and the thread goes on
+                self._internal_fault(exc)
+                deadlines = schedule.first_deadlines(mono(), cadence)
         # Drain what is buffered, within the deadline, then close cleanly.
-        self._take_in(deadline_mono=self._drain_deadline)
-        if mono() < self._drain_deadline and self._flush(final=True):
-            self._clean = True
+        try:
+            self._take_in(deadline_mono=self._drain_deadline)
+            if mono() < self._drain_deadline and self._flush(final=True):
+                self._clean = True
+        except Exception as exc:
+            self._internal_fault(exc)
         if self._conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
@@ -334,20 +365,43 @@ class Recorder:
         done = 0
         while done < todo:
             for _ in range(min(TAKE_IN_SLICE, todo - done)):
-                accumulate(popleft())
+                item = popleft()
+                try:
+                    accumulate(item)
+                except Exception as exc:  # an event no check foresaw: counted, never fatal
+                    self._reject_taken(item)
+                    self._internal_fault(exc)
             done += min(TAKE_IN_SLICE, todo - done)
             if done < todo:
                 if self.monotonic() >= deadline_mono:
                     break
                 time.sleep(0)  # let another thread (vLLM's loop) have the GIL
+        self._settle_tags(final=math.isfinite(deadline_mono))
         return done
+
+    def _settle_tags(self, final: bool = False) -> None:
+        """Forget the tags every event that could join them has passed; count what the book
+        holds (aborted requests, middleware faults) in this second."""
+        try:
+            pending = self.book.settle(self._taken_record, final=final)
+            if pending:
+                self._credits.add(int(self.clock()), [c for c in pending if credit_ok(c)])
+        except Exception as exc:
+            self._internal_fault(exc)
 
     def _accumulate(self, event: Any) -> None:
         if isinstance(event[0], str):
             for (second, kind), n in event[1].items():
-                self._bucket(second, -1)[kind] += n
+                self._fault_second(second)[kind - DROPPED] += n
             return
-        ts, engine, prompt, generation, cached, finished = event
+        ts, engine, prompt, generation, cached, finished = event[:6]
+        if len(event) == 7 and type(event[6]) is int:
+            self._taken_record = max(self._taken_record, event[6])
+        if not _well_formed(ts, engine, prompt, generation, cached, finished):
+            # A value outside the one table of bounds (bounds.py): a reader would refuse the
+            # whole file for it. Counted as input we could not read, in the second it was taken.
+            self._reject_taken(event)
+            return
         second = int(ts)
         b = self._bucket(second, engine)
         eps = self._events_per_second
@@ -356,18 +410,55 @@ class Recorder:
             # Past what one second of one engine can hold, or more cached than input: a
             # reader would refuse the whole file for it. Counted as input we could not read.
             self.rejected_total += 1
-            self._bucket(second, -1)[REJECTED] += 1
+            self._fault_second(second)[REJECTED - DROPPED] += 1
             self._pending_events += 1
             return
         b[PROMPT] += prompt
         b[GENERATION] += generation
         b[CACHED] += cached
-        for gen_tokens, decode_s in finished:
+        book = self.book
+        for request in finished:
+            gen_tokens, decode_s = request[0], request[1]
             b[REQUESTS] += 1
             if gen_tokens > 1:
                 b[DECODE_TOKENS] += gen_tokens - 1
             b[DECODE_US] += round(decode_s * 1e6)
+            if len(request) == 5:
+                self._credits.add(
+                    second, book.credit(request[2], request[3], gen_tokens, request[4])
+                )
         self._pending_events += 1
+
+    def _reject_taken(self, event: Any) -> None:
+        """Count an event the recorder cannot take as rejected input, in its own second when
+        that is a time a reader takes, else in the second it was taken in."""
+        ts: Any = event[0] if isinstance(event, tuple) and event else None
+        second = int(ts) if bounds.instant_ok(ts) else int(self.clock())
+        self.rejected_total += 1
+        self._fault_second(second)[REJECTED - DROPPED] += 1
+
+    def _fault_second(self, second: int) -> list[int]:
+        counts = self._fault_seconds.get(second)
+        if counts is None:
+            counts = self._fault_seconds[second] = [0, 0, 0]
+        return counts
+
+    def _internal_fault(self, exc: BaseException) -> None:
+        """A fault inside the recorder: counted, logged at most once a minute with a count."""
+        self.internal_faults_total += 1
+        self._internal_faults_unlogged += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        now = self.monotonic()
+        if now < self._next_internal_log:
+            return
+        self._next_internal_log = now + FAILURE_LOG_INTERVAL_S
+        logger.error(
+            "vllm-ledger: recorder fault (%d time(s) since the last such message): %s; the "
+            "recorder goes on, the event or batch concerned is counted as rejected or lost",
+            self._internal_faults_unlogged,
+            self.last_error,
+        )
+        self._internal_faults_unlogged = 0
 
     def _bucket(self, second: int, engine: int) -> list[int]:
         key = (second, engine)
@@ -408,9 +499,17 @@ class Recorder:
         """Commit the pending buckets and extend the span in one transaction."""
         now_ts = self.clock()
         try:
+            if not bounds.instant_ok(now_ts):
+                # Spans and fault seconds are stamped with the wall clock: a reader refuses
+                # a file whose times fall outside 2000-2100, so nothing is committed.
+                raise OSError(f"the wall clock reads {now_ts!r}, outside 2000-2100")
             conn = self._connection(now_ts)
             self._commit(conn, now_ts, final)
         except (sqlite3.Error, OSError) as exc:
+            self._on_commit_failure(exc)
+            return False
+        except Exception as exc:  # not SQLite's and not the disk's: a fault of ours
+            self._internal_fault(exc)
             self._on_commit_failure(exc)
             return False
         self._failed_attempts = 0
@@ -418,6 +517,8 @@ class Recorder:
         self._pending_events = 0
         self._events_per_second = {}
         self._buckets = {}
+        self._fault_seconds = {}
+        self._credits.clear()
         return True
 
     def _commit(self, conn: sqlite3.Connection, now_ts: float, final: bool) -> None:
@@ -425,7 +526,7 @@ class Recorder:
         problem_rows = []
         hours: dict[tuple[int, int], list[int]] = {}
         for (second, engine), b in self._buckets.items():
-            if engine >= 0 and any(b[:N_FIGURES]):
+            if any(b[:N_FIGURES]):
                 rows.append((second, engine, *b))
                 h = hours.get((second - second % 3600, engine))
                 if h is None:
@@ -433,8 +534,17 @@ class Recorder:
                 else:
                     for i in range(N_COUNTS):
                         h[i] += b[i]
-            if b[DROPPED] or b[REJECTED] or b[LOST]:
-                problem_rows.append((second, b[DROPPED], b[REJECTED], b[LOST]))
+        faults: dict[int, list[int]] = {}
+        for second, counts in self._fault_seconds.items():
+            # A fault taken while the wall clock read outside 2000-2100 lands in this commit's
+            # second: a reader would refuse the whole file for its own.
+            at = second if bounds.instant_ok(second) else int(now_ts)
+            into = faults.setdefault(at, [0, 0, 0])
+            for i, n in enumerate(counts):
+                into[i] += n
+        for second, (dropped, rejected, lost) in sorted(faults.items()):
+            if dropped or rejected or lost:
+                problem_rows.append((second, dropped, rejected, lost))
         seq = self._seq + 1
         # A new span starts after a failure, a clock step back, or a long silence.
         new_span = (
@@ -452,6 +562,9 @@ class Recorder:
             now_ts=now_ts,
             seq=seq,
             final=final,
+            attribution=self._credits.rows(),
+            folded=self._credits.folded_rows(),
+            dim_ids=self._dim_ids,
         )
         self._seq = seq
         self._span_id = span_id
@@ -461,6 +574,7 @@ class Recorder:
                 smallfiles.write_sequence_marker(self.path, seq, now_ts)
 
     def _on_commit_failure(self, exc: BaseException) -> None:
+        self._dim_ids = {}  # ids named in the rolled-back transaction are gone
         self.commit_failures_total += 1
         self._failed_attempts += 1
         self.last_error = f"{type(exc).__name__}: {exc}"
@@ -469,19 +583,15 @@ class Recorder:
             self._rotate()
             return
         if self._failed_attempts >= self.max_retries:
-            # Give the batch up: count its events as lost in the seconds they fell in.
-            lost: dict[tuple[int, int], list[int]] = {}
-            for (second, _engine), b in self._buckets.items():
-                carry = lost.setdefault((second, -1), [0] * N_COUNTS)
-                carry[DROPPED] += b[DROPPED]
-                carry[REJECTED] += b[REJECTED]
-                carry[LOST] += b[LOST]
+            # Give the batch up: count its events as lost in the seconds they fell in (the
+            # fault counts already kept per second stay for the next commit).
             for second, n in self._events_per_second.items():
-                lost.setdefault((second, -1), [0] * N_COUNTS)[LOST] += n
+                self._fault_second(second)[LOST - DROPPED] += n
             self.lost_events_total += self._pending_events
             self._pending_events = 0
             self._events_per_second = {}
-            self._buckets = lost
+            self._buckets = {}
+            self._credits.clear()
             self._failed_attempts = 0
             self._span_id = None  # the given-up stretch is not vouched for
             self._close_connection()
@@ -502,6 +612,7 @@ class Recorder:
         if self._conn is not None:
             connect.close_without_checkpoint(self._conn)
             self._conn = None
+        self._dim_ids = {}
         self._span_id = None
         self._need_new_file = True
         self._need_meta = True
@@ -587,6 +698,45 @@ def _fold(rows: dict[tuple[int, int], list[int]], size: int) -> dict[tuple[int, 
     return out
 
 
+def _well_formed(
+    ts: Any, engine: Any, prompt: Any, generation: Any, cached: Any, finished: Any
+) -> bool:
+    """Whether an event's values are what the one table of bounds allows (``bounds.py``): the
+    plugin checks the same before it submits; this guards every other caller of ``submit``."""
+    if not (
+        type(ts) is float
+        and _EARLIEST <= ts < _LATEST
+        and type(engine) is int
+        and 0 <= engine <= _MOST_ENGINE
+        and type(prompt) is int
+        and 0 <= prompt <= _MOST_EVENT_TOKENS
+        and type(generation) is int
+        and 0 <= generation <= _MOST_EVENT_TOKENS
+        and type(cached) is int
+        and 0 <= cached <= _MOST_EVENT_TOKENS
+        and type(finished) is tuple
+    ):
+        return False
+    for request in finished:
+        if type(request) is not tuple or (len(request) != 2 and len(request) != 5):
+            return False
+        g, d = request[0], request[1]
+        if not (
+            type(g) is int
+            and 0 <= g <= _MOST_EVENT_TOKENS
+            and (type(d) is float or type(d) is int)
+            and 0.0 <= d < _MOST_DECODE_S
+        ):
+            return False
+        if len(request) == 5:
+            p, c = request[3], request[4]
+            if not (
+                type(p) is int and 0 <= p <= _MOST_EVENT_TOKENS and type(c) is int and 0 <= c <= p
+            ):
+                return False
+    return True
+
+
 def _fits(b: list[int], prompt: int, generation: int, cached: int, finished: Any) -> bool:
     """Whether an event fits its second's bucket within the per-second bounds (``figures.py``)."""
     if (
@@ -598,8 +748,8 @@ def _fits(b: list[int], prompt: int, generation: int, cached: int, finished: Any
     ):
         return False
     if finished:
-        decode_tokens = sum(g - 1 for g, _d in finished if g > 1)
-        decode_us = sum(round(d * 1e6) for _g, d in finished)
+        decode_tokens = sum(r[0] - 1 for r in finished if r[0] > 1)
+        decode_us = sum(round(r[1] * 1e6) for r in finished)
         if (
             b[DECODE_TOKENS] + decode_tokens > _MOST_DECODE_TOKENS
             or b[DECODE_US] + decode_us > _MOST_DECODE_US

@@ -26,6 +26,11 @@ TIMESTAMP_PATHS = ("iteration_timestamp",)
 FINISHED_PATHS = ("finished_requests",)
 FINISHED_GENERATION_FIELDS = ("num_generation_tokens", "num_output_tokens")
 DECODE_FIELDS = ("decode_time", "decode_time_s")
+# What the attribution join reads of a finished request (``write/tags.py``): without them the
+# ledger counts as before and credits nobody (every finished request is ``untagged``).
+FINISHED_ID_FIELDS = ("request_id",)
+FINISHED_PROMPT_FIELDS = ("num_prompt_tokens",)
+FINISHED_CACHED_FIELDS = ("num_cached_tokens",)
 RECORD_PARAMS = ("scheduler_stats", "iteration_stats", "mm_cache_stats", "engine_idx")
 INIT_PARAMS = ("vllm_config", "engine_indexes")
 
@@ -42,7 +47,17 @@ class StatsShape:
     finished: str = FINISHED_PATHS[0]
     finished_generation: str = FINISHED_GENERATION_FIELDS[0]
     decode: str = DECODE_FIELDS[0]
+    finished_id: str = FINISHED_ID_FIELDS[0]
+    finished_prompt: str = FINISHED_PROMPT_FIELDS[0]
+    finished_cached: str = FINISHED_CACHED_FIELDS[0]
     missing: tuple[str, ...] = ()
+    # What the attribution join lacks in this vLLM (tokens are still counted, nobody credited).
+    join_missing: tuple[str, ...] = ()
+
+    @property
+    def joins(self) -> bool:
+        """Whether finished requests can be joined to the middleware's tags."""
+        return self.supported and not self.join_missing
 
     @property
     def supported(self) -> bool:
@@ -51,17 +66,24 @@ class StatsShape:
     @property
     def standard(self) -> bool:
         """The layout of vLLM 0.30 to 0.33 (every first candidate)."""
-        return self.supported and self == StatsShape(self.vllm_version)
+        return self.supported and dataclasses.replace(self, join_missing=()) == StatsShape(
+            self.vllm_version
+        )
 
     def describe(self) -> str:
         """One line: the shape found, or what is missing."""
         if self.missing:
             return f"vLLM {self.vllm_version}: " + "; ".join(self.missing)
         layout = "the 0.30-0.33 layout" if self.standard else "a changed layout"
+        join = (
+            f"; no attribution join ({'; '.join(self.join_missing)})"
+            if self.join_missing
+            else f"; joined by .{self.finished_id}"
+        )
         return (
             f"vLLM {self.vllm_version}, {layout}: IterationStats.{self.timestamp}, "
             f".{self.prompt}, .{self.cached}, .{self.generation}, "
-            f".{self.finished}[*].{self.finished_generation} / .{self.decode}"
+            f".{self.finished}[*].{self.finished_generation} / .{self.decode}{join}"
         )
 
 
@@ -160,6 +182,19 @@ def detect_shape(stats: Any, loggers: Any, vllm_version: str) -> StatsShape:
                 missing.append(f"FinishedRequestStats has no field {' or '.join(candidates)}")
             else:
                 found[key] = name
+        join_missing = []
+        joined: tuple[tuple[str, tuple[str, ...]], ...] = (
+            ("finished_id", FINISHED_ID_FIELDS),
+            ("finished_prompt", FINISHED_PROMPT_FIELDS),
+            ("finished_cached", FINISHED_CACHED_FIELDS),
+        )
+        for key, options in joined:
+            name = next((n for n in options if n in fields), None)
+            if name is None:
+                join_missing.append(f"FinishedRequestStats has no {' or '.join(options)}")
+            else:
+                found[key] = name
+        found["join_missing"] = tuple(join_missing)
     if missing:
         return StatsShape(vllm_version, missing=tuple(missing))
     return dataclasses.replace(StatsShape(vllm_version), **found)

@@ -7,11 +7,13 @@ tests/test_hostile_root.py; unclean exits after real SIGKILLs in tests/faults/te
 from __future__ import annotations
 
 import os
+from datetime import timezone
 from pathlib import Path
 
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.format import connect, smallfiles
 from vllm_ledger.read.check import FileVerdict, check, check_file
+from vllm_ledger.units import format_instant
 
 T0 = 1_800_000_000.0
 WHO = "run run-a writer 0 gen 0"
@@ -101,16 +103,25 @@ def test_check_gives_every_file_under_the_roots_a_verdict_on_the_clock_given(
     ]
 
 
-def test_a_file_claimed_and_never_committed_is_not_damage(tmp_path: Path) -> None:
-    """A writer killed before its first commit leaves a 0-byte file and no marker: nothing was
-    lost (its run shows the writer missing), so cron's check does not fail on it forever."""
+def test_a_file_claimed_and_never_committed_is_named_never_ok(tmp_path: Path) -> None:
+    """A writer that created its file and never committed (a full disk, no permission, killed
+    before its first commit) leaves a file with no commit and no marker: what it saw is
+    unknown, so check names it, since when and why, and fails (docs/faults.md). Moments after
+    its creation it is a writer starting: ok."""
     run = tmp_path / "run-z"
     run.mkdir()
     path = run / "w0.g0.ledger.sqlite"
     path.touch()
     mtime = path.stat().st_mtime
-    assert check_file(path, mtime + 3600) == FileVerdict(
-        path, True, "ok", "empty: truncated (never committed)"
+    assert check_file(path, mtime + 1) == FileVerdict(
+        path, True, "ok", "starting: created moments ago, no commit yet"
+    )
+    verdict = check_file(path, mtime + 3600)
+    assert (verdict.ok, verdict.verdict) == (False, "never_committed")
+    assert verdict.detail.startswith(
+        f"run run-z writer 0 gen 0: created at {format_instant(mtime, timezone.utc)}, nothing "
+        "committed since (truncated): the writer could not write (a full disk, no write "
+        "permission) or its process died before its first commit"
     )
     # With a marker, commits were made and the file holds none: that is a loss.
     smallfiles.write_sequence_marker(path, 2, mtime)

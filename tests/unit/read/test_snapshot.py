@@ -160,16 +160,16 @@ def test_files_that_are_not_a_ledger_yet(tmp_path: Path) -> None:
     empty = run / "w0.g0.ledger.sqlite"
     empty.touch()
     mtime = empty.stat().st_mtime
-    # A file a writer just claimed and never committed to: empty, "starting" for a minute.
-    assert (read_ledger(empty, now_ts=mtime + 61).status, snapshot(empty).detail) == (
-        "empty",
-        "truncated",
-    )
-    assert read_ledger(empty, now_ts=mtime + 59).status == "starting"
+    # A file a writer just claimed and never committed to: "starting" for ten seconds after
+    # its last change, then "never_committed", created at that change.
+    late = read_ledger(empty, now_ts=mtime + 10)
+    assert (late.status, late.detail, late.created_ts) == ("never_committed", "truncated", mtime)
+    assert snapshot(empty).status == "never_committed"
+    assert read_ledger(empty, now_ts=mtime + 9.9).status == "starting"
     other = tmp_path / "run-c" / "w2.g3.ledger.sqlite"
     _sqlite_without_ledger_tables(other)
     snap = snapshot(other)
-    assert (snap.status, snap.detail) == ("empty", "no ledger tables")
+    assert (snap.status, snap.detail) == ("never_committed", "no ledger tables")
     # The name alone says whose file it is.
     assert (snap.run_id, snap.writer_rank, snap.generation) == ("run-c", 2, 3)
     assert snap.window_sums(ALL_TIME) == {}

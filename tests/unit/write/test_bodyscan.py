@@ -1,0 +1,96 @@
+"""The body scan against json itself: for any JSON object split into chunks anywhere, the
+wanted top-level string fields are what ``json.dumps`` wrote for them, and nothing nested or
+unwanted is taken."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vllm_ledger.write.bodyscan import MAX_VALUE_BYTES, BodyScan
+
+WANTED = (b"model", b"user", b"request_id")
+
+text = st.text(alphabet=st.characters(codec="utf-8"), max_size=40) | st.sampled_from(
+    ['a"b', "back\\slash\\", '\\"', "\\\\", "", "{[,:]}", "model", '"user"']
+)
+leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text
+values = st.recursive(
+    leaf,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
+    max_leaves=12,
+)
+keys = st.sampled_from(["model", "user", "request_id", "messages", "n", "x"]) | text
+
+
+def _scan(body: bytes, cuts: list[int]) -> BodyScan:
+    scan = BodyScan(WANTED)
+    at = 0
+    for cut in sorted({c % (len(body) + 1) for c in cuts}):
+        scan.feed(body[at:cut])
+        at = cut
+    scan.feed(body[at:])
+    return scan
+
+
+def _expected(obj: dict[str, Any], ensure_ascii: bool) -> dict[bytes, bytes]:
+    out = {}
+    for k in WANTED:
+        v = obj.get(k.decode())
+        if isinstance(v, str):
+            raw = json.dumps(v, ensure_ascii=ensure_ascii)[1:-1].encode()
+            if len(raw) <= MAX_VALUE_BYTES:
+                out[k] = raw
+    return out
+
+
+@given(
+    obj=st.dictionaries(keys, values, max_size=8),
+    cuts=st.lists(st.integers(min_value=0), max_size=6),
+    ensure_ascii=st.booleans(),
+    indent=st.sampled_from([None, 1]),
+)
+def test_the_wanted_fields_are_found_wherever_the_chunks_are_cut(
+    obj: dict[str, Any], cuts: list[int], ensure_ascii: bool, indent: int | None
+) -> None:
+    body = json.dumps(obj, ensure_ascii=ensure_ascii, indent=indent).encode()
+    scan = _scan(body, cuts)
+    assert scan.found == _expected(obj, ensure_ascii)
+
+
+def test_nested_and_unwanted_fields_are_not_taken() -> None:
+    body = json.dumps(
+        {"messages": [{"model": "inner", "user": "u0"}], "x": {"user": "nested"}, "model": "m"}
+    ).encode()
+    scan = _scan(body, [])
+    assert scan.found == {b"model": b"m"}
+    assert not scan.done or scan.found  # the object closed without user or request_id
+
+
+def test_the_scan_stops_once_every_field_is_found() -> None:
+    body = b'{"model":"a","user":"b","request_id":"c","messages":[' + b'"x",' * 1000 + b'"y"]}'
+    scan = BodyScan(WANTED)
+    scan.feed(body[:45])
+    assert scan.done and scan.found == {b"model": b"a", b"user": b"b", b"request_id": b"c"}
+
+
+def test_a_long_value_is_too_long_never_cut() -> None:
+    body = json.dumps({"user": "u" * (MAX_VALUE_BYTES + 1), "model": "m"}).encode()
+    scan = _scan(body, [7, 100])
+    assert scan.found == {b"model": b"m"} and scan.too_long == {b"user"}
+
+
+def test_not_an_object_and_a_hostile_body_end_the_scan() -> None:
+    for body in (b"[1,2]", b'"model"', b"  \n 42"):
+        scan = _scan(body, [1])
+        assert scan.done and scan.found == {}
+    many = b'{"messages":[' + b'"a",' * 50_000 + b'"b"],"model":"m"}'
+    scan = BodyScan(WANTED, max_steps=1000)
+    scan.feed(many)
+    assert scan.done and scan.found == {}
+    scan = BodyScan(WANTED)
+    for byte in (b"\xff\xfe{", b'"\\', b'"', b'model":"\x00\x01"}'):
+        scan.feed(byte)  # never raises, whatever the bytes

@@ -1,0 +1,159 @@
+"""Whose tokens, read: one file's credited sums per label set over a window, judged before
+they count, and what a set of files credits in a window.
+
+A window is read as the counts are (``snapshot.window_parts``): per-second rows at its edges,
+hourly rows next to them, daily rows between. Every value passes the reader's checks (an
+integer, not negative, at most ``MAX_COUNT``, cached within prompt, labels short strings, a
+reason the writer gives): a file that fails is refused whole (``bad_values``), as for its
+counts. A file written before attribution has no tables: it credits nobody, and its tokens
+read as not attributed.
+
+The window's own figures stay the ledger's (``report``); what the files credit is held
+against them (``read/whose.py``) so the rows add up to the window's total exactly.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_ledger.bounds import MAX_COUNT
+from vllm_ledger.errors import BadValues
+from vllm_ledger.format import attr_reads
+from vllm_ledger.read.snapshot import LedgerSnapshot, window_parts
+from vllm_ledger.read.windows import Window
+
+# (key, adapter, user, tenant, reason): as the writer labels a credit (``write/tags.py``).
+Label = tuple[str, str, str, str, str]
+REASONS = frozenset({"", "untagged", "ambiguous", "copies", "aborted", "fault"})
+MAX_LABEL_CHARS = 256  # as the writer bounds them (``write/credits.py``)
+
+
+@dataclass
+class Credited:
+    """What a label set was credited: tokens and finished requests, and events (aborted
+    requests, middleware faults)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    requests: int = 0
+    events: int = 0
+
+    def add(self, other: Credited) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cached_tokens += other.cached_tokens
+        self.requests += other.requests
+        self.events += other.events
+
+    def add_counts(self, p: int, g: int, c: int, r: int, e: int) -> None:
+        self.input_tokens += p
+        self.output_tokens += g
+        self.cached_tokens += c
+        self.requests += r
+        self.events += e
+
+
+@dataclass
+class FileCredits:
+    """One file's (or many files') credits over a window, and the names folded past the
+    bound (kind -> distinct values, summed over the hours)."""
+
+    by_label: dict[Label, Credited] = field(default_factory=dict)
+    folded: dict[str, int] = field(default_factory=dict)
+    files: int = 0  # files read
+    without: int = 0  # files written before attribution: their tokens credit nobody
+
+    def add(self, other: FileCredits) -> None:
+        for label, c in other.by_label.items():
+            self.by_label.setdefault(label, Credited()).add(c)
+        for kind, n in other.folded.items():
+            self.folded[kind] = self.folded.get(kind, 0) + n
+        self.files += other.files
+        self.without += other.without
+
+
+def file_credits(snap: LedgerSnapshot, conn: sqlite3.Connection, w: Window) -> FileCredits:
+    """``snap``'s credits over ``w``, read on ``conn``; ``BadValues`` when a value fails."""
+    out = FileCredits(files=1)
+    if not _has_tables(conn):
+        out.without = 1
+        return out
+    first = snap.first_bucket_ts
+    start = 0 if first is not None and w.start_ts <= first else w.start_ts
+    labels = _labels(conn)
+    seconds, hours, days = window_parts(start, w.cutoff_ts, daily=True)
+    parts = [
+        *(("attr_seconds", a, b) for a, b in seconds),
+        *(("attr_hourly", a, b) for a, b in hours),
+        *([("attr_daily", *days)] if days is not None else []),
+    ]
+    for table, a, b in parts:
+        for row in attr_reads.sums(conn, table, a, b):
+            dim, p, g, c, r, e = _checked(table, row)
+            label = labels.get(dim)
+            if label is None:
+                raise BadValues(f"{table}: a row of label set {dim!r:.20} the file does not name")
+            out.by_label.setdefault(label, Credited()).add_counts(p, g, c, r, e)
+    hour = start - start % 3600
+    for kind, n, non_int, lowest in attr_reads.folded(conn, hour, w.cutoff_ts):
+        if non_int or (lowest is not None and lowest < 0) or type(n) is not int:
+            raise BadValues("attr_folded: a count that is not a whole number")
+        if kind in ("key", "user", "tenant"):
+            out.folded[kind] = out.folded.get(kind, 0) + n
+    return out
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    names = frozenset(r[0] for r in conn.execute("SELECT name FROM sqlite_master"))
+    return attr_reads.has_attribution(names)
+
+
+def _labels(conn: sqlite3.Connection) -> dict[Any, Label]:
+    out: dict[Any, Label] = {}
+    for row in attr_reads.dims(conn):
+        dim, *texts = row
+        if type(dim) is not int or not all(
+            type(t) is str and len(t) <= MAX_LABEL_CHARS for t in texts
+        ):
+            raise BadValues(f"attr_dims: label set {str(row)[:60]!r} is not short texts")
+        if texts[4] not in REASONS:
+            raise BadValues(f"attr_dims: {texts[4][:40]!r} is not a reason the writer gives")
+        out[dim] = (texts[0], texts[1], texts[2], texts[3], texts[4])
+    return out
+
+
+def _checked(table: str, row: tuple[Any, ...]) -> tuple[int, int, int, int, int, int]:
+    dim, p, g, c, r, e, non_int, lowest, most, over = row
+    if non_int:
+        raise BadValues(f"{table}: a count that is not an integer")
+    if lowest is not None and lowest < 0:
+        raise BadValues(f"{table}: a negative count ({lowest})")
+    if most is not None and most > MAX_COUNT:
+        raise BadValues(f"{table}: {most} in one row, more than any ledger holds")
+    if over:
+        raise BadValues(f"{table}: more cached than input tokens in a row")
+    for v in (p, g, c, r, e):
+        if type(v) is not int or v > MAX_COUNT:
+            raise BadValues(f"{table}: a sum that is not a count")
+    return dim, p, g, c, r, e
+
+
+def merged(parts: Iterable[FileCredits]) -> FileCredits:
+    out = FileCredits()
+    for part in parts:
+        out.add(part)
+    return out
+
+
+__all__ = [
+    "REASONS",
+    "Credited",
+    "FileCredits",
+    "Label",
+    "file_credits",
+    "merged",
+]

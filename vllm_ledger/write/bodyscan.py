@@ -1,0 +1,183 @@
+"""A few top-level string fields of a JSON request body, read as the body streams past.
+
+The attribution middleware (``write/middleware.py``) needs the body's ``model``, ``user`` and
+``request_id`` and nothing else. It never holds the body: each chunk the server hands to vLLM
+is looked at in passing (``BodyScan.feed``) and let go, so a large body is buffered once, by
+vLLM, never twice. Memory is constant (the fields' values, each at most ``MAX_VALUE_BYTES``,
+and a key of at most ``MAX_KEY_BYTES``); the scan stops as soon as every wanted field is
+found, the top-level object closes, the body is not an object, or ``max_steps`` structural
+characters were passed (a body built to be slow to scan).
+
+Speed: string contents, numbers and whitespace are skipped by C (``bytes.find`` and one
+compiled pattern), so the Python work is per structural character: a 400 KB chat body of a
+few messages is a few hundred steps; a body of 100,000 tiny strings stops at ``max_steps``.
+
+It is not a JSON validator: vLLM parses the body and refuses what is not JSON. A field's value
+is the first occurrence's, raw (escapes kept as written, ``\\u00e9`` stays six characters; the
+callers print labels through the terminal-safe renderers). Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_KEY_BYTES = 32  # keys longer than this are not wanted ones: skipped, not kept
+MAX_VALUE_BYTES = 256  # a wanted value longer than this is "too long": kept as None
+MAX_STEPS = 20_000  # structural characters passed before the scan gives up
+
+_AT_TOP = re.compile(rb'["{}\[\]:,]')  # what matters inside the top-level object
+_DEEPER = re.compile(rb'["{}\[\]]')  # what matters inside a nested value
+_FIRST = re.compile(rb"[^ \t\r\n]")
+
+
+class BodyScan:
+    """Feed the body's chunks in order; ``found`` holds each wanted key's string value."""
+
+    __slots__ = (
+        "_capture",
+        "_depth",
+        "_escaped",
+        "_expect_key",
+        "_in_string",
+        "_key",
+        "_steps",
+        "_text",
+        "_too_long",
+        "done",
+        "found",
+        "max_steps",
+        "too_long",
+        "wanted",
+    )
+
+    def __init__(self, wanted: tuple[bytes, ...], max_steps: int = MAX_STEPS) -> None:
+        self.wanted = wanted
+        self.found: dict[bytes, bytes] = {}
+        self.too_long: set[bytes] = set()
+        self.done = False
+        self.max_steps = max_steps
+        self._depth = -1  # -1: before the first non-blank byte; 0: after the object closed
+        self._steps = 0
+        self._in_string = False
+        self._escaped = False  # the string's last byte seen was an unpaired backslash
+        # What the open string is, where it is kept: "key", "value" (a wanted one) or "" (skip)
+        self._capture = ""
+        self._text = bytearray()
+        self._too_long = False
+        self._expect_key = True
+        self._key: bytes | None = None  # the key whose value comes next (depth 1)
+
+    def feed(self, chunk: bytes) -> None:
+        """Look at the next chunk of the body (in order). Never raises on any bytes."""
+        if self.done or not chunk:
+            return
+        pos = 0
+        n = len(chunk)
+        if self._depth == -1:
+            m = _FIRST.search(chunk)
+            if m is None:
+                return
+            if chunk[m.start()] != 0x7B:  # "{": only an object has fields
+                self.done = True
+                return
+            self._depth = 1
+            pos = m.start() + 1
+        while pos < n and not self.done:
+            if self._in_string:
+                pos = self._string(chunk, pos)
+                continue
+            self._steps += 1
+            if self._steps > self.max_steps:
+                self.done = True
+                return
+            m = (_AT_TOP if self._depth == 1 else _DEEPER).search(chunk, pos)
+            if m is None:
+                return
+            pos = m.end()
+            self._structural(m.group()[0])
+
+    def _structural(self, c: int) -> None:
+        if c == 0x22:  # '"'
+            self._open_string()
+        elif c == 0x7B or c == 0x5B:  # "{" "["
+            self._depth += 1
+        elif c == 0x7D or c == 0x5D:  # "}" "]"
+            self._depth -= 1
+            if self._depth <= 0:
+                self.done = True
+        elif c == 0x2C:  # "," at depth 1: a key comes next
+            self._expect_key = True
+            self._key = None
+        # ":" at depth 1: the value of ``self._key`` comes next (expect_key is already off)
+
+    def _open_string(self) -> None:
+        self._in_string = True
+        self._escaped = False
+        self._text.clear()
+        self._too_long = False
+        if self._depth != 1:
+            self._capture = ""
+        elif self._expect_key:
+            self._capture = "key"
+        elif (
+            self._key is not None
+            and self._key in self.wanted
+            and self._key not in self.found
+            and self._key not in self.too_long
+        ):
+            self._capture = "value"
+        else:
+            self._capture = ""
+
+    def _string(self, chunk: bytes, pos: int) -> int:
+        """Go through the open string from ``pos``; returns where scanning goes on."""
+        start = pos
+        if self._escaped:  # the byte after a backslash that ended the last chunk
+            self._escaped = False
+            pos += 1
+        first = pos  # backslashes before here are paired already
+        while True:
+            end = chunk.find(b'"', pos)
+            if end < 0:
+                self._keep(chunk, start, len(chunk))
+                # An odd run of backslashes at the chunk's end escapes the next byte.
+                run = 0
+                while len(chunk) - run > first and chunk[len(chunk) - run - 1] == 0x5C:
+                    run += 1
+                self._escaped = run % 2 == 1
+                return len(chunk)
+            back = end
+            while back > pos and chunk[back - 1] == 0x5C:  # "\\"
+                back -= 1
+            if (end - back) % 2 == 0:  # not escaped: the string ends here
+                self._keep(chunk, start, end)
+                self._close_string()
+                return end + 1
+            pos = end + 1
+
+    def _keep(self, chunk: bytes, start: int, end: int) -> None:
+        if not self._capture or self._too_long:
+            return
+        most = MAX_KEY_BYTES if self._capture == "key" else MAX_VALUE_BYTES
+        if len(self._text) + end - start > most:
+            self._too_long = True
+            self._text.clear()
+            return
+        self._text += chunk[start:end]
+
+    def _close_string(self) -> None:
+        self._in_string = False
+        capture, self._capture = self._capture, ""
+        if capture == "key":
+            self._key = None if self._too_long else bytes(self._text)
+            self._expect_key = False
+        elif capture == "value":
+            key = self._key
+            assert key is not None
+            if self._too_long:
+                self.too_long.add(key)
+            else:
+                self.found[key] = bytes(self._text)
+            if len(self.found) + len(self.too_long) == len(self.wanted):
+                self.done = True
+        self._text.clear()

@@ -1,0 +1,130 @@
+"""The recorder's sums of credits (whose tokens, ``write/tags.py``) until its next commit, with
+the bound on distinct names per hour.
+
+A credit adds to ``(second, dims)``: prompt, generation and cached tokens, finished requests
+and events (aborted requests, middleware faults). Per file and hour at most
+``MAX_DISTINCT[kind]`` distinct users, keys and tenants are kept by name (1,000 each by default;
+``VLLM_LEDGER_MAX_USERS``, ``VLLM_LEDGER_MAX_KEYS``, ``VLLM_LEDGER_MAX_TENANTS``); any other
+is counted under ``other`` (``FOLDED``), and the number of distinct values folded that hour is
+kept beside them (``folded``), so a report says how many it could not name. The adapter (the
+model a request named) is one of the names vLLM serves: it is not bounded here.
+
+Standard library only: this runs inside vLLM.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from vllm_ledger import bounds
+from vllm_ledger.write.keys import FOLDED
+from vllm_ledger.write.tags import Credit, Dims
+
+KINDS = ("key", "user", "tenant")  # the dims that fold: their place in ``Dims``
+_PLACE = {"key": 0, "user": 2, "tenant": 3}
+DEFAULT_DISTINCT = 1000
+MAX_FOLDED_TRACKED = 100_000  # distinct folded values counted exactly per hour, then "at least"
+MAX_LABEL_CHARS = 256
+ENV = {
+    "key": "VLLM_LEDGER_MAX_KEYS",
+    "user": "VLLM_LEDGER_MAX_USERS",
+    "tenant": "VLLM_LEDGER_MAX_TENANTS",
+}
+N_COUNTS = 5  # prompt, generation, cached, requests, events
+_MOST = bounds.TOKENS_PER_ENGINE_SECOND
+
+
+def distinct_limits(env: Mapping[str, str] | None = None) -> dict[str, int]:
+    """The per-hour bound of each kind: from the environment (a whole number 1 to 100,000),
+    else 1,000."""
+    env = os.environ if env is None else env
+    out = {}
+    for kind, name in ENV.items():
+        text = str(env.get(name, "") or "").strip()
+        out[kind] = int(text) if text.isdigit() and 0 < int(text) <= 100_000 else DEFAULT_DISTINCT
+    return out
+
+
+def credit_ok(credit: Any) -> bool:
+    """Whether a credit is what ``TagBook`` makes: five short strings, five counts in bounds."""
+    if type(credit) is not tuple or len(credit) != 6:
+        return False
+    dims = credit[0]
+    if type(dims) is not tuple or len(dims) != 5:
+        return False
+    for d in dims:
+        if type(d) is not str or len(d) > MAX_LABEL_CHARS:
+            return False
+    for n in credit[1:]:
+        if type(n) is not int or not 0 <= n <= _MOST:
+            return False
+    return credit[3] <= credit[1]  # cached within prompt
+
+
+class _Hour:
+    __slots__ = ("folded", "named")
+
+    def __init__(self) -> None:
+        self.named: dict[str, set[str]] = {k: set() for k in KINDS}
+        self.folded: dict[str, set[int]] = {k: set() for k in KINDS}
+
+
+class CreditSums:
+    """Credits summed per (second, dims) between commits; the fold state per hour."""
+
+    def __init__(self, limits: Mapping[str, int] | None = None) -> None:
+        self.limits = dict(limits or distinct_limits())
+        self.sums: dict[tuple[int, Dims], list[int]] = {}
+        self._hours: dict[int, _Hour] = {}
+
+    def add(self, second: int, credits: Iterable[Credit]) -> None:
+        sums = self.sums
+        for dims, *counts in credits:
+            if any(dims[_PLACE[k]] for k in KINDS):
+                dims = self._fold(second - second % 3600, dims)
+            acc = sums.get((second, dims))
+            if acc is None:
+                sums[(second, dims)] = list(counts)
+            else:
+                for i in range(N_COUNTS):
+                    acc[i] += counts[i]
+
+    def _fold(self, hour: int, dims: Dims) -> Dims:
+        state = self._hours.get(hour)
+        if state is None:
+            state = self._hours[hour] = _Hour()
+            for old in [h for h in self._hours if h < hour - 3600]:
+                del self._hours[old]  # an hour long gone: its names are committed
+        out = list(dims)
+        for kind in KINDS:
+            i = _PLACE[kind]
+            value = dims[i]
+            if not value or value in state.named[kind]:
+                continue
+            if len(state.named[kind]) < self.limits[kind]:
+                state.named[kind].add(value)
+                continue
+            out[i] = FOLDED
+            folded = state.folded[kind]
+            if len(folded) < MAX_FOLDED_TRACKED:
+                folded.add(hash(value))
+        return (out[0], out[1], out[2], out[3], out[4])
+
+    def folded_rows(self) -> list[tuple[int, str, int]]:
+        """(hour, kind, distinct values folded so far in that hour): the most this file knows."""
+        return [
+            (hour, kind, len(state.folded[kind]))
+            for hour, state in sorted(self._hours.items())
+            for kind in KINDS
+            if state.folded[kind]
+        ]
+
+    def rows(self) -> list[tuple[int, Dims, int, int, int, int, int]]:
+        """What to commit: ``(second, dims, prompt, generation, cached, requests, events)``."""
+        return [(second, dims, *counts) for (second, dims), counts in self.sums.items()]  # type: ignore[misc]
+
+    def clear(self) -> None:
+        """After a commit (or when the batch is given up): the sums go, the fold state stays."""
+        self.sums = {}

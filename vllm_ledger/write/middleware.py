@@ -1,0 +1,257 @@
+"""The attribution middleware: whose each request is, learnt in passing, never in the way.
+
+vLLM adds it to each API server with ``--middleware vllm_ledger.middleware.LedgerMiddleware``
+(the launch files ``render`` writes do so whenever usage is on; docs/attribution.md shows it
+for a hand-written ``vllm serve``). For each POST to a route that reaches the engine it:
+
+* makes sure vLLM builds its request id from an ``X-Request-Id`` (the client's, kept as it
+  is; else one it makes, 32 hex digits, the form vLLM's own ids have), so that ``record()``
+  can join the finished request to it (``write/tags.py``);
+* names the caller: the bearer key (``write/keys.py``: an operator's name or ``key:`` and 8
+  hex digits, never the key), the body's ``model`` (a served name or a LoRA adapter), the
+  body's ``user`` when ``VLLM_LEDGER_ATTRIBUTE_USER=1``, and the header an upstream proxy sets
+  when ``VLLM_LEDGER_TENANT_HEADER`` names it;
+* reads the body as it streams to vLLM (``write/bodyscan.py``): nothing is buffered beyond
+  the chunk in hand, and the scan stops once it has what it needs. The first chunk is taken
+  before vLLM asks for it, to see whether the body names a ``request_id`` of its own (vLLM
+  prefers a header to it: the middleware then adds none).
+
+It never changes a response, never blocks and never fails a request: any fault is counted
+(``TagBook.fault``: ``fault`` in the ledger) and the request goes through untagged. Standard
+library only: this runs inside vLLM.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from vllm_ledger.units import DISABLE_ENV, ROOT_ENV
+from vllm_ledger.write import keys
+from vllm_ledger.write.bodyscan import BodyScan
+from vllm_ledger.write.tags import BOOK, Entry, TagBook
+
+logger = logging.getLogger("vllm.ledger.middleware")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+USER_ENV = "VLLM_LEDGER_ATTRIBUTE_USER"
+TENANT_HEADER_ENV = "VLLM_LEDGER_TENANT_HEADER"
+MAX_LABEL_CHARS = 128  # a user or tenant longer than this is cut here
+
+# Routes whose POSTs reach the engine; the first three are judged aborted when they end with
+# no finished request (the others may end without one by design).
+GENERATION_PATHS = frozenset({"/v1/completions", "/v1/chat/completions", "/v1/responses"})
+ENGINE_PREFIXES = ("/v1/", "/v2/", "/inference/", "/pooling", "/classify", "/score", "/rerank")
+_WANTED = (b"model", b"user", b"request_id")
+_REQUEST_ID = b"x-request-id"
+_AUTHORIZATION = b"authorization"
+
+
+class Settings:
+    """What the middleware reads, from the environment vLLM runs in (never raises: a setting
+    that cannot be used is logged and left off)."""
+
+    def __init__(self, env: MutableMapping[str, str] | os._Environ[str]) -> None:
+        self.active = False
+        self.user = env.get(USER_ENV, "").strip() not in ("", "0")
+        header = env.get(TENANT_HEADER_ENV, "").strip().lower()
+        self.tenant_header = header.encode("latin-1") if header.isascii() and header else b""
+        self.labels: keys.KeyLabels | None = None
+        root_text = env.get(ROOT_ENV, "").strip()
+        if not root_text or env.get(DISABLE_ENV, "").strip() not in ("", "0"):
+            return
+        root = Path(root_text).expanduser()
+        try:
+            names_path = env.get(keys.NAMES_ENV, "").strip()
+            names = keys.read_names(Path(names_path)) if names_path else {}
+        except keys.KeyNamesError as exc:
+            logger.error(
+                "vllm-ledger: %s: %s; keys are named key:<hash> instead (docs/attribution.md)",
+                keys.NAMES_ENV,
+                exc,
+            )
+            names = {}
+        try:
+            self.labels = keys.KeyLabels(keys.root_secret(root), names)
+        except OSError as exc:
+            logger.error(
+                "vllm-ledger: no key names (%s): requests are attributed without their key", exc
+            )
+        self.active = True
+
+
+class LedgerMiddleware:
+    """The ASGI middleware vLLM's ``--middleware`` takes (``app.add_middleware``)."""
+
+    def __init__(self, app: App, book: TagBook = BOOK, env: Any = None) -> None:
+        self.app = app
+        self.book = book
+        try:
+            self.settings = Settings(os.environ if env is None else env)
+        except Exception as exc:  # never break vLLM's start-up
+            logger.error("vllm-ledger: attribution off: %s", exc)
+            self.settings = Settings({})
+        if self.settings.active:
+            logger.info(
+                "vllm-ledger: attribution on (key, adapter%s%s)",
+                ", user" if self.settings.user else "",
+                f", tenant from {self.settings.tenant_header.decode()}"
+                if self.settings.tenant_header
+                else "",
+            )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope.get("type") != "http"
+            or scope.get("method") != "POST"
+            or not self.settings.active
+            or not self.book.consumer
+            or not str(scope.get("path", "")).startswith(ENGINE_PREFIXES)
+        ):
+            await self.app(scope, receive, send)
+            return
+        try:
+            request = _Request(self, scope)
+        except Exception:
+            self.book.fault()
+            await self.app(scope, receive, send)
+            return
+        await request.run(receive, send)
+
+
+class _Request:
+    """One tagged request: its headers read, its body scanned, its end told to the book."""
+
+    __slots__ = ("book", "entry", "key", "mw", "scan", "scope", "status", "tenant", "x")
+
+    def __init__(self, mw: LedgerMiddleware, scope: Scope) -> None:
+        self.mw = mw
+        self.book = mw.book
+        self.scope = scope
+        self.x = ""
+        self.key = ""
+        self.tenant = ""
+        self.status: int | None = None
+        self.entry: Entry | None = None
+        tenant_header = mw.settings.tenant_header
+        for name, value in scope.get("headers") or ():
+            if name == _REQUEST_ID:
+                self.x = value.decode("latin-1")
+            elif name == _AUTHORIZATION:
+                self.key = self._key_label(value)
+            elif tenant_header and name == tenant_header:
+                self.tenant = _label(value.decode("latin-1"))
+        self.scan = BodyScan(_WANTED)
+
+    def _key_label(self, value: bytes) -> str:
+        scheme, _, token = value.strip().partition(b" ")
+        token = token.strip()
+        labels = self.mw.settings.labels
+        if scheme.lower() != b"bearer" or not token or labels is None:
+            return ""
+        return labels.label(token)
+
+    async def run(self, receive: Receive, send: Send) -> None:
+        book = self.book
+        try:
+            first = await receive()
+        except Exception:
+            book.fault()
+            raise
+        try:
+            scope = self._begin(first)
+        except Exception:
+            book.fault()
+            scope = self.scope
+        replay: list[Message] = [first]
+
+        async def receive_body() -> Message:
+            if replay:  # the first chunk, scanned already
+                return replay.pop()
+            message = await receive()
+            if self.entry is not None:
+                try:
+                    self._feed(message)
+                except Exception:
+                    book.fault()
+                    self.entry = None
+            return message
+
+        async def send_watched(message: Message) -> None:
+            if message.get("type") == "http.response.start":
+                self.status = message.get("status")
+            await send(message)
+
+        try:
+            await self.mw.app(scope, receive_body, send_watched)
+        finally:
+            entry = self.entry
+            if entry is not None:
+                try:
+                    book.end(entry, self.status)
+                except Exception:
+                    book.fault()
+
+    def _begin(self, first: Message) -> Scope:
+        """Scan the first chunk, choose the id, open the entry; the scope vLLM gets."""
+        self.scan.feed(first.get("body") or b"")
+        scope = self.scope
+        if not self.x:
+            body_id = self.scan.found.get(b"request_id")
+            whole = not first.get("more_body", False)
+            if body_id is not None and (whole or self.scan.done):
+                self.x = _unescape(body_id)
+            else:
+                self.x = os.urandom(16).hex()
+                scope = dict(scope)
+                scope["headers"] = [*(scope.get("headers") or ()), (_REQUEST_ID, self.x.encode())]
+        path = str(scope.get("path", ""))
+        self.entry = self.book.begin(self.x, judge_abort=path in GENERATION_PATHS)
+        self._name_if_done(first)
+        return scope
+
+    def _feed(self, message: Message) -> None:
+        if message is not None and message.get("type") == "http.request":
+            self.scan.feed(message.get("body") or b"")
+            self._name_if_done(message)
+
+    def _name_if_done(self, message: Message) -> None:
+        entry = self.entry
+        if entry is None or not (self.scan.done or not message.get("more_body", False)):
+            return
+        found = self.scan.found
+        model = _label(_unescape(found[b"model"])) if b"model" in found else ""
+        user = ""
+        if self.mw.settings.user and b"user" in found:
+            user = _label(_unescape(found[b"user"]))
+        self.book.named(entry, self.key, model, user, self.tenant)
+        self.scan.done = True  # nothing more to look for in later chunks
+
+
+def _unescape(raw: bytes) -> str:
+    """A JSON string's raw bytes as text (escapes resolved where there are any)."""
+    if b"\\" in raw:
+        try:
+            text = json.loads(b'"' + raw + b'"')
+            return text if isinstance(text, str) else ""
+        except ValueError:
+            pass
+    return raw.decode("utf-8", "replace")
+
+
+def _label(text: str) -> str:
+    """A user, tenant or model as a label: at most ``MAX_LABEL_CHARS``, no control characters
+    (the readers print every label terminal-safe as well)."""
+    text = text.strip()[:MAX_LABEL_CHARS]
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else "?" for c in text)
