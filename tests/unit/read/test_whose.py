@@ -1,0 +1,72 @@
+"""Whose tokens in a window: rows by each label, not attributed by reason, adding up exactly."""
+
+from __future__ import annotations
+
+from vllm_ledger.read.attribution import Credited, FileCredits
+from vllm_ledger.read.report import WindowReport
+from vllm_ledger.read.whose import whose
+
+
+def _window(**figs: int) -> WindowReport:
+    return WindowReport(
+        name="today",
+        start_ts=0,
+        cutoff_ts=86400,
+        input_tokens=figs.get("input", 0),
+        output_tokens=figs.get("output", 0),
+        cached_tokens=figs.get("cached", 0),
+        requests=figs.get("requests", 0),
+        decode_tokens=0,
+        decode_seconds=0.0,
+        uncovered_seconds=0,
+        complete=True,
+    )
+
+
+CREDITS = FileCredits(
+    by_label={
+        ("team-a", "tiny", "alice", "", ""): Credited(100, 10, 16, 1),
+        ("team-a", "tiny-b", "bob", "", ""): Credited(50, 5, 0, 2),
+        ("key:1a2b3c4d", "tiny", "alice", "", ""): Credited(30, 3, 0, 1),
+        ("team-a", "tiny-b", "bob", "", "copies"): Credited(50, 0, 32, 0),
+        ("", "", "", "", "untagged"): Credited(7, 1, 0, 1),
+        ("", "", "", "", "ambiguous"): Credited(9, 2, 0, 2),
+        ("team-a", "tiny", "alice", "", "aborted"): Credited(events=2),
+        ("", "", "", "", "fault"): Credited(events=1),
+    },
+    folded={"user": 4},
+    files=2,
+)
+
+
+def test_rows_by_each_label_and_the_rest_add_up_to_the_window_exactly() -> None:
+    w = _window(input=400, output=40, cached=60, requests=7)
+    for by, values in (
+        ("key", {"team-a": 150, "key:1a2b3c4d": 30}),
+        ("adapter", {"tiny": 130, "tiny-b": 50}),
+        ("user", {"alice": 130, "bob": 50}),
+        ("tenant", {"": 180}),
+    ):
+        ww = whose(w, CREDITS, by)  # type: ignore[arg-type]
+        assert {r.value: r.input_tokens for r in ww.rows} == values, by
+        na = ww.not_attributed
+        for fig in ("input_tokens", "output_tokens", "cached_tokens", "requests"):
+            assert sum(getattr(r, fig) for r in ww.rows) + getattr(na, fig) == getattr(w, fig)
+    ww = whose(w, CREDITS, "key")
+    na = ww.not_attributed
+    assert (na.input_tokens, na.output_tokens, na.cached_tokens, na.requests) == (220, 22, 44, 3)
+    assert na.reasons["untagged"] == Credited(7, 1, 0, 1)
+    assert na.reasons["ambiguous"] == Credited(9, 2, 0, 2)
+    assert na.reasons["copies"] == Credited(50, 0, 32, 0)
+    assert na.reasons["aborted"] == Credited(154, 19, 12, 0, 2)  # the rest, with the count
+    assert (na.requests_aborted, na.faults) == (2, 1)
+    assert [(r.value, r.requests_aborted) for r in ww.rows] == [("team-a", 2), ("key:1a2b3c4d", 0)]
+    assert whose(w, CREDITS, "user").folded == 4 and ww.folded == 0
+    assert ww.complete
+
+
+def test_a_window_that_read_a_file_from_before_attribution_is_not_complete() -> None:
+    old = FileCredits(files=1, without=1)
+    ww = whose(_window(input=10, requests=1), old, "key")
+    assert ww.rows == () and ww.not_attributed.reasons["aborted"].input_tokens == 10
+    assert not ww.complete and ww.files_without == 1

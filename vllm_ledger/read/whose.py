@@ -1,0 +1,164 @@
+"""Whose tokens in a window: the credited rows by key, adapter, user or tenant, and one row of
+what is not attributed, with its reasons apart, adding up to the window's figures exactly.
+
+Pure: it takes a window's report (the ledger's own figures, ``report.WindowReport``) and what
+the files credited over the same window (``LedgerSet.credits``), and returns plain dataclasses
+for the renderers.
+
+The rows credit each finished request at its finish second to its labels (``write/tags.py``).
+What no row holds is **not attributed**, and says why:
+
+* ``untagged``: finished requests no tag named (a route the middleware does not see, a vLLM
+  without it, a file written before attribution);
+* ``ambiguous``: finished requests whose id two requests held at once (a client's own
+  ``X-Request-Id`` reused while the first was in flight);
+* ``copies``: the prompt of each further copy of ``n > 1`` sampling, which the engine prefills
+  again and the client's ``usage`` counts once;
+* ``aborted``: the rest of the window's figures: tokens of requests that ended without
+  finishing (a client that cut a stream, a disconnect), of requests still running at the
+  window's end, minus tokens credited here of requests that had begun before its start (so it
+  may be negative at a window's start), and prefill recomputed after a preemption;
+  ``requests_aborted`` counts the requests that ended without finishing;
+* ``fault``: requests the middleware could not tag because of a fault of its own (counted).
+
+A file written before attribution credits nobody: its tokens are in ``aborted``'s rest, and
+``files_without`` says how many such files the window reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from vllm_ledger.read.attribution import Credited, FileCredits, Label
+from vllm_ledger.read.report import WindowReport
+
+By = Literal["key", "adapter", "user", "tenant"]
+BY_KEYS: tuple[By, ...] = ("key", "adapter", "user", "tenant")
+_PLACE: dict[By, int] = {"key": 0, "adapter": 1, "user": 2, "tenant": 3}
+STORED_REASONS = ("untagged", "ambiguous", "copies")  # reasons with tokens of their own
+NOT_ATTRIBUTED = "not attributed"
+
+
+@dataclass(frozen=True)
+class WhoseRow:
+    """One key (adapter, user, tenant): what was credited to it in the window. ``value`` ""
+    is requests that named none (no bearer key, no user, ...); ``other``, the names folded
+    past the per-hour bound."""
+
+    value: str
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    requests: int
+    requests_aborted: int = 0  # its requests that ended without finishing (tokens: not here)
+
+
+@dataclass(frozen=True)
+class NotAttributed:
+    """The window's figures no row holds, by reason (``reasons``: name -> figures), and the
+    events counted beside them."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    requests: int
+    reasons: Mapping[str, Credited] = field(default_factory=dict)
+    requests_aborted: int = 0
+    faults: int = 0
+
+
+@dataclass(frozen=True)
+class WhoseWindow:
+    """One window: its rows (most input first), what is not attributed, and how sure."""
+
+    name: str
+    start_ts: int
+    cutoff_ts: int
+    by: By
+    rows: tuple[WhoseRow, ...]
+    not_attributed: NotAttributed
+    total: WindowReport  # the window's own figures and coverage (``report``)
+    folded: int = 0  # distinct values of ``by`` folded into ``other`` (summed per file-hour)
+    files_without: int = 0  # files read that were written before attribution
+
+    @property
+    def complete(self) -> bool:
+        """The window is complete and every file it read keeps attribution."""
+        return self.total.complete and self.files_without == 0
+
+
+def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
+    """The window's rows by ``by`` and its not-attributed row; the two add up to the window's
+    input, output, cached tokens and finished requests exactly."""
+    place = _PLACE[by]
+    rows: dict[str, Credited] = {}
+    aborted_by_value: dict[str, int] = {}
+    reasons: dict[str, Credited] = {r: Credited() for r in STORED_REASONS}
+    requests_aborted = faults = 0
+    for label, c in credits.by_label.items():
+        reason = label[4]
+        if reason == "":
+            rows.setdefault(label[place], Credited()).add(c)
+        elif reason in reasons:
+            reasons[reason].add(c)
+        elif reason == "aborted":
+            requests_aborted += c.events
+            value = label[place]
+            aborted_by_value[value] = aborted_by_value.get(value, 0) + c.events
+        elif reason == "fault":
+            faults += c.events
+    credited = Credited()
+    for c in (*rows.values(), *reasons.values()):
+        credited.add(c)
+    rest = Credited(
+        input_tokens=window.input_tokens - credited.input_tokens,
+        output_tokens=window.output_tokens - credited.output_tokens,
+        cached_tokens=window.cached_tokens - credited.cached_tokens,
+        requests=window.requests - credited.requests,
+        events=requests_aborted,
+    )
+    reasons["aborted"] = rest
+    outside = Credited()
+    for c in reasons.values():
+        outside.add(c)
+    values = set(rows) | set(aborted_by_value)
+    out_rows = sorted(
+        (
+            WhoseRow(
+                value=v,
+                input_tokens=rows.get(v, Credited()).input_tokens,
+                output_tokens=rows.get(v, Credited()).output_tokens,
+                cached_tokens=rows.get(v, Credited()).cached_tokens,
+                requests=rows.get(v, Credited()).requests,
+                requests_aborted=aborted_by_value.get(v, 0),
+            )
+            for v in values
+        ),
+        key=lambda r: (-r.input_tokens, -r.output_tokens, r.value),
+    )
+    return WhoseWindow(
+        name=window.name,
+        start_ts=window.start_ts,
+        cutoff_ts=window.cutoff_ts,
+        by=by,
+        rows=tuple(out_rows),
+        not_attributed=NotAttributed(
+            input_tokens=outside.input_tokens,
+            output_tokens=outside.output_tokens,
+            cached_tokens=outside.cached_tokens,
+            requests=outside.requests,
+            reasons=reasons,
+            requests_aborted=requests_aborted,
+            faults=faults,
+        ),
+        total=window,
+        folded=credits.folded.get(by, 0) if by != "adapter" else 0,
+        files_without=credits.without,
+    )
+
+
+def label_value(label: Label, by: By) -> str:
+    """The value of ``by`` in a label set."""
+    return label[_PLACE[by]]
