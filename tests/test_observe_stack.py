@@ -16,13 +16,14 @@ import pytest
 import yaml
 
 from tests.conftest import run_cli
+from tests.credited_ledgers import Call, write_credited_ledger
 from tests.e2e.prom import is_gpu_metric, metric_names, promtool
 from tests.ledgers import ev, write_ledger
 from tests.vllm_source import vllm_metric_names
 from vllm_ledger.notify.alerts import MAX_ALERTS
 from vllm_ledger.observe.alerts import alert_rules
 from vllm_ledger.observe.dashboard import expressions, interpolate
-from vllm_ledger.observe.exporter import families
+from vllm_ledger.observe.exporter import LedgerCollector, families
 from vllm_ledger.observe.gpu import GpuReading
 from vllm_ledger.read.report import build_report
 
@@ -300,7 +301,9 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 # and every GPU metric have no model.)
 _NO_MODEL = re.compile(
     r"^(up|process_.*|http_.*|DCGM_.*|node_.*|container_.*|vllm_ledger_gpu_.*|vllm_ledger_writers.*"
-    r"|vllm_ledger_window_(uncovered_seconds|wall_seconds|complete|problems))$"
+    r"|vllm_ledger_window_(uncovered_seconds|wall_seconds|complete|problems)"
+    # whose tokens: by key and adapter, no model_name (the adapter is the body's model)
+    r"|vllm_ledger_(window_)?(attributed|not_attributed|requests_aborted|attribution)_.*)$"
 )
 ALL = {"host": ".*", "instance": ".*", "model_name": ".*", "max_model_len": "32768"}
 
@@ -343,7 +346,7 @@ def test_dashboard_is_a_valid_grafana_model(tmp_path: Path) -> None:
     assert len(ids) == len(set(ids)) and all(isinstance(i, int) for i in ids)
     rows = [p for p in panels if p["type"] == "row"]
     assert [r["title"].split(":")[0] for r in rows] == [
-        "Now", "Experience", "Headroom", "GPUs", "Host", "Ledger", "Fleet",
+        "Now", "Experience", "Headroom", "GPUs", "Host", "Ledger", "Whose tokens", "Fleet",
     ]  # fmt: skip
     boxes = []
     for p in panels:
@@ -532,6 +535,45 @@ def test_dashboard_rows_answer_the_operators_questions(tmp_path: Path) -> None:
     )
 
 
+def test_the_whose_row_shows_tokens_by_key_and_adapter_and_what_is_not_attributed(
+    tmp_path: Path,
+) -> None:
+    model = _model(tmp_path)
+    rows = _by_row(model)
+    panels = _panels(model)
+    whose = rows["Whose tokens"]
+    assert [p["title"] for p in whose] == [
+        "Tokens per second by key",
+        "Tokens per second by adapter",
+        "Not attributed, by reason",
+        "Requests aborted per second by key",
+        "Input tokens today by key",
+        "Output tokens today by key",
+    ]
+    names = {n for p in whose for t in p["targets"] for n in _names(t["expr"])}
+    assert names == {
+        "vllm_ledger_attributed_prompt_tokens_total",
+        "vllm_ledger_attributed_generation_tokens_total",
+        "vllm_ledger_not_attributed_prompt_tokens_total",
+        "vllm_ledger_not_attributed_generation_tokens_total",
+        "vllm_ledger_requests_aborted_total",
+        "vllm_ledger_window_attributed_input_tokens",
+        "vllm_ledger_window_attributed_output_tokens",
+    }
+    by_key = [t["expr"] for t in panels["Tokens per second by key"]["targets"]]
+    assert by_key == [
+        'sum by (key) (rate(vllm_ledger_attributed_prompt_tokens_total{instance=~"$host:[0-9]+"}'
+        "[5m]))",
+        "sum by (key) (rate(vllm_ledger_attributed_generation_tokens_total"
+        '{instance=~"$host:[0-9]+"}[5m]))',
+    ]
+    today = panels["Input tokens today by key"]["targets"][0]["expr"]
+    assert 'window="today",by="key"' in today and today.startswith("sum by (key) (")
+    reasons = [t["expr"] for t in panels["Not attributed, by reason"]["targets"]]
+    assert all(e.startswith("sum by (reason) (rate(") for e in reasons)
+    assert "user" not in json.dumps(whose)  # the user label is off by default: no panel reads it
+
+
 def test_every_expression_parses(tmp_path: Path) -> None:
     """promtool parses each dashboard expression, its variables set as Grafana sets them (one
     value, several, all), as a recording rule."""
@@ -580,6 +622,16 @@ def _exporter_names(tmp_path: Path) -> set[str]:
     gpu = GpuReading(0, "GPU-x", "H200", 300.0, 50.0, 10, 100, 60.0)
     names = set()
     for fam in families(report, [gpu]):
+        for s in fam.samples:
+            names.add(s.name)
+    # Whose tokens: a real exporter read of a ledger with credits (and a cut stream).
+    calls = [
+        Call(t0 + 5, "team-a", "tiny", prompt=40, gen=7, cached=16),
+        Call(t0 + 9, "team-a", "tiny", prompt=3, gen=1, aborted=True),
+    ]
+    write_credited_ledger(tmp_path / "w", "r1", start_ts=t0, end_ts=t0 + 60, calls=calls)
+    collector = LedgerCollector([tmp_path / "w"], tz="UTC", clock=lambda: t0 + 61)
+    for fam in collector.collect():
         for s in fam.samples:
             names.add(s.name)
     return names

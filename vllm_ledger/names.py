@@ -119,6 +119,52 @@ LEDGER_GPU_UTILIZATION_PERCENT = "vllm_ledger_gpu_utilization_percent"
 LEDGER_GPU_MEMORY_USED_BYTES = "vllm_ledger_gpu_memory_used_bytes"
 LEDGER_GPU_MEMORY_TOTAL_BYTES = "vllm_ledger_gpu_memory_total_bytes"
 LEDGER_GPU_TEMPERATURE_CELSIUS = "vllm_ledger_gpu_temperature_celsius"
+# Whose tokens (docs/attribution.md, docs/observability.md#whose-tokens): restart-proof counters
+# per label set of ``ATTRIBUTION_LABELS`` (``exporter --attribution-labels``: key and adapter by
+# default), at most ``exporter --attribution-series`` sets, the rest under ``OTHER_VALUE``.
+LEDGER_ATTRIBUTED_PROMPT_TOKENS_TOTAL = "vllm_ledger_attributed_prompt_tokens_total"
+LEDGER_ATTRIBUTED_GENERATION_TOKENS_TOTAL = "vllm_ledger_attributed_generation_tokens_total"
+LEDGER_ATTRIBUTED_CACHED_TOKENS_TOTAL = "vllm_ledger_attributed_cached_tokens_total"
+LEDGER_ATTRIBUTED_REQUESTS_TOTAL = "vllm_ledger_attributed_requests_total"
+# Requests that ended without finishing (a cut stream), per label set: their tokens are not
+# attributed (reason ``aborted``).
+LEDGER_REQUESTS_ABORTED_TOTAL = "vllm_ledger_requests_aborted_total"
+# What no label set holds, per ``reason`` (``NOT_ATTRIBUTED_REASONS``).
+LEDGER_NOT_ATTRIBUTED_PROMPT_TOKENS_TOTAL = "vllm_ledger_not_attributed_prompt_tokens_total"
+LEDGER_NOT_ATTRIBUTED_GENERATION_TOKENS_TOTAL = "vllm_ledger_not_attributed_generation_tokens_total"
+LEDGER_NOT_ATTRIBUTED_CACHED_TOKENS_TOTAL = "vllm_ledger_not_attributed_cached_tokens_total"
+LEDGER_NOT_ATTRIBUTED_REQUESTS_TOTAL = "vllm_ledger_not_attributed_requests_total"
+# Requests the attribution middleware could not tag because of a fault of its own.
+LEDGER_ATTRIBUTION_FAULTS_TOTAL = "vllm_ledger_attribution_faults_total"
+# Label sets served under OTHER_VALUE because the series bound was reached (a gauge).
+LEDGER_ATTRIBUTION_SETS_FOLDED = "vllm_ledger_attribution_label_sets_folded"
+# Window figures by one label (``by``: key, adapter, ...; the value in the label of that name),
+# at most ``--attribution-series`` values per window and label, the rest under OTHER_VALUE;
+# and what is not attributed per window and reason. ``fleet --by key`` sums them.
+LEDGER_WINDOW_ATTRIBUTED_INPUT_TOKENS = "vllm_ledger_window_attributed_input_tokens"
+LEDGER_WINDOW_ATTRIBUTED_OUTPUT_TOKENS = "vllm_ledger_window_attributed_output_tokens"
+LEDGER_WINDOW_ATTRIBUTED_CACHED_TOKENS = "vllm_ledger_window_attributed_cached_tokens"
+LEDGER_WINDOW_ATTRIBUTED_REQUESTS = "vllm_ledger_window_attributed_requests"
+LEDGER_WINDOW_NOT_ATTRIBUTED_INPUT_TOKENS = "vllm_ledger_window_not_attributed_input_tokens"
+LEDGER_WINDOW_NOT_ATTRIBUTED_OUTPUT_TOKENS = "vllm_ledger_window_not_attributed_output_tokens"
+LEDGER_WINDOW_NOT_ATTRIBUTED_CACHED_TOKENS = "vllm_ledger_window_not_attributed_cached_tokens"
+LEDGER_WINDOW_NOT_ATTRIBUTED_REQUESTS = "vllm_ledger_window_not_attributed_requests"
+LEDGER_WINDOW_REQUESTS_ABORTED = "vllm_ledger_window_requests_aborted"
+# Their labels: one per attribution dimension (as ``report --by`` names it), and ``by``.
+KEY_LABEL = "key"
+ADAPTER_LABEL = "adapter"
+USER_LABEL = "user"
+TENANT_LABEL = "tenant"
+BY_LABEL = "by"
+ATTRIBUTION_LABELS: tuple[str, ...] = (KEY_LABEL, ADAPTER_LABEL, USER_LABEL, TENANT_LABEL)
+# The label sets served by default: a user (or tenant) label can hold one value per end user,
+# a series each (cardinality), so it is served only when asked for.
+DEFAULT_ATTRIBUTION_LABELS: tuple[str, ...] = (KEY_LABEL, ADAPTER_LABEL)
+DEFAULT_ATTRIBUTION_SERIES = 100
+NOT_ATTRIBUTED_REASONS: tuple[str, ...] = ("untagged", "ambiguous", "copies", "aborted")
+OTHER_VALUE = "other"  # values folded past a bound (the writer's per hour, the exporter's)
+NONE_VALUE = "(none)"  # a request that named none (no bearer key, no user, ...)
+
 # Read by ``advise`` from an exporter that serves it; this exporter's NVML gauges do not.
 LEDGER_GPU_POWER_LIMIT_WATTS = "vllm_ledger_gpu_power_limit_watts"
 

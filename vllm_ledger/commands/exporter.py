@@ -9,15 +9,23 @@ from vllm_ledger.commands._common import (
     add_roots,
     add_tz,
     listen,
+    number,
     port,
     roots_of,
     service_logging,
     text,
+    typed,
     zone_of,
 )
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.names import LEDGER_GENERATION_TOKENS_TOTAL
+from vllm_ledger.names import (
+    DEFAULT_ATTRIBUTION_LABELS,
+    DEFAULT_ATTRIBUTION_SERIES,
+    LEDGER_GENERATION_TOKENS_TOTAL,
+    OTHER_VALUE,
+)
 from vllm_ledger.observe.exporter import serve
+from vllm_ledger.observe.whose import AttributionConfig, parse_labels
 from vllm_ledger.units import Address
 
 NAME = "exporter"
@@ -25,6 +33,7 @@ HELP = "serve restart-proof token counters, windows, coverage and GPU readings o
 EPILOG = f"""example:
   vllm-ledger exporter --root /srv/artifacts/usage --listen 0.0.0.0:9464
   curl -s http://127.0.0.1:9464/metrics | grep '^{LEDGER_GENERATION_TOKENS_TOTAL}'
+  vllm-ledger exporter --root /srv/artifacts/usage --attribution-labels key,adapter,user
 exit status: serves until stopped (130 after Ctrl-C; 0 if the server ever returns), 2 a bad
 flag or an address it cannot listen on
 """
@@ -57,6 +66,26 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     add_tz(p, "the 'today' window")
     p.add_argument("--no-gpu", action="store_true", help="do not read GPUs through NVML")
+    p.add_argument(
+        "--attribution-labels",
+        type=typed("--attribution-labels", parse_labels),
+        default=DEFAULT_ATTRIBUTION_LABELS,
+        metavar="LABELS",
+        help="the labels of the whose-tokens series, some of key,adapter,user,tenant (default "
+        f"{','.join(DEFAULT_ATTRIBUTION_LABELS)}). user and tenant are off unless named: each end "
+        "user is a series of its own, and a label with one value per user can make Prometheus "
+        "hold millions of series (cardinality); report --by user reads them from the ledger "
+        "(docs/observability.md#whose-tokens)",
+    )
+    p.add_argument(
+        "--attribution-series",
+        type=number("--attribution-series", 1, 100_000, "100", integer=True),
+        default=DEFAULT_ATTRIBUTION_SERIES,
+        metavar="N",
+        help=f"the most label sets each whose-tokens counter serves, and values each window "
+        f"serves per label (default {DEFAULT_ATTRIBUTION_SERIES}); the rest are served as "
+        f"'{OTHER_VALUE}'",
+    )
 
 
 def address_of(args: argparse.Namespace) -> Address:
@@ -83,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
             tz=zone.name,
             tz_origin=zone.origin,
             gpu=not args.no_gpu,
+            attribution=AttributionConfig(args.attribution_labels, int(args.attribution_series)),
         )
     except BadArgument as exc:
         if exc.argument != "address":

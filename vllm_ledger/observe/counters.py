@@ -20,7 +20,9 @@ counts it has seen, and the counters serve the sum of those:
 Each file carries its label pair (``Labels``: the instance as ``report --by instance`` names it,
 the served model names as ``report --by model`` does), remembered with its counts, so whatever
 is held is held in its own pair's series (``Held.by_labels``): every pair's counts never go
-down either, and the pairs add up to ``Held.counts``.
+down either, and the pairs add up to ``Held.counts``. A file may instead carry several label
+sets, each with its counts (``FileCounts.parts``: whose tokens, per key and adapter), each held
+the same way; a memory counts ``width`` figures per label set (``COUNT_NAMES`` by default).
 
 Memory is a few numbers per file, for at most ``MAX_TRACKED_FILES`` files. Past that, the runs
 whose last proof is oldest are folded into one total per run (their files forgotten, about 200
@@ -40,8 +42,9 @@ from vllm_ledger import figures
 COUNT_NAMES: tuple[str, ...] = figures.names()
 Counts = tuple[int, ...]  # one figure per COUNT_NAMES, in that order
 ZERO: Counts = (0,) * len(COUNT_NAMES)
-# (ledger_instance, model_name): as ``report --by instance`` and ``--by model`` name them.
-Labels = tuple[str, str]
+# (ledger_instance, model_name): as ``report --by instance`` and ``--by model`` name them; or
+# any tuple of label values a memory's files carry (``FileCounts.parts``).
+Labels = tuple[str, ...]
 NO_LABELS: Labels = ("", "")
 
 HoldReason = Literal["vanished", "unreadable", "shrank"]
@@ -63,6 +66,17 @@ class FileCounts:
     first_ts: float | None = None
     last_ts: float | None = None
     labels: Labels = NO_LABELS
+    # The file's counts per label set, when it carries several (``counts``/``labels`` unused).
+    parts: tuple[tuple[Labels, Counts], ...] | None = None
+
+    def rows(self) -> dict[Labels, Counts]:
+        """The file's counts per label set."""
+        if self.parts is None:
+            return {self.labels: self.counts}
+        out: dict[Labels, Counts] = {}
+        for labels, counts in self.parts:
+            out[labels] = _sum((out.get(labels, ()), counts))
+        return out
 
 
 @dataclass(frozen=True)
@@ -114,15 +128,22 @@ class Held:
         return self.counts[COUNT_NAMES.index(name)]
 
 
-EMPTY = Held(ZERO, dict.fromkeys(HOLD_REASONS, 0), (), 0, 0)
+def _zero(width: int) -> Counts:
+    return (0,) * width
+
+
+def _empty(width: int) -> Held:
+    return Held(_zero(width), dict.fromkeys(HOLD_REASONS, 0), (), 0, 0)
+
+
+EMPTY = _empty(len(COUNT_NAMES))
 
 
 class _File:
-    __slots__ = ("counts", "labels", "reason")
+    __slots__ = ("by_labels", "reason")
 
-    def __init__(self, counts: Counts, labels: Labels) -> None:
-        self.counts = counts  # the largest seen, field by field
-        self.labels = labels
+    def __init__(self, by_labels: dict[Labels, Counts]) -> None:
+        self.by_labels = by_labels  # per label set, the largest seen, field by field
         self.reason: HoldReason | None = None  # why it is held now, None when read in full
 
 
@@ -140,7 +161,7 @@ class _Run:
     def by_labels(self) -> dict[Labels, Counts]:
         if self.folded is not None:
             return self.folded
-        return _by_labels((f.labels, f.counts) for f in self.files.values())
+        return _by_labels(item for f in self.files.values() for item in f.by_labels.items())
 
     def total(self) -> Counts:
         return _sum(self.by_labels().values())
@@ -149,28 +170,41 @@ class _Run:
 def _by_labels(many: Iterable[tuple[Labels, Counts]]) -> dict[Labels, Counts]:
     out: dict[Labels, Counts] = {}
     for labels, counts in many:
-        out[labels] = _sum((out.get(labels, ZERO), counts))
+        out[labels] = _sum((out.get(labels, ()), counts))
     return out
 
 
 def _sum(many: Iterable[Counts]) -> Counts:
-    total = list(ZERO)
+    """Field by field; an empty tuple counts as zeros of any width."""
+    total: list[int] = []
     for counts in many:
+        if len(total) < len(counts):
+            total.extend([0] * (len(counts) - len(total)))
         for i, v in enumerate(counts):
             total[i] += v
     return tuple(total)
 
 
 def _max(x: Counts, y: Counts) -> Counts:
+    if not x or not y:
+        return x or y
     return tuple(max(a, b) for a, b in zip(x, y, strict=True))
 
 
 def _max_by_labels(x: dict[Labels, Counts], y: dict[Labels, Counts]) -> dict[Labels, Counts]:
-    return {k: _max(x.get(k, ZERO), y.get(k, ZERO)) for k in sorted({*x, *y})}
+    return {k: _max(x.get(k, ()), y.get(k, ())) for k in sorted({*x, *y})}
 
 
 def _below(now: Counts, held: Counts) -> bool:
+    if not held:
+        return False
+    if not now:
+        return any(held)
     return any(n < h for n, h in zip(now, held, strict=True))
+
+
+def _below_by_labels(now: dict[Labels, Counts], held: dict[Labels, Counts]) -> bool:
+    return any(_below(now.get(k, ()), c) for k, c in held.items())
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:
@@ -184,11 +218,12 @@ def _latest(a: float | None, b: float | None) -> float | None:
 class CounterMemory:
     """The largest counts seen per ledger file, across the reads of one exporter process."""
 
-    def __init__(self, max_files: int = MAX_TRACKED_FILES) -> None:
+    def __init__(self, max_files: int = MAX_TRACKED_FILES, width: int = len(COUNT_NAMES)) -> None:
         self.max_files = max_files
+        self.width = width  # figures per label set
         self._runs: dict[str, _Run] = {}
         self._tracked = 0
-        self.last: Held = EMPTY
+        self.last: Held = EMPTY if width == len(COUNT_NAMES) else _empty(width)
 
     def observe(self, seen: Sighting) -> Held:
         """Take one read in; return what the counters serve now."""
@@ -204,22 +239,23 @@ class CounterMemory:
                 run.first_ts = _earliest(run.first_ts, f.first_ts)
                 run.last_ts = _latest(run.last_ts, f.last_ts)
             if run.folded is not None:
-                now = _by_labels((f.labels, f.counts) for f in files.values())
-                shrank = any(_below(now.get(k, ZERO), c) for k, c in run.folded.items())
+                now = _by_labels(item for f in files.values() for item in f.rows().items())
+                shrank = _below_by_labels(now, run.folded)
                 run.folded_reason = "shrank" if shrank else None
                 run.folded = _max_by_labels(run.folded, now)
                 continue
             for key, f in files.items():
                 memo = run.files.get(key)
+                rows = f.rows()
                 if memo is None:
-                    run.files[key] = _File(f.counts, f.labels)
+                    run.files[key] = _File(rows)
                     self._tracked += 1
                     continue
-                shrank = _below(f.counts, memo.counts)
+                shrank = _below_by_labels(rows, memo.by_labels)
                 if shrank and memo.reason != "shrank":
                     newly_shrank.append((run_id, *key))
                 memo.reason = "shrank" if shrank else None
-                memo.counts = _max(memo.counts, f.counts)
+                memo.by_labels = _max_by_labels(memo.by_labels, rows)
 
         held = dict.fromkeys(HOLD_REASONS, 0)
         vanished: list[VanishedRun] = []
@@ -264,7 +300,7 @@ class CounterMemory:
             item for run in self._runs.values() for item in run.by_labels().items()
         )
         self.last = Held(
-            counts=_sum(by_labels.values()),
+            counts=_sum((_zero(self.width), *by_labels.values())),
             files_held=held,
             vanished_runs=tuple(sorted(vanished, key=lambda v: v.run_id)),
             tracked_files=self._tracked,

@@ -1,6 +1,6 @@
 """The Grafana dashboard: three rows (now, experience, headroom), the GPUs, the ledger per
-instance and the fleet, filtered by template variables and importable through Grafana's import
-form.
+instance, whose tokens (by key and adapter, and what is not attributed) and the fleet, filtered
+by template variables and importable through Grafana's import form.
 
 Pure: ``dashboard()`` returns the dashboard JSON model (schemaVersion 39, which Grafana 10.3 to
 11 load as is). Every target queries metric names the pinned vLLM 0.32 really exports, DCGM's,
@@ -35,6 +35,8 @@ from vllm_ledger.names import (
     DCGM_GPU_TEMP,
     DCGM_GPU_UTIL,
     DCGM_POWER_USAGE,
+    LEDGER_ATTRIBUTED_GENERATION_TOKENS_TOTAL,
+    LEDGER_ATTRIBUTED_PROMPT_TOKENS_TOTAL,
     LEDGER_CACHED_TOKENS_TOTAL,
     LEDGER_GENERATION_TOKENS_TOTAL,
     LEDGER_GPU_MEMORY_TOTAL_BYTES,
@@ -43,7 +45,12 @@ from vllm_ledger.names import (
     LEDGER_GPU_TEMPERATURE_CELSIUS,
     LEDGER_GPU_UTILIZATION_PERCENT,
     LEDGER_INSTANCE_LABEL,
+    LEDGER_NOT_ATTRIBUTED_GENERATION_TOKENS_TOTAL,
+    LEDGER_NOT_ATTRIBUTED_PROMPT_TOKENS_TOTAL,
     LEDGER_PROMPT_TOKENS_TOTAL,
+    LEDGER_REQUESTS_ABORTED_TOTAL,
+    LEDGER_WINDOW_ATTRIBUTED_INPUT_TOKENS,
+    LEDGER_WINDOW_ATTRIBUTED_OUTPUT_TOKENS,
     LEDGER_WINDOW_CACHED_TOKENS,
     LEDGER_WINDOW_COMPLETE,
     LEDGER_WINDOW_INPUT_TOKENS,
@@ -130,6 +137,15 @@ def _mean_per_request(hist: str) -> str:
 
 def _window_sum(figure: str, window: str) -> str:
     return f'sum({figure}{{window="{window}",{LM}}})'
+
+
+def _rate_by(label: str, counter: str) -> str:
+    """A counter of the exporter's whose tokens per second, summed by ``label``, per host."""
+    return f"sum by ({label}) (rate({counter}{{{G}}}[5m]))"
+
+
+def _today_by_key(gauge: str) -> str:
+    return f'sum by (key) ({gauge}{{window="today",by="key",{G}}})'
 
 
 def _per_host(expr: str) -> str:
@@ -488,6 +504,103 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 ],
                 24,
                 "Throughput that survives vLLM restarts (the exporter's counters never go down).",
+            ),
+        ],
+    ),
+    (
+        "Whose tokens: by key / adapter (per host)",
+        [
+            Panel(
+                "Tokens per second by key",
+                "timeseries",
+                TOKENS_PER_S,
+                [
+                    (
+                        _rate_by("key", LEDGER_ATTRIBUTED_PROMPT_TOKENS_TOTAL),
+                        "{{key}} prompt",
+                    ),
+                    (
+                        _rate_by("key", LEDGER_ATTRIBUTED_GENERATION_TOKENS_TOTAL),
+                        "{{key}} generated",
+                    ),
+                ],
+                12,
+                "Tokens credited to each API key (an operator's name, or key: and 8 hex of a "
+                "keyed hash; never the key) as finished requests, from the exporter's "
+                "restart-proof counters. (none): requests without a bearer key; other: keys "
+                "past the series bound (docs/observability.md#whose-tokens).",
+            ),
+            Panel(
+                "Tokens per second by adapter",
+                "timeseries",
+                TOKENS_PER_S,
+                [
+                    (
+                        _rate_by("adapter", LEDGER_ATTRIBUTED_PROMPT_TOKENS_TOTAL),
+                        "{{adapter}} prompt",
+                    ),
+                    (
+                        _rate_by("adapter", LEDGER_ATTRIBUTED_GENERATION_TOKENS_TOTAL),
+                        "{{adapter}} generated",
+                    ),
+                ],
+                12,
+                "Tokens per served model name or LoRA adapter, as each request's body named it.",
+            ),
+            Panel(
+                "Not attributed, by reason",
+                "timeseries",
+                TOKENS_PER_S,
+                [
+                    (
+                        _rate_by("reason", LEDGER_NOT_ATTRIBUTED_PROMPT_TOKENS_TOTAL),
+                        "{{reason}} prompt",
+                    ),
+                    (
+                        _rate_by("reason", LEDGER_NOT_ATTRIBUTED_GENERATION_TOKENS_TOTAL),
+                        "{{reason}} generated",
+                    ),
+                ],
+                12,
+                "Tokens no key holds: untagged (no tag named the request), ambiguous (a request "
+                "id two requests held at once), copies (the prompt again of n > 1 sampling), "
+                "aborted (cut streams, requests still running, the rest). docs/attribution.md.",
+            ),
+            Panel(
+                "Requests aborted per second by key",
+                "timeseries",
+                "reqps",
+                [
+                    (_rate_by("key", LEDGER_REQUESTS_ABORTED_TOTAL), "{{key}}"),
+                ],
+                12,
+                "Requests that ended without finishing (a client that cut its stream): their "
+                "tokens are in 'not attributed, aborted'.",
+            ),
+            Panel(
+                "Input tokens today by key",
+                "bargauge",
+                "short",
+                [
+                    (
+                        _today_by_key(LEDGER_WINDOW_ATTRIBUTED_INPUT_TOKENS),
+                        "{{key}}",
+                    ),
+                ],
+                12,
+                "As report --by key says for today, summed over the selected hosts.",
+            ),
+            Panel(
+                "Output tokens today by key",
+                "bargauge",
+                "short",
+                [
+                    (
+                        _today_by_key(LEDGER_WINDOW_ATTRIBUTED_OUTPUT_TOKENS),
+                        "{{key}}",
+                    ),
+                ],
+                12,
             ),
         ],
     ),

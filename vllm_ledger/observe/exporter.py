@@ -18,7 +18,10 @@ and serves (docs/fleet.md has the table of every metric and label):
   (the series without ``ledger_instance``);
 - coverage gauges per vLLM instance (``ledger_instance``): writers expected and alive in the
   instance's current run, and writers per state;
-- GPU gauges from NVML (``observe.gpu``) where a GPU is present.
+- GPU gauges from NVML (``observe.gpu``) where a GPU is present;
+- whose tokens (``observe.whose``): restart-proof counters per key and adapter (the user and
+  tenant labels only when asked for: ``--attribution-labels``), what is not attributed by
+  reason, and window figures by each label, bounded to ``--attribution-series`` label sets.
 
 The counters never go down while the exporter runs (``observe.counters``): each ledger file's
 largest counts are remembered, so a run folder that is archived or moved away keeps its
@@ -94,6 +97,14 @@ from vllm_ledger.observe.counters import (
 )
 from vllm_ledger.observe.gpu import GpuReader, GpuReading
 from vllm_ledger.observe.server import MAX_CONNECTIONS, REQUEST_DEADLINE_S, MetricsServer
+from vllm_ledger.observe.whose import (
+    WIDTH,
+    AttributionConfig,
+    SeriesBound,
+    attribution_families,
+    attribution_sighting,
+    whose_windows,
+)
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.report import (
     Report,
@@ -103,6 +114,7 @@ from vllm_ledger.read.report import (
     resolve_tz,
 )
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
+from vllm_ledger.read.whose import WhoseWindow
 from vllm_ledger.read.windows import Window
 
 WRITER_STATES = ("alive", "closed", "stale", "crashed", "missing")
@@ -178,8 +190,8 @@ def pair_rows(ledgers: LedgerSet, report: Report) -> tuple[PairRow, ...]:
     groups: dict[Labels, list[LedgerSnapshot]] = {}
     for s in ledgers.snapshots:
         if s.ok:
-            labels = (s.instance.key, model_key(s.instance.served_model_names))
-            groups.setdefault(labels, []).append(s)
+            pair: Labels = (s.instance.key, model_key(s.instance.served_model_names))
+            groups.setdefault(pair, []).append(s)
     out: list[PairRow] = []
     for labels in sorted(groups):
         row = rows.get(labels[0])
@@ -501,6 +513,7 @@ class LedgerCollector:
         monotonic: Callable[[], float] = time.monotonic,
         say: Callable[[str], None] = _say,
         memory: CounterMemory | None = None,
+        attribution: AttributionConfig | None = None,
     ) -> None:
         self.roots = list(roots)
         self.tz = tz
@@ -510,6 +523,11 @@ class LedgerCollector:
         self.monotonic = monotonic
         self.say = say
         self.memory = memory if memory is not None else CounterMemory()
+        # Whose tokens: the credits per label set, remembered per file as the counts are.
+        self.attribution = attribution if attribution is not None else AttributionConfig()
+        self.attr_memory = CounterMemory(width=WIDTH)
+        self.bound = SeriesBound(self.attribution.max_series)
+        self._whose: dict[str, tuple[WhoseWindow, ...]] | None = None
         self._cached: tuple[float, list[Any]] | None = None
         self._lock = threading.Lock()  # concurrent scrapes share one read
         self._last_error: str | None = None
@@ -520,7 +538,11 @@ class LedgerCollector:
             report = build_report(ledgers, tz=self.tz, by="instance")
             pairs = pair_rows(ledgers, report)
             seen = sighting(ledgers, report)
+            labels = self.attribution.labels
+            attr_seen = attribution_sighting(ledgers, report, labels, seen)
+            self._whose = whose_windows(ledgers, report, labels)
         held = self.memory.observe(seen)
+        self.attr_memory.observe(attr_seen)
         self._say_changes(held)
         return report, pairs, held
 
@@ -543,6 +565,7 @@ class LedgerCollector:
         report: Report | None
         pairs: tuple[PairRow, ...] = ()
         held = self.memory.last
+        self._whose = None
         try:
             report, pairs, held = self._read()
         except Exception as exc:  # any failure is report_ok 0, never an HTTP 500
@@ -555,7 +578,16 @@ class LedgerCollector:
             self._last_error = None
         took = self.monotonic() - started
         gpus = self.gpu.read() if self.gpu is not None else []
-        return families(report, gpus, pairs=pairs, report_seconds=took, held=held)
+        out = families(report, gpus, pairs=pairs, report_seconds=took, held=held)
+        attr = self.attr_memory.last
+        counted = report is not None or attr.tracked_files or attr.folded_runs
+        whose = self._whose if report is not None else None
+        out.extend(
+            attribution_families(
+                _client(), self.attribution, attr if counted else None, self.bound, whose
+            )
+        )
+        return out
 
     def collect(self) -> Iterator[Any]:
         with self._lock:
@@ -616,13 +648,15 @@ def serve(
     tz_origin: str = "",
     gpu: bool = True,
     say: Callable[[str], None] = _say,
+    attribution: AttributionConfig | None = None,
 ) -> None:
     """Serve /metrics until interrupted (the ``vllm-ledger exporter`` command). ``tz`` is the
     zone chosen once at start, and ``tz_origin`` where it came from (``from --tz``, ...)."""
     _client()
     reader = GpuReader(say=say) if gpu else None
     try:
-        server = start(LedgerCollector(roots, tz=tz, gpu=reader, say=say), host=host, port=port)
+        collector = LedgerCollector(roots, tz=tz, gpu=reader, say=say, attribution=attribution)
+        server = start(collector, host=host, port=port)
         if reader is not None:
             reader.read()  # NVML's absence is said once, at start (a scrape may beat us to it)
         zone = f"{tz}, {printable(tz_origin)}" if tz_origin else tz
