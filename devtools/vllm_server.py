@@ -40,7 +40,7 @@ def vllm_executable() -> list[str]:
 class VllmServer:
     model: Path
     port: int = field(default_factory=free_port)
-    served_name: str = "tiny"
+    served_name: str | tuple[str, ...] = "tiny"  # a tuple: several names for one model
     extra_args: Sequence[str] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     pythonpath: Sequence[Path] = ()
@@ -61,7 +61,7 @@ class VllmServer:
             "--port",
             str(self.port),
             "--served-model-name",
-            self.served_name,
+            *((self.served_name,) if isinstance(self.served_name, str) else self.served_name),
             "--dtype",
             "float32",
             "--enforce-eager",

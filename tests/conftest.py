@@ -47,7 +47,7 @@ def vllm_server(tiny_model: Path, plugin_bundle: Path, tmp_path: Path) -> Iterat
         *,
         extra_args: tuple[str, ...] = (),
         ledger: bool = True,
-        served_name: str = "tiny",
+        served_name: str | tuple[str, ...] = "tiny",
         env: dict[str, str] | None = None,
         port: int | None = None,
     ) -> VllmServer:
