@@ -13,7 +13,11 @@ Prometheus scraping both every second and remote-writing to a real VictoriaMetri
 - one exporter scraped under two ``instance`` spellings (``127.0.0.1:PORT``, ``localhost:PORT``)
   with one ``host`` label is counted once, its root's own report to the token, and named;
 - in a real VictoriaMetrics, one exporter's scrape written under two ``replica`` labels is taken
-  once, and a copy with a different value is named as a conflict.
+  once, and a copy with a different value is named as a conflict;
+- ``fleet --by key`` (and ``--by adapter``): each key's requests summed across two hosts to the
+  token, in Prometheus and in VictoriaMetrics, a host scraped by two jobs counted once, the rows
+  and the not-attributed row adding up to the fleet's total, a stopped host named and its keys'
+  tokens no longer summed.
 
 Every process is started here, on 127.0.0.1, and stopped by pid. About 30-60 s on 2 cores for
 the first test, 15-30 s for each of the others.
@@ -36,6 +40,7 @@ import pytest
 
 from devtools.vllm_server import free_port
 from tests.conftest import REPO, run_cli
+from tests.credited_ledgers import Call, write_credited_ledger
 from tests.e2e.prom import Prometheus, VictoriaMetrics
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.formats.fleet import fleet_dict
@@ -445,3 +450,151 @@ def test_replicas_in_victoria_metrics_taken_once_or_named_as_a_conflict(
         assert "  y:9464: conflict: vllm_ledger_window_input_tokens{" in out
     finally:
         vm.stop()
+
+
+# ---- fleet --by key: whose tokens across hosts -----------------------------------------------
+
+KEY_FIGURES = ("input", "output", "cached", "requests")
+
+
+def _whose_hosts(root_a: Path, root_b: Path, t0: int) -> dict[str, list[Call]]:
+    """Host A: team-a and a hashed key on "tiny", one untagged request, one cut stream; host B:
+    team-a again on an adapter, and a request without a key. Closed ledgers, written by the real
+    Recorder and tag book (nothing moves while the test runs)."""
+    a = [
+        Call(t0 + 10, "team-a", "tiny", "alice", prompt=120, gen=30, cached=64),
+        Call(t0 + 20, "key:1a2b3c4d", "tiny", prompt=40, gen=9),
+        Call(t0 + 30, prompt=5, gen=1, untagged=True),
+        Call(t0 + 40, "team-a", "tiny", "alice", prompt=20, gen=2, aborted=True),
+    ]
+    b = [
+        Call(t0 + 15, "team-a", "tiny-b", "bob", prompt=1000, gen=200, cached=500),
+        Call(t0 + 25, "", "tiny", prompt=33, gen=11),
+    ]
+    write_credited_ledger(root_a, "a1", start_ts=t0, end_ts=t0 + 100, calls=a)
+    write_credited_ledger(root_b, "b1", start_ts=t0, end_ts=t0 + 100, calls=b, port=8001)
+    return {"a": a, "b": b}
+
+
+def _want_rows(calls: list[Call], t0: int) -> dict[str, dict[str, dict[str, int]]]:
+    """Per key, per window: the finished calls' figures (the windows' starts in UTC)."""
+    now = time.time()
+    starts = {
+        "today": now - now % 86400,
+        "24h": now - 86400,
+        "3d": now - 3 * 86400,
+        "7d": now - 7 * 86400,
+        "total": 0.0,
+    }
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for c in calls:
+        if c.aborted or c.untagged:
+            continue
+        key = c.key or "(none)"
+        for w, start in starts.items():
+            got = out.setdefault(key, {}).setdefault(w, dict.fromkeys(KEY_FIGURES, 0))
+            if c.ts >= start:
+                for k, v in zip(KEY_FIGURES, (c.prompt, c.gen, c.cached, 1), strict=True):
+                    got[k] += v
+    return out
+
+
+def _fleet_by(url: str, by: str = "key") -> tuple[int, dict[str, Any]]:
+    code, out, err = run_cli(
+        "fleet", "--prometheus", url, "--by", by, "--json", "--stale-after", "15"
+    )
+    assert code in (0, 1), err
+    doc: dict[str, Any] = json.loads(out)
+    return code, doc
+
+
+def test_fleet_by_key_sums_each_hosts_rows_in_prometheus_and_victoria_metrics(
+    tmp_path: Path, exporters: Callable[[Path], tuple[int, subprocess.Popen[bytes]]]
+) -> None:
+    """Two hosts' exporters, Prometheus scraping both (host A twice, under a second job) and
+    remote-writing to VictoriaMetrics: ``fleet --by key`` is each key's calls summed across the
+    hosts, to the token, in both stores; host A once; the rows and the not-attributed row add up
+    to the fleet's total; one exporter stopped, its host is named and its keys' tokens leave."""
+    started = time.monotonic()
+    t0 = int(time.time()) - 900
+    root_a, root_b = tmp_path / "host-a", tmp_path / "host-b"
+    calls = _whose_hosts(root_a, root_b, t0)
+    port_a, _proc_a = exporters(root_a)
+    port_b, proc_b = exporters(root_b)
+    host_a, host_b = f"127.0.0.1:{port_a}", f"127.0.0.1:{port_b}"
+    vm = VictoriaMetrics(tmp_path / "vm", tmp_path / "vm.log").start()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: vllm-ledger\n    static_configs:\n"
+        f"      - targets: ['{host_a}', '{host_b}']\n"
+        "  - job_name: federate\n    static_configs:\n"  # host A scraped a second time
+        f"      - targets: ['{host_a}']\n"
+        f"remote_write:\n  - url: {vm.write_url}\n"
+        "    queue_config:\n      batch_send_deadline: 1s\n      max_shards: 1\n"
+    )
+    prom = Prometheus(config, tmp_path / "tsdb", tmp_path / "prometheus.log")
+    want = _want_rows([*calls["a"], *calls["b"]], t0)
+    assert want["team-a"]["total"] == {"input": 1120, "output": 230, "cached": 564, "requests": 2}
+    try:
+        prom.start()
+        wait_for("both exporters serve /metrics", lambda: _up(port_a) and _up(port_b))
+        for store in (prom.url, vm.url):
+
+            def both_in(store: str = store) -> tuple[int, dict[str, Any]] | None:
+                code, doc = _fleet_by(store)
+                states = {h: v["state"] for h, v in doc["hosts"].items()}
+                ok = states == {host_a: "ok", host_b: "ok"}
+                twice = doc["by"]["duplicates"] > 0 or store == vm.url
+                return (code, doc) if ok and twice and doc["by"]["rows"] else None
+
+            code, doc = wait_for(f"both hosts' rows in {store}", both_in)
+            by = doc["by"]
+            # The closed ledgers leave their windows uncovered since: the fleet says so, and
+            # no host is named for its rows.
+            assert by["incomplete"] == [], by["incomplete"]
+            assert by["complete"] == doc["complete"] and code == (
+                0 if all(by["complete"].values()) else 1
+            )
+            got = {r["value"]: r["windows"] for r in by["rows"]}
+            assert got == want, store  # each key's calls, summed across hosts, once
+            assert {r["value"]: r["hosts"] for r in by["rows"]} == {
+                "team-a": sorted([host_a, host_b]),
+                "key:1a2b3c4d": [host_a],
+                "(none)": [host_b],
+            }
+            rest = by["not_attributed"]["total"]
+            assert rest["reasons"]["untagged"] == {"input": 5, "output": 1, "cached": 0,
+                                                   "requests": 1}  # fmt: skip
+            assert rest["reasons"]["aborted"]["input"] == 20  # the cut stream
+            assert rest["requests_aborted"] == 1
+            for w in WINDOWS:
+                for k in KEY_FIGURES:
+                    rows = sum(r["windows"][w][k] for r in by["rows"])
+                    whole = doc["total"][w][k]
+                    assert rows + by["not_attributed"][w][k] == whole, (store, w, k)
+            assert doc["total"]["total"]["input"] == 120 + 40 + 5 + 20 + 1000 + 33
+            code, out, _err = run_cli("fleet", "--prometheus", store, "--by", "adapter")
+            print(f"\n$ vllm-ledger fleet --prometheus {store} --by adapter\n{out}")
+            assert "by adapter (input/output tokens)" in out and "  tiny-b " in out
+
+        # Host B's exporter stops: its host is named, its keys' tokens are no longer summed.
+        _stop(proc_b)
+        for store in (prom.url, vm.url):
+
+            def b_missing(store: str = store) -> tuple[int, dict[str, Any]] | None:
+                code, doc = _fleet_by(store)
+                return (code, doc) if doc["hosts"][host_b]["state"] == "missing" else None
+
+            code, doc = wait_for(f"{host_b} missing in {store}", b_missing)
+            assert code == 1
+            assert doc["by"]["complete"] == dict.fromkeys(WINDOWS, False)
+            got = {r["value"]: r["windows"]["total"]["input"] for r in doc["by"]["rows"]}
+            assert got == {"team-a": 120, "key:1a2b3c4d": 40}
+            assert any(line.startswith(f"{host_b}: ") for line in doc["incomplete"])
+            code, out, _err = run_cli("fleet", "--prometheus", store, "--by", "key")
+            assert code == 1 and "\nINCOMPLETE:\n" in out and f"\n  {host_b}: " in out
+    finally:
+        prom.stop()
+        vm.stop()
+    print(f"\nfleet --by key e2e took {time.monotonic() - started:.1f} s")

@@ -8,6 +8,7 @@ import sys
 from vllm_ledger.commands._common import duration, text, url
 from vllm_ledger.formats.fleet import render_json, render_text
 from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, read_fleet
+from vllm_ledger.plan.fleet_whose import WHOSE_BY, read_fleet_whose
 from vllm_ledger.units import format_duration
 
 NAME = "fleet"
@@ -15,9 +16,11 @@ HELP = "every host's exporter windows from Prometheus: per host, per model, flee
 EPILOG = """example:
   vllm-ledger fleet --prometheus http://prometheus.lan:9090
   vllm-ledger fleet --prometheus http://victoria.lan:8428 --job vllm-ledger --stale-after 1m --json
+  vllm-ledger fleet --prometheus http://prometheus.lan:9090 --by key
 
 exit status: 0 when every window of the fleet is complete, 1 when a host is missing, stale,
-failing or incomplete (the hosts are named), 2 a bad flag or Prometheus could not be read
+failing or incomplete (the hosts are named; with --by also when a host's rows do not add up to
+its figures), 2 a bad flag or Prometheus could not be read
 """
 
 
@@ -52,12 +55,22 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="a host seen this far back and silent now is missing "
         f"(default {format_duration(LOOKBACK_S)})",
     )
+    p.add_argument(
+        "--by",
+        choices=WHOSE_BY,
+        help="whose tokens: each key's (adapter's, ...) windows summed across hosts, and what is "
+        "not attributed, from the exporters' rows by that label (user and tenant only where "
+        "the exporters serve them: exporter --attribution-labels; docs/fleet.md#whose-tokens)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    fleet = read_fleet(
-        args.prometheus, job=args.job, stale_after_s=args.stale_after, lookback_s=args.lookback
-    )
-    sys.stdout.write(render_json(fleet) if args.json else render_text(fleet))
-    return 0 if all(fleet.complete.values()) else 1
+    flags = {"job": args.job, "stale_after_s": args.stale_after, "lookback_s": args.lookback}
+    if args.by is None:
+        fleet, whose = read_fleet(args.prometheus, **flags), None
+    else:
+        fleet, whose = read_fleet_whose(args.prometheus, args.by, **flags)
+    sys.stdout.write(render_json(fleet, whose) if args.json else render_text(fleet, whose))
+    complete = whose.complete if whose is not None else fleet.complete
+    return 0 if all(complete.values()) and not (whose and whose.incomplete) else 1

@@ -10,6 +10,11 @@ escapes every control character itself.
 Both forms show every host (a missing one as ``[missing]`` with no figures, and its hint:
 ``[missing, clock ahead?]``), the duplicate series taken once, each conflict and refused value,
 one exporter seen under several ``instance`` spellings, and the notes (docs/fleet.md).
+
+With ``fleet --by key`` (``plan.fleet_whose.FleetWhose``) the table is the fleet's rows by that
+label instead of its hosts, then what is not attributed by reason, then the fleet's total; the
+JSON adds the rows under ``by``. Label values come from clients (a user id, a model name) or an
+operator's names file: shown through ``printable`` like host names.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from vllm_ledger.figures import json_figures
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import aligned
 from vllm_ledger.plan.fleet import WINDOW_NAMES, Figures, Fleet
+from vllm_ledger.plan.fleet_whose import REASONS, FleetWhose, Tokens
 
 
 def _r6(x: float | None) -> float | None:
@@ -122,11 +128,71 @@ def fleet_dict(fleet: Fleet) -> dict[str, Any]:
     }
 
 
-def render_json(fleet: Fleet) -> str:
-    return json.dumps(fleet_dict(fleet), indent=2, allow_nan=False) + "\n"
+def tokens_dict(t: Tokens) -> dict[str, int]:
+    """A window's tokens under the names of ``report --json``."""
+    return {
+        "input": t.input_tokens,
+        "output": t.output_tokens,
+        "cached": t.cached_tokens,
+        "requests": t.requests,
+    }
 
 
-def _row(label: str, figures: dict[str, Figures], marks: dict[str, bool] | None) -> list[str]:
+def whose_dict(whose: FleetWhose) -> dict[str, Any]:
+    """The rows by key (adapter, ...) of ``fleet --by key --json``: docs/fleet.md."""
+    return {
+        "by": whose.by,
+        "complete": dict(whose.complete),
+        "incomplete": list(whose.incomplete),
+        "rows": [
+            {
+                "value": r.value,
+                "hosts": list(r.hosts),
+                "windows": {w: tokens_dict(r.windows[w]) for w in WINDOW_NAMES},
+            }
+            for r in whose.rows
+        ],
+        "not_attributed": {
+            w: {
+                **tokens_dict(whose.not_attributed_total(w)),
+                "requests_aborted": whose.requests_aborted[w],
+                "reasons": {r: tokens_dict(whose.not_attributed[r][w]) for r in REASONS},
+            }
+            for w in WINDOW_NAMES
+        },
+        "duplicates": whose.duplicates,
+        "conflicts": [
+            {
+                "host": c.host,
+                "window": c.window,
+                "series": c.series,
+                "values": [_number(v) for v in c.values],
+            }
+            for c in whose.conflicts
+        ],
+        "refused": [
+            {
+                "host": r.host,
+                "window": r.window,
+                "series": r.series,
+                "value": _number(r.value),
+                "why": r.why,
+            }
+            for r in whose.refused
+        ],
+    }
+
+
+def render_json(fleet: Fleet, whose: FleetWhose | None = None) -> str:
+    doc = fleet_dict(fleet)
+    if whose is not None:
+        doc["by"] = whose_dict(whose)
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+
+
+def _row(
+    label: str, figures: dict[str, Figures] | dict[str, Tokens], marks: dict[str, bool] | None
+) -> list[str]:
     cells = [label]
     for w in WINDOW_NAMES:
         f = figures[w]
@@ -135,9 +201,8 @@ def _row(label: str, figures: dict[str, Figures], marks: dict[str, bool] | None)
     return cells
 
 
-def render_text(fleet: Fleet) -> str:
-    """A table: input/output tokens per window for each host, each model and the fleet; ``*``
-    marks an incomplete window; then why."""
+def _host_rows(fleet: Fleet) -> list[list[str]]:
+    """Each host (a missing one without figures), each model, the fleet."""
     blank = [""] * len(WINDOW_NAMES)
     rows: list[list[str]] = [["", *WINDOW_NAMES], ["hosts (input/output tokens)", *blank]]
     for h in fleet.hosts:
@@ -152,6 +217,30 @@ def render_text(fleet: Fleet) -> str:
     for m in fleet.models:
         rows.append(_row(f"  {m.name}", m.windows, m.complete))
     rows.append(_row("fleet", fleet.total, fleet.complete))
+    return rows
+
+
+def _whose_rows(fleet: Fleet, whose: FleetWhose) -> list[list[str]]:
+    """The rows by key, what is not attributed (and each reason with tokens), the fleet."""
+    blank = [""] * len(WINDOW_NAMES)
+    rows: list[list[str]] = [["", *WINDOW_NAMES], [f"by {whose.by} (input/output tokens)", *blank]]
+    for r in whose.rows:
+        rows.append(_row(f"  {r.value}", r.windows, None))
+    totals = {w: whose.not_attributed_total(w) for w in WINDOW_NAMES}
+    rows.append(_row("not attributed", totals, None))
+    for reason in REASONS:
+        by_window = whose.not_attributed[reason]
+        if any(t.any() for t in by_window.values()):
+            rows.append(_row(f"  {reason}", by_window, None))
+    rows.append(_row("fleet", fleet.total, whose.complete))
+    return rows
+
+
+def render_text(fleet: Fleet, whose: FleetWhose | None = None) -> str:
+    """A table: input/output tokens per window for each host, each model and the fleet (with
+    ``whose``: for each key, adapter, ..., what is not attributed and the fleet); ``*`` marks
+    an incomplete window; then why."""
+    rows = _host_rows(fleet) if whose is None else _whose_rows(fleet, whose)
     lines = aligned(rows, right=range(1, len(WINDOW_NAMES) + 1), safe=True)
     counted = sum(1 for h in fleet.hosts if h.counted)
     missing = f", {len(fleet.missing)} missing" if fleet.missing else ""
@@ -169,12 +258,16 @@ def render_text(fleet: Fleet) -> str:
             )
         )
     lines.extend(printable(f"note: {text}") for text in fleet.notes)
-    if all(fleet.complete.values()):
+    if whose is not None:
+        aborted = ", ".join(f"{w} {whose.requests_aborted[w]:,}" for w in WINDOW_NAMES)
+        lines.append(f"requests aborted (not attributed): {aborted}")
+    why = [*fleet.incomplete, *(whose.incomplete if whose is not None else ())]
+    if not why and all(fleet.complete.values()):
         lines.append("complete: every host is up, fresh and vouches for every window")
     else:
         lines.append("INCOMPLETE:")
-        lines.extend(f"  {printable(why)}".rstrip() for why in fleet.incomplete)
+        lines.extend(f"  {printable(w)}".rstrip() for w in why)
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["figures_dict", "fleet_dict", "render_json", "render_text"]
+__all__ = ["figures_dict", "fleet_dict", "render_json", "render_text", "tokens_dict", "whose_dict"]

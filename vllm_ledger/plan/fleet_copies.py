@@ -35,6 +35,8 @@ LEDGER_LABELS: tuple[str, ...] = (
     names.PROBLEM_LABEL,
     names.STATE_LABEL,
     names.REASON_LABEL,
+    names.BY_LABEL,  # whose tokens: the label a row is by, and its value
+    *names.ATTRIBUTION_LABELS,
 )
 # (host, instance) -> the instance spelling its exporter's series are counted under.
 Exporters = Mapping[tuple[str, str], str]
