@@ -27,7 +27,8 @@ from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import csvout
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.outfile import writing
-from vllm_ledger.read.export import FIELDS, ExportRow, export_rows, parse_by, row_dict
+from vllm_ledger.read import whose_export
+from vllm_ledger.read.export import FIELDS, ExportRow, export_rows, row_dict
 from vllm_ledger.read.ledgerset import LedgerSet, nothing_matched
 from vllm_ledger.read.periods import PERIOD_NAMES, period, resolve_time
 from vllm_ledger.read.report import resolve_tz
@@ -42,9 +43,15 @@ EPILOG = """examples:
   vllm-ledger export --root /srv/artifacts/usage --window last-month --by day --output oct.csv
   vllm-ledger export --root /srv/artifacts/usage --since 2026-11-01 --until 2026-12-01
   vllm-ledger export --root /srv/artifacts/usage --window this-month --by month,model
+  vllm-ledger export --root /srv/artifacts/usage --window last-month --by key
+  vllm-ledger export --root /srv/artifacts/usage --window this-month --by day,user --format jsonl
 Each row: start, end (ISO 8601 in --tz), instance, model, input, output, cached, requests,
 decode_tokens, decode_seconds, uncovered_seconds, declared_seconds, complete, problems. A row
 is exact when complete is true. Rows stream: a year of hours runs in constant memory.
+With --by key (adapter, user, tenant), each step (the whole period when no hour, day or
+month is given) has a row per value, kind credited, then one per reason, kind
+not_attributed (untagged, ambiguous, copies, aborted, fault): they add up to the step's
+figures exactly, as report --by key shows them (docs/attribution.md).
 A period given as --window, a date or a local time is read in the zone, which one line on
 stderr names.
 exit status: 0 printed or written, 1 the --output file could not be written, 2 a bad flag,
@@ -55,7 +62,7 @@ instances the roots hold; nothing is written); see `vllm-ledger report --help`
 
 
 def _by(value: str) -> str:
-    typed("--by", parse_by)(value)  # one line on what is wrong
+    typed("--by", whose_export.parse_by)(value)  # one line on what is wrong
     return value
 
 
@@ -85,7 +92,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         type=_by,
         default="hour,model,instance",
         metavar="KEYS",
-        help="hour, day or month, and any of model, instance (default hour,model,instance)",
+        help="hour, day or month, and any of model, instance (default hour,model,instance);"
+        " or key, adapter, user or tenant, alone (the period as one step) or with those",
     )
     p.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="default csv")
     p.add_argument(
@@ -112,14 +120,40 @@ def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int
             return EXIT_NOTHING_MATCHED
         if _zone_read(args):  # rows carry offsets; a period read in the zone names it too
             sys.stderr.write(f"vllm-ledger: export: period read in {printable(choice.label)}\n")
-        rows = export_rows(ls, start, end, by=args.by, tz=zone)
+        write = _writer(ls, start, end, args.by, zone, args.format)
         if args.output == "-":
-            _write(rows, sys.stdout, args.format, zone)
+            write(sys.stdout)
         else:
             with writing(args.output, flag="--output", example="--output usage.csv") as f:
-                _write(rows, f, args.format, zone)
+                write(f)
             say_wrote(args.output)
     return 0
+
+
+def _writer(
+    ls: LedgerSet, start: int, end: int, by: str, zone: ZoneInfo, fmt: str
+) -> Callable[[IO[str]], None]:
+    """What writes the rows ``--by`` asks for: the plain export's, or whose tokens'."""
+    if whose_export.parse_by(by).whose is None:
+        rows = export_rows(ls, start, end, by=by, tz=zone)
+        return lambda out: _write(rows, out, fmt, zone)
+    whose_rows = whose_export.whose_export_rows(ls, start, end, by=by, tz=zone)
+    return lambda out: _write_whose(whose_rows, out, fmt, zone)
+
+
+def _write_whose(
+    rows: Iterable[whose_export.WhoseExportRow], out: IO[str], fmt: str, zone: ZoneInfo
+) -> None:
+    """Whose tokens' rows, as ``_write`` writes the plain ones."""
+    writer = csvout.CsvWriter(out, whose_export.FIELDS) if fmt == "csv" else None
+    for row in rows:
+        values = whose_export.row_dict(row, zone)
+        if writer is not None:
+            writer.row(values)
+        else:
+            for name in ("instance", "model", "value"):
+                values[name] = printable(values[name])
+            out.write(json.dumps(values, ensure_ascii=True) + "\n")
 
 
 def _write(rows: Iterable[ExportRow], out: IO[str], fmt: str, zone: ZoneInfo) -> None:

@@ -12,6 +12,7 @@ from vllm_ledger.commands._common import (
     add_since_until,
     add_time,
     flag_names,
+    number,
     output_file,
     roots_of,
     say_wrote,
@@ -22,9 +23,11 @@ from vllm_ledger.commands._common import (
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format
+from vllm_ledger.formats import whose_text
+from vllm_ledger.formats.whose_text import DEFAULT_TOP
 from vllm_ledger.read.ledgerset import LedgerSet, NothingMatched
 from vllm_ledger.read.periods import PERIOD_NAMES
-from vllm_ledger.read.report import BREAKDOWN_KEYS, build_report, parse_by
+from vllm_ledger.read.whose_report import REPORT_BY_KEYS, WhoseReport, parse_by, report_by
 
 NAME = "report"
 HELP = "sum every ledger into today / 24h / 3d / 7d / total, with coverage"
@@ -42,10 +45,18 @@ EPILOG = """example:
   vllm-ledger report --root /srv/artifacts/usage --by day --window last-month
   vllm-ledger report --root /srv/artifacts/usage --by month --since 2026-01-01 --csv
   vllm-ledger report --root /srv/artifacts/usage --by day,model --since 7d
+  vllm-ledger report --root /srv/artifacts/usage --by key
+  vllm-ledger report --root /srv/artifacts/usage --by day,user --window this-month --csv
 
 --by day (or month) cuts one period (--window NAME, --since/--until, or all recorded
 time) at the zone's midnights (or first days of a month) into one row per day (month),
 each with its own coverage, and ends with a total row over the whole period.
+
+--by key (adapter, user, tenant) shows whose tokens: per window, a row per API key (LoRA
+adapter or served name, end user, tenant) with most input first, one "not attributed" row
+with its reasons (untagged, ambiguous, n > 1 copies, aborted; middleware faults), and the
+window's total, which they add up to exactly (docs/attribution.md). The text shows the
+--top rows of each window and sums the rest in one row; --json and --csv show every row.
 
 When the roots hold no ledger, or --instance, --model or --since/--until match none, the
 first line says "nothing matched" and the next lists the models and instances the roots
@@ -72,9 +83,17 @@ def configure(p: argparse.ArgumentParser) -> None:
         type=_by,
         metavar="KEY",
         help="break every window down by a key ("
-        + ", ".join(BREAKDOWN_KEYS)
+        + ", ".join(REPORT_BY_KEYS)
         + "), or show a row per calendar day or month of one period with a total row"
         " (day, month), or both: day,model",
+    )
+    p.add_argument(
+        "--top",
+        type=number("--top", 0, 1_000_000, "50", unit="a count of rows", integer=True),
+        default=DEFAULT_TOP,
+        metavar="N",
+        help=f"with --by key, adapter, user or tenant: the rows the text names per window, the"
+        f" rest summed in one row (default {DEFAULT_TOP}; 0: all)",
     )
     add_filters(p)
     p.add_argument(
@@ -108,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     zone = zone_of(args, roots)
     # one read feeds the report and the page
     with LedgerSet.read(roots) as ledgers, since_until_flags(), flag_names(by="--by"):
-        report = build_report(
+        report = report_by(
             ledgers,
             at_ts=args.at,
             tz=zone.name,
@@ -135,8 +154,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.json:
             note_nothing_matched(nm)
-        render = json_format.render if args.json else text_format.render
-        sys.stdout.write(render(report, zone))
+        if args.json:
+            sys.stdout.write(json_format.render(report, zone))
+        elif isinstance(report, WhoseReport):
+            sys.stdout.write(whose_text.render(report, zone, args.top))
+        else:
+            sys.stdout.write(text_format.render(report, zone))
     return 0 if nm is None else EXIT_NOTHING_MATCHED
 
 

@@ -28,6 +28,8 @@ from zoneinfo import ZoneInfo
 from vllm_ledger import figures
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.report import Report
+from vllm_ledger.read.whose import WhoseWindow
+from vllm_ledger.read.whose_report import WhoseReport
 
 # What a formula may start with; white space too (``_is_formula``).
 _FORMULA_STARTS = ("=", "+", "-", "@", "|", "\uff1d", "\uff0b", "\uff0d", "\uff20")
@@ -124,9 +126,12 @@ REPORT_FIELDS: tuple[str, ...] = (
 
 
 def render_report(report: Report) -> str:
-    """Each window (and with ``--by``, each key's) as a row, in the report's zone."""
+    """Each window (and with ``--by``, each key's) as a row, in the report's zone; with a whose
+    key (``--by key``), each window's rows by that key (``render_whose``)."""
     from vllm_ledger.formats.json import round_or_none
 
+    if isinstance(report, WhoseReport):
+        return render_whose(report)
     zone = ZoneInfo(report.tz)
     keyed = [("", report.windows)] + [(r.key, r.windows) for r in report.breakdown]
     return render(
@@ -150,3 +155,75 @@ def render_report(report: Report) -> str:
             for x in windows
         ),
     )
+
+
+# ---- report --by key|adapter|user|tenant --csv -------------------------------------------------
+
+WHOSE_FIELDS: tuple[str, ...] = (
+    "window",
+    *instant_fields("start", "cutoff"),
+    "by",
+    "kind",
+    "value",
+    "reason",
+    "input",
+    "output",
+    "cached",
+    "requests",
+    "requests_aborted",
+    "faults",
+    "folded",
+    "files_without_attribution",
+    "complete",
+)
+WHOSE_REASONS = ("untagged", "ambiguous", "copies", "aborted", "fault")
+
+
+def render_whose(report: WhoseReport) -> str:
+    """Per window, a ``credited`` row per value of the key, then a ``not_attributed`` row per
+    reason (``WHOSE_REASONS``): together they add up to the window's figures exactly."""
+    zone = ZoneInfo(report.tz)
+    return render(WHOSE_FIELDS, (r for ww in report.whose for r in whose_rows(ww, zone)))
+
+
+def whose_rows(ww: WhoseWindow, zone: ZoneInfo) -> Iterable[dict[str, object]]:
+    """One window's rows by ``WHOSE_FIELDS`` name."""
+    same = {
+        "window": ww.name,
+        **instant("start", ww.start_ts, zone),
+        **instant("cutoff", ww.cutoff_ts, zone),
+        "by": ww.by,
+        "folded": ww.folded,
+        "files_without_attribution": ww.files_without,
+        "complete": ww.complete,
+    }
+    for r in ww.rows:
+        yield {
+            **same,
+            "kind": "credited",
+            "value": r.value,
+            "reason": "",
+            **_counts(r.input_tokens, r.output_tokens, r.cached_tokens, r.requests),
+            "requests_aborted": r.requests_aborted,
+            "faults": 0,
+        }
+    na = ww.not_attributed
+    for reason in WHOSE_REASONS:
+        c = na.reasons.get(reason)
+        yield {
+            **same,
+            "kind": "not_attributed",
+            "value": "",
+            "reason": reason,
+            **(
+                _counts(c.input_tokens, c.output_tokens, c.cached_tokens, c.requests)
+                if c is not None
+                else _counts(0, 0, 0, 0)
+            ),
+            "requests_aborted": na.requests_aborted if reason == "aborted" else 0,
+            "faults": na.faults if reason == "fault" else 0,
+        }
+
+
+def _counts(input_tokens: int, output_tokens: int, cached: int, requests: int) -> dict[str, int]:
+    return {"input": input_tokens, "output": output_tokens, "cached": cached, "requests": requests}

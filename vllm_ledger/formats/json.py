@@ -17,6 +17,8 @@ from typing import Any
 from vllm_ledger import figures
 from vllm_ledger.read.ledgerset import NothingMatched
 from vllm_ledger.read.report import Report, WindowReport, WriterStatus
+from vllm_ledger.read.whose import WhoseWindow
+from vllm_ledger.read.whose_report import WhoseReport
 from vllm_ledger.read.zone import ZoneChoice
 
 
@@ -111,7 +113,55 @@ def _tail(report: Report) -> dict[str, Any]:
                 for row in report.breakdown
             ],
         }
+    if isinstance(report, WhoseReport):
+        out["whose"] = whose_dict(report)
     return out
+
+
+def whose_dict(report: WhoseReport) -> dict[str, Any]:
+    """Whose tokens (``--by key|adapter|user|tenant``): each window's rows, what is not
+    attributed and why, and the window's total (docs/json-schema.md, "Whose tokens")."""
+    return {
+        "by": report.whose_by,
+        "windows": {ww.name: whose_window_dict(ww) for ww in report.whose},
+    }
+
+
+def whose_window_dict(ww: WhoseWindow) -> dict[str, Any]:
+    na = ww.not_attributed
+    return {
+        "start": ww.start_ts,
+        "cutoff": ww.cutoff_ts,
+        "rows": [
+            {
+                "by": ww.by,
+                "value": r.value,
+                **_four(r),
+                "requests_aborted": r.requests_aborted,
+            }
+            for r in ww.rows
+        ],
+        "not_attributed": {
+            **_four(na),
+            "requests_aborted": na.requests_aborted,
+            "faults": na.faults,
+            "reasons": {name: _four(c) for name, c in na.reasons.items()},
+        },
+        "total": _four(ww.total),
+        "folded": ww.folded,
+        "files_without_attribution": ww.files_without,
+        "complete": ww.complete,
+    }
+
+
+def _four(c: Any) -> dict[str, int]:
+    """Tokens and finished requests, by their JSON keys (``figures``)."""
+    return {
+        figures.INPUT_TOKENS.key: c.input_tokens,
+        figures.OUTPUT_TOKENS.key: c.output_tokens,
+        figures.CACHED_TOKENS.key: c.cached_tokens,
+        figures.REQUESTS.key: c.requests,
+    }
 
 
 def nothing_matched_dict(nm: NothingMatched) -> dict[str, Any]:

@@ -174,6 +174,11 @@ def filter_line(report: Report) -> str | None:
 
 def render(report: Report, zone: ZoneChoice | None = None) -> str:
     """The text report; ``zone`` (the rule's choice) adds where the zone came from."""
+    return "\n".join([*head_lines(report, zone), *window_table(report), *tail_lines(report)]) + "\n"
+
+
+def head_lines(report: Report, zone: ZoneChoice | None = None) -> list[str]:
+    """The lines above the tables: what was read, as of when, in which zone, narrowed to what."""
     tz = ZoneInfo(report.tz)
     zone_text = printable(zone.label) if zone is not None else report.tz
     writers = len(report.writers)
@@ -191,9 +196,14 @@ def render(report: Report, zone: ZoneChoice | None = None) -> str:
             f"(live writers have proven their counts up to here: {report.behind_s} s behind "
             f"the query at {_when(math.floor(report.at_ts), tz)})"
         )
-    lines.append("")
-    # With --by day (month) the rows are the period's days (months), then its total.
-    header = [report.calendar or "window", *HEADER[1:]]
+    return lines
+
+
+def window_table(report: Report) -> list[str]:
+    """The windows' figures and coverage, then the breakdown's (``--by model``, ...)."""
+    tz = ZoneInfo(report.tz)
+    lines = [""]
+    header = window_header(report)
     stopped = clean_stop_ts(report)
     rows = [header, *window_rows(report.windows, stopped_ts=stopped, tz=tz)]
     lines += _table(rows, right=set(range(1, 8)))
@@ -204,6 +214,20 @@ def render(report: Report, zone: ZoneChoice | None = None) -> str:
             for r in window_rows(row.windows):
                 brows.append([printable(row.key), *r])
         lines += _table(brows, right=set(range(2, 9)))
+    return lines
+
+
+def window_header(report: Report) -> list[str]:
+    """The table's header: with --by day (month) the rows are the period's days (months), then
+    its total."""
+    return [report.calendar or "window", *HEADER[1:]]
+
+
+def tail_lines(report: Report) -> list[str]:
+    """The lines below the tables: each window's span and problems, writers that cannot vouch
+    for their time, files that could not be read, and what an incomplete window means."""
+    tz = ZoneInfo(report.tz)
+    header = window_header(report)
     spans = [[header[0], "start -> cutoff", "uncovered", "problems"]]
     for i, w in enumerate(report.windows):
         inner = 0 < i < len(report.windows) - 2  # neither the first step, the last, nor total
@@ -218,7 +242,7 @@ def render(report: Report, zone: ZoneChoice | None = None) -> str:
                 problems,
             ]
         )
-    lines += ["", *_table(spans, right={2})]
+    lines = ["", *_table(spans, right={2})]
     bad = [wr for wr in report.writers if wr.state not in ("alive", "closed")]
     if bad:
         lines += ["", "writers that cannot vouch for their time:"]
@@ -233,4 +257,4 @@ def render(report: Report, zone: ZoneChoice | None = None) -> str:
         "",
         "Unknown is never shown as zero: an incomplete window's figures are a lower bound.",
     ]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -23,6 +23,7 @@ from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.periods import GRAINS, steps
 from vllm_ledger.read.report import report_figures
 from vllm_ledger.read.snapshot import LedgerSnapshot
+from vllm_ledger.read.windows import Window
 
 EXPORT_KEYS = ("hour", "day", "month", "model", "instance")
 
@@ -91,6 +92,22 @@ def export_rows(
     """Every step of ``[start, end)`` (cut at the report cutoff) for every group, in time order,
     then by instance and model."""
     grain, keys = parse_by(by)
+    for row, _snaps in group_steps(ls, start_ts, end_ts, grain, keys, tz, at_ts):
+        yield row
+
+
+def group_steps(
+    ls: LedgerSet,
+    start_ts: int,
+    end_ts: int,
+    grain: str | None,
+    keys: tuple[str, ...],
+    tz: ZoneInfo,
+    at_ts: float | None = None,
+) -> Iterator[tuple[ExportRow, list[LedgerSnapshot]]]:
+    """Each step's row of each group (``keys``: any of model, instance), with the group's files;
+    ``grain`` None: the period is one step. Each file's memoised sums are dropped once its
+    row has been taken."""
     at = ls.now_ts if at_ts is None else at_ts
     readable = [s for s in ls.snapshots if s.ok]
     cutoff = ls.coverage(ls.snapshots, at).cutoff_at(at)
@@ -116,7 +133,9 @@ def export_rows(
         models[("*", "*")] = ls.coverage(ls.snapshots, at)
         groups[("*", "*")] = []
         life[("*", "*")] = (-math.inf, math.inf)
-    for w in steps(start_ts, min(end_ts, cutoff), grain, tz):
+    end = min(end_ts, cutoff)
+    cuts = steps(start_ts, end, grain, tz) if grain is not None else _whole(start_ts, end)
+    for w in cuts:
         for key in sorted(groups):
             snaps = groups[key]
             total, imprecise = ls.total(snaps, w)
@@ -126,19 +145,28 @@ def export_rows(
             cover = models[key]
             uncovered = cover.uncovered_seconds(w)
             problems = cover.problems(w, imprecise)
-            yield ExportRow(
-                start_ts=w.start_ts,
-                end_ts=w.cutoff_ts,
-                instance=key[0],
-                model=key[1],
-                **report_figures(total),
-                uncovered_seconds=uncovered,
-                declared_seconds=cover.declared_seconds(w),
-                complete=uncovered == 0 and not problems and w.seconds > 0,
-                problems=tuple(sorted(problems.items())),
+            yield (
+                ExportRow(
+                    start_ts=w.start_ts,
+                    end_ts=w.cutoff_ts,
+                    instance=key[0],
+                    model=key[1],
+                    **report_figures(total),
+                    uncovered_seconds=uncovered,
+                    declared_seconds=cover.declared_seconds(w),
+                    complete=uncovered == 0 and not problems and w.seconds > 0,
+                    problems=tuple(sorted(problems.items())),
+                ),
+                snaps,
             )
             for s in snaps:
                 s.forget_sums()
+
+
+def _whole(start_ts: int, end_ts: int) -> Iterator[Window]:
+    """The period as one step (none when it is empty)."""
+    if end_ts > start_ts:
+        yield Window("period", start_ts, end_ts)
 
 
 def row_dict(row: ExportRow, tz: ZoneInfo) -> dict[str, object]:
