@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.golden import harness
 from tests.ledgers import FakeClock, ev
+from tests.whose_ledgers import Req, drop_attribution, write_whose_ledger
 from vllm_ledger import maintenance
 from vllm_ledger.format import identity, smallfiles
 from vllm_ledger.write import recorder
@@ -174,6 +175,10 @@ class Case:
     summary_at: float | None = None
     # report --by values with a calendar step, run at the first instant (e.g. "day,model")
     calendar: Sequence[str] = ()
+    # report --by whose keys (e.g. "key", "day,user"): text, JSON and CSV at the first instant
+    whose: Sequence[str] = ()
+    # export commands at the first instant: slug -> flags after --root and --tz
+    exports: dict[str, list[str]] = field(default_factory=dict)
 
 
 def commands_for(case: Case) -> dict[str, dict[str, object]]:
@@ -198,11 +203,20 @@ def commands_for(case: Case) -> dict[str, dict[str, object]]:
                 cmds["timeline-json"] = [*tl, "--json"]
                 cmds["report-text-by-run"] = [*rep, "--by", "run"]
                 cmds["timeline-text"] = tl
-                for by in case.calendar:  # report --by day / month / day,model
+                for by in (*case.calendar, *case.whose):  # --by day / month / day,model / key
                     slug = by.replace(",", "-")
                     cmds[f"report-text-by-{slug}"] = [*rep, "--by", by]
                     cmds[f"report-json-by-{slug}"] = [*rep, "--json", "--by", by]
                     cmds[f"report-csv-by-{slug}"] = [*rep, "--csv", "--by", by]
+                for slug, flags in case.exports.items():
+                    cmds[f"export-{slug}"] = [
+                        "export",
+                        "--root",
+                        harness.ROOT,
+                        "--tz",
+                        zone,
+                        *flags,
+                    ]
             mode = "restored" if case.all_restored else "fresh"
             for slug, argv in cmds.items():
                 out[pre + slug] = {"argv": argv, "clock": at, "mtimes": mode}
@@ -536,6 +550,77 @@ def build_k(root: Path) -> None:
     (root / run / "w1.g0.ledger.sqlite").write_bytes(b"not a ledger\n" * 400)
 
 
+L0 = local(SH, 2026, 11, 26, 9, 0)
+L_END = L0 + 2 * H
+
+
+def build_l(root: Path) -> None:
+    """Whose tokens: keys, adapters, users and tenants tagged by the middleware's book and joined
+    by the recorder (n = 2 copies, a cut stream, an untagged request, a middleware fault, an id
+    two clients shared), two writers of one run and a second instance with hostile user labels,
+    and the day before, a run whose file was written before attribution."""
+    run = "20261126T010000Z-gpu1-500"
+    w0 = [
+        Req(L0 + 10.5, "team-a", "qwen2.5-7b", "alice", "acme", prompt=1200, gen=80, cached=512),
+        Req(L0 + 70.5, "team-a", "qwen-lora-sql", "bob", "acme", prompt=300, gen=40, n=2),
+        Req(L0 + 130.5, "key:3f9a1c2e", "qwen2.5-7b", "alice", prompt=90, gen=9, aborted=True),
+        Req(L0 + 190.5, "key:3f9a1c2e", "qwen2.5-7b", "", prompt=400, gen=20),
+        Req(L0 + 250.5, prompt=50, gen=5, untagged=True),
+        Req(L0 + 310.5, prompt=60, gen=6, fault=True),
+        Req(L0 + 3700.5, "", "qwen-lora-sql", "carol", prompt=70, gen=7, cached=64),
+    ]
+    dup = (
+        Req(L0 + 400.5, "team-a", "qwen2.5-7b", "alice", prompt=11, gen=1, rid="client-1"),
+        Req(L0 + 400.5, "key:3f9a1c2e", "qwen2.5-7b", "dave", prompt=13, gen=2, rid="client-1"),
+    )
+    w1 = [
+        Req(L0 + 20.5, "team-a", "qwen2.5-7b", "alice", "acme", prompt=500, gen=50, cached=256),
+        Req(L0 + 3800.5, "team-b", "qwen2.5-7b", "erin", "globex", prompt=800, gen=60),
+    ]
+    for rank, reqs, shared in ((0, w0, [dup]), (1, w1, [])):
+        write_whose_ledger(
+            root,
+            run,
+            rank=rank,
+            expected=2,
+            start_ts=L0,
+            end_ts=L_END,
+            requests=reqs,
+            shared=shared,
+            model="qwen2.5-7b",
+            host="gpu1",
+        )
+    hostile = [
+        Req(L0 + 30.5, "team-b", "llama", "\x1b[2J\x1b]0;owned\x07", prompt=25, gen=5),
+        Req(L0 + 40.5, "team-b", "llama", '=HYPERLINK("http://x")', prompt=35, gen=5),
+        Req(L0 + 50.5, "team-b", "llama", "line\nforged: 1,000,000", prompt=45, gen=5),
+    ]
+    write_whose_ledger(
+        root,
+        "20261126T010000Z-gpu2-600",
+        start_ts=L0,
+        end_ts=L_END,
+        requests=hostile,
+        model="llama",
+        host="gpu2",
+        port=8001,
+    )
+    old = root / "before"
+    write_whose_ledger(
+        old,
+        "20261125T010000Z-gpu1-400",
+        start_ts=L0 - D,
+        end_ts=L0 - D + H,
+        requests=[Req(L0 - D + 10.5, "team-a", "qwen2.5-7b", prompt=700, gen=70)],
+        model="qwen2.5-7b",
+        host="gpu1",
+    )
+    assert drop_attribution(old) == 1
+    for p in old.iterdir():
+        p.rename(root / p.name)
+    old.rmdir()
+
+
 CASES = [
     Case(
         "a_one_run_two_writers",
@@ -598,6 +683,31 @@ CASES = [
         calendar=("day", "day,instance"),
     ),
     Case("k_damaged_files", build_k, {"at1": K0 + 1800 + 60}),
+    Case(
+        "l_whose",
+        build_l,
+        {"at1": L_END + 60.5, "at2": L0 + 3600},
+        extra_reports={
+            "by-key-period": ["--by", "key", "--since", str(L0), "--until", str(L_END)],
+            "by-user-model-llama": ["--by", "user", "--model", "llama"],
+            "by-adapter-instance-8000": ["--by", "adapter", "--instance", "8000"],
+        },
+        whose=("key", "adapter", "user", "tenant", "day,key"),
+        exports={
+            "by-key": ["--since", str(L0), "--until", str(L_END), "--by", "key"],
+            "by-hour-user": ["--since", str(L0), "--until", str(L_END), "--by", "hour,user"],
+            "by-day-model-adapter-jsonl": [
+                "--since",
+                str(L0 - D),
+                "--until",
+                str(L_END),
+                "--by",
+                "day,model,adapter",
+                "--format",
+                "jsonl",
+            ],
+        },
+    ),
 ]
 
 

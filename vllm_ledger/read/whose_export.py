@@ -24,6 +24,7 @@ from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.periods import GRAINS
 from vllm_ledger.read.report import WindowReport
 from vllm_ledger.read.whose import BY_KEYS, By, WhoseWindow, whose
+from vllm_ledger.read.whose_report import holding
 from vllm_ledger.read.windows import Window
 
 REASONS = ("untagged", "ambiguous", "copies", "aborted", "fault")
@@ -129,7 +130,7 @@ def whose_export_rows(
         ls, start_ts, end_ts, chosen.grain, chosen.keys, tz, at_ts
     ):
         w = Window("step", step.start_ts, step.end_ts)
-        ww = whose(_window_report(step), ls.credits(snaps, w), chosen.whose)
+        ww = whose(_window_report(step), ls.credits(holding(snaps, w), w), chosen.whose)
         yield from step_rows(step, ww)
 
 

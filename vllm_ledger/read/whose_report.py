@@ -16,6 +16,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import TypeVar
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read.ledgerset import LedgerSet, Source, gc_paused
@@ -24,7 +25,6 @@ from vllm_ledger.read.report import (
     BREAKDOWN_KEYS,
     Ledgers,
     Report,
-    WindowReport,
     as_ledger_set,
     build_report,
 )
@@ -34,6 +34,7 @@ from vllm_ledger.read.windows import DEFAULT_TZ, Window
 from vllm_ledger.units import TimeSpec
 
 WHOSE_KEYS: tuple[By, ...] = BY_KEYS
+S = TypeVar("S", bound=Source)
 REPORT_BY_KEYS: tuple[str, ...] = (*BREAKDOWN_KEYS, *WHOSE_KEYS)
 
 
@@ -143,11 +144,13 @@ def whose_windows(ls: LedgerSet, report: Report, by: By) -> tuple[WhoseWindow, .
     made: dict[tuple[object, ...], WhoseWindow] = {}
     out = []
     for w in report.windows:
-        reads = _reads(sources, w)
+        window = Window(w.name, w.start_ts, w.cutoff_ts)
+        held = holding(sources, window)
+        reads = _reads(held, window)
         key = (reads, w.input_tokens, w.output_tokens, w.cached_tokens, w.requests)
         got = made.get(key) if reads is not None else None
         if got is None:
-            got = whose(w, ls.credits(sources, Window(w.name, w.start_ts, w.cutoff_ts)), by)
+            got = whose(w, ls.credits(held, window), by)
             made[key] = got
         else:
             got = replace(got, name=w.name, start_ts=w.start_ts, cutoff_ts=w.cutoff_ts, total=w)
@@ -155,7 +158,25 @@ def whose_windows(ls: LedgerSet, report: Report, by: By) -> tuple[WhoseWindow, .
     return tuple(out)
 
 
-def _reads(sources: Sequence[Source], w: Window | WindowReport) -> tuple[object, ...] | None:
+def holding(sources: Sequence[S], w: Window) -> list[S]:
+    """The sources that may hold something in ``w``: every summarised run (``LedgerSet.credits``
+    judges those) and every file whose records or proofs reach into it. A file that ended
+    before the window or began after it credits nothing there, and one written before
+    attribution that did so leaves the window complete."""
+    return [s for s in sources if not isinstance(s, LedgerSnapshot) or _reaches(s, w)]
+
+
+def _reaches(s: LedgerSnapshot, w: Window) -> bool:
+    if not s.ok:
+        return True  # LedgerSet.credits skips it; kept so a window read again says the same
+    lows = [t for t in (s.first_bucket_ts, *(a for a, _b in s.spans)) if t is not None]
+    highs = [t for t in (s.last_end_ts, s.last_proof_ts) if t is not None]
+    if not lows or not highs:
+        return False  # nothing recorded, nothing proven
+    return min(lows) < w.cutoff_ts and math.floor(max(highs)) >= w.start_ts
+
+
+def _reads(sources: Sequence[Source], w: Window) -> tuple[object, ...] | None:
     """What ``LedgerSet.credits`` reads of each file for ``w``: from where it starts reading
     (0 for a window that starts at or before the file's first record, as ``file_credits``
     reads it) to the window's cutoff or, when earlier, the end of the file's last record or
@@ -186,6 +207,7 @@ __all__ = [
     "WHOSE_KEYS",
     "ReportBy",
     "WhoseReport",
+    "holding",
     "parse_by",
     "report_by",
     "whose_windows",

@@ -244,3 +244,32 @@ def test_parse_by_refuses(text: str) -> None:
     with pytest.raises(BadArgument) as got:
         parse_by(text)
     assert "key, adapter, user, tenant" in (got.value.hint or "")
+
+
+def test_a_file_from_before_attribution_counts_only_in_windows_it_reaches(tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    write_whose_ledger(
+        old,
+        "run-old",
+        start_ts=T - 86400,
+        end_ts=T - 86400 + 600,
+        requests=[Req(T - 86400 + 10.5, "team-a", prompt=700, gen=7)],
+    )
+    assert drop_attribution(old) == 1
+    _ledger(tmp_path / "new")
+    roots = [old, tmp_path / "new"]
+    (today,) = _report_roots(roots, "key", since=T, until=END).whose
+    assert today.files_without == 0 and today.complete
+    assert _rows(today)[0] == ("team-a", 150, 20, 16, 3, 0)
+    (both,) = _report_roots(roots, "key", since=T - 86400, until=END).whose
+    assert both.files_without == 1 and not both.complete
+    assert both.not_attributed.reasons["aborted"] == Credited(40 + 700, 4 + 7, 0, 1, 1)
+    _adds_up(both)
+
+
+def _report_roots(roots: list[Path], by: str, **kw: Any) -> WhoseReport:
+    got = report_by(
+        roots, by=by, at_ts=END + 0.5, tz="Asia/Shanghai", clock=lambda: END + 0.5, **kw
+    )
+    assert isinstance(got, WhoseReport)
+    return got
