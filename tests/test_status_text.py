@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.credited_ledgers import Call, write_credited_ledger
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.bot.message import render_host
 from vllm_ledger.formats.status import parse
@@ -70,3 +71,27 @@ def test_the_text_carries_the_figures_and_the_host_time(root: Path) -> None:
         "4.5M",
         "7",
     ]
+
+
+def test_the_text_names_todays_top_keys_from_a_ledger_with_whose_tokens(tmp_path: Path) -> None:
+    root = tmp_path / "usage"
+    calls = [
+        Call(T0 + 10, "team-a", "tiny", prompt=1_234_567, gen=30_000, cached=64),
+        Call(T0 + 20, "key:1a2b3c4d", "tiny", prompt=40, gen=9),
+        Call(T0 + 30, prompt=5, gen=1, untagged=True),
+        Call(T0 + 40, "team-a", "tiny", prompt=20, gen=2, aborted=True),
+    ]
+    write_credited_ledger(root, "run-k", start_ts=T0, end_ts=T0 + 1800, calls=calls, port=19001)
+    base = ("status", "--root", str(root), "--at", str(AT), "--no-health", "--tz", "UTC")
+    code, doc, err = run_cli(*base)
+    assert (code, err) == (0, "")
+    for lang, line in (
+        ("zh", "今日密钥用量(输入/输出):team-a 1.2M/30.0K、key:1a2b3c4d 40/9;"
+               "未归属 25/3(中断请求 1)"),
+        ("en", "keys today (input/output): team-a 1.2M/30.0K, key:1a2b3c4d 40/9; not attributed "
+               "25/3 (requests cut: 1)"),
+    ):  # fmt: skip
+        code, text, err = run_cli(*base, "--text", "--lang", lang)
+        assert (code, err) == (0, "")
+        assert text == render_host(parse(doc.encode("ascii")), lang=lang)
+        assert line in text.splitlines()

@@ -1,10 +1,10 @@
 """The reply to "status": deployment health, then each instance's five windows. Pure.
 
-Built only from this module's own words, validated numbers (``StatusDoc``), health codes
-and validated config (port, the last part of an IP). No remote text can reach it; a final
-filter drops any control character all the same. Chinese by default, English with
-``lang="en"``. Numbers are human-sized (``1.2M``) and right-aligned; CJK labels are padded
-by display width so the columns line up in a monospaced chat block.
+Built only from this module's own words, validated numbers (``StatusDoc``), health codes,
+validated config (port, the last part of an IP) and shape-checked key names (below). No other
+remote text can reach it; a final filter drops any control character all the same. Chinese
+by default, English with ``lang="en"``. Numbers are human-sized (``1.2M``) and right-aligned;
+CJK labels are padded by display width so the columns line up in a monospaced chat block.
 
 A ledger fault (the status could not be fetched; a writer is stale or missing; a ledger
 file is bad; problems today; no live writer) is never reported as a vLLM fault, nor the
@@ -14,6 +14,11 @@ Each line shows the figures of the instance on its node port: the document's ``i
 row whose port equals the config key (every instance on that port in the data dir). Without
 such a row (a host whose version sends none, or no instance on that port in the data dir) it
 shows the whole data dir's figures, and says so on a line of its own.
+
+Where the host's ledgers keep whose tokens, a line names today's top keys (``keys_today``: an
+operator's name or ``key:`` and 8 hex, never a key) with their input and output tokens, and
+what is not attributed. Those names are the only remote text in the reply: the parser keeps a
+name only if it is at most 64 of ``[A-Za-z0-9._@+-:]`` (``formats/status_keys.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.poll import CacheEntry, PollResult, reported_health
 from vllm_ledger.formats.status import StatusDoc, StatusInstance, StatusWindow
+from vllm_ledger.formats.status_keys import StatusKeys
 from vllm_ledger.formats.table import aligned, display_width
 from vllm_ledger.names import POLL_STALE_AFTER_S
 from vllm_ledger.units import format_duration
@@ -88,6 +94,13 @@ _ZH: dict[str, Any] = {
     "files_bad": "坏文件 {n}",
     "problems": "问题(累计)",
     "gap": "缺{d}",
+    "keys": "今日密钥用量(输入/输出)",
+    "keys.whole": "(整个数据目录)",
+    "keys.none": "(无密钥)",
+    "keys.more": "另 {n} 个",
+    "keys.na": "未归属 {io}",
+    "keys.cut": "(中断请求 {n})",
+    "keys.semi": ";",
     "legend": "覆盖:✓ 完整;缺N 未覆盖时长;! 有问题",
     "footer": "注:统计故障不等同于 vLLM 故障。",
     "units": ("秒", "分", "时", "天"),
@@ -155,6 +168,13 @@ _EN: dict[str, Any] = {
     "files_bad": "bad files {n}",
     "problems": "problems (total)",
     "gap": "gap {d}",
+    "keys": "keys today (input/output)",
+    "keys.whole": " (whole data dir)",
+    "keys.none": "(no key)",
+    "keys.more": "{n} more",
+    "keys.na": "not attributed {io}",
+    "keys.cut": " (requests cut: {n})",
+    "keys.semi": "; ",
     "legend": "cover: ✓ complete; gap N: uncovered time; !: problems",
     "footer": "note: a ledger fault is not a vLLM fault.",
     "units": ("s", "m", "h", "d"),
@@ -320,6 +340,31 @@ def _figures(doc: StatusDoc, part: Figures, w: dict) -> list[str]:
     return lines
 
 
+def _signed(n: int) -> str:
+    return ("-" if n < 0 else "") + human_count(abs(n))
+
+
+def keys_line(keys: StatusKeys | None, whole: bool, w: dict) -> str | None:
+    """Today's top keys and what is not attributed, on one line; None without keys today.
+    ``whole``: the block shows one port's figures, while the keys are the whole data dir's."""
+    if keys is None or not keys.rows:
+        return None
+    named = [
+        f"{r.key or w['keys.none']} {human_count(r.input_tokens)}/{human_count(r.output_tokens)}"
+        for r in keys.rows
+    ]
+    parts = [str(w["list"]).join(named)]
+    if keys.truncated:
+        parts.append(str(w["keys.more"]).format(n=keys.truncated))
+    io = f"{_signed(keys.not_attributed_input)}/{_signed(keys.not_attributed_output)}"
+    na = str(w["keys.na"]).format(io=io)
+    if keys.requests_aborted:
+        na += str(w["keys.cut"]).format(n=keys.requests_aborted)
+    parts.append(na)
+    head = str(w["keys"]) + (str(w["keys.whole"]) if whole else "")
+    return f"{head}{w['colon']}" + str(w["keys.semi"]).join(parts)
+
+
 def _ledger_word(entry: CacheEntry | None, port: int) -> tuple[str, bool]:
     """(key of the ledger line, whether it is a ledger fault) from the latest poll."""
     if entry is None:
@@ -366,6 +411,10 @@ def _instance(
     if why is not None:
         lines.append(_whole_note(ok.status, v.port, why, w))
     lines.extend(_figures(ok.status, part, w))
+    several = len(ok.status.instances or ()) > 1
+    keys = keys_line(ok.status.keys_today, why is None and several, w)
+    if keys is not None:
+        lines.append(keys)
     return lines, fault
 
 
@@ -449,6 +498,7 @@ __all__ = [
     "human_rate",
     "human_speed",
     "ip_last_part",
+    "keys_line",
     "render_host",
     "render_message",
     "shown_health",

@@ -8,7 +8,8 @@ For a validated ``Target`` the poller runs::
 as an argv list (never through a local shell), in its own process group, with stdin from
 /dev/null and stderr discarded. Stdout is read up to ``MAX_OUTPUT_BYTES``; past that, or past
 the target's deadline, the whole process group is killed. The bytes are parsed by
-``formats.status.parse``; only range-checked numbers come out.
+``formats.status.parse``; only range-checked numbers come out (and today's top key names,
+shape-checked: ``formats/status_keys.py``).
 
 Outcomes per instance: ``ok``, ``unreachable`` (ssh exit 255: refused, unknown host key,
 bad key, no route), ``timeout`` (deadline passed), ``unparseable`` (too much output or not a

@@ -10,11 +10,13 @@ command passes no ``--tz``, so ``VLLM_LEDGER_TZ`` or the root's zone file decide
 node port shows that port's instance even when several share a data dir. Each row may carry
 ``health``: the deployment host's own ``GET /health`` of 127.0.0.1 at that port (a state from
 ``REMOTE_HEALTH_STATES`` and the HTTP status), so a bot that has only an SSH target still sees
-whether vLLM answers. With ``--by`` a
-``breakdown`` (keys are ledger text, ASCII-escaped and cut to ``MAX_KEY_CHARS``; the bot never
-reads it) is added. Its size is bounded by construction: the document without rows stays
-under ``MAX_BASE_BYTES``, and rows are dropped (and counted) until the whole is at most
-``MAX_STATUS_BYTES``, below what the bot reads (64 KiB).
+whether vLLM answers. ``keys_today`` (``formats/status_keys.py``) holds the top keys of
+today by input tokens and today's not-attributed tokens, where the ledgers keep whose tokens.
+With ``--by`` a ``breakdown`` (keys are ledger text, ASCII-escaped and cut to
+``MAX_KEY_CHARS``; the bot never reads it) is added. Its size is bounded by construction: the
+document without rows stays under ``MAX_BASE_BYTES``, ``keys_today`` under ``MAX_KEYS_BYTES``,
+and rows are dropped (and counted: breakdown rows, then key rows, then port rows) until the
+whole is at most ``MAX_STATUS_BYTES``, below what the bot reads (64 KiB).
 
 ``parse(data)`` is the other side: it takes bytes from a remote host that may be hostile and
 returns a ``StatusDoc`` holding only range-checked numbers, this module's own constant
@@ -23,7 +25,8 @@ raises ``StatusParseError``. Unknown keys are ignored (keys are only ever added
 within a schema version); a known key that is missing, of the wrong type or out of range
 rejects the whole document: a value that cannot be trusted is unknown, never 0. So does an
 ``instances`` list longer than ``MAX_STATUS_INSTANCES``, a port given twice, or a port's count
-above the whole data dir's in the same window. The ``breakdown`` is never read.
+above the whole data dir's in the same window. The ``breakdown`` is never read; the keys of
+``keys_today`` are the only remote text kept, each shape-checked (``status_keys.KEY_SHAPE``).
 """
 
 from __future__ import annotations
@@ -38,9 +41,17 @@ from typing import Any
 from vllm_ledger import figures, strictjson
 from vllm_ledger.errors import ConfigError, StatusParseError
 from vllm_ledger.figures import Figure
+from vllm_ledger.formats.status_keys import (
+    MAX_KEYS_BYTES,
+    StatusKeys,
+    keys_dict,
+    parse_keys,
+    parsed_keys_dict,
+)
 from vllm_ledger.read.coverage import PROBLEM_CODES
 from vllm_ledger.read.ports import MAX_PORT_ROWS, PortRow, PortRows
 from vllm_ledger.read.report import Report, WindowReport
+from vllm_ledger.read.whose import WhoseWindow
 from vllm_ledger.read.zone import MAX_ZONE_CHARS, ZONE_NAME_RE, ZONE_SOURCES, ZoneSource
 
 STATUS_SCHEMA = 1
@@ -123,6 +134,7 @@ class StatusDoc:
     instances_truncated: int = 0
     tz_name: str | None = None  # None: a host that sent no "tz" (older than the zone rule)
     tz_source: ZoneSource | None = None
+    keys_today: StatusKeys | None = None  # None: no ledger there keeps whose tokens
 
     def window(self, name: str) -> StatusWindow:
         for w in self.windows:
@@ -198,10 +210,11 @@ def status_dict(
     health: PortHealth | None = None,
     *,
     tz_source: ZoneSource | None = None,
+    keys: WhoseWindow | None = None,
 ) -> dict[str, Any]:
     """The status document as a dict (see docs/bot-status.md for every key), before the byte
     bound (``render`` applies it). ``health`` maps a port to its probe's (state, HTTP status);
-    a row whose port it names carries it."""
+    a row whose port it names carries it. ``keys``: today's rows by key (``keys_today``)."""
     writers = {s: 0 for s in WRITER_STATES}
     for w in report.writers:
         if w.state in writers:
@@ -225,6 +238,8 @@ def status_dict(
             "models": [m[:MAX_KEY_CHARS] for m in nm.models[:MAX_NAMES]],
             "instances": [i[:MAX_KEY_CHARS] for i in nm.instances[:MAX_NAMES]],
         }
+    if keys is not None:
+        out["keys_today"] = keys_dict(keys)
     if ports is not None:
         rows = ports.rows[:MAX_STATUS_INSTANCES]
         out["instances"] = [_port_dict(r, health) for r in rows]
@@ -251,17 +266,23 @@ def render(
     health: PortHealth | None = None,
     *,
     tz_source: ZoneSource | None = None,
+    keys: WhoseWindow | None = None,
 ) -> str:
     """One line of ASCII JSON of at most ``MAX_STATUS_BYTES``: breakdown rows are dropped and
-    counted until it fits (16 port rows fit even with every count at its largest: tested;
-    were that ever false, the highest ports would go next, counted the same way)."""
-    doc = status_dict(report, ports, health, tz_source=tz_source)
+    counted until it fits (16 port rows and the top keys fit even with every count at its
+    largest: tested; were that ever false, the last keys, then the highest ports would go next,
+    counted the same way)."""
+    doc = status_dict(report, ports, health, tz_source=tz_source, keys=keys)
     text = _dumps(doc)
     while len(text) + 1 > MAX_STATUS_BYTES:
         bd = doc.get("breakdown")
+        kt = doc.get("keys_today")
         if bd and bd["rows"]:
             bd["rows"].pop()
             bd["truncated"] += 1
+        elif kt and kt["rows"]:
+            kt["rows"].pop()
+            kt["truncated"] += 1
         elif doc.get("instances"):
             doc["instances"].pop()
             doc["instances_truncated"] += 1
@@ -411,6 +432,7 @@ def parse(data: bytes, max_bytes: int = 64 * 1024) -> StatusDoc:
         instances_truncated=truncated,
         tz_name=_tz_name(doc),
         tz_source=_tz_source(doc),
+        keys_today=parse_keys(doc),
     )
 
 
@@ -529,11 +551,14 @@ def doc_dict(doc: StatusDoc) -> dict[str, Any]:
             for i in doc.instances
         ]
         out["instances_truncated"] = doc.instances_truncated
+    if doc.keys_today is not None:
+        out["keys_today"] = parsed_keys_dict(doc.keys_today)
     return out
 
 
 __all__ = [
     "MAX_BASE_BYTES",
+    "MAX_KEYS_BYTES",
     "MAX_STATUS_BYTES",
     "MAX_STATUS_INSTANCES",
     "REMOTE_HEALTH_STATES",

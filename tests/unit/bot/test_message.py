@@ -480,3 +480,57 @@ def test_a_hostile_row_list_is_unparseable_never_shown() -> None:
     assert bad.state == "unparseable" and bad.status is None
     text = render_message([_view(19001, bad)], now_monotonic=112.0, lang="en")
     assert "ledger answer unparseable" in text and "five windows: unknown (not 0)" in text
+
+
+# ---- today's top keys ------------------------------------------------------------------------
+
+KEYS_TODAY = {
+    "rows": [
+        {"key": "team-a", "input": 1_234_567, "output": 30_000, "cached": 64, "requests": 9},
+        {"key": "key:1a2b3c4d", "input": 40, "output": 9, "cached": 0, "requests": 1},
+        {"key": "", "input": 33, "output": 11, "cached": 0, "requests": 1},
+    ],
+    "truncated": 2,
+    "not_attributed": {"input": -25, "output": 3, "requests_aborted": 1},
+    "folded": 0,
+}
+
+
+def _keys_doc(base: dict[str, object] = GOOD, **keys: object) -> bytes:
+    return json.dumps({**base, "keys_today": {**KEYS_TODAY, **keys}}).encode()
+
+
+def test_todays_top_keys_are_one_line_in_both_languages() -> None:
+    r = _result(19001, _keys_doc())
+    zh = render_message([_view(19001, r)], now_monotonic=101.0).splitlines()
+    assert zh[-2] == (
+        "今日密钥用量(输入/输出):team-a 1.2M/30.0K、key:1a2b3c4d 40/9、(无密钥) 33/11;"
+        "另 2 个;未归属 -25/3(中断请求 1)"
+    )
+    en = render_message([_view(19001, r)], now_monotonic=101.0, lang="en").splitlines()
+    assert en[-2] == (
+        "keys today (input/output): team-a 1.2M/30.0K, key:1a2b3c4d 40/9, (no key) 33/11; "
+        "2 more; not attributed -25/3 (requests cut: 1)"
+    )
+    # A port row's block says the keys are the whole data dir's when it holds several ports.
+    rows = _result(19001, _keys_doc(GOOD_ROWS, truncated=0))
+    en = render_message([_view(19001, rows)], now_monotonic=101.0, lang="en").splitlines()
+    assert en[-2].startswith("keys today (input/output) (whole data dir): team-a 1.2M/30.0K")
+    assert "more" not in en[-2]
+    # No keys today (a host from before them, or no credited request today): no line.
+    for data in (_doc(), _keys_doc(rows=[])):
+        text = render_message([_view(19001, _result(19001, data))], now_monotonic=101.0)
+        assert "密钥" not in text
+
+
+@pytest.mark.parametrize(
+    "key", ["\x1b]0;PWNED\x07", "team\u202ePWNED", "PWNED\nfake line", "key:PWNED123"]
+)
+def test_a_key_name_that_is_not_a_keys_shape_makes_the_answer_unparseable(key: str) -> None:
+    rows = [{**KEYS_TODAY["rows"][0], "key": key}]  # type: ignore[index]
+    r = _result(19001, _keys_doc(rows=rows))
+    assert r.state == "unparseable"
+    for lang in ("zh", "en"):
+        text = render_message([_view(19001, r)], now_monotonic=101.0, lang=lang)
+        assert "PWNED" not in text and "\u202e" not in text
+        assert all(c == "\n" or unicodedata.category(c)[0] != "C" for c in text)
