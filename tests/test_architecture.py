@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "vllm_ledger.background",
         "vllm_ledger.maintenance",
+        "vllm_ledger.enforcer",
         "vllm_ledger.doctor",
         "vllm_ledger.plugin",
         "vllm_ledger.middleware",
@@ -129,7 +130,12 @@ def test_no_module_imports_from_a_layer_above() -> None:
 # models over the read side, the renderers over them, the consumers that render, the notifier
 # over the bot, and the deployment files that name them all.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("vllm_ledger.plan", "vllm_ledger.background", "vllm_ledger.maintenance"),
+    (
+        "vllm_ledger.plan",
+        "vllm_ledger.background",
+        "vllm_ledger.maintenance",
+        "vllm_ledger.enforcer",
+    ),
     ("vllm_ledger.formats", "vllm_ledger.plugin", "vllm_ledger.middleware"),
     ("vllm_ledger.observe", "vllm_ledger.bot", "vllm_ledger.doctor"),
     ("vllm_ledger.notify",),

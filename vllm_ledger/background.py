@@ -254,3 +254,71 @@ def start_background(
     t = threading.Thread(target=loop, name="vllm-ledger-maintenance", daemon=True)
     t.start()
     return t
+
+
+# ---- the enforcer: a long-lived child while budgets are set (docs/budgets.md) ---------------
+
+ENFORCER_FIRST_DELAY_S = 5.0
+ENFORCER_BACKOFF_S = (5.0, 300.0)  # a child that exits is started again after this, doubling
+ENFORCER_WAIT_CHUNK_S = 3600.0
+
+
+def enforcer_argv(root: Path, config: Path) -> list[str]:
+    return [sys.executable, "-m", "vllm_ledger.enforcer", str(root), "--config", str(config)]
+
+
+def spawn_enforcer(root: Path, config: Path) -> subprocess.Popen[bytes]:
+    """Start the enforcer in a child process (it lowers its own priority)."""
+    return spawn_child(enforcer_argv(root, config))
+
+
+def supervise_enforcer(
+    root: Path,
+    config: Path,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    spawn: Callable[[Path, Path], subprocess.Popen[bytes]] = spawn_enforcer,
+    keep_going: Callable[[], bool] = lambda: True,
+) -> None:
+    """Run the enforcer in a child and start it again whenever it exits (backing off from 5 s
+    to 5 min); it is ended and reaped at the API process's exit like a pass. Never raises."""
+    sleep(ENFORCER_FIRST_DELAY_S)
+    backoff = ENFORCER_BACKOFF_S[0]
+    while keep_going():
+        try:
+            proc = spawn(root, config)
+        except Exception as exc:  # e.g. no fork possible: serving goes on, unenforced
+            logger.warning("vllm-ledger: enforcer not started: %s", exc)
+        else:
+            _running.add(proc)
+            err = bytearray()
+            started = time.monotonic()
+            with contextlib.suppress(Exception):
+                while not _wait_exit(proc, ENFORCER_WAIT_CHUNK_S, err):
+                    pass
+            status = end_child(proc)
+            _running.discard(proc)
+            lines = err.decode("utf-8", "replace").strip().splitlines()
+            logger.warning(
+                "vllm-ledger: the enforcer exited with status %s (%s); hard budgets are not "
+                "enforced until it runs again (docs/budgets.md)",
+                status,
+                (lines[-1] if lines else "no message")[:300],
+            )
+            if time.monotonic() - started > 600:
+                backoff = ENFORCER_BACKOFF_S[0]
+        sleep(backoff)
+        backoff = min(backoff * 2, ENFORCER_BACKOFF_S[1])
+
+
+def start_enforcer(root: Path, config: Path) -> threading.Thread:
+    """A daemon thread supervising the enforcer child, for the writer of API rank 0."""
+    global _owner_pid
+    _owner_pid = os.getpid()
+    atexit.unregister(end_running_pass)
+    atexit.register(end_running_pass)
+    t = threading.Thread(
+        target=supervise_enforcer, args=(root, config), name="vllm-ledger-enforcer", daemon=True
+    )
+    t.start()
+    return t

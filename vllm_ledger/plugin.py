@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vllm_ledger.units import BUDGETS_ENV, ENFORCER_ENV
 from vllm_ledger.write.plugin import LedgerStatLogger as _WriteSideLogger
 
 
@@ -19,9 +20,14 @@ class LedgerStatLogger(_WriteSideLogger):
 
     @staticmethod
     def start_maintenance(root: Path) -> None:
+        import os
+
         from vllm_ledger import background
 
         background.start_background(root)
+        budgets = os.environ.get(BUDGETS_ENV, "").strip()
+        if budgets and os.environ.get(ENFORCER_ENV, "1").strip() != "0":
+            background.start_enforcer(root, Path(budgets))
 
 
 __all__ = ["LedgerStatLogger"]

@@ -30,6 +30,15 @@ PORT_ENV = "VLLM_LEDGER_PORT"  # the port a writer serves on, when its argv does
 DISABLE_ENV = "VLLM_LEDGER_DISABLE"  # set (not 0): the plugin records nothing
 MAINTENANCE_ENV = "VLLM_LEDGER_MAINTENANCE"  # 0: rank 0 runs no maintenance pass
 TRACEBACK_ENV = "VLLM_LEDGER_TRACEBACK"  # 1: the CLI shows an unforeseen error's traceback
+# Whose tokens (docs/attribution.md) and budgets (docs/budgets.md), read inside vLLM:
+ATTRIBUTE_USER_ENV = "VLLM_LEDGER_ATTRIBUTE_USER"  # 1: the middleware reads the body's user
+TENANT_HEADER_ENV = "VLLM_LEDGER_TENANT_HEADER"  # a header a trusted proxy sets: the tenant
+KEY_NAMES_ENV = "VLLM_LEDGER_KEY_NAMES"  # a JSON file of name -> "sha256:<hex>" of a key
+MAX_KEYS_ENV = "VLLM_LEDGER_MAX_KEYS"  # distinct keys kept by name per file and hour
+MAX_USERS_ENV = "VLLM_LEDGER_MAX_USERS"  # distinct users ...
+MAX_TENANTS_ENV = "VLLM_LEDGER_MAX_TENANTS"  # distinct tenants ...
+BUDGETS_ENV = "VLLM_LEDGER_BUDGETS"  # the budgets file: rank 0 starts the enforcer
+ENFORCER_ENV = "VLLM_LEDGER_ENFORCER"  # 0: rank 0 starts no enforcer (one runs elsewhere)
 ENV_PREFIX = "VLLM_LEDGER_"  # every variable of the project starts so
 
 # ---- numbers ---------------------------------------------------------------------------------
@@ -429,17 +438,25 @@ def is_plain_path(value: str) -> bool:
 
 
 __all__ = [
+    "ATTRIBUTE_USER_ENV",
+    "BUDGETS_ENV",
     "DISABLE_ENV",
     "DURATION_FORMS",
     "EARLIEST_AT",
+    "ENFORCER_ENV",
     "ENV_PREFIX",
+    "KEY_NAMES_ENV",
     "LATEST_AT",
     "MAINTENANCE_ENV",
+    "MAX_KEYS_ENV",
+    "MAX_TENANTS_ENV",
     "MAX_TEXT",
+    "MAX_USERS_ENV",
     "PLAIN_PATH_PATTERN",
     "PORT_ENV",
     "ROOT_ENV",
     "RUN_ID_ENV",
+    "TENANT_HEADER_ENV",
     "TIME_FORMS",
     "TRACEBACK_ENV",
     "WRITERS_ENV",

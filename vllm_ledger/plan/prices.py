@@ -57,7 +57,8 @@ def config_format(path: Path) -> str:
     )
 
 
-def _document(path: Path) -> Any:
+def read_document(path: Path) -> Any:
+    """A JSON or TOML config file (YAML: deprecated) as its document; one-line errors."""
     kind = config_format(path)
     if kind == "json":
         from vllm_ledger import strictjson
@@ -101,7 +102,7 @@ def _document(path: Path) -> Any:
 def load_config(path: Path) -> dict[str, Any]:
     """The settings in a JSON or TOML file (YAML: still read, deprecated), each converted to its
     type; a one-line error otherwise."""
-    doc = _document(path)
+    doc = read_document(path)
     doc = {} if doc is None else doc
     if not isinstance(doc, dict):
         raise ConfigError(f"{path} must be a mapping of setting: value")

@@ -27,7 +27,7 @@ from vllm_ledger.read.windows import Window
 
 # (key, adapter, user, tenant, reason): as the writer labels a credit (``write/tags.py``).
 Label = tuple[str, str, str, str, str]
-REASONS = frozenset({"", "untagged", "ambiguous", "copies", "aborted", "fault"})
+REASONS = frozenset({"", "untagged", "ambiguous", "copies", "aborted", "fault", "refused"})
 MAX_LABEL_CHARS = 256  # as the writer bounds them (``write/credits.py``)
 
 

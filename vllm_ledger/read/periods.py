@@ -140,7 +140,7 @@ def steps(start_ts: int, end_ts: int, grain: str, tz: ZoneInfo) -> Iterator[Wind
         raise BadArgument(f"unknown step {grain!r}: use one of {', '.join(GRAINS)}")
     t, n = start_ts, 0
     while t < end_ts:
-        nxt = _next_edge(t, grain, tz)
+        nxt = next_edge(t, grain, tz)
         yield Window(step_name(t, grain, tz), t, min(nxt, end_ts))
         t = nxt
         n += 1
@@ -161,7 +161,8 @@ def step_name(ts: int, grain: str, tz: ZoneInfo) -> str:
     return f"{local:%Y-%m-%d %H}:00"
 
 
-def _next_edge(ts: int, grain: str, tz: ZoneInfo) -> int:
+def next_edge(ts: int, grain: str, tz: ZoneInfo) -> int:
+    """Where the step ``ts`` falls in ends: the next local hour, midnight or first day."""
     if grain == "month":
         local = datetime.fromtimestamp(ts, tz)
         index = local.year * 12 + local.month  # the next month, zero-based

@@ -21,6 +21,9 @@ What no row holds is **not attributed**, and says why:
   ``requests_aborted`` counts the requests that ended without finishing;
 * ``fault``: requests the middleware could not tag because of a fault of its own (counted).
 
+Requests answered 429 over a hard budget (docs/budgets.md) never reached the engine: they
+hold no tokens, and are counted on their row as ``requests_refused``.
+
 A file written before attribution credits nobody: its tokens are in ``aborted``'s rest, and
 ``files_without`` says how many such files the window reads.
 """
@@ -53,6 +56,7 @@ class WhoseRow:
     cached_tokens: int
     requests: int
     requests_aborted: int = 0  # its requests that ended without finishing (tokens: not here)
+    requests_refused: int = 0  # answered 429 over a hard budget (no tokens)
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class NotAttributed:
     reasons: Mapping[str, Credited] = field(default_factory=dict)
     requests_aborted: int = 0
     faults: int = 0
+    requests_refused: int = 0
 
 
 @dataclass(frozen=True)
@@ -95,8 +100,9 @@ def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
     place = _PLACE[by]
     rows: dict[str, Credited] = {}
     aborted_by_value: dict[str, int] = {}
+    refused_by_value: dict[str, int] = {}
     reasons: dict[str, Credited] = {r: Credited() for r in STORED_REASONS}
-    requests_aborted = faults = 0
+    requests_aborted = faults = refused = 0
     for label, c in credits.by_label.items():
         reason = label[4]
         if reason == "":
@@ -109,6 +115,10 @@ def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
             aborted_by_value[value] = aborted_by_value.get(value, 0) + c.events
         elif reason == "fault":
             faults += c.events
+        elif reason == "refused":
+            refused += c.events
+            value = label[place]
+            refused_by_value[value] = refused_by_value.get(value, 0) + c.events
     credited = Credited()
     for c in (*rows.values(), *reasons.values()):
         credited.add(c)
@@ -123,7 +133,7 @@ def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
     outside = Credited()
     for c in reasons.values():
         outside.add(c)
-    values = set(rows) | set(aborted_by_value)
+    values = set(rows) | set(aborted_by_value) | set(refused_by_value)
     out_rows = sorted(
         (
             WhoseRow(
@@ -133,6 +143,7 @@ def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
                 cached_tokens=rows.get(v, Credited()).cached_tokens,
                 requests=rows.get(v, Credited()).requests,
                 requests_aborted=aborted_by_value.get(v, 0),
+                requests_refused=refused_by_value.get(v, 0),
             )
             for v in values
         ),
@@ -152,6 +163,7 @@ def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
             reasons=reasons,
             requests_aborted=requests_aborted,
             faults=faults,
+            requests_refused=refused,
         ),
         total=window,
         folded=credits.folded.get(by, 0) if by != "adapter" else 0,

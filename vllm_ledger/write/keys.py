@@ -28,9 +28,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from vllm_ledger.errors import KeyNamesError
+from vllm_ledger.units import KEY_NAMES_ENV
+
+NAMES_ENV = KEY_NAMES_ENV  # the names file's variable (``units.py`` spells every one)
 
 SECRET_FILE = ".vllm-ledger-key-secret"
-NAMES_ENV = "VLLM_LEDGER_KEY_NAMES"
 MAX_NAMES_FILE_BYTES = 1 << 20
 MAX_NAME_CHARS = 64
 KEY_LABEL_PREFIX = "key:"

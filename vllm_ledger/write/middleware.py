@@ -25,12 +25,21 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.units import DISABLE_ENV, ROOT_ENV
+from vllm_ledger.format.overbudget import Over, OverBudget
+from vllm_ledger.units import (
+    ATTRIBUTE_USER_ENV,
+    DISABLE_ENV,
+    KEY_NAMES_ENV,
+    ROOT_ENV,
+    TENANT_HEADER_ENV,
+)
 from vllm_ledger.write import keys
 from vllm_ledger.write.bodyscan import BodyScan
 from vllm_ledger.write.tags import BOOK, Entry, TagBook
@@ -43,8 +52,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-USER_ENV = "VLLM_LEDGER_ATTRIBUTE_USER"
-TENANT_HEADER_ENV = "VLLM_LEDGER_TENANT_HEADER"
+USER_ENV = ATTRIBUTE_USER_ENV  # the switches it reads (``units.py`` spells every one)
 MAX_LABEL_CHARS = 128  # a user or tenant longer than this is cut here
 
 # Routes whose POSTs reach the engine; the first three are judged aborted when they end with
@@ -62,21 +70,22 @@ class Settings:
 
     def __init__(self, env: MutableMapping[str, str] | os._Environ[str]) -> None:
         self.active = False
-        self.user = env.get(USER_ENV, "").strip() not in ("", "0")
+        self.user = env.get(ATTRIBUTE_USER_ENV, "").strip() not in ("", "0")
         header = env.get(TENANT_HEADER_ENV, "").strip().lower()
         self.tenant_header = header.encode("latin-1") if header.isascii() and header else b""
         self.labels: keys.KeyLabels | None = None
+        self.root: Path | None = None
         root_text = env.get(ROOT_ENV, "").strip()
         if not root_text or env.get(DISABLE_ENV, "").strip() not in ("", "0"):
             return
-        root = Path(root_text).expanduser()
+        root = self.root = Path(root_text).expanduser()
         try:
-            names_path = env.get(keys.NAMES_ENV, "").strip()
+            names_path = env.get(KEY_NAMES_ENV, "").strip()
             names = keys.read_names(Path(names_path)) if names_path else {}
         except keys.KeyNamesError as exc:
             logger.error(
                 "vllm-ledger: %s: %s; keys are named key:<hash> instead (docs/attribution.md)",
-                keys.NAMES_ENV,
+                KEY_NAMES_ENV,
                 exc,
             )
             names = {}
@@ -92,7 +101,14 @@ class Settings:
 class LedgerMiddleware:
     """The ASGI middleware vLLM's ``--middleware`` takes (``app.add_middleware``)."""
 
-    def __init__(self, app: App, book: TagBook = BOOK, env: Any = None) -> None:
+    def __init__(
+        self,
+        app: App,
+        book: TagBook = BOOK,
+        env: Any = None,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.app = app
         self.book = book
         try:
@@ -100,6 +116,11 @@ class LedgerMiddleware:
         except Exception as exc:  # never break vLLM's start-up
             logger.error("vllm-ledger: attribution off: %s", exc)
             self.settings = Settings({})
+        # Hard budgets (docs/budgets.md): who the enforcer says is over, refreshed from its
+        # file at most once a second; a missing or stale file refuses nothing.
+        root = self.settings.root
+        self.over = OverBudget(root, clock, monotonic) if root is not None else None
+        self.refused_total = 0
         if self.settings.active:
             logger.info(
                 "vllm-ledger: attribution on (key, adapter%s%s)",
@@ -121,9 +142,15 @@ class LedgerMiddleware:
             return
         try:
             request = _Request(self, scope)
+            if self.over is not None:
+                self.over.refresh()
+            refused = request.refused_by_headers()
         except Exception:
             self.book.fault()
             await self.app(scope, receive, send)
+            return
+        if refused is not None:
+            await request.refuse(send, refused)
             return
         await request.run(receive, send)
 
@@ -152,6 +179,67 @@ class _Request:
                 self.tenant = _label(value.decode("latin-1"))
         self.scan = BodyScan(_WANTED)
 
+    def refused_by_headers(self) -> Over | None:
+        """The hard budget the request's key or tenant is past, if the enforcer says so."""
+        over = self.mw.over
+        if over is None or not over.over:
+            return None
+        if self.key:
+            got = over.refused("key", self.key)
+            if got is not None:
+                return got
+        return over.refused("tenant", self.tenant) if self.tenant else None
+
+    def refused_by_body(self) -> Over | None:
+        """The hard budget the body's model or user is past (where the first chunk named
+        them: a field further on is not waited for)."""
+        over = self.mw.over
+        if over is None or not over.over:
+            return None
+        found = self.scan.found
+        if b"model" in found:
+            got = over.refused("adapter", _label(_unescape(found[b"model"])))
+            if got is not None:
+                return got
+        if self.mw.settings.user and b"user" in found:
+            return over.refused("user", _label(_unescape(found[b"user"])))
+        return None
+
+    async def refuse(self, send: Send, over: Over) -> None:
+        """Answer 429 before the request reaches the engine: OpenAI's error shape, and
+        ``Retry-After`` at the end of the budget's period. Counted in the ledger."""
+        now = time.time()
+        wait_s = max(1, math.ceil(over.until_ts - now))
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(over.until_ts))
+        body = json.dumps(
+            {
+                "error": {
+                    "message": (
+                        f"{over.kind} {over.value!r} is over its budget {over.budget!r} until "
+                        f"{until}: retry after that (docs/budgets.md)"
+                    ),
+                    "type": "insufficient_quota",
+                    "param": None,
+                    "code": "budget_exceeded",
+                }
+            },
+            ensure_ascii=True,
+        ).encode()
+        self.mw.refused_total += 1
+        self.book.refused((self.key, "", "", self.tenant))
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 429,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"retry-after", str(wait_s).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
     def _key_label(self, value: bytes) -> str:
         scheme, _, token = value.strip().partition(b" ")
         token = token.strip()
@@ -167,6 +255,14 @@ class _Request:
         except Exception:
             book.fault()
             raise
+        try:
+            refused = self._refused_by_first(first)
+        except Exception:
+            book.fault()
+            refused = None
+        if refused is not None:
+            await self.refuse(send, refused)
+            return
         try:
             scope = self._begin(first)
         except Exception:
@@ -201,9 +297,13 @@ class _Request:
                 except Exception:
                     book.fault()
 
-    def _begin(self, first: Message) -> Scope:
-        """Scan the first chunk, choose the id, open the entry; the scope vLLM gets."""
+    def _refused_by_first(self, first: Message) -> Over | None:
+        """Scan the first chunk; the hard budget its model or user is past, if any."""
         self.scan.feed(first.get("body") or b"")
+        return self.refused_by_body()
+
+    def _begin(self, first: Message) -> Scope:
+        """Choose the id (the first chunk scanned), open the entry; the scope vLLM gets."""
         scope = self.scope
         if not self.x:
             body_id = self.scan.found.get(b"request_id")

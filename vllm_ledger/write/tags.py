@@ -47,7 +47,8 @@ AMBIGUOUS: Final = "ambiguous"  # its id was held by two requests in flight at o
 COPIES: Final = "copies"  # the prompt of an n > 1 sampling copy: the same prompt again
 ABORTED: Final = "aborted"  # a request that ended with no finished stats (events: requests)
 FAULT: Final = "fault"  # a fault in the middleware: the request went through untagged
-REASONS: Final = (UNTAGGED, AMBIGUOUS, COPIES, ABORTED, FAULT)
+REFUSED: Final = "refused"  # answered 429 over a hard budget, never reached the engine (events)
+REASONS: Final = (UNTAGGED, AMBIGUOUS, COPIES, ABORTED, FAULT, REFUSED)
 
 UNTAGGED_DIMS: Final[Dims] = ("", "", "", "", UNTAGGED)
 AMBIGUOUS_DIMS: Final[Dims] = ("", "", "", "", AMBIGUOUS)
@@ -151,6 +152,11 @@ class TagBook:
         with self.lock:
             self.faults_total += 1
             self.pending.append((FAULT_DIMS, 0, 0, 0, 0, 1))
+
+    def refused(self, labels: tuple[str, str, str, str]) -> None:
+        """A request answered 429 over a hard budget: counted under its labels."""
+        with self.lock:
+            self.pending.append(((*labels, REFUSED), 0, 0, 0, 0, 1))
 
     # ---- the stat logger's side ---------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,57 @@ def test_what_it_leaves_alone(tmp_path: Path) -> None:
     book.consumer = True
     _run(off, [json.dumps(BODY).encode()])
     assert book.entries == {}
+
+
+# ---- hard budgets: 429 before the engine -----------------------------------------------------
+
+
+def test_a_key_over_its_hard_budget_gets_429_and_the_request_never_reaches_vllm(
+    tmp_path: Path,
+) -> None:
+    from vllm_ledger.format import overbudget
+
+    app = App()
+    mw, book = _middleware(tmp_path, app)
+    label = keys.KeyLabels(keys.root_secret(tmp_path / "root")).label(b"sk-over")
+    now = time.time()
+    overbudget.write(
+        tmp_path / "root",
+        [
+            overbudget.Over("key", label, now + 3600.4, "team-a-day"),
+            overbudget.Over("adapter", "tiny-b", now + 60, "b-day"),
+        ],
+        written_ts=now,
+    )
+    _given, sent = _run(mw, [json.dumps(BODY).encode()], [(b"authorization", b"Bearer sk-over")])
+    assert app.messages == [] and sent[0]["status"] == 429
+    headers = dict(sent[0]["headers"])
+    assert headers[b"retry-after"] == b"3601"
+    err = json.loads(sent[1]["body"])["error"]
+    assert (err["type"], err["code"], err["param"]) == (
+        "insufficient_quota",
+        "budget_exceeded",
+        None,
+    )
+    assert label in err["message"] and "team-a-day" in err["message"]
+    assert book.settle(0) == [((label, "", "", "", "refused"), 0, 0, 0, 0, 1)]
+    # Another key is served; an adapter over its budget is refused from the body's first chunk.
+    _given, sent = _run(
+        mw, [json.dumps({**BODY, "model": "tiny"}).encode()], [(b"authorization", b"Bearer ok")]
+    )
+    assert sent[0]["status"] == 200
+    _given, sent = _run(mw, [json.dumps(BODY).encode()], [(b"authorization", b"Bearer ok")])
+    assert sent[0]["status"] == 429 and mw.refused_total == 2
+
+
+def test_a_stale_over_budget_file_refuses_nothing(tmp_path: Path) -> None:
+    from vllm_ledger.format import overbudget
+
+    app = App()
+    mw, _book = _middleware(tmp_path, app)
+    label = keys.KeyLabels(keys.root_secret(tmp_path / "root")).label(b"sk-over")
+    old = time.time() - 60  # the enforcer stopped a minute ago: enforcement fails open
+    overbudget.write(tmp_path / "root", [overbudget.Over("key", label, old + 3600, "b")], old)
+    _given, sent = _run(mw, [json.dumps(BODY).encode()], [(b"authorization", b"Bearer sk-over")])
+    assert sent[0]["status"] == 200
+    assert mw.over is not None and "stale" in (mw.over.problem or "")
