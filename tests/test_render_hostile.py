@@ -202,7 +202,7 @@ def test_valid_image_references_render_one_from_line(image: str) -> None:
         for line in files["Dockerfile"].splitlines()
         if line and not line.startswith(("#", " "))
     ]
-    assert instructions == ["FROM", "COPY", "RUN"]
+    assert instructions == ["FROM", "COPY", "RUN", "ENTRYPOINT"]
     assert f"\nFROM {image}\n" in files["Dockerfile"]
     assert reference_problem(derived_image(host)) is None, derived_image(host)
     # (a backslash-newline continuation comes back from shlex as a "\n" word)

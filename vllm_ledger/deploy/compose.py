@@ -6,7 +6,8 @@ what docker mode passes to ``docker run``: the image, ``--entrypoint vllm`` and 
 path is never split on ':'), the GPUs as a device reservation
 (``deploy.resources.reservations.devices``), ``shm_size``, the environment (the ledger's with
 ``usage``), ``restart``, ``stop_grace_period`` above ``--shutdown-timeout`` and, with ``usage``,
-the hostname of the machine (``${HOSTNAME}``, as docker mode sets it).
+the hostname of the machine (``${HOSTNAME}``, as docker mode sets it); the attribution
+middleware's settings and its key names file, mounted read-only (``deploy/attribution.py``).
 
 The API key is never in the file: a key variable is taken from the environment of
 ``docker compose up`` (``${NAME:?...}``); a key file becomes a compose secret, mounted at
@@ -24,6 +25,7 @@ import json
 import shlex
 
 from vllm_ledger import __version__
+from vllm_ledger.deploy.attribution import attribution_env, container_key_names
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.launch import (
     CONTAINER_LEDGER_DIR,
@@ -63,6 +65,7 @@ def _environment(host: Host, usage: bool, tz: str | None) -> dict[str, str]:
         env[PORT_ENV] = _raw(str(host.port))
         if tz is not None:
             env[ZONE_ENV] = _s(tz)
+        env.update((k, _s(v)) for k, v in attribution_env(host, container_key_names(host)))
     if host.api_key_env:
         name = env_name(host.api_key_env, "api_key.env")
         env["VLLM_API_KEY"] = _raw(f"${{{name}:?the API key variable {name} is not set}}")
@@ -113,6 +116,9 @@ def compose_file(host: Host, *, usage: bool = False, tz: str | None = None) -> s
     if usage:
         volumes.append((plugin_dir(host), CONTAINER_PLUGIN_DIR, True))
         volumes.append((ledger_dir(host), CONTAINER_LEDGER_DIR, False))
+        names = container_key_names(host)
+        if host.key_names is not None and names is not None:
+            volumes.append((host.key_names, names, True))
     if volumes:
         out.append("    volumes:")
         for source, target, read_only in volumes:

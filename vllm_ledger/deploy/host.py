@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vllm_ledger.deploy.attribution import is_ledger_middleware, tenant_header_problem
 from vllm_ledger.deploy.imageref import REFERENCE_PATTERN, reference_problem
 from vllm_ledger.deploy.limits import PATH_MAX_BYTES, arg_problem, path_problem
 from vllm_ledger.deploy.schemacheck import validate as check_schema
@@ -51,6 +52,8 @@ OTLP_ENDPOINT_PATTERN = (
 )
 DETAILED_TRACE_MODULES = ("model", "worker", "all")
 ONE_LINE_PATTERN = "^[^\\n]*$"
+# A header an upstream proxy sets: letters, digits and '-' (RFC 9110's field names, as used).
+HEADER_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9-]{0,63}$"
 # moby's daemon/names/names.go: [a-zA-Z0-9][a-zA-Z0-9_.-]+, so two characters at least
 CONTAINER_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.-]+$"
 # ARTIFACTS holds the ledger and the plugin bundle; their deepest path below it is
@@ -289,6 +292,35 @@ SCHEMA: dict[str, Any] = {
             "the model's forward pass (model), the workers (worker) or both (all); it costs "
             "throughput",
         },
+        "attribution": {
+            "type": "object",
+            "additionalProperties": False,
+            "default": {},
+            "description": "with --usage: whose tokens (docs/attribution.md). The middleware "
+            "render adds always names the API key and the adapter (the body's model); these "
+            "switch on more",
+            "properties": {
+                "user": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "also the body's user (OpenAI's end-user id): "
+                    "VLLM_LEDGER_ATTRIBUTE_USER=1; past 1,000 users per file and hour the "
+                    "rest fold into 'other'",
+                },
+                "tenant_header": {
+                    "type": "string",
+                    "pattern": HEADER_NAME_PATTERN,
+                    "description": "a header your upstream proxy sets, credited as the tenant "
+                    "(VLLM_LEDGER_TENANT_HEADER), e.g. X-Tenant; only where clients cannot "
+                    "reach vLLM past that proxy",
+                },
+                "key_names": _path(
+                    'the key names file (JSON: name -> "sha256:<64 hex>", as `vllm-ledger '
+                    "keys hash --name NAME` prints): VLLM_LEDGER_KEY_NAMES; mounted read-only "
+                    "in a container, a Secret in kubernetes, a credential in systemd"
+                ),
+            },
+        },
         "gpu_name": {
             "type": "string",
             "minLength": 1,
@@ -343,6 +375,9 @@ class Volume:
     read_only: bool = True
 
 
+_ATTRIBUTION: dict[str, Any] = SCHEMA["properties"]["attribution"]["properties"]
+
+
 def _default(key: str) -> Any:
     """The schema's default for ``key`` (None where it has none): the one source of defaults."""
     return SCHEMA["properties"][key].get("default")
@@ -388,6 +423,10 @@ class Host:
     collect_detailed_traces: str | None = _default("collect_detailed_traces")
     gpu_name: str | None = _default("gpu_name")
     gpu_memory_gb: float | None = _default("gpu_memory_gb")
+    # attribution: {user, tenant_header, key_names}
+    attribute_user: bool = _ATTRIBUTION["user"]["default"]
+    tenant_header: str | None = None
+    key_names: str | None = None
 
     @property
     def name(self) -> str:
@@ -426,6 +465,7 @@ def parse_host(data: Any) -> Host:
         return data.get(key, props[key].get("default"))
 
     api_key = data.get("api_key", {})
+    attribution = get("attribution")
     gpus = get("gpus")
     return Host(
         model=data["model"],
@@ -465,6 +505,9 @@ def parse_host(data: Any) -> Host:
         collect_detailed_traces=get("collect_detailed_traces"),
         gpu_name=get("gpu_name"),
         gpu_memory_gb=get("gpu_memory_gb"),
+        attribute_user=attribution.get("user", _ATTRIBUTION["user"]["default"]),
+        tenant_header=attribution.get("tenant_header"),
+        key_names=attribution.get("key_names"),
     )
 
 
@@ -482,7 +525,7 @@ def host_data(host: Host) -> dict[str, Any]:
         "extra_env": dict(host.extra_env),
     }
     for key in SCHEMA["properties"]:
-        if key not in data and key not in ("$schema", "api_key"):
+        if key not in data and key not in ("$schema", "api_key", "attribution"):
             value = getattr(host, key)
             if value is not None:
                 data[key] = value
@@ -490,6 +533,14 @@ def host_data(host: Host) -> dict[str, Any]:
     api_key = {k: v for k, v in api_key.items() if v is not None}
     if api_key:
         data["api_key"] = api_key
+    attribution: dict[str, Any] = {}
+    if host.attribute_user is not False:  # as given, so check_values sees any other value
+        attribution["user"] = host.attribute_user
+    for key, value in (("tenant_header", host.tenant_header), ("key_names", host.key_names)):
+        if value is not None:
+            attribution[key] = value
+    if attribution:
+        data["attribution"] = attribution
     return data
 
 
@@ -524,10 +575,10 @@ def check_for(host: Host, mode: str, usage: bool) -> None:
                         f"volumes[{i}].{side}: a docker volume path cannot contain ':'",
                         key=f"volumes[{i}].{side}",
                     )
-        if usage and host.artifacts_dir and ":" in host.artifacts_dir:
-            raise ConfigError(
-                "artifacts_dir: a docker volume path cannot contain ':'", key="artifacts_dir"
-            )
+        mounted = (("artifacts_dir", host.artifacts_dir), ("attribution.key_names", host.key_names))
+        for key, path in mounted if usage else ():
+            if path and ":" in path:
+                raise ConfigError(f"{key}: a docker volume path cannot contain ':'", key=key)
     if usage:
         if host.artifacts_dir is None:
             raise ConfigError(
@@ -568,7 +619,14 @@ def _check_extras(data: dict[str, Any]) -> None:
             key="collect_detailed_traces",
             hint="set otlp_traces_endpoint, e.g. grpc://127.0.0.1:4317",
         )
+    _check_attribution(data)
     for i, arg in enumerate(data.get("extra_args", [])):
+        if is_ledger_middleware(tuple(data["extra_args"]), i):
+            raise ConfigError(
+                f"extra_args[{i}]: the ledger's middleware is added by usage",
+                key="extra_args",
+                hint="leave it out (a second copy would see every request twice)",
+            )
         flag = arg.split("=", 1)[0]
         if flag.startswith("--"):
             flag = "--" + flag[2:].replace("_", "-")
@@ -599,6 +657,17 @@ def _check_extras(data: dict[str, Any]) -> None:
             )
 
 
+def _check_attribution(data: dict[str, Any]) -> None:
+    header = data.get("attribution", {}).get("tenant_header")
+    problem = tenant_header_problem(header) if header is not None else None
+    if problem is not None:
+        raise ConfigError(
+            f"attribution.tenant_header: {problem}",
+            key="attribution.tenant_header",
+            hint="name the header your proxy sets, e.g. X-Tenant",
+        )
+
+
 # How each pattern's refusal reads (any other: "does not match PATTERN").
 _PATTERN_WORDS = {
     ABSOLUTE_PATH_PATTERN: "must be an absolute path without control characters",
@@ -609,6 +678,7 @@ _PATTERN_WORDS = {
     ACCOUNT_PATTERN: "is not a user or group name",
     ONE_LINE_PATTERN: "must be one line",
     OTLP_ENDPOINT_PATTERN: "is not an OTLP endpoint URL (http, https or grpc://HOST:PORT)",
+    HEADER_NAME_PATTERN: "is not a header name (letters, digits and '-', at most 64)",
 }
 
 

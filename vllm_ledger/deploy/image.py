@@ -5,7 +5,10 @@ the host file's vLLM image and installs ``vllm_ledger-VERSION-py3-none-any.whl``
 writes it) with ``pip install --no-deps --no-index``, so the build reaches no network beyond
 pulling the base image, and a ``.dockerignore`` that sends only the wheel to the builder. The
 wheel's entry point (``vllm.stat_logger_plugins``) makes vLLM load the plugin; the ledger writes
-only where ``VLLM_LEDGER_DIR`` says (the kubernetes manifests set it).
+only where ``VLLM_LEDGER_DIR`` says (the kubernetes manifests set it). Its entry point is
+``vllm serve --middleware vllm_ledger.middleware.LedgerMiddleware`` (the vLLM OpenAI image's own
+``vllm serve``, with the attribution middleware), so ``docker run IMAGE MODEL ...`` tags
+requests as every rendered mode does; the middleware does nothing where no ledger records.
 
 ``derived_image(host)`` is the reference the kubernetes manifests run: ``NAME-ledger:TAG-VERSION``
 (NAME the base image's last path part, TAG its tag, or the first 12 digits of its digest), without
@@ -19,9 +22,11 @@ host's values again, however it was built, so no line break or second instructio
 
 from __future__ import annotations
 
+import json
 import shlex
 
 from vllm_ledger import __version__
+from vllm_ledger.deploy.attribution import middleware_args
 from vllm_ledger.deploy.host import Host, check_values
 from vllm_ledger.deploy.imageref import NAME_MAX_CHARS, TAG_MAX_CHARS, split_reference
 from vllm_ledger.errors import ConfigError
@@ -80,7 +85,11 @@ def dockerfile(host: Host) -> str:
             "  && python3 -c 'import importlib.metadata as m; "
             'assert [e for e in m.entry_points(group="vllm.stat_logger_plugins") '
             'if e.name == "ledger"]\' \\',
+            "  && python3 -c 'import vllm_ledger.middleware' \\",
             "  && vllm-ledger --version",
+            "# vllm serve with the attribution middleware (docs/attribution.md); the kubernetes",
+            "# manifests run this image with their own command, which passes it too.",
+            f"ENTRYPOINT {json.dumps(['vllm', 'serve', *middleware_args(True)])}",
             "",
         ]
     )

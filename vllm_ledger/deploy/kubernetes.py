@@ -10,8 +10,10 @@
   never argv), and ``terminationGracePeriodSeconds`` above vLLM's ``--shutdown-timeout`` plus
   the ledger's drain. With ``usage``: the ledger root on a claim from ``volumeClaimTemplates``
   (it outlives the pod), ``VLLM_LEDGER_DIR``/``_WRITERS``/``_PORT`` (and ``_TZ``) as the other
-  modes set them, the plugin from the derived image (``deploy/image.py``), and the exporter as
-  a sidecar reading the same claim read-only;
+  modes set them, the plugin from the derived image (``deploy/image.py``), the attribution
+  middleware and its settings (``deploy/attribution.py``; a key names file from the Secret
+  ``NAME-key-names``, mounted read-only), and the exporter as a sidecar reading the same claim
+  read-only;
 * a Service with named ports (``http``; ``metrics`` with ``usage``);
 * a ServiceMonitor scraping each port under the job names the alert rules select by;
 * a PrometheusRule whose spec is ``observe.alerts.rules_document()``, the rules
@@ -34,6 +36,12 @@ from dataclasses import replace as replaced
 from typing import Any
 
 from vllm_ledger import __version__
+from vllm_ledger.deploy.attribution import (
+    CONTAINER_KEY_NAMES_DIR,
+    KEY_NAMES_FILE,
+    attribution_env,
+    container_key_names,
+)
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.image import derived_image, require_image
 from vllm_ledger.deploy.launch import (
@@ -54,6 +62,7 @@ EXPORTER_PORT = 9464
 LEDGER_VOLUME = "ledger"
 LEDGER_CLAIM_SIZE = "10Gi"
 SHM_VOLUME = "dshm"
+KEY_NAMES_VOLUME = "key-names"
 SECRET_KEY = "api-key"
 RULE_NAME = "vllm-ledger-alerts"
 DASHBOARD_CONFIGMAP = "vllm-ledger-dashboard"
@@ -92,6 +101,11 @@ def resource_name(host: Host) -> str:
 
 def secret_name(host: Host) -> str:
     return f"{resource_name(host)}-api-key"
+
+
+def key_names_secret(host: Host) -> str:
+    """The Secret holding the attribution key names file (``key-names.json``)."""
+    return f"{resource_name(host)}-key-names"
 
 
 def gpu_count(host: Host) -> int:
@@ -150,6 +164,7 @@ def _env(host: Host, usage: bool, tz: str | None) -> list[dict[str, Any]]:
         env[PORT_ENV] = str(host.port)
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
             env[ZONE_ENV] = tz
+        env.update(attribution_env(host, container_key_names(host)))
     out: list[dict[str, Any]] = [{"name": k, "value": env[k]} for k in sorted(env)]
     if host.api_key_env or host.api_key_file:
         ref = {"name": secret_name(host), "key": SECRET_KEY}
@@ -161,6 +176,10 @@ def _vllm_container(host: Host, usage: bool, tz: str | None) -> dict[str, Any]:
     mounts: list[dict[str, Any]] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
     if usage:
         mounts.append({"name": LEDGER_VOLUME, "mountPath": CONTAINER_LEDGER_DIR})
+        if host.key_names is not None:
+            mounts.append(
+                {"name": KEY_NAMES_VOLUME, "mountPath": CONTAINER_KEY_NAMES_DIR, "readOnly": True}
+            )
     for i, v in enumerate(host.volumes):
         mounts.append({"name": f"volume-{i}", "mountPath": v.container, "readOnly": v.read_only})
     container: dict[str, Any] = {
@@ -206,6 +225,10 @@ def _exporter_container(host: Host, tz: str | None) -> dict[str, Any]:
     }
 
 
+def _key_names_item() -> dict[str, Any]:
+    return {"key": KEY_NAMES_FILE, "path": KEY_NAMES_FILE}
+
+
 def statefulset(host: Host, usage: bool, tz: str | None) -> dict[str, Any]:
     volumes: list[dict[str, Any]] = [
         {
@@ -216,6 +239,9 @@ def statefulset(host: Host, usage: bool, tz: str | None) -> dict[str, Any]:
     for i, v in enumerate(host.volumes):
         kind = "Directory" if v.read_only else "DirectoryOrCreate"
         volumes.append({"name": f"volume-{i}", "hostPath": {"path": v.host, "type": kind}})
+    if usage and host.key_names is not None:
+        secret = {"secretName": key_names_secret(host), "items": [_key_names_item()]}
+        volumes.append({"name": KEY_NAMES_VOLUME, "secret": secret})
     containers = [_vllm_container(host, usage, tz)]
     if usage:
         containers.append(_exporter_container(host, tz))
@@ -353,6 +379,11 @@ def _header(host: Host, usage: bool) -> list[str]:
         lines.append(
             f"# API key: kubectl create secret generic {secret_name(host)} "
             f"{flag}={SECRET_KEY}{source}"
+        )
+    if usage and host.key_names is not None:
+        lines.append(
+            f"# Key names: kubectl create secret generic {key_names_secret(host)} "
+            f"--from-file={KEY_NAMES_FILE}={shlex.quote(host.key_names)}"
         )
     return lines
 

@@ -16,6 +16,11 @@ shell in the script is fixed text written here.
   (docker: mounted read-only), the ledger goes to ``ARTIFACTS/usage`` (docker: mounted
   read-write), ``VLLM_LEDGER_WRITERS`` is the API server count, and ``--shutdown-timeout`` is
   set above the ledger's drain limit. With ``usage=False`` no ledger setting appears at all.
+* ``usage=True`` also loads the attribution middleware (``--middleware
+  vllm_ledger.middleware.LedgerMiddleware``) and hands it the host file's ``attribution``
+  settings as its environment; a key names file is checked before vLLM starts (docker: mounted
+  read-only at ``/vllm-ledger/key-names/key-names.json``). See ``deploy/attribution.py`` and
+  docs/attribution.md.
 * ``tz=ZONE`` (with ``usage``) adds ``VLLM_LEDGER_TZ=ZONE`` to vLLM's environment: the plugin
   records it in the ledger root (``ROOT/zone``) on its first start, and every reader of that
   root then cuts "today" in that zone unless ``--tz`` or the reader's own ``VLLM_LEDGER_TZ``
@@ -30,6 +35,12 @@ import shlex
 from dataclasses import dataclass
 
 from vllm_ledger import __version__
+from vllm_ledger.deploy.attribution import (
+    MIDDLEWARE,
+    MIDDLEWARE_FLAG,
+    attribution_env,
+    container_key_names,
+)
 from vllm_ledger.deploy.host import ENV_NAME_PATTERN, Host, check_for
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.format.zonefile import BUNDLE_MARKER, check_zone
@@ -105,6 +116,7 @@ def bare_environment(host: Host, usage: bool, tz: str | None) -> list[tuple[str,
         env.append((PORT_ENV, str(host.port)))
         if tz is not None:
             env.append((ZONE_ENV, tz))
+        env += attribution_env(host, host.key_names)
     return env
 
 
@@ -130,6 +142,7 @@ def serve_args(host: Host, *, mode: str, usage: bool) -> list[str]:
         ("--dtype", host.dtype),
         ("--quantization", host.quantization),
         ("--shutdown-timeout", shutdown_timeout_s(host, usage)),
+        (MIDDLEWARE_FLAG, MIDDLEWARE if usage else None),  # whose tokens (deploy/attribution)
         ("--otlp-traces-endpoint", host.otlp_traces_endpoint),
         ("--collect-detailed-traces", host.collect_detailed_traces),
     ]
@@ -231,6 +244,7 @@ def _usage_setup(host: Host, mode: str, tz: str | None = None) -> list[str]:
     lines = [
         "# Usage ledger (--usage): plugin from a PYTHONPATH folder (no network, no pip),",
         "# ledger files on the host so they outlive the container.",
+        *_key_names_check(host, mode),
         f"mkdir -p -- {q(ledger)}",
     ]
     if host.ledger_code_dir:
@@ -254,6 +268,9 @@ def _usage_setup(host: Host, mode: str, tz: str | None = None) -> list[str]:
         ]
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
             lines.append(f"export {ZONE_ENV}={q(tz)}")
+        lines += [
+            f"export {name}={q(value)}" for name, value in attribution_env(host, host.key_names)
+        ]
     lines += [
         f"printf '%s\\n' {q('ledger plugin: ' + plugin)}",
         f"printf '%s\\n' {q('ledger report: ' + report_command(host))}",
@@ -261,6 +278,17 @@ def _usage_setup(host: Host, mode: str, tz: str | None = None) -> list[str]:
         "",
     ]
     return lines
+
+
+def _key_names_check(host: Host, mode: str) -> list[str]:
+    """Stop before anything is done when the key names file is not there (docker would make
+    a folder in its place; bare mode's vLLM must be able to read it)."""
+    if host.key_names is None:
+        return []
+    path = q(host.key_names)
+    test = f"! -f {path}" if mode == "docker" else f"! -f {path} || ! -r {path}"
+    message = q(f"key names file {host.key_names} is not a readable file (docs/attribution.md)")
+    return [f"if [[ {test} ]]; then echo {message} >&2; exit 1; fi"]
 
 
 def docker_run_words(host: Host, usage: bool, tz: str | None = None) -> list[list[Word]]:
@@ -284,6 +312,9 @@ def docker_run_words(host: Host, usage: bool, tz: str | None = None) -> list[lis
     if usage:
         groups.append(["--volume", f"{plugin_dir(host)}:{CONTAINER_PLUGIN_DIR}:ro"])
         groups.append(["--volume", f"{ledger_dir(host)}:{CONTAINER_LEDGER_DIR}:rw"])
+        names = container_key_names(host)
+        if names is not None:
+            groups.append(["--volume", f"{host.key_names}:{names}:ro"])
     if host.api_key_env or host.api_key_file:
         groups.append(["--env", "VLLM_API_KEY"])  # value from the script's environment
     env = dict(host.extra_env)
@@ -295,6 +326,7 @@ def docker_run_words(host: Host, usage: bool, tz: str | None = None) -> list[lis
         env[PORT_ENV] = str(host.port)
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
             env[ZONE_ENV] = tz
+        env.update(attribution_env(host, container_key_names(host)))
     for name in sorted(env):
         groups.append(["--env", f"{env_name(name)}={env[name]}"])
     groups.append(["--entrypoint", "vllm"])

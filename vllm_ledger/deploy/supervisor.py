@@ -37,6 +37,7 @@ from vllm_ledger.deploy.launch import (
 )
 from vllm_ledger.deploy.launch import shutdown_timeout_s as vllm_shutdown_timeout_s
 from vllm_ledger.errors import ConfigError
+from vllm_ledger.write.keys import NAMES_ENV
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
 DEFAULT_LOG_DIR = "/var/log/supervisor"
@@ -137,6 +138,11 @@ def _directory(host: Host, usage: bool) -> str:
     return path.replace("%", "%%")
 
 
+def _env_key(name: str) -> str:
+    """The host-file key an environment entry comes from, for a refusal to name."""
+    return "attribution.key_names" if name == NAMES_ENV else f"extra_env.{name}"
+
+
 def program_section(
     host: Host, *, usage: bool = False, tz: str | None = None, log_dir: str = DEFAULT_LOG_DIR
 ) -> str:
@@ -146,7 +152,7 @@ def program_section(
     name = program_name(host)
     command = " ".join(sv_word(w, "command") for w in command_argv(host, usage))
     env = ",".join(
-        f"{key}={sv_env_value(value, f'extra_env.{key}')}"
+        f"{key}={sv_env_value(value, _env_key(key))}"
         for key, value in bare_environment(host, usage, tz)
     )
     out = [

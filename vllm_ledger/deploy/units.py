@@ -16,7 +16,9 @@ folder and the caches ``extra_env`` names writable, and nothing that would stop 
 The API key is never in the unit: a key file is handed to the service with ``LoadCredential=``
 (so it may stay readable by root alone) and a key variable comes from an ``EnvironmentFile=``;
 either way a ``/bin/sh -c`` wrapper sets ``VLLM_API_KEY`` and ``exec``s the very argv bare mode
-runs, so vLLM's pid is the service's main pid.
+runs, so vLLM's pid is the service's main pid. The attribution key names file is a credential
+too (``LoadCredential=vllm-key-names:PATH``, ``VLLM_LEDGER_KEY_NAMES=%d/vllm-key-names``), so it
+may stay readable by root alone.
 
 ``ledger_units(host, ...)`` is ``render --units DIR``: the exporter (a long-running service),
 ``check`` (a oneshot service and a daily timer) and, given the notifier's config, the notifier
@@ -55,6 +57,7 @@ from vllm_ledger.deploy.limits import check_unit_lines, check_unit_name, path_pr
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify.unit import unit_text
 from vllm_ledger.units import is_plain_path
+from vllm_ledger.write.keys import NAMES_ENV
 
 RESTART_SEC = 10
 DEFAULT_USER = "vllm"  # the account the vLLM unit runs as when the host file names none
@@ -76,6 +79,7 @@ CACHE_ENV_NAMES = (
 )
 STOP_MARGIN_S = DOCKER_STOP_MARGIN_S  # systemd waits this much past vLLM's shutdown timeout
 CREDENTIAL = "vllm-api-key"
+KEY_NAMES_CREDENTIAL = "vllm-key-names"  # the key names file, loaded as a credential too
 ENV_FILE_DIR = "/etc/vllm-ledger"
 CHECK_CALENDAR = "daily"
 DEFAULT_NOTIFIER_PYTHON = "/usr/bin/python3"
@@ -251,12 +255,18 @@ def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
         out.append(f"Group={host.group or DEFAULT_USER}")
     out.append(f"WorkingDirectory={'~' if host.user else DEFAULT_HOME}")
     for key, value in bare_environment(host, usage, tz):
+        if key == NAMES_ENV:  # %d: the service's credentials folder (LoadCredential below)
+            out.append(f"Environment={NAMES_ENV}=%d/{KEY_NAMES_CREDENTIAL}")
+            continue
         out.append(f"Environment={sd_word(f'{key}={value}', command=False)}")
     if host.api_key_file:
         path = plain_path(host.api_key_file, "api_key.file")
         out.append(f"LoadCredential={CREDENTIAL}:{path}")
     elif host.api_key_env:
         out.append(f"EnvironmentFile={env_file(host)}")
+    if usage and host.key_names is not None:
+        path = plain_path(host.key_names, "attribution.key_names")
+        out.append(f"LoadCredential={KEY_NAMES_CREDENTIAL}:{path}")
     if usage:
         out += _command_lines("ExecStartPre", ["/bin/mkdir", "-p", "--", ledger_dir(host)])
         if host.ledger_code_dir:

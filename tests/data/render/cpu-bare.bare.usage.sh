@@ -34,5 +34,6 @@ exec vllm serve '/srv/models/tiny llama' \
   --max-model-len 1024 \
   --dtype float32 \
   --shutdown-timeout 15 \
+  --middleware vllm_ledger.middleware.LedgerMiddleware \
   --enforce-eager \
   --block-size 32

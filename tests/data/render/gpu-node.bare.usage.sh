@@ -39,5 +39,6 @@ exec vllm serve /models/Qwen2.5-72B-Instruct-AWQ \
   --dtype float16 \
   --quantization awq \
   --shutdown-timeout 10 \
+  --middleware vllm_ledger.middleware.LedgerMiddleware \
   --enable-prefix-caching \
   --disable-log-requests

@@ -52,5 +52,6 @@ docker run --detach \
   --dtype float16 \
   --quantization awq \
   --shutdown-timeout 10 \
+  --middleware vllm_ledger.middleware.LedgerMiddleware \
   --enable-prefix-caching \
   --disable-log-requests

@@ -83,6 +83,10 @@ def test_every_schema_key_is_documented_and_lands_in_host() -> None:
             continue
         if key == "api_key":
             assert {"api_key_env", "api_key_file"} <= fields
+        elif key == "attribution":
+            assert {"attribute_user", "tenant_header", "key_names"} <= fields
+            for sub, sub_prop in prop["properties"].items():
+                assert sub_prop.get("description"), f"attribution.{sub}"
         else:
             assert key in fields, key
 
@@ -299,11 +303,13 @@ def test_without_usage_no_ledger_setting_appears() -> None:
             "--stop-timeout",
             "--hostname",
             "vllm_ledger",
+            "--middleware",
         ):
             assert word not in text, (mode, word)
         with_usage = render_script(host_of(), mode=mode, usage=True)
         assert "VLLM_LEDGER_WRITERS=8" in with_usage
         assert "--shutdown-timeout 10" in with_usage
+        assert "--middleware vllm_ledger.middleware.LedgerMiddleware \\\n" in with_usage
 
 
 def test_writer_count_follows_the_api_server_count() -> None:
@@ -412,6 +418,8 @@ def test_nasty_values_arrive_as_literal_arguments_bare(tmp_path: Path, fake_bin:
         "2",
         "--shutdown-timeout",
         "10",
+        "--middleware",
+        "vllm_ledger.middleware.LedgerMiddleware",
         "--chat-template-content-format",
         NASTY,
         "--x=" + NASTY,
@@ -527,6 +535,8 @@ def test_nasty_values_arrive_as_literal_arguments_docker(tmp_path: Path, fake_bi
         "bfloat16",
         "--shutdown-timeout",
         "10",
+        "--middleware",
+        "vllm_ledger.middleware.LedgerMiddleware",
         "--x",
         NASTY,
     ]
