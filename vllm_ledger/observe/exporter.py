@@ -19,9 +19,10 @@ and serves (docs/fleet.md has the table of every metric and label):
 - coverage gauges per vLLM instance (``ledger_instance``): writers expected and alive in the
   instance's current run, and writers per state;
 - GPU gauges from NVML (``observe.gpu``) where a GPU is present;
-- whose tokens (``observe.whose``): restart-proof counters per key and adapter (the user and
-  tenant labels only when asked for: ``--attribution-labels``), what is not attributed by
-  reason, and window figures by each label, bounded to ``--attribution-series`` label sets.
+- whose tokens (``observe.whose``, read by ``observe.whose_read``): restart-proof counters per
+  key and adapter (the user and tenant labels only when asked for: ``--attribution-labels``),
+  what is not attributed by reason, and window figures by each label, bounded to
+  ``--attribution-series`` label sets.
 
 The counters never go down while the exporter runs (``observe.counters``): each ledger file's
 largest counts are remembered, so a run folder that is archived or moved away keeps its
@@ -97,11 +98,10 @@ from vllm_ledger.observe.counters import (
 )
 from vllm_ledger.observe.gpu import GpuReader, GpuReading
 from vllm_ledger.observe.server import MAX_CONNECTIONS, REQUEST_DEADLINE_S, MetricsServer
-from vllm_ledger.observe.whose import (
+from vllm_ledger.observe.whose import AttributionConfig, SeriesBound, attribution_families
+from vllm_ledger.observe.whose_read import (
     WIDTH,
-    AttributionConfig,
-    SeriesBound,
-    attribution_families,
+    ClosedFiles,
     attribution_sighting,
     whose_windows,
 )
@@ -527,6 +527,7 @@ class LedgerCollector:
         self.attribution = attribution if attribution is not None else AttributionConfig()
         self.attr_memory = CounterMemory(width=WIDTH)
         self.bound = SeriesBound(self.attribution.max_series)
+        self.closed = ClosedFiles()  # closed files' credits, kept while they are unchanged
         self._whose: dict[str, tuple[WhoseWindow, ...]] | None = None
         self._cached: tuple[float, list[Any]] | None = None
         self._lock = threading.Lock()  # concurrent scrapes share one read
@@ -539,8 +540,8 @@ class LedgerCollector:
             pairs = pair_rows(ledgers, report)
             seen = sighting(ledgers, report)
             labels = self.attribution.labels
-            attr_seen = attribution_sighting(ledgers, report, labels, seen)
-            self._whose = whose_windows(ledgers, report, labels)
+            attr_seen = attribution_sighting(ledgers, report, labels, seen, self.closed)
+            self._whose = whose_windows(ledgers, report, labels, self.closed)
         held = self.memory.observe(seen)
         self.attr_memory.observe(attr_seen)
         self._say_changes(held)

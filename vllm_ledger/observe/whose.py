@@ -28,14 +28,13 @@ so no counter moves between series and none goes down. Window figures keep the `
 values with most tokens per window and label; the rest are summed under ``other``. A value ""
 (the request named none) is served as ``(none)``.
 
-``file_parts`` and ``SeriesBound`` are pure; ``attribution_sighting`` and ``whose_windows`` read
-through a ``LedgerSet`` (memoised credits, the reader's checks); ``attribution_families`` makes
-the metric families.
+``SeriesBound`` and ``cut_rows`` are pure; ``observe/whose_read.py`` reads the credits
+(``attribution_sighting``, ``whose_windows``); ``attribution_families`` makes the metric
+families.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,19 +71,10 @@ from vllm_ledger.names import (
     REASON_LABEL,
     WINDOW_LABEL,
 )
-from vllm_ledger.observe.counters import Counts, FileCounts, Held, Labels, Sighting
-from vllm_ledger.read.attribution import FileCredits
-from vllm_ledger.read.ledgerset import LedgerSet
-from vllm_ledger.read.report import Report, WindowReport, report_figures
-from vllm_ledger.read.snapshot import Sums
-from vllm_ledger.read.whose import By, WhoseRow, WhoseWindow, whose
-from vllm_ledger.read.windows import Window
+from vllm_ledger.observe.counters import Counts, Held, Labels
+from vllm_ledger.observe.whose_read import CREDITED, FAULT, NOT_ATTRIBUTED
+from vllm_ledger.read.whose import WhoseRow, WhoseWindow
 
-# The figures counted per label set: tokens, finished requests, and events (requests aborted
-# for a credited set, faults for the fault set).
-WIDTH = 5
-CREDITED, NOT_ATTRIBUTED, FAULT = "credited", "not_attributed", "fault"
-_PLACE = {name: i for i, name in enumerate(ATTRIBUTION_LABELS)}
 _TOKENS = ("input_tokens", "output_tokens", "cached_tokens", "requests")
 
 
@@ -115,69 +105,6 @@ def parse_labels(text: str) -> tuple[str, ...]:
 def shown_value(value: str) -> str:
     """A label value as served: ``(none)`` for a request that named none."""
     return value if value else NONE_VALUE
-
-
-# ---- per file: what its credits add to the counters (pure) -----------------------------------
-
-
-def file_parts(
-    file_window: WindowReport, credits: FileCredits, labels: Sequence[str]
-) -> tuple[tuple[Labels, Counts], ...]:
-    """One file's counts per label set over its whole life: credited sets projected on
-    ``labels`` (with their aborted requests), what is not attributed per reason (``whose``'s
-    rest, held at 0 where negative), and the faults. ``file_window`` holds the file's own
-    figures."""
-    out: dict[Labels, list[int]] = {}
-
-    def add(key: Labels, p: int, g: int, c: int, r: int, e: int) -> None:
-        got = out.setdefault(key, [0] * WIDTH)
-        for i, v in enumerate((p, g, c, r, e)):
-            got[i] += v
-
-    for label, got in credits.by_label.items():
-        reason = label[4]
-        if reason not in ("", "aborted"):
-            continue
-        projected = (CREDITED, *(label[_PLACE[name]] for name in labels))
-        if reason == "":
-            add(projected, got.input_tokens, got.output_tokens, got.cached_tokens, got.requests, 0)
-        else:
-            add(projected, 0, 0, 0, 0, got.events)
-    rest = whose(file_window, credits, "key").not_attributed
-    for reason in NOT_ATTRIBUTED_REASONS:
-        c = rest.reasons[reason]
-        p, g, cached, r = c.input_tokens, c.output_tokens, c.cached_tokens, c.requests
-        if p or g or cached or r:
-            add((NOT_ATTRIBUTED, reason), max(0, p), max(0, g), max(0, cached), max(0, r), 0)
-    if rest.faults:
-        add((FAULT,), 0, 0, 0, 0, rest.faults)
-    return tuple((key, tuple(v)) for key, v in sorted(out.items()))
-
-
-def attribution_sighting(
-    ledgers: LedgerSet, report: Report, labels: Sequence[str], seen: Sighting
-) -> Sighting:
-    """``seen`` (the ledger counters' read of the same files) with each readable file's counts
-    per label set; a file whose credits cannot be read now is unreadable here."""
-    total = report.window("total")
-    w = Window(total.name, total.start_ts, total.cutoff_ts)
-    snaps = {(s.run_id, s.writer_rank, s.generation): s for s in ledgers.snapshots if s.ok}
-    files: list[FileCounts] = []
-    unreadable = set(seen.unreadable_files)
-    for f in seen.files:
-        key = (f.run_id, f.writer_rank, f.generation)
-        snap = snaps.get(key)
-        credits = ledgers.credits([snap], w) if snap is not None else FileCredits()
-        if snap is None or not snap.ok:  # gone, or its credits failed the checks just now
-            unreadable.add(key)
-            continue
-        sums = Sums()
-        for by_engine in ledgers.sums(snap, w).values():
-            sums.add(by_engine)
-        own = dataclasses.replace(total, **report_figures(sums))
-        parts = file_parts(own, credits, labels)
-        files.append(dataclasses.replace(f, counts=(0,) * WIDTH, parts=parts))
-    return dataclasses.replace(seen, files=files, unreadable_files=frozenset(unreadable))
 
 
 # ---- the series bound (stateful, pure) -------------------------------------------------------
@@ -215,20 +142,6 @@ class SeriesBound:
 
 
 # ---- window figures by each label ------------------------------------------------------------
-
-
-def whose_windows(
-    ledgers: LedgerSet, report: Report, labels: Sequence[str]
-) -> dict[str, tuple[WhoseWindow, ...]]:
-    """Per chosen label, the report's windows as ``report --by LABEL`` shows them."""
-    out: dict[str, list[WhoseWindow]] = {name: [] for name in labels}
-    sources = ledgers.sources()
-    for w in report.windows:
-        credits = ledgers.credits(sources, Window(w.name, w.start_ts, w.cutoff_ts))
-        for name in labels:
-            by: By = name  # type: ignore[assignment]  # ATTRIBUTION_LABELS are whose's keys
-            out[name].append(whose(w, credits, by))
-    return {name: tuple(ws) for name, ws in out.items()}
 
 
 def cut_rows(rows: Sequence[WhoseRow], most: int) -> list[WhoseRow]:
@@ -365,17 +278,10 @@ def _window_families(
 
 
 __all__ = [
-    "CREDITED",
-    "FAULT",
-    "NOT_ATTRIBUTED",
-    "WIDTH",
     "AttributionConfig",
     "SeriesBound",
     "attribution_families",
-    "attribution_sighting",
     "cut_rows",
-    "file_parts",
     "parse_labels",
     "shown_value",
-    "whose_windows",
 ]

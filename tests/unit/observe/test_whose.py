@@ -4,6 +4,7 @@ asked. Real ledgers (the real Recorder and tag book on a fake clock), the real c
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,13 +16,8 @@ from tests.e2e.prom import PROMTOOL
 from tests.ledgers import FakeClock
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.observe.exporter import LedgerCollector, make_registry
-from vllm_ledger.observe.whose import (
-    AttributionConfig,
-    SeriesBound,
-    cut_rows,
-    file_parts,
-    parse_labels,
-)
+from vllm_ledger.observe.whose import AttributionConfig, SeriesBound, cut_rows, parse_labels
+from vllm_ledger.observe.whose_read import file_parts
 from vllm_ledger.promtext import parse_samples
 from vllm_ledger.read.attribution import Credited, FileCredits
 from vllm_ledger.read.report import WindowReport
@@ -324,3 +320,20 @@ def test_parse_labels_refuses_what_is_not_a_label(text: str, said: str) -> None:
     with pytest.raises(BadArgument) as exc:
         parse_labels(text)
     assert exc.value.what.startswith(f"labels {said}: give some of key,adapter,user,tenant")
+
+
+def test_a_closed_files_credits_are_kept_until_the_file_changes(tmp_path: Path) -> None:
+    root = _root(tmp_path)
+    collector = LedgerCollector([root], tz="UTC", clock=FakeClock(T0 + 301), cache_seconds=0)
+    name = "vllm_ledger_attributed_prompt_tokens_total"
+    first = _by(_scrape(collector), name, "key", "adapter")
+    kept = dict(collector.closed.got)
+    assert sorted(p.parent.name for p in kept) == ["run-1", "run-2"]  # both closed cleanly
+    assert _by(_scrape(collector), name, "key", "adapter") == first
+    assert all(collector.closed.got[p][1] is kept[p][1] for p in kept)  # not read again
+    path = next(p for p in kept if p.parent.name == "run-2")
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # as a rewrite does
+    assert _by(_scrape(collector), name, "key", "adapter") == first
+    assert collector.closed.got[path][0] != kept[path][0]  # read again, the same credits
+    assert collector.closed.got[path][1] is not kept[path][1]
