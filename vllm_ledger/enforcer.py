@@ -57,11 +57,17 @@ def judge(root: Path, config: BudgetConfig, clock: Callable[[], float]) -> list[
         return evaluate(config, credits_for, int(now), tz)
 
 
-def publish_once(root: Path, config: BudgetConfig, clock: Callable[[], float]) -> list[BudgetState]:
-    """Judge the budgets and rewrite the over-budget file; returns the states."""
+def publish_once(
+    root: Path,
+    config: BudgetConfig,
+    clock: Callable[[], float],
+    fresh_s: float = overbudget.FRESH_S,
+) -> list[BudgetState]:
+    """Judge the budgets and rewrite the over-budget file (stale after ``fresh_s`` unless
+    rewritten); returns the states."""
     states = judge(root, config, clock)
     over = [overbudget.Over(k, v, float(end), name) for k, v, end, name in over_entries(states)]
-    overbudget.write(root, over, written_ts=clock())
+    overbudget.write(root, over, written_ts=clock(), fresh_s=fresh_s)
     return states
 
 
@@ -102,7 +108,8 @@ def run(
         failures = 0
         while not stop.is_set():
             try:
-                publish_once(root, config, clock)
+                # Six rounds missed and the file is stale: 30 s at the default cadence.
+                publish_once(root, config, clock, fresh_s=max(3.0, 6 * interval_s))
                 failures = 0
             except Exception as exc:  # a bad read: the file goes stale, enforcement fails open
                 failures += 1
