@@ -231,7 +231,10 @@ def test_stack_against_live_vllm_exporter_and_prometheus(
 ) -> None:
     root = tmp_path / "ledger"
     vport = free_port()
-    s1 = vllm_server(root, port=vport)
+    # The attribution middleware on, as render writes it: the whose-tokens panels have data.
+    s1 = vllm_server(
+        root, port=vport, extra_args=("--middleware", "vllm_ledger.middleware.LedgerMiddleware")
+    )
     eport = exporter(root)
     dcgm_port = free_port()  # no DCGM here: its job is down, the GPU expressions are empty
     cadvisor_port = free_port()  # no cAdvisor either: the container expressions are empty
