@@ -34,6 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench import whose  # noqa: E402
 from tests.generate import generate  # noqa: E402
 
 OUT = REPO / "bench" / "out"
@@ -1233,6 +1234,10 @@ PARTS: dict[str, tuple[Callable[[argparse.Namespace], None], str]] = {
     "hotpath": (lambda a: bench_hot_path(), "record() per call against PrometheusStatLogger"),
     "ingest": (lambda a: bench_ingest(), "recorder ingest, drain rate and memory"),
     "report": (bench_report, "report --json on 1/30/365-day ledgers against python's start"),
+    "whose": (
+        lambda a: whose.bench_whose(a, OUT, PY, ENV, row, note, interleaved),
+        "report --by user on 100,000 users in a day (one file) against report",
+    ),
     "export": (bench_export, "export a year of hours: peak RSS against 30 days, sums = report"),
     "disk": (bench_disk, "disk use of a year of 8 busy writers"),
     "runs": (bench_runs, "report --json on 8 writers x 1000 runs against the same in 8 files"),
