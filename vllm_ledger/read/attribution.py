@@ -76,15 +76,23 @@ class FileCredits:
         self.without += other.without
 
 
-def file_credits(snap: LedgerSnapshot, conn: sqlite3.Connection, w: Window) -> FileCredits:
-    """``snap``'s credits over ``w``, read on ``conn``; ``BadValues`` when a value fails."""
+def file_credits(
+    snap: LedgerSnapshot,
+    conn: sqlite3.Connection,
+    w: Window,
+    labels: dict[Any, Label] | None = None,
+) -> FileCredits:
+    """``snap``'s credits over ``w``, read on ``conn``; ``BadValues`` when a value fails.
+    ``labels``: the file's label sets as read before (a caller's cache for the same read; read
+    again where a row names one it lacks: a live writer adds label sets), filled in place."""
     out = FileCredits(files=1)
-    if not _has_tables(conn):
-        out.without = 1
-        return out
+    if labels is None or not labels:
+        if not _has_tables(conn):
+            out.without = 1
+            return out
+        labels = _fill(labels, conn)
     first = snap.first_bucket_ts
     start = 0 if first is not None and w.start_ts <= first else w.start_ts
-    labels = _labels(conn)
     seconds, hours, days = window_parts(start, w.cutoff_ts, daily=True)
     parts = [
         *(("attr_seconds", a, b) for a, b in seconds),
@@ -96,6 +104,8 @@ def file_credits(snap: LedgerSnapshot, conn: sqlite3.Connection, w: Window) -> F
             dim, p, g, c, r, e = _checked(table, row)
             label = labels.get(dim)
             if label is None:
+                label = _fill(labels, conn).get(dim)
+            if label is None:
                 raise BadValues(f"{table}: a row of label set {dim!r:.20} the file does not name")
             out.by_label.setdefault(label, Credited()).add_counts(p, g, c, r, e)
     hour = start - start % 3600
@@ -104,6 +114,12 @@ def file_credits(snap: LedgerSnapshot, conn: sqlite3.Connection, w: Window) -> F
             raise BadValues("attr_folded: a count that is not a whole number")
         if kind in ("key", "user", "tenant"):
             out.folded[kind] = out.folded.get(kind, 0) + n
+    return out
+
+
+def _fill(labels: dict[Any, Label] | None, conn: sqlite3.Connection) -> dict[Any, Label]:
+    out = labels if labels is not None else {}
+    out.update(_labels(conn))
     return out
 
 

@@ -31,13 +31,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from vllm_ledger import infile
 from vllm_ledger.format import declarations, paths
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import summary
-from vllm_ledger.read.attribution import FileCredits, file_credits
+from vllm_ledger.read.attribution import FileCredits, Label, file_credits
 from vllm_ledger.read.discovery import Found, Unseen, discover_runs
 from vllm_ledger.read.snapshot import (
     LedgerSnapshot,
@@ -239,6 +239,7 @@ class LedgerSet:
         self._connections = connections
         self._coverage: dict[tuple[float, tuple[int, ...]], cov.CoverageModel] = {}
         self._credits: dict[tuple[int, int, int], FileCredits] = {}
+        self._labels: dict[int, dict[Any, Label]] = {}  # each file's label sets, read once
         self.late_failures = 0  # files that failed when a window was first asked of them
         # Declared stops under the roots (``format/declarations.py``), and the lines refused;
         # ``strict`` ignores every declaration (the ledger's rule alone).
@@ -397,7 +398,8 @@ class LedgerSet:
         if not snap.ok or snap._connect is None:
             return FileCredits()
         try:
-            got = file_credits(snap, snap._connect(), w)
+            labels = self._labels.setdefault(id(snap), {})
+            got = file_credits(snap, snap._connect(), w, labels)
         except (sqlite3.Error, OSError, BadValues) as exc:
             status = "bad_values" if isinstance(exc, BadValues) else classify_error(exc)
             snap.status, snap.detail = status, str(exc)
