@@ -24,6 +24,10 @@ process can be read without a sampling profiler. It measures either shape of the
   ``wait4``, its CPU; where it runs on a thread (``maintenance.run``), its wall and CPU;
 * ``record()`` of the plugin and of vLLM's ``PrometheusStatLogger`` on the same iterations:
   calls and wall seconds, and a histogram of calls for the medians;
+* the attribution middleware (``--middleware vllm_ledger.middleware.LedgerMiddleware``): its
+  own code's CPU on vLLM's loop, apart from the app it wraps and the server's ``receive`` and
+  ``send`` (``bench/mwclock.py``: ``thread_time`` at every change of owner, the clock's own
+  share per stretch taken off), its calls, and the tag book's counts (tagged, faults);
 * CPU seconds of the whole process, its main thread (vLLM's asyncio loop) and the recorder
   thread, read from ``/proc/self/task``.
 
@@ -49,8 +53,15 @@ from typing import Any
 
 from vllm_ledger.format import connect, smallfiles, writes
 from vllm_ledger.plugin import LedgerStatLogger
+from vllm_ledger.write import middleware as middleware_module
 from vllm_ledger.write import recorder as recorder_module
 from vllm_ledger.write.recorder import Recorder
+from vllm_ledger.write.tags import BOOK
+
+try:  # beside this module in the probe's folder (bench/serve.py copies it there)
+    import vllm_ledger_bench_mwclock as mwclock
+except ImportError:  # run from the checkout
+    from bench import mwclock
 
 _TICK = os.sysconf("SC_CLK_TCK")
 HIST_BUCKETS = 16 * 34  # up to 2**34 ns, about 17 s
@@ -77,7 +88,11 @@ STATS: dict[str, Any] = {
     # 2**(k/16) ns to 2**((k+1)/16) ns, each about 4.4% wide).
     "ledger_record": {"n": 0, "wall_s": 0.0, "max_wall_s": 0.0, "hist": [0] * HIST_BUCKETS},
     "prometheus_record": {"n": 0, "wall_s": 0.0, "max_wall_s": 0.0, "hist": [0] * HIST_BUCKETS},
+    # The attribution middleware's own code on vLLM's loop (``bench/mwclock.py``): filled in
+    # by ``snapshot`` from the clock.
+    "middleware": None,
 }
+CLOCK = mwclock.MiddlewareClock()
 
 
 # ---- GIL slices of the recorder thread ---------------------------------------------------------
@@ -382,11 +397,74 @@ def _install() -> None:
     if compaction is not None:
         _wrap(compaction, "compact_connection", _releases_gil)
     _install_maintenance()
+    _install_middleware()
     from vllm.v1.metrics import loggers
 
     prom = loggers.PrometheusStatLogger
     prom.record = _timed_wall("prometheus_record", prom.record)  # type: ignore[method-assign]
     STATS["timer_bias_us"] = _timer_bias_us()
+
+
+def _install_middleware() -> None:
+    """Run every call of the attribution middleware under the clock: its own code's CPU
+    (``thread_time`` at every change of owner), apart from the app it wraps and the server's
+    ``receive``/``send``. vLLM builds the middleware at the first request, after this."""
+    cls = middleware_module.LedgerMiddleware
+    original = cls.__call__
+    cls._mwclock_original = original  # type: ignore[attr-defined]
+
+    def __call__(self: Any, scope: Any, receive: Any, send: Any) -> Any:
+        if not getattr(self, "_mwclock_app", False):
+            self.app = CLOCK.wrap_app(self.app)
+            self._mwclock_app = True
+        return CLOCK.wrap_call(self, scope, receive, send)
+
+    cls.__call__ = __call__  # type: ignore[method-assign]
+    # The clock's own share per stretch, measured on a thread of its own: this runs inside
+    # vLLM's starting loop, where asyncio.run cannot.
+    t = threading.Thread(target=CLOCK.calibrate, name="bench-probe-calibrate")
+    t.start()
+    t.join()
+
+
+class NullMiddleware:
+    """The control beside the ledger's middleware: one that only hands the request on through
+    its own ``receive`` and ``send`` (the ledger's shape, none of its work), under the same
+    clock as ``null``. What the clock finds in it is the clock's own error in this process
+    plus a few frames of real code. ``--middleware vllm_ledger_bench_probe.NullMiddleware``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = CLOCK.wrap_app(app, owner="null")
+
+    def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        return CLOCK.wrap_call(self, scope, receive, send, owner="null")
+
+    async def _mwclock_original(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+
+        async def receive_body() -> Any:
+            return await receive()
+
+        async def send_watched(message: Any) -> None:
+            await send(message)
+
+        await self.app(scope, receive_body, send_watched)
+
+
+def _middleware_stats() -> dict[str, Any]:
+    return {
+        "calls": CLOCK.requests,
+        "own_cpu_s": CLOCK.own_s(),
+        "null_cpu_s": CLOCK.own_s("null") if "null" in CLOCK.seconds else None,
+        "charged_cpu_s": dict(CLOCK.seconds),
+        "stretches": dict(CLOCK.stretches),
+        "bias_us": CLOCK.bias_s * 1e6,
+        "tagged": BOOK.begun_total,
+        "faults": BOOK.faults_total,
+        "book_full": BOOK.full_total,
+    }
 
 
 def _timer_bias_us() -> float:
@@ -439,6 +517,7 @@ def snapshot(logger: ProbedLedgerStatLogger | None = None) -> dict[str, Any]:
     with _lock:
         for entry in STATS["maintenance"]:
             _child_seen(entry)
+        STATS["middleware"] = _middleware_stats()
         doc = json.loads(json.dumps(STATS))
     doc["wall_ts"] = time.time()
     doc["process_cpu_s"] = _cpu_s(f"/proc/{pid}/stat")

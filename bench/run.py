@@ -34,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench import whose  # noqa: E402
+from bench import attribution, whose  # noqa: E402
 from tests.generate import generate  # noqa: E402
 
 OUT = REPO / "bench" / "out"
@@ -922,8 +922,56 @@ def bench_profile(args: argparse.Namespace) -> None:
                 None,
             )
     cores = os.cpu_count() or 1
+    mw = pr.get("middleware") or {}
+    if mw:
+        row(
+            "  attribution middleware's own code (probe's clock)",
+            mw["own_cpu_ms_per_s"],
+            "ms/s",
+            "-",
+            pr["main_thread_cpu_ms_per_s"],
+            "main thread (asyncio loop)",
+            mw["own_cpu_ms_per_s"] / pr["main_thread_cpu_ms_per_s"]
+            if pr["main_thread_cpu_ms_per_s"]
+            else None,
+            None,
+        )
+        if mw.get("null_cpu_ms_per_s") is not None:
+            row(
+                "  the control: a pass-through middleware, same clock",
+                mw["null_cpu_ms_per_s"],
+                "ms/s",
+                "-",
+                mw["own_cpu_ms_per_s"],
+                "the attribution middleware",
+                mw["null_cpu_ms_per_s"] / mw["own_cpu_ms_per_s"]
+                if mw["own_cpu_ms_per_s"]
+                else None,
+                None,
+            )
+            row(
+                "  the attribution middleware less the control's per stretch",
+                mw["net_cpu_ms_per_s"],
+                "ms/s",
+                "-",
+                mw["calls_per_s"],
+                "calls/s",
+                None,
+                None,
+            )
+    share = ledger_ms(pr) / pr["process_cpu_ms_per_s"] if pr["process_cpu_ms_per_s"] else None
     row(
-        "  ledger CPU: recorder thread + record() calls",
+        "  ledger CPU: recorder thread + record() + middleware",
+        ledger_ms(pr),
+        "ms/s",
+        "<= 3% of the API process's",
+        pr["process_cpu_ms_per_s"],
+        "API process CPU",
+        share,
+        None if share is None or not mw else share <= 0.03,
+    )
+    row(
+        "  the same against the machine",
         ledger_ms(pr),
         "ms/s",
         "-",
@@ -948,11 +996,21 @@ def bench_profile(args: argparse.Namespace) -> None:
 
 
 def ledger_ms(pr: dict[str, Any]) -> float:
-    """The ledger's CPU in the API process, ms/s: its recorder thread and its record() calls."""
+    """The ledger's CPU in the API process, ms/s: its recorder thread, its record() calls and
+    the attribution middleware's own code."""
     return float(
         pr["recorder_cpu_ms_per_s"]
         + pr["record_calls_per_s"] * pr["ledger_record_us_per_call"] / 1000
+        + middleware_ms(pr)
     )
+
+
+def middleware_ms(pr: dict[str, Any]) -> float:
+    """The attribution middleware's own CPU, ms/s: the probe's clock less its control where
+    the control ran, else the clock's figure (its share per stretch taken off)."""
+    mw = pr.get("middleware") or {}
+    net = mw.get("net_cpu_ms_per_s")
+    return float(net if net is not None else mw.get("own_cpu_ms_per_s", 0.0))
 
 
 def _profile_notes(d: dict[str, Any]) -> None:
@@ -972,9 +1030,33 @@ def _profile_notes(d: dict[str, Any]) -> None:
         f"{pr['flush_cpu_ms_per_s']:.1f} and file checks {pr['check_file_cpu_ms_per_s']:.2f}; "
         f"main thread {pr['main_thread_cpu_ms_per_s']:.0f} ms/s; dropped {pr['dropped']:.0f}"
     )
+    mw = pr.get("middleware") or {}
+    if mw:
+        per = mw["stretches_per_call"]
+        charged = mw["charged_cpu_ms_per_s"]
+        note(
+            f"profile, attribution middleware (--middleware vllm_ledger.middleware."
+            f"LedgerMiddleware, --api-key with {len(serve_mod().KEYS)} keys, users on, each "
+            f"request with a key and one of {serve_mod().USERS} users): {mw['calls_per_s']:.1f} "
+            f"calls/s, its own code {mw['own_cpu_ms_per_s']:.2f} ms/s of CPU "
+            f"({_f(mw['own_cpu_us_per_call'])} us a call), timed by bench/mwclock.py "
+            f"(thread_time at every change of owner, {mw['bias_us']:.2f} us per stretch taken "
+            f"off as the clock's own share, measured at start on a thread of its own); the "
+            f"control (bench/probe.py's NullMiddleware, a pass-through of the same shape under "
+            f"the same clock) {_f(mw.get('null_cpu_ms_per_s'))} ms/s "
+            f"({_f(mw.get('null_cpu_us_per_call'))} us a call): the clock's error in this "
+            f"process, taken off per stretch: {_f(mw.get('net_cpu_ms_per_s'))} ms/s "
+            f"({_f(mw.get('net_cpu_us_per_call'))} us a call), the figure counted in the "
+            f"ledger's CPU; charged to the app it wraps "
+            f"{charged.get('app', 0):.1f} ms/s and to the server's receive/send "
+            f"{charged.get('server', 0):.2f} ms/s; stretches a call {per}; "
+            f"{mw['tagged']} requests tagged, {mw['faults']} faults, tag book full "
+            f"{mw['book_full']} times"
+        )
     rest = pr["process_cpu_ms_per_s"] - ledger_ms(pr)
     note(
-        f"profile: the ledger's CPU (recorder thread + record() calls, {ledger_ms(pr):.2f} ms/s) "
+        f"profile: the ledger's CPU (recorder thread + record() calls + middleware, "
+        f"{ledger_ms(pr):.2f} ms/s) "
         f"is {ledger_ms(pr) / pr['process_cpu_ms_per_s']:.1%} of the API process's "
         f"{pr['process_cpu_ms_per_s']:.0f} ms/s: measured directly, the API process's CPU with "
         f"the ledger is about {pr['process_cpu_ms_per_s'] / rest:.3f}x what it would be without "
@@ -1098,6 +1180,19 @@ def _profile_notes(d: dict[str, Any]) -> None:
         hot / prom if prom else None,
         None,
     )
+    own = spy["main"].get("ledger middleware (its own frames)", 0)
+    main_cpu = d["probe"]["main_thread_cpu_ms_per_s"]
+    if own and main:
+        row(
+            "  middleware's own frames, share of main-thread samples x its CPU",
+            own / main * main_cpu,
+            "ms/s",
+            "-",
+            (d["probe"].get("middleware") or {}).get("net_cpu_ms_per_s"),
+            "the probe's clock, less the control",
+            None,
+            None,
+        )
     maint = sum(spy["maintenance"].values())
     note(
         f"profile, py-spy --gil at {ticks / d['window_s']:.0f} Hz, {spy['samples']} samples with a "
@@ -1232,6 +1327,18 @@ def bench_fleet(args: argparse.Namespace) -> None:
 
 PARTS: dict[str, tuple[Callable[[argparse.Namespace], None], str]] = {
     "hotpath": (lambda a: bench_hot_path(), "record() per call against PrometheusStatLogger"),
+    "join": (
+        lambda a: attribution.bench_join(PY, row, note, DETAILS),
+        "record() with the attribution join (batch 256, 8 finished) against PrometheusStatLogger",
+    ),
+    "middleware": (
+        lambda a: attribution.bench_middleware(PY, row, note, DETAILS),
+        "the attribution middleware's CPU per request (1 KB, 400 KB) against the app alone",
+    ),
+    "attrdisk": (
+        lambda a: attribution.bench_attrdisk(row, note, DETAILS),
+        "a ledger's growth in a day of 1,000 keys x 1,000 users, against no attribution",
+    ),
     "ingest": (lambda a: bench_ingest(), "recorder ingest, drain rate and memory"),
     "report": (bench_report, "report --json on 1/30/365-day ledgers against python's start"),
     "whose": (
@@ -1297,7 +1404,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.list:
         for name, (_, what) in PARTS.items():
-            print(f"{name:<8} {what}")
+            print(f"{name:<11} {what}")
         return
     chosen = _names(args.only) if args.only else list(PARTS)
     skip = set(_names(args.skip)) | ({"serve", "profile"} if args.no_serve else set())

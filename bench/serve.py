@@ -15,13 +15,16 @@ The baseline loads no plugin: ``vllm.plugins.load_plugins_by_group`` (which
 ``load_stat_logger_plugin_factories`` calls for ``vllm.stat_logger_plugins``) loads an entry
 point only when ``VLLM_PLUGINS`` is unset or names it; vLLM splits the variable on commas, so
 an empty value is ``[""]``, a list that names no plugin. The "on" side names the ledger
-(``VLLM_PLUGINS=ledger``), so both sides skip the same other plugins. Each server's log is
-checked: no ``vllm-ledger`` line at all with the plugin off, one ``vllm-ledger: recording to``
-per API process with it on.
+(``VLLM_PLUGINS=ledger``), so both sides skip the same other plugins. Every server requires
+an API key (``--api-key``, three keys) and every request carries one and a user; the "on" side
+also runs the attribution middleware (``--middleware vllm_ledger.middleware.LedgerMiddleware``,
+users on), as a launch file with usage on does. Each server's log is checked: no
+``vllm-ledger`` line at all with the plugin off, one ``vllm-ledger: recording to`` and one
+``vllm-ledger: attribution on`` per API process with it on.
 
-``profile`` serves with ``bench/probe.py``'s wrapper of the plugin and samples the API
-process with py-spy (``--gil``: only the thread holding the GIL is recorded), over a window
-that covers the rank-0 maintenance pass a minute after start.
+``profile`` serves with ``bench/probe.py``'s wrapper of the plugin (and the middleware under its
+clock) and samples the API process with py-spy (``--gil``: only the thread holding the GIL is
+recorded), over a window that covers the rank-0 maintenance pass a minute after start.
 """
 
 from __future__ import annotations
@@ -53,6 +56,14 @@ CONCURRENCY = 32  # requests in flight: enough to keep the batch full on this ma
 TOKENS = 40_960  # generated tokens per server's measured load (640 requests of 64)
 WARMUP_REQUESTS = 64
 DP2_ARGS = ("--data-parallel-size", "2", "--api-server-count", "2")
+# Whose tokens (docs/attribution.md): every server requires one of these keys, each request
+# carries one (in turn) and a user (one of USERS); the ledger's servers run the attribution
+# middleware with users on, as a launch file with usage on does.
+KEYS = ("sk-bench-alpha-5f1e27c9d0", "sk-bench-bravo-9a03bd44e1", "sk-bench-charlie-77e0c2d1f2")
+USERS = 50
+AUTH_ARGS = ("--api-key", *KEYS)
+MIDDLEWARE_ARGS = ("--middleware", "vllm_ledger.middleware.LedgerMiddleware")
+ATTRIBUTION_ENV = {"VLLM_LEDGER_ATTRIBUTE_USER": "1"}
 # The plugin's name in vLLM's allow-list (the entry point's name in the bundle's dist-info).
 PLUGIN_NAME = "ledger"
 
@@ -87,7 +98,9 @@ async def _load(
                         "prompt": f"measure throughput {i} " * 8,
                         "max_tokens": MAX_TOKENS,
                         "ignore_eos": True,
+                        "user": f"user-{i % USERS:02d}",
                     },
+                    headers={"Authorization": f"Bearer {KEYS[i % len(KEYS)]}"},
                 )
                 break
             except httpx.TransportError:
@@ -268,6 +281,10 @@ def _server(
 
     if plugin is None:
         env = {k: v for k, v in env.items() if not k.startswith("VLLM_LEDGER_")}
+        extra_args = (*AUTH_ARGS, *extra_args)
+    else:
+        env = {**env, **ATTRIBUTION_ENV}
+        extra_args = (*AUTH_ARGS, *MIDDLEWARE_ARGS, *extra_args)
     env = {**env, "VLLM_PLUGINS": PLUGIN_NAME if plugin is not None else ""}
     return VllmServer(
         model,
@@ -280,13 +297,17 @@ def _server(
 
 def check_log(text: str, mode: str, writers: int) -> str | None:
     """What is wrong with a server's log for its side, or None: with the plugin off no
-    ``vllm-ledger`` line at all; with it on, one ``recording to`` line per API process."""
+    ``vllm-ledger`` line at all; with it on, one ``recording to`` line and one ``attribution
+    on`` line per API process."""
     if mode == "off":
         lines = [ln for ln in text.splitlines() if "vllm-ledger" in ln]
         return f"the plugin was loaded: {lines[0].strip()[:200]}" if lines else None
     n = text.count("vllm-ledger: recording to")
     if n != writers:
         return f"{n} 'vllm-ledger: recording to' line(s), want {writers} (one per API process)"
+    n = text.count("vllm-ledger: attribution on")
+    if n != writers:
+        return f"{n} 'vllm-ledger: attribution on' line(s), want {writers} (one per API process)"
     return None
 
 
@@ -489,11 +510,13 @@ def _py_spy() -> str | None:
 
 
 def _probe_folder(dest: Path) -> Path:
-    """A PYTHONPATH folder with the package, bench/probe.py and an entry point naming it."""
+    """A PYTHONPATH folder with the package, bench/probe.py (and the middleware clock it uses)
+    and an entry point naming it."""
     from vllm_ledger.deploy.bundle import bundle
 
     bundle(dest)
     shutil.copy(REPO / "bench" / "probe.py", dest / "vllm_ledger_bench_probe.py")
+    shutil.copy(REPO / "bench" / "mwclock.py", dest / "vllm_ledger_bench_mwclock.py")
     (info,) = dest.glob("vllm_ledger-*.dist-info")
     (info / "entry_points.txt").write_text(
         f"[vllm.stat_logger_plugins]\n{PLUGIN_NAME} = "
@@ -550,6 +573,35 @@ def _classify(stack: str, parts: tuple[tuple[str, tuple[str, ...]], ...]) -> str
     return parts[-1][0]
 
 
+# Files whose frames are the attribution middleware's own code (and what it calls into: the
+# body scan, the tag book, the key names, the over-budget file it reads).
+MIDDLEWARE_FILES = (
+    "vllm_ledger/write/middleware.py",
+    "vllm_ledger/write/bodyscan.py",
+    "vllm_ledger/write/tags.py",
+    "vllm_ledger/write/keys.py",
+    "vllm_ledger/format/overbudget.py",
+)
+CLOCK_FILES = ("vllm_ledger_bench_mwclock.py", "vllm_ledger_bench_probe.py")
+
+
+def _deepest_ours(stack: str) -> str | None:
+    """Whose is the deepest frame of the ledger or the probe in a stack: ``middleware`` (what
+    runs below it, the standard library's hmac or json, is the middleware's too), ``clock``
+    (the probe's clock or its control middleware, itself the innermost frame: below one of
+    them runs the app or the server), or None."""
+    frames = stack.split(";")
+    for i in range(len(frames) - 1, -1, -1):
+        frame = frames[i]
+        if any(f in frame for f in MIDDLEWARE_FILES):
+            return "middleware"
+        if any(f in frame for f in CLOCK_FILES):
+            return "clock" if i == len(frames) - 1 else None
+        if "vllm_ledger" in frame:
+            return None
+    return None
+
+
 def parse_raw(text: str) -> dict[str, Any]:
     """py-spy's raw (collapsed) output with --threads: samples per thread and per part."""
     threads: Counter[str] = Counter()
@@ -567,11 +619,16 @@ def parse_raw(text: str) -> dict[str, Any]:
         elif name == "vllm-ledger-maintenance":
             maint[_classify(stack, MAINTENANCE_PARTS)] += n
         elif name == "MainThread":
+            ours = _deepest_ours(stack)
             # Prometheus first: the probe's timing wrapper around it lives in the probe module.
             if "PrometheusStatLogger.record" in stack:
                 main_parts["vLLM's PrometheusStatLogger.record()"] += n
             elif "LedgerStatLogger.record" in stack or "Recorder.submit" in stack:
                 main_parts["ledger record() (plugin hot path)"] += n
+            elif ours == "middleware":
+                main_parts["ledger middleware (its own frames)"] += n
+            elif ours == "clock":
+                main_parts["the probe's middleware clock and control"] += n
             elif "LoggingStatLogger" in stack:
                 main_parts["vLLM's LoggingStatLogger"] += n
             else:
@@ -654,6 +711,43 @@ def spawn_gil_ms(m: dict[str, Any], vfork_releases: bool | None) -> float:
     return 1e3 * wall
 
 
+def middleware_window(a: dict[str, Any], b: dict[str, Any], wall: float) -> dict[str, Any]:
+    """The attribution middleware between two probe snapshots: its own CPU per second and per
+    call, the control's (``NullMiddleware``), what the clock charged to the app and the
+    server, the tag book's counts."""
+    ma, mb = a.get("middleware") or {}, b.get("middleware") or {}
+    if not mb:
+        return {}
+    calls = mb["calls"] - ma.get("calls", 0)
+    own = mb["own_cpu_s"] - ma.get("own_cpu_s", 0.0)
+    null = net = None
+    stretches = {k: v - (ma.get("stretches") or {}).get(k, 0) for k, v in mb["stretches"].items()}
+    if mb.get("null_cpu_s") is not None:
+        null = mb["null_cpu_s"] - (ma.get("null_cpu_s") or 0.0)
+        # The control's CPU per stretch is the clock's error here: taken off each of the
+        # attribution middleware's stretches (and with it the control's few frames of code).
+        per_stretch = null / stretches["null"] if stretches.get("null") else 0.0
+        net = max(0.0, own - per_stretch * stretches.get("mw", 0))
+    charged = {
+        k: v - (ma.get("charged_cpu_s") or {}).get(k, 0.0) for k, v in mb["charged_cpu_s"].items()
+    }
+    return {
+        "calls_per_s": calls / wall,
+        "own_cpu_ms_per_s": 1e3 * own / wall,
+        "own_cpu_us_per_call": 1e6 * own / calls if calls else None,
+        "null_cpu_ms_per_s": None if null is None else 1e3 * null / wall,
+        "null_cpu_us_per_call": None if null is None or not calls else 1e6 * null / calls,
+        "net_cpu_ms_per_s": None if net is None else 1e3 * net / wall,
+        "net_cpu_us_per_call": None if net is None or not calls else 1e6 * net / calls,
+        "charged_cpu_ms_per_s": {k: 1e3 * v / wall for k, v in charged.items()},
+        "stretches_per_call": {k: v / calls if calls else None for k, v in stretches.items()},
+        "bias_us": mb["bias_us"],
+        "tagged": mb["tagged"] - ma.get("tagged", 0),
+        "faults": mb["faults"] - ma.get("faults", 0),
+        "book_full": mb["book_full"],
+    }
+
+
 def _window_slices(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """The recorder thread's GIL slices between two probe snapshots: per kind (count, mean and
     CPU, from the running sums) and the longest (from the probe's log of slices >= 0.2 ms)."""
@@ -699,7 +793,9 @@ def profile(seconds: float, rate_hz: int = 100, spy_mode: str = "blocking") -> d
         plugin = _probe_folder(tmp / "probe")
         probe_out = tmp / "probe.json"
         env = {"VLLM_LEDGER_DIR": str(root), "BENCH_PROBE_OUT": str(probe_out)}
-        server = _server(model, tmp, "profile", plugin=plugin, env=env)
+        # The control middleware beside the ledger's (added after it: the outer one).
+        control = ("--middleware", "vllm_ledger_bench_probe.NullMiddleware")
+        server = _server(model, tmp, "profile", plugin=plugin, env=env, extra_args=control)
         t0 = time.monotonic()
         server.start()
         print(f"  profile: server up in {time.monotonic() - t0:.0f} s", flush=True)
@@ -818,6 +914,7 @@ def profile(seconds: float, rate_hz: int = 100, spy_mode: str = "blocking") -> d
             },
             "prometheus_calls_per_s": (b["prometheus_record"]["n"] - a["prometheus_record"]["n"])
             / wall,
+            "middleware": middleware_window(a, b, wall),
         }
         if spy_text:
             m = re.search(r"Samples: (\d+) Errors: (\d+)", spy_text)
