@@ -19,13 +19,9 @@ each as the environment variable the middleware reads (``attribution_env``):
 from __future__ import annotations
 
 import posixpath
-from typing import TYPE_CHECKING
 
 from vllm_ledger.write.keys import NAMES_ENV
 from vllm_ledger.write.middleware import TENANT_HEADER_ENV, USER_ENV
-
-if TYPE_CHECKING:
-    from vllm_ledger.deploy.host import Host
 
 MIDDLEWARE = "vllm_ledger.middleware.LedgerMiddleware"  # what --middleware names
 MIDDLEWARE_FLAG = "--middleware"
@@ -68,22 +64,25 @@ def middleware_args(usage: bool) -> list[str]:
     return [MIDDLEWARE_FLAG, MIDDLEWARE] if usage else []
 
 
-def attribution_env(host: Host, key_names: str | None) -> list[tuple[str, str]]:
-    """The middleware's settings as (name, value), in this order; ``key_names`` is where vLLM
-    finds the names file (the host's path, a container's, a credential's), None for none."""
+def attribution_env(
+    user: bool, tenant_header: str | None, key_names: str | None
+) -> list[tuple[str, str]]:
+    """The middleware's settings (the host file's ``attribution``) as (name, value), in this
+    order; ``key_names`` is where vLLM finds the names file (the host's path, a container's, a
+    credential's), None for none."""
     env: list[tuple[str, str]] = []
-    if host.attribute_user:
+    if user:
         env.append((USER_ENV, "1"))
-    if host.tenant_header is not None:
-        env.append((TENANT_HEADER_ENV, host.tenant_header))
+    if tenant_header is not None:
+        env.append((TENANT_HEADER_ENV, tenant_header))
     if key_names is not None:
         env.append((NAMES_ENV, key_names))
     return env
 
 
-def container_key_names(host: Host) -> str | None:
+def container_key_names(key_names: str | None) -> str | None:
     """Where a container finds the names file: ``CONTAINER_KEY_NAMES`` when there is one."""
-    return CONTAINER_KEY_NAMES if host.key_names is not None else None
+    return CONTAINER_KEY_NAMES if key_names is not None else None
 
 
 __all__ = [

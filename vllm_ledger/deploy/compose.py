@@ -25,7 +25,7 @@ import json
 import shlex
 
 from vllm_ledger import __version__
-from vllm_ledger.deploy.attribution import attribution_env, container_key_names
+from vllm_ledger.deploy.attribution import container_key_names
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.launch import (
     CONTAINER_LEDGER_DIR,
@@ -34,6 +34,7 @@ from vllm_ledger.deploy.launch import (
     check_tz,
     env_name,
     ledger_dir,
+    middleware_env,
     plugin_dir,
     serve_args,
     shutdown_timeout_s,
@@ -65,7 +66,7 @@ def _environment(host: Host, usage: bool, tz: str | None) -> dict[str, str]:
         env[PORT_ENV] = _raw(str(host.port))
         if tz is not None:
             env[ZONE_ENV] = _s(tz)
-        env.update((k, _s(v)) for k, v in attribution_env(host, container_key_names(host)))
+        env.update((k, _s(v)) for k, v in middleware_env(host, container_key_names(host.key_names)))
     if host.api_key_env:
         name = env_name(host.api_key_env, "api_key.env")
         env["VLLM_API_KEY"] = _raw(f"${{{name}:?the API key variable {name} is not set}}")
@@ -116,7 +117,7 @@ def compose_file(host: Host, *, usage: bool = False, tz: str | None = None) -> s
     if usage:
         volumes.append((plugin_dir(host), CONTAINER_PLUGIN_DIR, True))
         volumes.append((ledger_dir(host), CONTAINER_LEDGER_DIR, False))
-        names = container_key_names(host)
+        names = container_key_names(host.key_names)
         if host.key_names is not None and names is not None:
             volumes.append((host.key_names, names, True))
     if volumes:

@@ -39,7 +39,6 @@ from vllm_ledger import __version__
 from vllm_ledger.deploy.attribution import (
     CONTAINER_KEY_NAMES_DIR,
     KEY_NAMES_FILE,
-    attribution_env,
     container_key_names,
 )
 from vllm_ledger.deploy.host import Host, check_for
@@ -49,6 +48,7 @@ from vllm_ledger.deploy.launch import (
     DOCKER_STOP_MARGIN_S,
     check_tz,
     env_name,
+    middleware_env,
     serve_args,
     shutdown_timeout_s,
 )
@@ -164,7 +164,7 @@ def _env(host: Host, usage: bool, tz: str | None) -> list[dict[str, Any]]:
         env[PORT_ENV] = str(host.port)
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
             env[ZONE_ENV] = tz
-        env.update(attribution_env(host, container_key_names(host)))
+        env.update(middleware_env(host, container_key_names(host.key_names)))
     out: list[dict[str, Any]] = [{"name": k, "value": env[k]} for k in sorted(env)]
     if host.api_key_env or host.api_key_file:
         ref = {"name": secret_name(host), "key": SECRET_KEY}

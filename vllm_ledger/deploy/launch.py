@@ -87,6 +87,12 @@ def ledger_dir(host: Host) -> str:
     return posixpath.join(host.artifacts_dir, LEDGER_SUBDIR)
 
 
+def middleware_env(host: Host, key_names: str | None) -> list[tuple[str, str]]:
+    """The host file's ``attribution`` as the middleware's environment (``key_names``: where
+    vLLM finds the names file in this mode)."""
+    return attribution_env(host.attribute_user, host.tenant_header, key_names)
+
+
 def check_tz(tz: str | None, usage: bool) -> None:
     """A zone to record (``--tz``) needs the ledger (usage) and must be a zone by the one rule
     (``format/zonefile.check_zone``); every mode checks it here."""
@@ -116,7 +122,7 @@ def bare_environment(host: Host, usage: bool, tz: str | None) -> list[tuple[str,
         env.append((PORT_ENV, str(host.port)))
         if tz is not None:
             env.append((ZONE_ENV, tz))
-        env += attribution_env(host, host.key_names)
+        env += middleware_env(host, host.key_names)
     return env
 
 
@@ -269,7 +275,7 @@ def _usage_setup(host: Host, mode: str, tz: str | None = None) -> list[str]:
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
             lines.append(f"export {ZONE_ENV}={q(tz)}")
         lines += [
-            f"export {name}={q(value)}" for name, value in attribution_env(host, host.key_names)
+            f"export {name}={q(value)}" for name, value in middleware_env(host, host.key_names)
         ]
     lines += [
         f"printf '%s\\n' {q('ledger plugin: ' + plugin)}",
@@ -312,7 +318,7 @@ def docker_run_words(host: Host, usage: bool, tz: str | None = None) -> list[lis
     if usage:
         groups.append(["--volume", f"{plugin_dir(host)}:{CONTAINER_PLUGIN_DIR}:ro"])
         groups.append(["--volume", f"{ledger_dir(host)}:{CONTAINER_LEDGER_DIR}:rw"])
-        names = container_key_names(host)
+        names = container_key_names(host.key_names)
         if names is not None:
             groups.append(["--volume", f"{host.key_names}:{names}:ro"])
     if host.api_key_env or host.api_key_file:
@@ -326,7 +332,7 @@ def docker_run_words(host: Host, usage: bool, tz: str | None = None) -> list[lis
         env[PORT_ENV] = str(host.port)
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
             env[ZONE_ENV] = tz
-        env.update(attribution_env(host, container_key_names(host)))
+        env.update(middleware_env(host, container_key_names(host.key_names)))
     for name in sorted(env):
         groups.append(["--env", f"{env_name(name)}={env[name]}"])
     groups.append(["--entrypoint", "vllm"])
