@@ -47,6 +47,12 @@ def printed_commands(doc: Path) -> list[str]:
 COMMANDS = printed_commands(REPO / "README.md")
 
 
+def _shown_after(command: str) -> str:
+    """The README's line right under ``$ command`` (what it printed), with its newline."""
+    lines = (REPO / "README.md").read_text().splitlines()
+    return lines[lines.index(f"$ {command}") + 1] + "\n"
+
+
 def test_setup_installed_the_command_the_readme_prints() -> None:
     assert (VENV_BIN / "vllm-ledger").is_file() and os.access(VENV_BIN / "vllm-ledger", os.X_OK)
     assert len(COMMANDS) >= 2, COMMANDS
@@ -71,6 +77,9 @@ def test_a_printed_command_runs_verbatim(command: str, tmp_path: Path) -> None:
     assert "Traceback" not in p.stderr, p.stderr
     if "--metrics-url" in command:  # no server here: one line, exit 2
         assert p.returncode == 2 and p.stderr.count("\n") == 1, (p.returncode, p.stderr)
+    elif " keys hash " in command:  # the line the README shows under it, exactly
+        assert (p.returncode, p.stderr) == (0, ""), p.stderr
+        assert p.stdout == _shown_after(command), p.stdout
     else:
         assert p.returncode == 0, p.stderr
         assert "vLLM token ledger" in p.stdout or p.stdout.startswith("{"), p.stdout[:300]

@@ -31,7 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "declare_stop",
         "record that an instance was stopped on purpose: the report shows that time as declared",
     ),
-    "doctor": ("doctor", "after an upgrade: stats interface, /metrics agreement, writers, storage"),
+    "doctor": (
+        "doctor",
+        "after an upgrade: stats interface, /metrics agreement, writers, storage, attribution",
+    ),
     "export": (
         "export",
         "rows of hour, day or month x model x instance with coverage, as CSV or JSON lines",
@@ -47,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "observability": (
         "observability",
         "write prometheus.yml, alert rules, alertmanager.yml, a Grafana dashboard and compose.yaml",
+    ),
+    "keys": (
+        "keys",
+        "name API keys for attribution: a key names file's line, or the label a key gets",
     ),
     "notifier": ("notifier", "run the chat bot: status replies, health and alerts, sent once"),
     "poll": ("poll", "ask every configured host for its status over SSH and print the bot's reply"),

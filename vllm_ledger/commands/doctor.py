@@ -1,4 +1,5 @@
-"""vllm-ledger doctor: the four post-upgrade checks (interface, agreement, writers, storage)."""
+"""vllm-ledger doctor: the post-upgrade checks (interface, agreement, writers, storage,
+attribution)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ from vllm_ledger.commands._common import add_roots, add_tz, duration, number, ur
 from vllm_ledger.errors import BadArgument
 
 NAME = "doctor"
-HELP = "after an upgrade: stats interface, /metrics agreement, writers, storage"
+HELP = "after an upgrade: stats interface, /metrics agreement, writers, storage, attribution"
 EPILOG = """examples:
   vllm-ledger doctor --metrics-url http://127.0.0.1:8000/metrics --root /srv/artifacts/usage
   vllm-ledger doctor --only interface --only storage
-Run it with the Python that runs vLLM (its venv or image): the interface check imports vLLM.
-exit status: 0 every check passes, 1 a check failed, 2 could not start (a bad flag)
+  vllm-ledger doctor --only attribution --root /srv/artifacts/usage
+Run it with the Python that runs vLLM (its venv or image): the interface check imports vLLM,
+and the attribution check reads from it whether finished requests can be joined to their
+keys. A row that warns (attribution unknown until a request has finished, or off in a vLLM
+before 0.32) does not fail the run.
+exit status: 0 every check passes (or warns), 1 a check failed, 2 could not start (a bad flag)
 """
 
 
@@ -30,9 +35,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--only",
         action="append",
-        choices=("interface", "agreement", "writers", "storage"),
+        choices=("interface", "agreement", "writers", "storage", "attribution"),
         metavar="CHECK",
-        help="run only this check (repeatable): interface, agreement, writers, storage",
+        help="run only this check (repeatable): interface, agreement, writers, storage, "
+        "attribution",
     )
     p.add_argument(
         "--wait",
@@ -90,6 +96,5 @@ def run(args: argparse.Namespace) -> int:
     )
     for line in table(report):
         print(line)
-    passed = sum(r.passed for r in report.rows)
-    print(f"{passed} of {len(report.rows)} checks pass")
+    print(report.summary())
     return 0 if report.ok else 1

@@ -93,7 +93,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--usage",
         action="store_true",
-        help="switch the usage ledger on (plugin folder, ledger dir, writer count)",
+        help="switch the usage ledger on (plugin folder, ledger dir, writer count) and whose "
+        "tokens: vLLM gets --middleware vllm_ledger.middleware.LedgerMiddleware and the host "
+        "file's attribution settings (docs/attribution.md)",
     )
     p.add_argument(
         "--tz",

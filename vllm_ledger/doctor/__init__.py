@@ -1,6 +1,6 @@
 """The checks to run after every vLLM upgrade (docs/doctor.md), as one table.
 
-Four checks, one module each, each giving a row that says what was checked, whether it passed
+Five checks, one module each, each giving a row that says what was checked, whether it passed
 and how to fix a failure:
 
 * ``interface`` (interface.py): the installed vLLM's stats classes have every field the plugin
@@ -13,6 +13,9 @@ and how to fix a failure:
 * ``storage`` (storage.py): the real recorder, over storage that refuses writes, counts the
   failed commits and the lost events and never raises; the roots are writable, with room, and
   the newest run lost no event to a failed write.
+* ``attribution`` (attribution.py): whose tokens are recorded (the newest run credits finished
+  requests to keys and adapters), or why not: this vLLM cannot join them, the middleware is
+  not loaded, the plugin predates it; unknown (warn) until a request has finished.
 
 Nothing here raises for a failed check: a check that cannot run is a failed row saying why.
 ``table`` renders a report through the one check table (``formats/checks.py``).
@@ -27,6 +30,7 @@ from datetime import timezone, tzinfo
 from pathlib import Path
 
 from vllm_ledger.doctor.agreement import check_agreement
+from vllm_ledger.doctor.attribution import check_attribution, installed_shape
 from vllm_ledger.doctor.base import CHECKS, CheckName, Row
 from vllm_ledger.doctor.interface import check_interface, interface_problems, round_trip
 from vllm_ledger.doctor.storage import (
@@ -42,6 +46,7 @@ from vllm_ledger.doctor.storage import (
 from vllm_ledger.doctor.writers import HEARTBEAT_WAIT_S, check_writers
 from vllm_ledger.formats.checks import CheckRow, render
 from vllm_ledger.read.verify import FETCH_TIMEOUT_S
+from vllm_ledger.write.shape import StatsShape
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,13 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         return all(r.passed for r in self.rows)
+
+    def summary(self) -> str:
+        """``N of M checks pass`` (a row that warns is not counted), and the warnings."""
+        passed = sum(r.result == "pass" for r in self.rows)
+        warned = sum(r.result == "warn" for r in self.rows)
+        more = f"; {warned} warn{'s' if warned == 1 else ''}" if warned else ""
+        return f"{passed} of {len(self.rows)} checks pass{more}"
 
 
 def doctor(
@@ -65,6 +77,7 @@ def doctor(
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
     tz: tzinfo = timezone.utc,
+    shape_of: Callable[[], StatsShape | None] = installed_shape,
 ) -> DoctorReport:
     """Run ``checks`` in the order of ``CHECKS``; every one gives a row, none raises. Instants
     a row names are in ``tz``."""
@@ -93,8 +106,10 @@ def doctor(
                     clock=clock,
                     sleep=sleep,
                 )
-            else:
+            elif name == "storage":
                 row = check_storage(roots, clock=clock)
+            else:
+                row = check_attribution(roots, shape_of=shape_of, clock=clock)
         except Exception as exc:  # a check that cannot run is a failed row, never a crash
             row = Row(
                 name,
@@ -109,9 +124,7 @@ def doctor(
 def table(report: DoctorReport) -> list[str]:
     """The report as the check table: check, pass or FAIL, what was checked; a ``fix:`` line
     under each failed row. Terminal-safe."""
-    return render(
-        [CheckRow(r.check, "pass" if r.passed else "FAIL", r.checked, r.fix) for r in report.rows]
-    )
+    return render([CheckRow(r.check, r.result, r.checked, r.fix) for r in report.rows])
 
 
 __all__ = [
@@ -126,6 +139,7 @@ __all__ = [
     "SelfTest",
     "StoragePlace",
     "check_agreement",
+    "check_attribution",
     "check_interface",
     "check_storage",
     "check_writers",

@@ -1,5 +1,5 @@
-"""What the four checks share: their names, the row each gives, the plugin's log lines
-collected instead of printed, and the newest run of a report."""
+"""What the checks share: their names, the row each gives, the plugin's log lines collected
+instead of printed, and the newest run of a report."""
 
 from __future__ import annotations
 
@@ -11,18 +11,27 @@ from typing import Literal
 
 from vllm_ledger.read.report import WriterStatus
 
-CheckName = Literal["interface", "agreement", "writers", "storage"]
-CHECKS: tuple[CheckName, ...] = ("interface", "agreement", "writers", "storage")
+CheckName = Literal["interface", "agreement", "writers", "storage", "attribution"]
+CHECKS: tuple[CheckName, ...] = ("interface", "agreement", "writers", "storage", "attribution")
 
 
 @dataclass(frozen=True)
 class Row:
-    """One check: what was checked (or found), whether it passed, how to fix a failure."""
+    """One check: what was checked (or found), whether it passed, how to fix a failure.
+    ``warn``: it did not fail, but is not as it should be (a limit of this vLLM, or nothing to
+    tell by yet); the table says ``warn`` and shows the fix, and the exit status stays 0."""
 
     check: CheckName
     passed: bool
     checked: str
     fix: str = ""
+    warn: bool = False
+
+    @property
+    def result(self) -> Literal["pass", "warn", "FAIL"]:
+        if not self.passed:
+            return "FAIL"
+        return "warn" if self.warn else "pass"
 
 
 class CollectedLog(logging.Handler):

@@ -1,0 +1,220 @@
+"""`vllm-ledger keys hash` and `keys label`: a real CLI process, the key on stdin (piped, or
+typed at a real pseudo-terminal with echo off), never in argv and never in what is printed."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import hmac
+import json
+import os
+import select
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from vllm_ledger.deploy.keynames import MAX_KEY_BYTES, key_label, names_entry, parse_key
+from vllm_ledger.errors import BadArgument, KeyNamesError
+from vllm_ledger.write import keys
+from vllm_ledger.write.middleware import LedgerMiddleware
+
+KEY = b"sk-alice-0123456789"
+ALICE = "sha256:" + hashlib.sha256(KEY).hexdigest()
+
+
+def cli(
+    *args: str, stdin: bytes = KEY + b"\n", env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    full = {**os.environ, "PYTHONPATH": str(REPO)}
+    full.pop("VLLM_LEDGER_KEY_NAMES", None)
+    full.update(env or {})
+    p = subprocess.run(
+        [sys.executable, "-m", "vllm_ledger", "keys", *args],
+        input=stdin,
+        capture_output=True,
+        env=full,
+        timeout=60,
+    )
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+# ---- the pure part ---------------------------------------------------------------------------
+
+
+def test_a_key_is_read_as_the_middleware_reads_a_bearer_token() -> None:
+    assert parse_key(b"  sk-x \r\n") == b"sk-x"
+    assert parse_key(b"sk with inner space\n") == b"sk with inner space"
+    with pytest.raises(BadArgument, match=r"^no key on stdin"):
+        parse_key(b" \n\n")
+    with pytest.raises(BadArgument, match=r"^stdin holds more than one line"):
+        parse_key(b"sk-one\nsk-two\n")
+    with pytest.raises(BadArgument, match=r"^stdin holds more than 16 KiB"):
+        parse_key(b"k" * (MAX_KEY_BYTES + 1))
+    assert parse_key(b"k" * MAX_KEY_BYTES) == b"k" * MAX_KEY_BYTES
+
+
+def test_the_names_entry_is_a_line_the_names_file_reads_back() -> None:
+    line = names_entry("alice", KEY)
+    assert line == f'"alice": "{ALICE}"'
+    assert keys.parse_names("{" + line + "}") == {ALICE.removeprefix("sha256:"): "alice"}
+    with pytest.raises(KeyNamesError, match=r"^name 'a b' is not 1-64 letters"):
+        names_entry("a b", KEY)
+    with pytest.raises(KeyNamesError, match="folded past the bound"):
+        names_entry("other", KEY)
+
+
+def test_the_label_is_the_one_the_middleware_gives(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    with pytest.raises(BadArgument, match=r"has no key secret yet \(\.vllm-ledger-key-secret\)"):
+        key_label(KEY, root, {})
+    assert list(root.iterdir()) == []  # never made here
+    secret = keys.root_secret(root)
+    want = "key:" + hmac.new(secret, KEY, hashlib.sha256).hexdigest()[:8]
+    assert key_label(KEY, root, {}) == want
+    mw = LedgerMiddleware(app=None, env={"VLLM_LEDGER_DIR": str(root)})  # type: ignore[arg-type]
+    assert mw.settings.labels is not None and mw.settings.labels.label(KEY) == want
+    # A named key needs no secret, nor a root.
+    named = {ALICE.removeprefix("sha256:"): "alice"}
+    assert key_label(KEY, tmp_path / "none", named) == "alice"
+    with pytest.raises(BadArgument, match="is not a directory: pass --root DIR"):
+        key_label(KEY, tmp_path / "none", {})
+    (root / keys.SECRET_FILE).write_text("not hex\n")
+    with pytest.raises(BadArgument, match=r"key secret .* cannot be read: .*holds no secret"):
+        key_label(KEY, root, {})
+
+
+# ---- the command -----------------------------------------------------------------------------
+
+
+def test_hash_prints_the_names_file_line_or_the_bare_hash() -> None:
+    assert cli("hash", "--name", "alice") == (0, f'"alice": "{ALICE}"\n', "")
+    assert cli("hash") == (0, ALICE + "\n", "")
+    code, out, err = cli("hash", "--name", "a b")
+    assert (code, out) == (2, "")
+    assert err == (
+        "vllm-ledger: error: --name 'a b' is not 1-64 letters, digits or ._@+- (starting with a "
+        "letter or digit)\n"
+    )
+    code, out, err = cli("hash", "--name", "other")
+    assert (code, out) == (2, "")
+    assert err.startswith("vllm-ledger: error: --name: 'other' names the keys folded past")
+
+
+def test_label_reads_the_roots_secret_and_the_names_file(tmp_path: Path) -> None:
+    root = tmp_path / "usage"
+    root.mkdir()
+    code, out, err = cli("label", "--root", str(root))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"vllm-ledger: error: {root} has no key secret yet (.vllm-ledger-key-secret): vLLM "
+        "with the ledger's middleware makes it on its first start, and no key has a label under "
+        "this root until then (docs/attribution.md)\n"
+    )
+    assert list(root.iterdir()) == []
+    secret = keys.root_secret(root)
+    label = "key:" + hmac.new(secret, KEY, hashlib.sha256).hexdigest()[:8]
+    assert cli("label", "--root", str(root)) == (0, label + "\n", "")
+    assert cli("label", env={"VLLM_LEDGER_DIR": str(root)}) == (0, label + "\n", "")
+    names = tmp_path / "key-names.json"
+    names.write_text(json.dumps({"alice": ALICE}))
+    assert cli("label", "--root", str(root), "--key-names", str(names)) == (0, "alice\n", "")
+    env = {"VLLM_LEDGER_KEY_NAMES": str(names)}
+    assert cli("label", "--root", str(root), env=env) == (0, "alice\n", "")
+    names.write_text('{"alice": "sha256:abc"}')
+    code, out, err = cli("label", "--root", str(root), "--key-names", str(names))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"vllm-ledger: error: key names file {names}: alice: 'sha256:abc' is")
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("hash", "--root", "/tmp"), "--root is for keys label: hash needs only the key"),
+        (("label", "--name", "alice"), "--name is for keys hash: label reads the names from"),
+        (("label", "--key-names", "/no/such/file"), "--key-names /no/such/file not found"),
+        (("show",), "argument action: invalid choice: 'show'"),
+    ],
+)
+def test_flags_of_the_other_action_are_one_line(args: tuple[str, ...], says: str) -> None:
+    code, out, err = cli(*args)
+    assert (code, out) == (2, "")
+    assert err.startswith("vllm-ledger: error: ") and says in err and err.count("\n") == 1
+
+
+def test_nothing_on_stdin_is_one_line() -> None:
+    assert cli("hash", stdin=b"") == (
+        2,
+        "",
+        "vllm-ledger: error: no key on stdin: pipe it in (e.g. < alice.key) or type it when "
+        "asked\n",
+    )
+
+
+def test_the_key_is_never_printed_even_in_errors(tmp_path: Path) -> None:
+    secret_key = b"sk-never-shown-4242"
+    outputs = [
+        cli("hash", stdin=secret_key),
+        cli("hash", "--name", "bad name", stdin=secret_key),
+        cli("label", "--root", str(tmp_path), stdin=secret_key),
+        cli("hash", stdin=secret_key + b"\n" + secret_key),
+    ]
+    for _code, out, err in outputs:
+        assert b"sk-never-shown" not in (out + err).encode()
+
+
+def test_typed_at_a_terminal_the_key_is_not_echoed() -> None:
+    """A real pseudo-terminal as the controlling terminal: the prompt is shown, the key typed is
+    not (echo off), the hash is printed."""
+    master, slave = os.openpty()
+
+    def controlling() -> None:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vllm_ledger", "keys", "hash", "--name", "alice"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        start_new_session=True,
+        preexec_fn=controlling,
+    )
+    os.close(slave)
+    seen = b""
+    try:
+        seen += _read_until(master, b"(not shown): ")
+        os.write(master, KEY + b"\n")
+        seen += _read_until(master, ALICE.encode())
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        os.close(master)
+    assert seen.startswith(b"API key (not shown): ")
+    assert KEY not in seen
+    assert f'"alice": "{ALICE}"'.encode() in seen
+
+
+def _read_until(fd: int, want: bytes, timeout_s: float = 60.0) -> bytes:
+    got = b""
+    deadline = time.monotonic() + timeout_s
+    while want not in got:
+        left = deadline - time.monotonic()
+        assert left > 0, got
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            got += chunk
+    return got
