@@ -51,8 +51,8 @@ def judge(root: Path, config: BudgetConfig, clock: Callable[[], float]) -> list[
     with LedgerSet.read([root], clock=lambda: now) as ls:
         sources = ls.sources()
 
-        def credits_for(w: Window) -> FileCredits:
-            return ls.credits(sources, w)
+        def credits_for(w: Window, kind: str) -> FileCredits:
+            return ls.credits(sources, w, kind)
 
         return evaluate(config, credits_for, int(now), tz)
 

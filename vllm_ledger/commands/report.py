@@ -138,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
             periods=tuple(args.window or ()),
             since=args.since,
             until=args.until,
+            # The text table names --top rows: only those are made; --json and --csv, every one.
+            top=0 if args.json or args.csv or args.html else args.top,
         )
         if args.html:
             from vllm_ledger.formats import html as html_format  # only for --html

@@ -25,6 +25,19 @@ _SUM_QUERIES = {
 }
 
 
+# Sums grouped by one label and the reason, in SQL: a view by user reads one row per user,
+# whatever the other labels (``by`` is one of ATTR_DIMS' first four, never user text), with
+# the checks of the rows summed, as for the counts.
+_CHECKS = f"{_NOT_INT}, {_LOWEST}, {_MOST}, {_OVER}"
+_BY_QUERIES = {
+    (table, by): f"SELECT d.{by}, d.reason, {_SUMS}, {_CHECKS}"
+    f" FROM {table} a JOIN attr_dims d ON d.id = a.dim"
+    " WHERE a.ts >= ? AND a.ts < ? GROUP BY d.{by}, d.reason".format(by=by)
+    for table in ATTR_TABLES
+    for by in ATTR_DIMS[:4]
+}
+
+
 def has_attribution(tables: frozenset[str]) -> bool:
     """Whether a file has the attribution tables (a file written before them has not)."""
     return tables >= ATTR_TABLE_NAMES
@@ -39,6 +52,15 @@ def sums(conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int) -> li
     """``(dim, *ATTR_COLUMNS sums, non_integer, lowest, most, over)`` per label set over
     ``[start_ts, end_ts)`` of ``attr_seconds``, ``attr_hourly`` or ``attr_daily``."""
     return conn.execute(_SUM_QUERIES[table], (start_ts, end_ts)).fetchall()
+
+
+def sums_by(
+    conn: sqlite3.Connection, table: str, by: str, start_ts: int, end_ts: int
+) -> list[tuple[Any, ...]]:
+    """``(value of by, reason, *ATTR_COLUMNS sums, non_integer, lowest, most, over)`` per value
+    and reason over ``[start_ts, end_ts)``: the sums of every label set sharing them, and the
+    checks of the rows summed."""
+    return conn.execute(_BY_QUERIES[(table, by)], (start_ts, end_ts)).fetchall()
 
 
 def folded(conn: sqlite3.Connection, start_ts: int, end_ts: int) -> list[tuple[Any, ...]]:

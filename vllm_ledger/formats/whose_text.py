@@ -57,6 +57,7 @@ def window_lines(
     """One window's table: its rows, the not-attributed row and its reasons, the total."""
     rows: list[list[str]] = [[f"{ww.name} by {ww.by}", *HEADER]]
     shown, more = cut(ww.rows, top)
+    more += ww.more  # values the model already left out (built with the same ``top``)
     for r in shown:
         rows.append(["  " + label(r.value), *_figures(r), _row_note(r, ww)])
     na = ww.not_attributed

@@ -226,19 +226,19 @@ def used(budget: Budget, credits: FileCredits, rates: Rates | None) -> float:
 
 def evaluate(
     config: BudgetConfig,
-    credits_for: Callable[[Window], FileCredits],
+    credits_for: Callable[[Window, Kind], FileCredits],
     at_ts: int,
     tz: ZoneInfo,
 ) -> list[BudgetState]:
-    """Each budget's state at ``at_ts``: its period's credits from ``credits_for`` (asked once
-    per distinct period)."""
-    memo: dict[tuple[int, int], FileCredits] = {}
+    """Each budget's state at ``at_ts``: its period's credits by its kind of label from
+    ``credits_for`` (asked once per distinct period and kind)."""
+    memo: dict[tuple[int, int, str], FileCredits] = {}
     out = []
     for b in config.budgets:
         w, end = period_window(b, at_ts, tz)
-        key = (w.start_ts, w.cutoff_ts)
+        key = (w.start_ts, w.cutoff_ts, b.kind)
         if key not in memo:
-            memo[key] = credits_for(w)
+            memo[key] = credits_for(w, b.kind)
         got = used(b, memo[key], config.rates)
         fraction = got / b.limit
         level: Level = "hard" if fraction >= b.hard else "soft" if fraction >= b.soft else "ok"

@@ -76,31 +76,37 @@ class FileCredits:
         self.without += other.without
 
 
+BY_PLACE = {"key": 0, "adapter": 1, "user": 2, "tenant": 3}
+
+
 def file_credits(
     snap: LedgerSnapshot,
     conn: sqlite3.Connection,
     w: Window,
     labels: dict[Any, Label] | None = None,
+    by: str | None = None,
 ) -> FileCredits:
     """``snap``'s credits over ``w``, read on ``conn``; ``BadValues`` when a value fails.
     ``labels``: the file's label sets as read before (a caller's cache for the same read; read
-    again where a row names one it lacks: a live writer adds label sets), filled in place."""
+    again where a row names one it lacks: a live writer adds label sets), filled in place.
+    ``by`` (key, adapter, user or tenant): summed by that label alone in SQL, each label set
+    keyed with the others empty (what a view by it needs, one row per value). Every row read
+    is judged before it counts, in the query that sums it."""
     out = FileCredits(files=1)
+    if by is not None:
+        if not _has_tables(conn):
+            out.without = 1
+            return out
+        _grouped(out, conn, snap, w, by)
+        return out
     if labels is None or not labels:
         if not _has_tables(conn):
             out.without = 1
             return out
         labels = _fill(labels, conn)
-    first = snap.first_bucket_ts
-    start = 0 if first is not None and w.start_ts <= first else w.start_ts
-    seconds, hours, days = window_parts(start, w.cutoff_ts, daily=True)
-    parts = [
-        *(("attr_seconds", a, b) for a, b in seconds),
-        *(("attr_hourly", a, b) for a, b in hours),
-        *([("attr_daily", *days)] if days is not None else []),
-    ]
+    start, parts = _parts(snap, w)
     for table, a, b in parts:
-        for row in attr_reads.sums(conn, table, a, b):
+        for row in _rows(lambda t=table, x=a, y=b: attr_reads.sums(conn, t, x, y), table):
             dim, p, g, c, r, e = _checked(table, row)
             label = labels.get(dim)
             if label is None:
@@ -108,13 +114,84 @@ def file_credits(
             if label is None:
                 raise BadValues(f"{table}: a row of label set {dim!r:.20} the file does not name")
             out.by_label.setdefault(label, Credited()).add_counts(p, g, c, r, e)
+    _add_folded(out, conn, start, w)
+    return out
+
+
+def _parts(snap: LedgerSnapshot, w: Window) -> tuple[int, list[tuple[str, int, int]]]:
+    first = snap.first_bucket_ts
+    start = 0 if first is not None and w.start_ts <= first else w.start_ts
+    seconds, hours, days = window_parts(start, w.cutoff_ts, daily=True)
+    return start, [
+        *(("attr_seconds", a, b) for a, b in seconds),
+        *(("attr_hourly", a, b) for a, b in hours),
+        *([("attr_daily", *days)] if days is not None else []),
+    ]
+
+
+_KEYED: dict[int, Any] = {
+    0: lambda v, r: (v, "", "", "", r),
+    1: lambda v, r: ("", v, "", "", r),
+    2: lambda v, r: ("", "", v, "", r),
+    3: lambda v, r: ("", "", "", v, r),
+}
+
+
+def _grouped(
+    out: FileCredits, conn: sqlite3.Connection, snap: LedgerSnapshot, w: Window, by: str
+) -> None:
+    """The credits summed by ``by`` and the reason in SQL, each group judged as ``_checked``
+    judges a row (its rows' checks computed in the same query)."""
+    keyed = _KEYED[BY_PLACE[by]]
+    start, parts = _parts(snap, w)
+    by_label = out.by_label
+    for table, a, b in parts:
+        for value, reason, p, g, c, r, e, *checks in _rows(
+            lambda t=table, x=a, y=b: attr_reads.sums_by(conn, t, by, x, y), table
+        ):
+            non_int, lowest, most, over = checks
+            if (
+                non_int
+                or over
+                or (lowest is not None and lowest < 0)
+                or (most is not None and most > MAX_COUNT)
+            ):
+                _checked(table, (None, p, g, c, r, e, *checks))
+            if type(value) is not str or len(value) > MAX_LABEL_CHARS:
+                raise BadValues(f"attr_dims: label set {str(value)[:40]!r} is not short texts")
+            if reason not in REASONS:
+                raise BadValues(f"attr_dims: {str(reason)[:40]!r} is not a reason the writer gives")
+            if type(p) is not int or p > MAX_COUNT or type(e) is not int:  # sums past 2^62
+                raise BadValues(f"{table}: a sum that is not a count")
+            label = keyed(value, reason)
+            got = by_label.get(label)
+            if got is None:
+                by_label[label] = Credited(p, g, c, r, e)
+            else:
+                got.add_counts(p, g, c, r, e)
+    _add_folded(out, conn, start, w)
+
+
+def _add_folded(out: FileCredits, conn: sqlite3.Connection, start: int, w: Window) -> None:
     hour = start - start % 3600
     for kind, n, non_int, lowest in attr_reads.folded(conn, hour, w.cutoff_ts):
         if non_int or (lowest is not None and lowest < 0) or type(n) is not int:
             raise BadValues("attr_folded: a count that is not a whole number")
         if kind in ("key", "user", "tenant"):
             out.folded[kind] = out.folded.get(kind, 0) + n
-    return out
+
+
+def _rows(query: Any, table: str) -> list[tuple[Any, ...]]:
+    """A query's rows; a sum past 2^63 (values no engine makes) is ``BadValues``."""
+    try:
+        rows: list[tuple[Any, ...]] = query()
+    except sqlite3.OperationalError as exc:
+        if "integer overflow" in str(exc):
+            raise BadValues(
+                f"{table}: counts overflow a 64-bit sum, more than any ledger holds"
+            ) from exc
+        raise
+    return rows
 
 
 def _fill(labels: dict[Any, Label] | None, conn: sqlite3.Connection) -> dict[Any, Label]:

@@ -238,7 +238,7 @@ class LedgerSet:
         self._read = read
         self._connections = connections
         self._coverage: dict[tuple[float, tuple[int, ...]], cov.CoverageModel] = {}
-        self._credits: dict[tuple[int, int, int], FileCredits] = {}
+        self._credits: dict[tuple[int, int, int, str | None], FileCredits] = {}
         self._labels: dict[int, dict[Any, Label]] = {}  # each file's label sets, read once
         self.late_failures = 0  # files that failed when a window was first asked of them
         # Declared stops under the roots (``format/declarations.py``), and the lines refused;
@@ -370,28 +370,35 @@ class LedgerSet:
             self._coverage.clear()
             return {}
 
-    def credits(self, sources: Sequence[Source], w: Window) -> FileCredits:
-        """What ``sources`` credited in ``w``, per label set (whose tokens; ``read/attribution``).
-        A summarised run the window holds none of is skipped, any other is read file by file;
-        a file that fails now is marked as in ``sums``."""
+    def credits(
+        self, sources: Sequence[Source], w: Window, by: str | None = None, keep: bool = True
+    ) -> FileCredits:
+        """What ``sources`` credited in ``w``, per label set (whose tokens; ``read/attribution``);
+        ``by`` (key, adapter, user, tenant): summed by that label alone, in SQL (the label sets
+        keyed with the others empty). A file or summarised run the window holds none of is
+        skipped (a file from before attribution that ended before the window leaves it whole),
+        any other read file by file; a file that fails now is marked as in ``sums``. ``keep``
+        False: the answer is not memoised (a long stream of windows keeps memory flat)."""
         out = FileCredits()
         for source in sources:
-            if not source.ok:
+            if not source.ok or not _reaches(source, w):
                 continue
             if isinstance(source, SummaryRun):
-                if source.whole_sums(w) == {}:
-                    continue
                 before = len(self._read.broken)
                 files = self._read.files_of(source)
                 self._note_broken(before)
             else:
                 files = [source]
+            if len(files) == 1 and len(sources) == 1:
+                return self._file_credits(files[0], w, by, keep)  # nothing to add up
             for snap in files:
-                out.add(self._file_credits(snap, w))
+                out.add(self._file_credits(snap, w, by, keep))
         return out
 
-    def _file_credits(self, snap: LedgerSnapshot, w: Window) -> FileCredits:
-        key = (id(snap), w.start_ts, w.cutoff_ts)
+    def _file_credits(
+        self, snap: LedgerSnapshot, w: Window, by: str | None, keep: bool
+    ) -> FileCredits:
+        key = (id(snap), w.start_ts, w.cutoff_ts, by)
         got = self._credits.get(key)
         if got is not None:
             return got
@@ -399,14 +406,15 @@ class LedgerSet:
             return FileCredits()
         try:
             labels = self._labels.setdefault(id(snap), {})
-            got = file_credits(snap, snap._connect(), w, labels)
+            got = file_credits(snap, snap._connect(), w, labels, by)
         except (sqlite3.Error, OSError, BadValues) as exc:
             status = "bad_values" if isinstance(exc, BadValues) else classify_error(exc)
             snap.status, snap.detail = status, str(exc)
             self.late_failures += 1
             self._coverage.clear()
             return FileCredits()
-        self._credits[key] = got
+        if keep:
+            self._credits[key] = got
         return got
 
     def _note_broken(self, before: int) -> None:
@@ -583,6 +591,19 @@ def nothing_matched(
     hi = math.inf if until_ts is None else until_ts
     model_ = ls.coverage(chosen, ls.now_ts if at_ts is None else at_ts)
     return None if model_.recorded_in(lo, hi) else made("no_run_in_period")
+
+
+def _reaches(source: Source, w: Window) -> bool:
+    """Whether a file's records or proofs reach into ``w`` (a summarised run: whether the
+    window holds any of it). A file that ended before the window, or began after it, credits
+    nothing there."""
+    if isinstance(source, SummaryRun):
+        return source.whole_sums(w) != {}
+    lows = [t for t in (source.first_bucket_ts, *(a for a, _b in source.spans)) if t is not None]
+    highs = [t for t in (source.last_end_ts, source.last_proof_ts) if t is not None]
+    if not lows or not highs:
+        return False  # nothing recorded, nothing proven
+    return min(lows) < w.cutoff_ts and math.floor(max(highs)) >= w.start_ts
 
 
 S = TypeVar("S", LedgerSnapshot, Source)

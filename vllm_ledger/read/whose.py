@@ -30,9 +30,10 @@ A file written before attribution credits nobody: its tokens are in ``aborted``'
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from vllm_ledger.read.attribution import Credited, FileCredits, Label
 from vllm_ledger.read.report import WindowReport
@@ -44,11 +45,10 @@ STORED_REASONS = ("untagged", "ambiguous", "copies")  # reasons with tokens of t
 NOT_ATTRIBUTED = "not attributed"
 
 
-@dataclass(frozen=True)
-class WhoseRow:
+class WhoseRow(NamedTuple):
     """One key (adapter, user, tenant): what was credited to it in the window. ``value`` ""
     is requests that named none (no bearer key, no user, ...); ``other``, the names folded
-    past the per-hour bound."""
+    past the per-hour bound. (A named tuple: a view by user makes tens of thousands.)"""
 
     value: str
     input_tokens: int
@@ -87,6 +87,7 @@ class WhoseWindow:
     total: WindowReport  # the window's own figures and coverage (``report``)
     folded: int = 0  # distinct values of ``by`` folded into ``other`` (summed per file-hour)
     files_without: int = 0  # files read that were written before attribution
+    more: int = 0  # values past ``top``: credited, not listed (their sums: the rest)
 
     @property
     def complete(self) -> bool:
@@ -94,11 +95,12 @@ class WhoseWindow:
         return self.total.complete and self.files_without == 0
 
 
-def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
+def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> WhoseWindow:
     """The window's rows by ``by`` and its not-attributed row; the two add up to the window's
-    input, output, cached tokens and finished requests exactly."""
+    input, output, cached tokens and finished requests exactly. ``top`` (0: all): only the
+    first rows are made, the others counted in ``more`` (a table of twenty out of 24,000)."""
     place = _PLACE[by]
-    rows: dict[str, Credited] = {}
+    rows: dict[str, list[int]] = {}  # value -> [input, output, cached, requests]
     aborted_by_value: dict[str, int] = {}
     refused_by_value: dict[str, int] = {}
     reasons: dict[str, Credited] = {r: Credited() for r in STORED_REASONS}
@@ -106,7 +108,15 @@ def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
     for label, c in credits.by_label.items():
         reason = label[4]
         if reason == "":
-            rows.setdefault(label[place], Credited()).add(c)
+            value = label[place]
+            acc = rows.get(value)
+            if acc is None:
+                rows[value] = [c.input_tokens, c.output_tokens, c.cached_tokens, c.requests]
+            else:
+                acc[0] += c.input_tokens
+                acc[1] += c.output_tokens
+                acc[2] += c.cached_tokens
+                acc[3] += c.requests
         elif reason in reasons:
             reasons[reason].add(c)
         elif reason == "aborted":
@@ -119,8 +129,8 @@ def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
             refused += c.events
             value = label[place]
             refused_by_value[value] = refused_by_value.get(value, 0) + c.events
-    credited = Credited()
-    for c in (*rows.values(), *reasons.values()):
+    credited = Credited(*(sum(acc[i] for acc in rows.values()) for i in range(4)))
+    for c in reasons.values():
         credited.add(c)
     rest = Credited(
         input_tokens=window.input_tokens - credited.input_tokens,
@@ -133,22 +143,20 @@ def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
     outside = Credited()
     for c in reasons.values():
         outside.add(c)
-    values = set(rows) | set(aborted_by_value) | set(refused_by_value)
-    out_rows = sorted(
-        (
-            WhoseRow(
-                value=v,
-                input_tokens=rows.get(v, Credited()).input_tokens,
-                output_tokens=rows.get(v, Credited()).output_tokens,
-                cached_tokens=rows.get(v, Credited()).cached_tokens,
-                requests=rows.get(v, Credited()).requests,
-                requests_aborted=aborted_by_value.get(v, 0),
-                requests_refused=refused_by_value.get(v, 0),
-            )
-            for v in values
-        ),
-        key=lambda r: (-r.input_tokens, -r.output_tokens, r.value),
-    )
+    for v in (*aborted_by_value, *refused_by_value):
+        if v not in rows:
+            rows[v] = [0, 0, 0, 0]
+    aborted_get, refused_get = aborted_by_value.get, refused_by_value.get
+    items = list(rows.items())
+    more = 0
+    if 0 < top < len(items):
+        more = len(items) - top
+        items = heapq.nsmallest(top, items, key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
+    out_rows = [
+        WhoseRow(v, acc[0], acc[1], acc[2], acc[3], aborted_get(v, 0), refused_get(v, 0))
+        for v, acc in items
+    ]
+    out_rows.sort(key=lambda r: (-r.input_tokens, -r.output_tokens, r.value))
     return WhoseWindow(
         name=window.name,
         start_ts=window.start_ts,
@@ -168,6 +176,7 @@ def whose(window: WindowReport, credits: FileCredits, by: By) -> WhoseWindow:
         total=window,
         folded=credits.folded.get(by, 0) if by != "adapter" else 0,
         files_without=credits.without,
+        more=more,
     )
 
 

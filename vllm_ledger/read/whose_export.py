@@ -130,7 +130,10 @@ def whose_export_rows(
         ls, start_ts, end_ts, chosen.grain, chosen.keys, tz, at_ts
     ):
         w = Window("step", step.start_ts, step.end_ts)
-        ww = whose(_window_report(step), ls.credits(holding(snaps, w), w), chosen.whose)
+        held = holding(snaps, w)
+        ww = whose(
+            _window_report(step), ls.credits(held, w, chosen.whose, keep=False), chosen.whose
+        )
         yield from step_rows(step, ww)
 
 

@@ -103,9 +103,11 @@ def report_by(
     periods: Sequence[str] = (),
     since: TimeSpec | float | None = None,
     until: TimeSpec | float | None = None,
+    top: int = 0,
 ) -> Report:
     """The report ``--by`` asks for: ``build_report``'s for no key or a breakdown key, else a
-    ``WhoseReport`` (the same arguments as ``build_report``)."""
+    ``WhoseReport`` (the same arguments as ``build_report``; ``top``: rows made per window,
+    0 for all)."""
     chosen = parse_by(by)
     with as_ledger_set(ledgers, clock, busy_timeout_s) as ls, gc_paused():
 
@@ -128,13 +130,13 @@ def report_by(
         for _attempt in range(2):  # once more if a file failed while its credits were read
             failures = ls.late_failures
             report = plain()
-            rows = whose_windows(ls, report, chosen.whose)
+            rows = whose_windows(ls, report, chosen.whose, top)
             if ls.late_failures == failures:
                 break
         return with_whose(report, chosen.whose, rows)
 
 
-def whose_windows(ls: LedgerSet, report: Report, by: By) -> tuple[WhoseWindow, ...]:
+def whose_windows(ls: LedgerSet, report: Report, by: By, top: int = 0) -> tuple[WhoseWindow, ...]:
     """Each window of ``report`` by ``by``, over the sources it read (its filters).
 
     Windows that read the same of every file (they differ only where no file holds anything,
@@ -150,7 +152,7 @@ def whose_windows(ls: LedgerSet, report: Report, by: By) -> tuple[WhoseWindow, .
         key = (reads, w.input_tokens, w.output_tokens, w.cached_tokens, w.requests)
         got = made.get(key) if reads is not None else None
         if got is None:
-            got = whose(w, ls.credits(held, window), by)
+            got = whose(w, ls.credits(held, window, by), by, top)
             made[key] = got
         else:
             got = replace(got, name=w.name, start_ts=w.start_ts, cutoff_ts=w.cutoff_ts, total=w)

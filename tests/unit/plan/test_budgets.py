@@ -97,7 +97,7 @@ def test_a_bad_file_is_one_line(tmp_path: Path, text: str, says: str) -> None:
     assert "\n" not in str(info.value)
 
 
-def _credits(w: Window) -> FileCredits:
+def _credits(w: Window, kind: str) -> FileCredits:
     return FileCredits(
         by_label={
             ("team-a", "tiny", "alice", "", ""): Credited(700, 200, 100, 3),
