@@ -8,7 +8,10 @@
 * writers: two real writer processes (tests/faults/writer_proc.py, the real Recorder) of one
   run expecting two, one of them SIGKILLed (standing in for one of two vLLM API processes;
   tests/e2e/test_doctor_e2e.py runs the doctor against a real vLLM);
-* storage: a real tmpfs remounted read-only, and one that filled up under a writer.
+* storage: a real tmpfs remounted read-only, and one that filled up under a writer;
+* attribution: a real doctor process over a ledger whose finished request no tag named (the
+  middleware's flag as the fix), and the interface row naming the join in the installed vLLM
+  (tests/unit/doctor/test_attribution.py holds every verdict).
 
 The passing run of all four against a real vLLM is tests/e2e/test_doctor_e2e.py.
 """
