@@ -56,7 +56,13 @@ def main() -> int:
     bundle(work / "plugin")
     server = VllmServer(
         model,
-        extra_args=("--api-server-count", "2"),
+        # The attribution middleware on, as render writes it: report --by key names the callers.
+        extra_args=(
+            "--api-server-count",
+            "2",
+            "--middleware",
+            "vllm_ledger.middleware.LedgerMiddleware",
+        ),
         env={"VLLM_LEDGER_DIR": str(ledger)},
         pythonpath=[work / "plugin"],
         log_path=work / "vllm.log",

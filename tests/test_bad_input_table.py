@@ -59,6 +59,7 @@ BASE: dict[str, tuple[str, ...]] = {
     "doctor": ("doctor", "--only", "storage", "--root", "{root}"),
     "exporter": ("exporter", "--root", "{root}"),
     "fleet": ("fleet", "--prometheus", CLOSED),
+    "keys": ("keys", "label", "--root", "{root}"),
     "observability": ("observability", "{new}"),
     "poll": ("poll", "--config", "{file}"),
     "preflight": ("preflight", "--host", "{file}"),
@@ -372,6 +373,7 @@ def _input_file_rows() -> Iterator[Row]:
         "cost --config": ("cost", "--root", "{root}", "--config"),
         "advise --snapshot": ("advise", "--snapshot", "{file}", "--snapshot"),
         "ssh-key-line KEYFILE": ("ssh-key-line", "--code-dir", "/a", "--data-dir", "/b"),
+        "keys label --key-names": ("keys", "label", "--root", "{root}", "--key-names"),
     }
     cases = {
         "{fifo}": "is a FIFO, not a regular file",
@@ -392,6 +394,8 @@ OTHER: list[Row] = [
     ("report --by", (*BASE["report"], "--by", "colour"), 2, "--by 'colour': give a key"),
     ("cost --window", (*BASE["cost"], "--window", "1y"), 2, "argument --window: invalid choice"),
     ("render --mode", ("render", "--mode", "vm"), 2, "argument --mode: invalid choice"),
+    ("keys action", ("keys", "show"), 2, "invalid choice: 'show'"),
+    ("keys hash --root", ("keys", "hash", "--root", "{root}"), 2, "--root is for keys label"),
     ("poll --lang", (*BASE["poll"], "--lang", "fr"), 2, "argument --lang: invalid choice"),
     ("notifier without --config", ("notifier",), 2, "arguments are required: --config"),
     ("notifier action", ("notifier", "stop", "--config", "{file}"), 2, "invalid choice: 'stop'"),

@@ -62,7 +62,7 @@ def key_label(raw_key: bytes, root: Path, names: Mapping[str, str]) -> str:
         )
     path = root / keys.SECRET_FILE
     try:
-        secret = keys._read_secret(path)  # read only: never made here
+        secret = keys.read_secret(root)  # read only: never made here
     except OSError as exc:
         why = exc.strerror or str(exc)
         raise BadArgument(f"the root's key secret {path} cannot be read: {why}") from None

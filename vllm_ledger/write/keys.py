@@ -120,6 +120,11 @@ def root_secret(root: Path) -> bytes:
     raise OSError(f"{path} holds no secret (64 hex digits)")
 
 
+def read_secret(root: Path) -> bytes | None:
+    """The root's secret where one was made, else None (never makes one: for a reader)."""
+    return _read_secret(root / SECRET_FILE)
+
+
 def _read_secret(path: Path) -> bytes | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
