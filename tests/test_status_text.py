@@ -1,4 +1,5 @@
-"""`status --text`: the bot's message for this host, as the bot renders this host's document.
+"""`status --text`: the bot's message for this host, as the bot renders this host's document;
+`status --text --digest`: the digest the notifier posts of it.
 
 One ledger with two ports, read at one instant (--at): the text equals what the bot's own
 renderer (`bot.message.render_message`, through `render_host`) makes of `status`'s JSON for the
@@ -15,7 +16,10 @@ from tests.conftest import run_cli
 from tests.credited_ledgers import Call, write_credited_ledger
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.bot.message import render_host
+from vllm_ledger.bot.pricing import load_pricing
+from vllm_ledger.bot.usage_text import HostAnswer, digest_text
 from vllm_ledger.formats.status import parse
+from vllm_ledger.formats.status_asked import ASKS
 
 T0 = 1_796_000_000  # 2026-11-30 (Asia/Shanghai)
 AT = T0 + 3600
@@ -95,3 +99,36 @@ def test_the_text_names_todays_top_keys_from_a_ledger_with_whose_tokens(tmp_path
         assert (code, err) == (0, "")
         assert text == render_host(parse(doc.encode("ascii")), lang=lang)
         assert line in text.splitlines()
+
+
+def test_the_digest_text_is_the_notifiers_digest_of_the_json(tmp_path: Path) -> None:
+    root = tmp_path / "usage"
+    calls = [
+        Call(T0 + 10, "team-a", "tiny", prompt=1_234_567, gen=30_000, cached=64),
+        Call(T0 + 20, "key:1a2b3c4d", "org/lora", prompt=40, gen=9),
+    ]
+    write_credited_ledger(root, "run-d", start_ts=T0, end_ts=T0 + 1800, calls=calls, port=19001)
+    (tmp_path / "prices.toml").write_text(
+        'cloud_input_price = 2.0\ncloud_output_price = 8.0\ncurrency = "CNY"\n'
+    )
+    base = ("status", "--root", str(root), "--at", str(T0 + 86400), "--no-health", "--tz", "UTC")
+    code, doc, err = run_cli(*base, "--ask", "digest")
+    assert (code, err) == (0, "")
+    pricing = load_pricing(tmp_path / "prices.toml")
+    for lang in ("zh", "en"):
+        code, text, err = run_cli(
+            *base, "--text", "--digest", "--lang", lang, "--prices", str(tmp_path / "prices.toml")
+        )
+        assert (code, err) == (0, "")
+        host = [HostAnswer(":19001", "ok", parse(doc.encode("ascii")))]
+        assert text == digest_text(host, ASKS["digest"], lang, pricing)
+    assert text.splitlines()[3:6] == [
+        "tokens: input 1,234,607 · output 30,009 · cached 64 · requests 2",
+        "cost: 2.71 CNY (at the price file's rates)",
+        "top keys (input/output): team-a 1,234,567/30,000, key:1a2b3c4d 40/9",
+    ]
+    code, _out, err = run_cli(*base, "--prices", str(tmp_path / "prices.toml"))
+    assert (code, err) == (
+        2,
+        "vllm-ledger: error: --prices prices the digest's text: give it with --text --digest\n",
+    )

@@ -56,22 +56,34 @@ MAX_PARALLEL_SSH = 8  # ssh processes alive at once, per Poller
 STATES: tuple[str, ...] = ("ok", "unreachable", "timeout", "unparseable", "remote_failed")
 
 
-def status_command(code_dir: str, data_dir: str, python: str = "python3") -> str:
+def status_command(
+    code_dir: str,
+    data_dir: str,
+    python: str = "python3",
+    budgets: str | None = None,
+    ask: str | None = None,
+) -> str:
     """The one command run on the deployment host (and pinned by ``ssh-key-line``).
 
     Works when ``code_dir`` holds the ``vllm_ledger`` package (a checkout) or is a bundle
     folder written by ``vllm-ledger bundle``: both put ``vllm_ledger/`` at its top. The
     arguments must be validated (``bot.validate``); quoting is then a no-op, kept as a belt.
+    ``budgets``: the host's budgets file (``--budgets``). ``ask``: a word of
+    ``formats.status_asked.ASKS``, sent as the command's last two words (``--ask WORD``):
+    a forced command does not run them, and the status command reads them from
+    ``SSH_ORIGINAL_COMMAND`` there.
     """
     code = shlex.quote(code_dir)
     return (
         f"cd {code} && PYTHONPATH={code} exec {shlex.quote(python)} "
         f"-m vllm_ledger status --root {shlex.quote(data_dir)}"
+        + (f" --budgets {shlex.quote(budgets)}" if budgets is not None else "")
+        + (f" --ask {shlex.quote(ask)}" if ask is not None else "")
     )
 
 
-def remote_command(target: Target) -> str:
-    return status_command(target.code_dir, target.data_dir, target.python)
+def remote_command(target: Target, ask: str | None = None) -> str:
+    return status_command(target.code_dir, target.data_dir, target.python, target.budgets, ask)
 
 
 def ssh_argv(
@@ -80,6 +92,7 @@ def ssh_argv(
     ssh_options: Sequence[str] = (),
     connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
     ssh: str | None = None,
+    ask: str | None = None,
 ) -> list[str]:
     """The ssh argv. Our options come first: for ssh the first value given wins."""
     return [
@@ -105,7 +118,7 @@ def ssh_argv(
         *ssh_options,
         "--",
         target.target,
-        remote_command(target),
+        remote_command(target, ask),
     ]
 
 
@@ -243,7 +256,8 @@ Runner = Callable[[Target], CappedRun]
 @dataclass
 class Fetcher:
     """Fetch one target's status; its options come from code and the command line only.
-    ``ssh`` is the client program (tests pass a stand-in; default: ``ssh`` on PATH)."""
+    ``ssh`` is the client program (tests pass a stand-in; default: ``ssh`` on PATH); ``ask``
+    a word of ``formats.status_asked.ASKS`` the command ends with."""
 
     ssh_options: Sequence[str] = ()
     deadline_s: float = DEFAULT_DEADLINE_S
@@ -252,6 +266,7 @@ class Fetcher:
     clock: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic
     ssh: str | None = None
+    ask: str | None = None
 
     def run(self, target: Target) -> CappedRun:
         argv = ssh_argv(
@@ -259,6 +274,7 @@ class Fetcher:
             ssh_options=self.ssh_options,
             connect_timeout_s=self.connect_timeout_s,
             ssh=self.ssh,
+            ask=self.ask,
         )
         try:
             return run_capped(
@@ -326,7 +342,8 @@ def reported_health(entry: CacheEntry | None, port: int) -> Health:
 
 class Poller:
     """Poll targets concurrently, at most ``max_parallel`` at once; keep a cache; optionally
-    every ``interval_s`` in a thread."""
+    every ``interval_s`` in a thread. ``on_result`` is called with each result as it lands
+    (the notifier's budget messages); it must not raise."""
 
     def __init__(
         self,
@@ -336,6 +353,7 @@ class Poller:
         interval_s: float = DEFAULT_INTERVAL_S,
         monotonic: Callable[[], float] = time.monotonic,
         max_parallel: int = MAX_PARALLEL_SSH,
+        on_result: Callable[[Target, PollResult], None] | None = None,
     ) -> None:
         if max_parallel < 1:
             raise ValueError(f"max_parallel must be at least 1, not {max_parallel}")
@@ -344,6 +362,7 @@ class Poller:
         self.fetch = fetch
         self.interval_s = interval_s
         self.monotonic = monotonic
+        self.on_result = on_result
         self._cache: dict[int, CacheEntry] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -359,6 +378,8 @@ class Poller:
     def _one(self, target: Target) -> PollResult:
         result = self.fetch(target)
         self._store(result)  # each target lands as soon as it is done
+        if self.on_result is not None:
+            self.on_result(target, result)  # its own errors are its own (never raised here)
         return result
 
     def poll_once(self) -> dict[int, PollResult]:

@@ -6,8 +6,10 @@ Each entry is keyed by the instance's node port::
                          "code_dir": "/srv/LLMDeploy", "data_dir": "/srv/artifacts/usage"}}}
 
 Optional fields: ``host`` (IPv4/IPv6 address or host name for the HTTP ``/health`` probe
-and the label; only an IP's last part is ever shown) and ``python`` (``python3``, a
-``python3.N`` name or an absolute path; default ``python3``).
+and the label; only an IP's last part is ever shown), ``python`` (``python3``, a
+``python3.N`` name or an absolute path; default ``python3``) and ``budgets`` (the host's
+budgets file, an absolute path as the others: the status command is run with
+``--budgets FILE``, as ``ssh-key-line --budgets FILE`` pins it).
 
 A target is an SSH alias or host name, optionally ``user@``; paths are absolute, normalised
 and made of ``A-Z a-z 0-9 . _ - + / @ ,`` only, so the remote command built from them needs
@@ -33,7 +35,7 @@ MAX_TARGET_CHARS = 253
 MAX_PATH_CHARS = 1024
 MAX_CONFIG_BYTES = 1024 * 1024
 FIELDS_REQUIRED = ("target", "code_dir", "data_dir")
-FIELDS_OPTIONAL = ("host", "python")
+FIELDS_OPTIONAL = ("host", "python", "budgets")
 
 _PORT_KEY = re.compile(r"^[1-9][0-9]{0,4}$")
 _HOST = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?$")
@@ -51,6 +53,7 @@ class Target:
     data_dir: str
     python: str = "python3"
     host: str | None = None
+    budgets: str | None = None  # the host's budgets file (status --budgets)
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,7 @@ def check_entry(key: object, entry: object) -> Target:
         data_dir=check_path("data_dir", entry.get("data_dir")),
         python=check_python(entry.get("python", "python3")),
         host=None if entry.get("host") is None else check_host(entry.get("host")),
+        budgets=None if entry.get("budgets") is None else check_path("budgets", entry["budgets"]),
     )
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -41,6 +41,9 @@ from typing import Any
 from vllm_ledger import figures, strictjson
 from vllm_ledger.errors import ConfigError, StatusParseError
 from vllm_ledger.figures import Figure
+from vllm_ledger.formats import status_asked, status_budgets
+from vllm_ledger.formats.status_asked import Ask, Asked, asked_dict, parse_asked_parts
+from vllm_ledger.formats.status_budgets import StatusBudgets, parse_budgets, parsed_budgets_dict
 from vllm_ledger.formats.status_keys import (
     MAX_KEYS_BYTES,
     StatusKeys,
@@ -121,6 +124,19 @@ class StatusInstance:
 
 
 @dataclass(frozen=True)
+class StatusAsked:
+    """What the host answered to an ask (``formats/status_asked.py``), validated."""
+
+    ask: Ask
+    window: StatusWindow
+    by: tuple[tuple[str, StatusKeys], ...]
+    files_without: int
+
+    def rows(self, by: str) -> StatusKeys | None:
+        return next((k for b, k in self.by if b == by), None)
+
+
+@dataclass(frozen=True)
 class StatusDoc:
     schema: int
     clock_ts: float
@@ -135,6 +151,8 @@ class StatusDoc:
     tz_name: str | None = None  # None: a host that sent no "tz" (older than the zone rule)
     tz_source: ZoneSource | None = None
     keys_today: StatusKeys | None = None  # None: no ledger there keeps whose tokens
+    budgets: StatusBudgets | None = None  # None: the host names no budgets file
+    asked: StatusAsked | None = None  # None: nothing asked, or a host from before asks
 
     def window(self, name: str) -> StatusWindow:
         for w in self.windows:
@@ -211,10 +229,13 @@ def status_dict(
     *,
     tz_source: ZoneSource | None = None,
     keys: WhoseWindow | None = None,
+    budgets: dict[str, Any] | None = None,
+    asked: Asked | None = None,
 ) -> dict[str, Any]:
     """The status document as a dict (see docs/bot-status.md for every key), before the byte
     bound (``render`` applies it). ``health`` maps a port to its probe's (state, HTTP status);
-    a row whose port it names carries it. ``keys``: today's rows by key (``keys_today``)."""
+    a row whose port it names carries it. ``keys``: today's rows by key (``keys_today``);
+    ``budgets``: ``status_budgets.budgets_dict``'s block; ``asked``: what an ask found."""
     writers = {s: 0 for s in WRITER_STATES}
     for w in report.writers:
         if w.state in writers:
@@ -240,6 +261,10 @@ def status_dict(
         }
     if keys is not None:
         out["keys_today"] = keys_dict(keys)
+    if budgets is not None:
+        out["budgets"] = budgets
+    if asked is not None:
+        out["asked"] = asked_dict(asked, _window_dict(asked.window))
     if ports is not None:
         rows = ports.rows[:MAX_STATUS_INSTANCES]
         out["instances"] = [_port_dict(r, health) for r in rows]
@@ -260,6 +285,33 @@ def _dumps(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
+def _drop_rows(doc: dict[str, Any], block: str) -> bool:
+    """Drop the last row of a ``{rows, truncated}`` block, counted; False when none is left."""
+    got = doc.get(block)
+    if not got or not got["rows"]:
+        return False
+    got["rows"].pop()
+    got["truncated"] += 1
+    return True
+
+
+def _drop_port(doc: dict[str, Any]) -> bool:
+    """Drop the highest port row, counted; False when none is left."""
+    if not doc.get("instances"):
+        return False
+    doc["instances"].pop()
+    doc["instances_truncated"] += 1
+    return True
+
+
+def _drop_budget(doc: dict[str, Any]) -> bool:
+    return "budgets" in doc and status_budgets.drop_last(doc["budgets"])
+
+
+def _drop_asked(doc: dict[str, Any]) -> bool:
+    return "asked" in doc and status_asked.drop_last(doc["asked"])
+
+
 def render(
     report: Report,
     ports: PortRows | None = None,
@@ -267,26 +319,27 @@ def render(
     *,
     tz_source: ZoneSource | None = None,
     keys: WhoseWindow | None = None,
+    budgets: dict[str, Any] | None = None,
+    asked: Asked | None = None,
 ) -> str:
-    """One line of ASCII JSON of at most ``MAX_STATUS_BYTES``: breakdown rows are dropped and
-    counted until it fits (16 port rows and the top keys fit even with every count at its
-    largest: tested; were that ever false, the last keys, then the highest ports would go next,
-    counted the same way)."""
-    doc = status_dict(report, ports, health, tz_source=tz_source, keys=keys)
+    """One line of ASCII JSON of at most ``MAX_STATUS_BYTES``: rows are dropped and counted
+    until it fits, in this order: breakdown rows, today's keys, the least urgent budgets,
+    then the highest ports (16 port rows and the top keys fit even with every count at its
+    largest: tested). A document that answers an ask is read for that answer only, so its
+    ports and budgets go before the answer's rows, which go last."""
+    doc = status_dict(
+        report, ports, health, tz_source=tz_source, keys=keys, budgets=budgets, asked=asked
+    )
+    steps: list[Callable[[dict[str, Any]], bool]] = [
+        lambda d: _drop_rows(d, "breakdown"),
+        lambda d: _drop_rows(d, "keys_today"),
+        _drop_budget,
+        _drop_port,
+        _drop_asked,
+    ]
     text = _dumps(doc)
     while len(text) + 1 > MAX_STATUS_BYTES:
-        bd = doc.get("breakdown")
-        kt = doc.get("keys_today")
-        if bd and bd["rows"]:
-            bd["rows"].pop()
-            bd["truncated"] += 1
-        elif kt and kt["rows"]:
-            kt["rows"].pop()
-            kt["truncated"] += 1
-        elif doc.get("instances"):
-            doc["instances"].pop()
-            doc["instances_truncated"] += 1
-        else:  # pragma: no cover  (the base document is bounded far below: tested)
+        if not any(step(doc) for step in steps):  # pragma: no cover  (bounded far below)
             raise AssertionError("status document over its bound without rows")
         text = _dumps(doc)
     return text + "\n"
@@ -433,6 +486,21 @@ def parse(data: bytes, max_bytes: int = 64 * 1024) -> StatusDoc:
         tz_name=_tz_name(doc),
         tz_source=_tz_source(doc),
         keys_today=parse_keys(doc),
+        budgets=parse_budgets(doc),
+        asked=_asked(doc),
+    )
+
+
+def _asked(doc: Mapping[str, Any]) -> StatusAsked | None:
+    """The optional ``asked`` block: its window checked as every window."""
+    if "asked" not in doc:
+        return None
+    parts, window = parse_asked_parts(doc["asked"])
+    return StatusAsked(
+        ask=parts.ask,
+        window=_window(parts.ask.window, window),
+        by=parts.by,
+        files_without=parts.files_without,
     )
 
 
@@ -553,6 +621,16 @@ def doc_dict(doc: StatusDoc) -> dict[str, Any]:
         out["instances_truncated"] = doc.instances_truncated
     if doc.keys_today is not None:
         out["keys_today"] = parsed_keys_dict(doc.keys_today)
+    if doc.budgets is not None:
+        out["budgets"] = parsed_budgets_dict(doc.budgets)
+    if doc.asked is not None:
+        a = doc.asked
+        out["asked"] = {
+            "ask": a.ask.word,
+            "window": _parsed_windows((a.window,))[a.window.name],
+            "by": {b: parsed_keys_dict(k) for b, k in a.by},
+            "files_without": a.files_without,
+        }
     return out
 
 
@@ -565,6 +643,7 @@ __all__ = [
     "STATUS_FIGURES",
     "STATUS_SCHEMA",
     "STATUS_WINDOWS",
+    "StatusAsked",
     "StatusDoc",
     "StatusInstance",
     "StatusParseError",

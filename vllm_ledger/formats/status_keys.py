@@ -33,6 +33,11 @@ MAX_KEYS_BYTES = 1536
 MAX_COUNT = 10**15  # as formats/status.py
 # An operator's name (write/keys.py's names file), a keyed hash, ``other``, or none.
 KEY_SHAPE = re.compile(r"|key:[0-9a-f]{8}|[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}", re.ASCII)
+# Any label the document shows (a key, an adapter, a user, a tenant): a key's shape, or a
+# name with ``/`` in it too (a served model's name: ``org/model``). Nothing a terminal or a
+# chat could take for a control sequence, a mention's markup or a link's scheme (no ``:``
+# but in ``key:``, no ``<``, no space).
+VALUE_SHAPE = re.compile(r"|key:[0-9a-f]{8}|[A-Za-z0-9][A-Za-z0-9._@+/-]{0,63}", re.ASCII)
 _FIGURES = (("input", "input_tokens"), ("output", "output_tokens"), ("cached", "cached_tokens"),
             ("requests", "requests"))  # fmt: skip
 
@@ -61,74 +66,95 @@ class StatusKeys:
 # ---- producing -------------------------------------------------------------------------
 
 
-def keys_dict(today: WhoseWindow) -> dict[str, Any]:
-    """``keys_today`` of today's rows by key (most input first, as ``whose`` orders them)."""
-    shaped = [r for r in today.rows if KEY_SHAPE.fullmatch(r.value)]
-    rows = shaped[:MAX_STATUS_KEYS]
-    na = today.not_attributed
+def rows_dict(
+    window: WhoseWindow, max_rows: int = MAX_STATUS_KEYS, shape: re.Pattern[str] = KEY_SHAPE
+) -> dict[str, Any]:
+    """A window's rows by one label, the ``max_rows`` with most input first (as ``whose``
+    orders them), only values of ``shape``; the rest counted in ``truncated``; and its
+    not-attributed row and the values folded (``keys_today``, and each ``asked`` block)."""
+    shaped = [r for r in window.rows if shape.fullmatch(r.value)]
+    rows = shaped[:max_rows]
+    na = window.not_attributed
     return {
         "rows": [
             {"key": r.value, **{k: int(getattr(r, name)) for k, name in _FIGURES}} for r in rows
         ],
-        "truncated": len(today.rows) - len(rows),
+        "truncated": len(window.rows) - len(rows),
         "not_attributed": {
             "input": int(na.input_tokens),
             "output": int(na.output_tokens),
             "requests_aborted": int(na.requests_aborted),
         },
-        "folded": int(today.folded),
+        "folded": int(window.folded),
     }
+
+
+def keys_dict(today: WhoseWindow) -> dict[str, Any]:
+    """``keys_today`` of today's rows by key (most input first, as ``whose`` orders them)."""
+    return rows_dict(today, MAX_STATUS_KEYS, KEY_SHAPE)
 
 
 # ---- parsing (remote bytes) -----------------------------------------------------------
 
 
-def _int(parent: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
+def _int(parent: Mapping[str, Any], key: str, lo: int, hi: int, where: str) -> int:
     v = parent.get(key)
     if type(v) is not int or not lo <= v <= hi:
-        raise StatusParseError(f"keys_today: {key} not an integer in range")
+        raise StatusParseError(f"{where}: {key} not an integer in range")
     return v
 
 
-def _obj(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _obj(parent: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
     v = parent.get(key)
     if not isinstance(v, dict):
-        raise StatusParseError(f"keys_today: {key} not an object")
+        raise StatusParseError(f"{where}: {key} not an object")
     return v
 
 
-def _row(item: object) -> StatusKey:
+def _row(item: object, shape: re.Pattern[str], where: str) -> StatusKey:
     if not isinstance(item, dict):
-        raise StatusParseError("keys_today: a row is not an object")
+        raise StatusParseError(f"{where}: a row is not an object")
     key = item.get("key")
-    if not isinstance(key, str) or not KEY_SHAPE.fullmatch(key):
-        raise StatusParseError("keys_today: a key that is not a key's name")
-    counts = {name: _int(item, k, 0, MAX_COUNT) for k, name in _FIGURES}
+    if not isinstance(key, str) or not shape.fullmatch(key):
+        raise StatusParseError(f"{where}: a key that is not a key's name")
+    counts = {name: _int(item, k, 0, MAX_COUNT, where) for k, name in _FIGURES}
     if counts["cached_tokens"] > counts["input_tokens"]:
-        raise StatusParseError("keys_today: cached above input")
+        raise StatusParseError(f"{where}: cached above input")
     return StatusKey(key=key, **counts)
+
+
+def parse_rows(
+    value: object,
+    where: str,
+    max_rows: int = MAX_STATUS_KEYS,
+    shape: re.Pattern[str] = KEY_SHAPE,
+) -> StatusKeys:
+    """One block of rows (``rows_dict``'s form) from a remote, checked: at most ``max_rows``
+    rows, each value of ``shape`` and given once, counts in range."""
+    if not isinstance(value, dict):
+        raise StatusParseError(f"{where}: not an object")
+    rows_in = value.get("rows")
+    if not isinstance(rows_in, list) or len(rows_in) > max_rows:
+        raise StatusParseError(f"{where}: rows not a short list")
+    rows = tuple(_row(item, shape, where) for item in rows_in)
+    if len({r.key for r in rows}) != len(rows):
+        raise StatusParseError(f"{where}: a key given twice")
+    na = _obj(value, "not_attributed", where)
+    return StatusKeys(
+        rows=rows,
+        truncated=_int(value, "truncated", 0, MAX_COUNT, where),
+        not_attributed_input=_int(na, "input", -MAX_COUNT, MAX_COUNT, where),
+        not_attributed_output=_int(na, "output", -MAX_COUNT, MAX_COUNT, where),
+        requests_aborted=_int(na, "requests_aborted", 0, MAX_COUNT, where),
+        folded=_int(value, "folded", 0, MAX_COUNT, where),
+    )
 
 
 def parse_keys(doc: Mapping[str, Any]) -> StatusKeys | None:
     """The document's ``keys_today``, checked; None when it has none."""
     if "keys_today" not in doc:
         return None
-    got = _obj(doc, "keys_today")
-    rows_in = got.get("rows")
-    if not isinstance(rows_in, list) or len(rows_in) > MAX_STATUS_KEYS:
-        raise StatusParseError("keys_today: rows not a short list")
-    rows = tuple(_row(item) for item in rows_in)
-    if len({r.key for r in rows}) != len(rows):
-        raise StatusParseError("keys_today: a key given twice")
-    na = _obj(got, "not_attributed")
-    return StatusKeys(
-        rows=rows,
-        truncated=_int(got, "truncated", 0, MAX_COUNT),
-        not_attributed_input=_int(na, "input", -MAX_COUNT, MAX_COUNT),
-        not_attributed_output=_int(na, "output", -MAX_COUNT, MAX_COUNT),
-        requests_aborted=_int(na, "requests_aborted", 0, MAX_COUNT),
-        folded=_int(got, "folded", 0, MAX_COUNT),
-    )
+    return parse_rows(doc["keys_today"], "keys_today")
 
 
 def parsed_keys_dict(keys: StatusKeys) -> dict[str, Any]:
@@ -151,9 +177,12 @@ __all__ = [
     "KEY_SHAPE",
     "MAX_KEYS_BYTES",
     "MAX_STATUS_KEYS",
+    "VALUE_SHAPE",
     "StatusKey",
     "StatusKeys",
     "keys_dict",
     "parse_keys",
+    "parse_rows",
     "parsed_keys_dict",
+    "rows_dict",
 ]
