@@ -337,3 +337,55 @@ def test_the_interface_row_names_the_join() -> None:
     assert row.passed and row.checked.endswith(
         ".finished_requests[*].num_generation_tokens / .decode_time; joined by .request_id"
     )
+
+
+def test_the_command_names_an_enforcer_that_stopped(tmp_path: Path) -> None:
+    """A real enforcer process (one round a second: stale after 6 s) publishes, the doctor says
+    budgets are on and enforcing; SIGTERMed, its file goes stale and the doctor says enforcement
+    fails open, why, and the fix (exit 1). The budgets file comes from the environment, as
+    vLLM's rank 0 reads it."""
+    from tests.unit.commands.test_enforce import _root_now
+    from tests.unit.test_enforcer import _budgets
+    from vllm_ledger.doctor.budgets import FIX_STALE
+    from vllm_ledger.format import overbudget
+
+    (root, _midnight), config = _root_now(tmp_path), _budgets(tmp_path)
+    env = {"VLLM_LEDGER_BUDGETS": str(config)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vllm_ledger.enforcer", str(root), "--config", str(config),
+         "--interval", "1"],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        path = overbudget.path_in(root)
+        deadline = time.monotonic() + 30
+        while not path.exists():
+            assert time.monotonic() < deadline, "the enforcer never published"
+            time.sleep(0.05)
+        code, out, err = run_cli("doctor", "--only", "budgets", "--root", str(root), env=env)
+        assert code == 0, out + err
+        lines = out.splitlines()
+        assert lines[1].startswith(
+            f"budgets  pass    on and enforcing: 3 budgets in {config} ($VLLM_LEDGER_BUDGETS) "
+            f"(2 enforced); the enforcer's file in {root} written "
+        )
+        assert lines[1].endswith(" s ago, 1 label refused now")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    written, fresh_s, _over = overbudget.parse(path.read_bytes())
+    assert fresh_s == 6.0
+    time.sleep(max(0.0, written + fresh_s + 1 - time.time()))  # the file's own deadline
+    code, out, err = run_cli("doctor", "--only", "budgets", "--root", str(root), env=env)
+    assert code == 1, out + err
+    lines = out.splitlines()
+    assert lines[1].startswith(
+        f"budgets  FAIL    failing open: 3 budgets in {config} ($VLLM_LEDGER_BUDGETS) "
+        f"(2 enforced), but in {root}: .vllm-ledger-over-budget.json was written "
+    )
+    assert lines[1].endswith(
+        " s ago (stale after 6 s): the enforcer stopped; every request is served"
+    )
+    assert lines[2] == f"         fix:    {FIX_STALE}"
+    assert lines[3:] == ["0 of 1 checks pass"]

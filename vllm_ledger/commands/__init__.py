@@ -33,7 +33,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "doctor": (
         "doctor",
-        "after an upgrade: stats interface, /metrics agreement, writers, storage, attribution",
+        "after an upgrade: stats interface, /metrics agreement, writers, storage, attribution, "
+        "budgets",
+    ),
+    "enforce": (
+        "enforce",
+        "judge the budgets every 5 s and publish who is over (hard budgets), or look once",
     ),
     "export": (
         "export",

@@ -1,24 +1,31 @@
 """vllm-ledger doctor: the post-upgrade checks (interface, agreement, writers, storage,
-attribution)."""
+attribution, budgets)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from vllm_ledger.commands._common import add_roots, add_tz, duration, number, url
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.units import BUDGETS_ENV
 
 NAME = "doctor"
-HELP = "after an upgrade: stats interface, /metrics agreement, writers, storage, attribution"
+HELP = (
+    "after an upgrade: stats interface, /metrics agreement, writers, storage, attribution, "
+    "budgets"
+)
 EPILOG = """examples:
   vllm-ledger doctor --metrics-url http://127.0.0.1:8000/metrics --root /srv/artifacts/usage
   vllm-ledger doctor --only interface --only storage
   vllm-ledger doctor --only attribution --root /srv/artifacts/usage
+  vllm-ledger doctor --only budgets --root /srv/artifacts/usage --budgets budgets.toml
 Run it with the Python that runs vLLM (its venv or image): the interface check imports vLLM,
 and the attribution check reads from it whether finished requests can be joined to their
-keys. A row that warns (attribution unknown until a request has finished, or off in a vLLM
-before 0.32) does not fail the run.
+keys. The budgets check says whether hard budgets hold: the enforcer's file fresh, or failing
+open (docs/budgets.md). A row that warns (attribution unknown until a request has finished, or
+off in a vLLM before 0.32) does not fail the run.
 exit status: 0 every check passes (or warns), 1 a check failed, 2 could not start (a bad flag)
 """
 
@@ -35,10 +42,17 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--only",
         action="append",
-        choices=("interface", "agreement", "writers", "storage", "attribution"),
+        choices=("interface", "agreement", "writers", "storage", "attribution", "budgets"),
         metavar="CHECK",
         help="run only this check (repeatable): interface, agreement, writers, storage, "
-        "attribution",
+        "attribution, budgets",
+    )
+    p.add_argument(
+        "--budgets",
+        type=Path,
+        metavar="FILE",
+        help=f"budgets: the budgets file to check (default: ${BUDGETS_ENV}, the one vLLM's "
+        "rank 0 hands its enforcer; none: budgets are off)",
     )
     p.add_argument(
         "--wait",
@@ -84,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     tz = resolve_tz(zone_of(args, roots).name)  # the report's rule, for the times rows name
     # vLLM logs its own start-up chatter at INFO; the table is what this command prints.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    budgets, origin = budgets_of(args)
     report = doctor(
         roots,
         args.metrics_url,
@@ -93,8 +108,18 @@ def run(args: argparse.Namespace) -> int:
         heartbeat_wait_s=args.heartbeat_wait,
         expect_writers=args.expect_writers,
         tz=tz,
+        budgets=budgets,
+        budgets_origin=origin,
     )
     for line in table(report):
         print(line)
     print(report.summary())
     return 0 if report.ok else 1
+
+
+def budgets_of(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """The budgets file to check and where it was named: ``--budgets``, else the environment."""
+    if args.budgets is not None:
+        return args.budgets, "--budgets"
+    named = os.environ.get(BUDGETS_ENV, "").strip()
+    return (Path(named), f"${BUDGETS_ENV}") if named else (None, "")

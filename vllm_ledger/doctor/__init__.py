@@ -1,6 +1,6 @@
 """The checks to run after every vLLM upgrade (docs/doctor.md), as one table.
 
-Five checks, one module each, each giving a row that says what was checked, whether it passed
+Six checks, one module each, each giving a row that says what was checked, whether it passed
 and how to fix a failure:
 
 * ``interface`` (interface.py): the installed vLLM's stats classes have every field the plugin
@@ -16,6 +16,9 @@ and how to fix a failure:
 * ``attribution`` (attribution.py): whose tokens are recorded (the newest run credits finished
   requests to keys and adapters), or why not: this vLLM cannot join them, the middleware is
   not loaded, the plugin predates it; unknown (warn) until a request has finished.
+* ``budgets`` (budgets.py): off (no budgets file), the file valid or not, on and enforcing
+  (the enforcer's over-budget file fresh), or failing open (missing or stale: the enforcer is
+  down, every request is served).
 
 Nothing here raises for a failed check: a check that cannot run is a failed row saying why.
 ``table`` renders a report through the one check table (``formats/checks.py``).
@@ -32,6 +35,7 @@ from pathlib import Path
 from vllm_ledger.doctor.agreement import check_agreement
 from vllm_ledger.doctor.attribution import check_attribution, installed_shape
 from vllm_ledger.doctor.base import CHECKS, CheckName, Row
+from vllm_ledger.doctor.budgets import check_budgets
 from vllm_ledger.doctor.interface import check_interface, interface_problems, round_trip
 from vllm_ledger.doctor.storage import (
     MIN_FREE_BYTES,
@@ -78,9 +82,12 @@ def doctor(
     sleep: Callable[[float], None] = time.sleep,
     tz: tzinfo = timezone.utc,
     shape_of: Callable[[], StatsShape | None] = installed_shape,
+    budgets: Path | None = None,
+    budgets_origin: str = "",
 ) -> DoctorReport:
     """Run ``checks`` in the order of ``CHECKS``; every one gives a row, none raises. Instants
-    a row names are in ``tz``."""
+    a row names are in ``tz``; ``budgets`` is the budgets file (None: none set), named by
+    ``budgets_origin``."""
     rows: list[Row] = []
     for name in CHECKS:
         if name not in checks:
@@ -108,8 +115,10 @@ def doctor(
                 )
             elif name == "storage":
                 row = check_storage(roots, clock=clock)
-            else:
+            elif name == "attribution":
                 row = check_attribution(roots, shape_of=shape_of, clock=clock)
+            else:
+                row = check_budgets(roots, budgets, budgets_origin, clock=clock)
         except Exception as exc:  # a check that cannot run is a failed row, never a crash
             row = Row(
                 name,
@@ -140,6 +149,7 @@ __all__ = [
     "StoragePlace",
     "check_agreement",
     "check_attribution",
+    "check_budgets",
     "check_interface",
     "check_storage",
     "check_writers",

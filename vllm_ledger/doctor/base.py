@@ -11,8 +11,15 @@ from typing import Literal
 
 from vllm_ledger.read.report import WriterStatus
 
-CheckName = Literal["interface", "agreement", "writers", "storage", "attribution"]
-CHECKS: tuple[CheckName, ...] = ("interface", "agreement", "writers", "storage", "attribution")
+CheckName = Literal["interface", "agreement", "writers", "storage", "attribution", "budgets"]
+CHECKS: tuple[CheckName, ...] = (
+    "interface",
+    "agreement",
+    "writers",
+    "storage",
+    "attribution",
+    "budgets",
+)
 
 
 @dataclass(frozen=True)
