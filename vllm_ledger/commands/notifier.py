@@ -49,9 +49,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         nargs="?",
         choices=ACTIONS,
         default="run",
-        help="run (default): serve until SIGTERM; status: deliveries, failures, cursor and "
-        "health from the state file; resend ID: send a delivery again, once (the same "
-        "command again answers with the copy already queued)",
+        help="run (default): serve until SIGTERM; status: deliveries, failures, cursor, "
+        "health, budgets near or over and digests from the state file; resend ID: send a "
+        "delivery again, once (the same command again answers with the copy already queued)",
     )
     p.add_argument(
         "delivery_id",
@@ -198,6 +198,8 @@ def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool, tz: 
     from vllm_ledger.notify.store import (
         MAX_PENDING,
         open_read_only,
+        read_budget_levels,
+        read_digests,
         read_failures,
         read_health,
         read_recent,
@@ -225,6 +227,8 @@ def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool, tz: 
             live=live,
             unreachable=unreachable,
             outbox_limit=MAX_PENDING,
+            budgets=read_budget_levels(db),
+            digests=read_digests(db),
         )
     sys.stdout.write(render_json(status) if as_json else render_text(status, tz))
     return 1 if (status.failures or not status.loops_ok) and not as_json else 0

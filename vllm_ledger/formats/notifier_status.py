@@ -1,6 +1,8 @@
-"""The forms of ``notifier status``: its text and its JSON. Pure: the text shows each time in
-the zone it is given (the command's ``--tz``, else ``$VLLM_LEDGER_TZ``, else this machine's
-zone), with its offset (``units.format_instant``); the JSON keeps Unix seconds.
+"""The forms of ``notifier status``: its text and its JSON (deliveries, alerts left out,
+the cursor, health, the budgets near or over as last polled, the digests posted, failures).
+Pure: the text shows each time in the zone it is given (the command's ``--tz``, else
+``$VLLM_LEDGER_TZ``, else this machine's zone), with its offset (``units.format_instant``);
+the JSON keeps Unix seconds.
 
 ``NotifierStatus`` is what the command reads from the notifier's state file (through
 ``notify.store``), with, when the notifier answered its ``/healthz``, each loop's report
@@ -12,7 +14,7 @@ delivery's reason from a chat platform's answer, so the text shows each through
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from pathlib import Path
@@ -46,6 +48,31 @@ class Delivery(Protocol):
     def created_ts(self) -> float: ...
 
 
+class BudgetLevel(Protocol):
+    """What the forms read of one budget at soft or hard (``notify.store.BudgetLevel``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def place(self) -> str: ...
+    @property
+    def who(self) -> str: ...
+    @property
+    def figure(self) -> str: ...
+    @property
+    def level(self) -> str: ...
+    @property
+    def used(self) -> float: ...
+    @property
+    def limit_value(self) -> float: ...
+    @property
+    def fraction(self) -> float: ...
+    @property
+    def end_ts(self) -> int: ...
+    @property
+    def projected(self) -> float | None: ...
+
+
 @dataclass(frozen=True)
 class NotifierStatus:
     state_file: Path
@@ -58,6 +85,10 @@ class NotifierStatus:
     live: Mapping[str, Mapping[str, Any]] | None = None
     unreachable: str | None = None  # the address asked, when it did not answer
     outbox_limit: int = 1000
+    # each host's budgets at soft or hard as last polled, hard first, with the poll's time
+    budgets: Sequence[tuple[BudgetLevel, float]] = ()
+    # the digests posted: (key, delivery id, queued at), newest first
+    digests: Sequence[tuple[str, int | None, float]] = ()
 
     @property
     def loops_ok(self) -> bool:
@@ -86,6 +117,15 @@ def render_text(s: NotifierStatus, tz: tzinfo = timezone.utc) -> str:
         _not_shown(summary),
         f"commands: cursor {summary['cursor']}, unanswered {summary['unanswered']}",
         "health: " + (health or "none observed yet"),
+        *_budgets(s, _local),
+        "digests: "
+        + (
+            ", ".join(
+                f"{printable(key.removeprefix('digest:'))} #{d} at {_local(t)}"
+                for key, d, t in s.digests
+            )
+            or "none posted"
+        ),
     ]
     if s.unreachable is not None:
         lines.append(f"loops: not known: the notifier at {printable(s.unreachable)} did not answer")
@@ -102,6 +142,26 @@ def render_text(s: NotifierStatus, tz: tzinfo = timezone.utc) -> str:
     else:
         lines.append("failed: none")
     return "\n".join(lines) + "\n"
+
+
+def _amount(x: float, figure: str) -> str:
+    return f"{x:,.2f}" if figure.startswith("cost") else f"{round(x):,}"
+
+
+def _budgets(s: NotifierStatus, local: Callable[[float], str]) -> list[str]:
+    """One line per budget at soft (near) or hard (over), as each host was last polled."""
+    if not s.budgets:
+        return ["budgets near or over: none (as last polled)"]
+    lines = ["budgets near (soft) or over (hard), as last polled:"]
+    for b, polled_ts in s.budgets:
+        lines.append(
+            f"  {printable(b.level).upper()} {printable(b.who)} {printable(b.place)}: "
+            f"{_amount(b.used, b.figure)} of {_amount(b.limit_value, b.figure)} "
+            f"{printable(b.figure)} ({b.fraction * 100:.1f}%), period ends {local(b.end_ts)}"
+            + ("" if b.projected is None else f", projected {_amount(b.projected, b.figure)}")
+            + f" [{printable(b.name)}; polled {local(polled_ts)}]"
+        )
+    return lines
 
 
 def _not_shown(summary: Mapping[str, int]) -> str:
@@ -160,6 +220,23 @@ def status_dict(s: NotifierStatus) -> dict[str, Any]:
             {"id": d.id, "kind": d.kind, "state": d.state, "resend_of": d.resend_of}
             for d in s.recent
         ],
+        "budgets": [
+            {
+                "name": b.name,
+                "place": b.place,
+                "who": b.who,
+                "figure": b.figure,
+                "level": b.level,
+                "used": b.used,
+                "limit": b.limit_value,
+                "fraction": b.fraction,
+                "end": b.end_ts,
+                "projected": b.projected,
+                "polled": polled_ts,
+            }
+            for b, polled_ts in s.budgets
+        ],
+        "digests": [{"key": k, "delivery_id": d, "queued": t} for k, d, t in s.digests],
     }
 
 

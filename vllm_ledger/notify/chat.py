@@ -2,8 +2,11 @@
 
 A command request's body is JSON: ``{"message_id": "...", "text": "@bot status"}``. The text
 is read for one word after any ``@mention``: ``状态``/``status`` (the reply's language follows
-the word), ``帮助``/``help``, ``重发 N``/``resend N``; anything else gets the help. Only our
-own words, validated numbers, health codes and the config's ports reach a message.
+the word), ``帮助``/``help``, ``重发 N``/``resend N``, ``用量``/``usage`` with an optional label
+(``key``, ``adapter``, ``user``: ``密钥``, ``适配器``, ``用户``) and window (``today``, ``7d``,
+``month``: ``今天``, ``7天``, ``本月``), in either order; anything else gets the help. A usage
+command is stored as its ask (``usage:key:today``: ``formats/status_asked.py``). Only our own
+words, validated numbers, health codes and the config's ports reach a message.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.message import ip_last_part
 from vllm_ledger.errors import LedgerError
+from vllm_ledger.formats.status_asked import usage_ask
 from vllm_ledger.notify.store import Delivery
 from vllm_ledger.read.zone import machine_zone
 from vllm_ledger.units import format_instant
@@ -24,7 +28,17 @@ MAX_MESSAGE_ID_CHARS = 128
 MAX_TEXT_CHARS = 2000
 _MESSAGE_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
 _MENTION = re.compile(r"@\S+")
-COMMANDS: tuple[str, ...] = ("status", "help", "resend")
+COMMANDS: tuple[str, ...] = ("status", "help", "resend", "usage")
+_USAGE_BY = {
+    "key": "key", "keys": "key", "密钥": "key",
+    "adapter": "adapter", "adapters": "adapter", "适配器": "adapter",
+    "user": "user", "users": "user", "用户": "user",
+}  # fmt: skip
+_USAGE_WINDOW = {
+    "today": "today", "今天": "today", "今日": "today",
+    "7d": "7d", "7天": "7d", "七天": "7d", "week": "7d",
+    "month": "month", "本月": "month", "this-month": "month",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -57,13 +71,34 @@ def parse_request(doc: object, default_lang: str = "zh") -> Request:
         return Request(mid, "resend", int(words[1].lstrip("#")), "zh" if first == "重发" else "en")
     if first in ("帮助", "help"):
         return Request(mid, "help", None, "zh" if first == "帮助" else "en")
+    if first in ("用量", "usage"):
+        ask = _usage([w.lower() for w in words[1:]])
+        if ask is not None:
+            return Request(mid, ask, None, "zh" if first == "用量" else "en")
     return Request(mid, "help", None, default_lang)
+
+
+def _usage(words: list[str]) -> str | None:
+    """The ask of ``usage [BY] [WINDOW]`` (either order; key and today by default), or None
+    for any other word."""
+    by, window = "key", "today"
+    seen_by = seen_window = False
+    for word in words:
+        if word in _USAGE_BY and not seen_by:
+            by, seen_by = _USAGE_BY[word], True
+        elif word in _USAGE_WINDOW and not seen_window:
+            window, seen_window = _USAGE_WINDOW[word], True
+        else:
+            return None
+    return usage_ask(by, window).word
 
 
 _HELP = {
     "zh": "小鲁班 · 帮助\n@小鲁班 状态:部署数量、健康和每个实例的五个窗口\n"
+    "@小鲁班 用量 [密钥|适配器|用户] [今天|7天|本月]:谁用了多少 token,及未归属的部分\n"
     "@小鲁班 重发 ID:重新发送一条失败的通知\n@小鲁班 帮助:本说明",
     "en": "Help\n@bot status: deployments, health and each instance's five windows\n"
+    "@bot usage [key|adapter|user] [today|7d|month]: whose tokens, and what is not attributed\n"
     "@bot resend ID: send a failed notification again\n@bot help: this text",
 }
 _REASONS = {
@@ -85,9 +120,10 @@ _REASONS = {
     },
 }
 _KINDS = {
-    "zh": {"reply": "回复", "health": "健康", "alert": "告警"},
-    "en": {"reply": "reply", "health": "health", "alert": "alert"},
-}
+    "zh": {"reply": "回复", "health": "健康", "alert": "告警", "budget": "预算", "digest": "日报"},
+    "en": {"reply": "reply", "health": "health", "alert": "alert", "budget": "budget",
+           "digest": "digest"},
+}  # fmt: skip
 
 
 def help_text(lang: str) -> str:

@@ -15,7 +15,9 @@ never printed::
 
 Each ``*_file`` field, when absent, falls back to its environment variable
 (``ENV_WEBHOOK_URL``, ``ENV_WEBHOOK_SECRET``, ``ENV_COMMAND_SECRET``, ``ENV_ALERTMANAGER_TOKEN``).
-``platform`` is one of the registry's names (``notify/platforms``), and each platform with
+``digest`` (optional) posts yesterday's usage once a day at a local time
+(``notify/digest.py``). ``platform`` is one of the registry's names (``notify/platforms``),
+and each platform with
 inbound requests (Slack, DingTalk) adds its own secret's field and variable
 (``slack_signing_secret_file`` or ``VLLM_LEDGER_SLACK_SIGNING_SECRET``, ...), read into
 ``inbound_secrets``. Those secrets are optional: without one, that platform's route refuses
@@ -38,6 +40,7 @@ from typing import Any
 from vllm_ledger.errors import BadArgument, ConfigError, NotARegularFile
 from vllm_ledger.infile import read_regular_text
 from vllm_ledger.notify import platforms
+from vllm_ledger.notify.digest import DigestSettings, digest_settings
 from vllm_ledger.units import Address, host_port
 
 PLATFORMS: tuple[str, ...] = platforms.names()
@@ -69,6 +72,7 @@ FIELDS = (
     "webhook_secret_file",
     "command_secret_file",
     "alertmanager_token_file",
+    "digest",
     *(i.secret_file for _p, i in platforms.inbound()),
     *NUMBERS,
 )
@@ -95,6 +99,7 @@ class NotifierConfig:
     commands_per_minute: float = 120.0
     deliver_timeout_s: float = 5.0
     startup_wait_s: float = 20.0
+    digest: DigestSettings | None = None  # the daily digest (notify/digest.py); None: off
 
     def __repr__(self) -> str:  # secrets never reach a log line
         return (
@@ -241,6 +246,7 @@ def notifier_config(
         ssh_config=None if ssh_config is None else (base / ssh_config),
         inbound_secrets=_inbound_secrets(section, env, base),
         **{name: _number(section, name) for name in NUMBERS},
+        digest=None if section.get("digest") is None else digest_settings(section["digest"], base),
     )
 
 

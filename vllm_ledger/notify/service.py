@@ -2,14 +2,19 @@
 
 Threads, each with one job, none waiting on another's I/O:
 
-- the usage ``Poller`` (every ``poll_interval_s``, ``bot.poll``) fills the figures cache;
+- the usage ``Poller`` (every ``poll_interval_s``, ``bot.poll``) fills the figures cache; a
+  host's budgets at soft or hard are queued once per budget, period and level
+  (``notify/budgets.py``) as each result lands;
+- the digest loop (with ``notifier.digest``) posts yesterday's usage once a day at its time
+  (``notify/digest.py``);
 - the ``HealthWatch`` (every ``health_interval_s`` per instance, its own deadlines) feeds the
   ``Damper``; a confirmed transition is stored and queued in one transaction (and taken as
   announced only once stored);
 - the HTTP endpoint verifies and stores commands (ours, and each inbound platform's from the
   registry, one path; the reply is not built there) and queues Alertmanager's alerts;
-- the command worker answers stored commands past the cursor, in order, from the caches; a
-  resend's copy, the answer and the cursor are one transaction;
+- the command worker answers stored commands past the cursor, in order, from the caches (a
+  ``usage`` command asks the hosts, bounded: ``notify/asks.py``); a resend's copy, the answer
+  and the cursor are one transaction;
 - the sender takes the oldest pending delivery, marks it ``sending``, posts it once, and
   records ``sent``, ``failed`` (no request reached the webhook, or it said no) or ``unknown``
   (the request was sent and no answer came: it may have arrived). Nothing is ever retried.
@@ -36,18 +41,24 @@ from typing import Any
 from vllm_ledger import strictjson
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.message import InstanceView, render_message
-from vllm_ledger.bot.poll import Fetcher, Poller
+from vllm_ledger.bot.poll import Fetcher, Poller, PollResult
+from vllm_ledger.bot.usage_text import usage_text
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, validate_usage
 from vllm_ledger.errors import BadArgument, ConfigError, LedgerError
+from vllm_ledger.formats.status_asked import ASKS
 from vllm_ledger.http import client
 from vllm_ledger.notify import alerts as alerts_mod
+from vllm_ledger.notify import budgets as budgets_mod
 from vllm_ledger.notify import chat, platforms, signing
+from vllm_ledger.notify.asks import Asker, ask_seconds, host_of, hosts_of
 from vllm_ledger.notify.config import NotifierConfig, check_exposure, notifier_config
+from vllm_ledger.notify.digest import STEP_S, DigestJob
 from vllm_ledger.notify.platforms.base import Challenge, NotACommand
 from vllm_ledger.notify.server import MAX_ALERT_BYTES, MAX_COMMAND_BYTES, Endpoint, Route
 from vllm_ledger.notify.store import (
     BOUNDARIES,
     MAX_PENDING,
+    BudgetLevel,
     Command,
     Delivery,
     OutboxFull,
@@ -135,11 +146,14 @@ class Notifier:
         self.store = open_store(state_path(config_path), clock=clock, exit_at=exit_at)
         cfg = self.cfg
         options = ["-F", str(cfg.ssh_config)] if cfg.ssh_config is not None else []
+        poll_fetch = Fetcher(ssh_options=options, deadline_s=cfg.poll_deadline_s, ssh=ssh)
         self.poller = Poller(
-            self.targets,
-            Fetcher(ssh_options=options, deadline_s=cfg.poll_deadline_s, ssh=ssh),
-            interval_s=cfg.poll_interval_s,
+            self.targets, poll_fetch, interval_s=cfg.poll_interval_s, on_result=self._on_usage
         )
+        self.hosts = hosts_of(self.targets)
+        self.asker = Asker(self.hosts, poll_fetch, monotonic=monotonic)
+        self._budget_rows: dict[str, list[BudgetLevel]] = {}
+        ask_s = ask_seconds(self.hosts, cfg.poll_deadline_s)
         self.damper = Damper(cfg.damping_s, self.store.health_states())
         health_fetch = Fetcher(ssh_options=options, deadline_s=cfg.health_deadline_s, ssh=ssh)
         self.watch = HealthWatch(
@@ -167,13 +181,28 @@ class Notifier:
         self._wake_worker = threading.Event()
         self.loops: dict[str, Loop] = {
             "sender": Loop("sender", stall_s=cfg.deliver_timeout_s + 60.0, monotonic=monotonic),
-            "commands": Loop("commands", stall_s=cfg.startup_wait_s + 60.0, monotonic=monotonic),
+            "commands": Loop(
+                "commands", stall_s=cfg.startup_wait_s + ask_s + 60.0, monotonic=monotonic
+            ),
             "usage": Loop(
                 "usage",
                 stall_s=cfg.poll_interval_s + cfg.poll_deadline_s + 60.0,
                 monotonic=monotonic,
             ),
         }
+        self.digest: DigestJob | None = None
+        if cfg.digest is not None:
+            self.digest = DigestJob(
+                cfg.digest,
+                self.store,
+                lambda ask: self.asker(ask, fresh=True),
+                lang=cfg.lang,
+                clock=clock,
+                posted=self._wake_sender.set,
+            )
+            self.loops["digest"] = Loop(
+                "digest", stall_s=STEP_S + ask_s + 60.0, monotonic=monotonic
+            )
         self._usage_rounds = 0
         self._unsettled: tuple[int, str, str | None, int | None] | None = None
         self._outbox = (0, 0)  # (pending, dropped ever), as the sender last read them
@@ -187,6 +216,8 @@ class Notifier:
         self._started_monotonic = self.monotonic()
         self.loops["sender"].start(self._send_step, self._stop)
         self.loops["commands"].start(self._command_step, self._stop)
+        if self.digest is not None:
+            self.loops["digest"].start(self.digest.step, self._stop)
         self.poller.start()
         self.loops["usage"].thread = self.poller._thread
         self.loops["usage"].progressed()
@@ -200,8 +231,8 @@ class Notifier:
         self._wake_worker.set()
         self.watch.stop(timeout_s=1.0)
         self.poller.stop(timeout_s=1.0)
-        for name in ("sender", "commands"):
-            t = self.loops[name].thread
+        for name in ("sender", "commands", "digest"):
+            t = self.loops[name].thread if name in self.loops else None
             if t is not None:
                 t.join(self.cfg.deliver_timeout_s + 1.0)
         self.store.close()
@@ -268,6 +299,28 @@ class Notifier:
         self.store.record_health(port, new, text)  # raises: proposed again next time
         self.damper.confirm(port, new)
         self._wake_sender.set()
+
+    # ---- budgets ----------------------------------------------------------------------
+
+    def _on_usage(self, target: Target, result: PollResult) -> None:
+        """A poll landed: queue its host's budgets at soft or hard (once each) and keep them for
+        ``notifier status``. A store fault is counted; the next poll proposes them again."""
+        doc = result.status
+        host = host_of(self.hosts, target)
+        if result.state != "ok" or doc is None or host is None:
+            return
+        try:
+            found = budgets_mod.notices(host.id, host.where, doc, self.cfg.lang)
+            if found:
+                queued = self.store.queue_once("budget", found)
+                if queued.ids:
+                    self._wake_sender.set()
+            rows = budgets_mod.levels(host.where, doc, self.cfg.lang)
+            if rows != self._budget_rows.get(host.id, []):
+                self.store.record_budgets(host.id, rows)
+                self._budget_rows[host.id] = rows
+        except Exception as exc:
+            self.loops["usage"].failed(exc)
 
     # ---- commands ---------------------------------------------------------------------
 
@@ -366,6 +419,9 @@ class Notifier:
         """The reply to a help or status command (a resend's is built by ``answer``)."""
         if cmd.command == "help":
             return chat.help_text(cmd.lang)
+        ask = ASKS.get(cmd.command)
+        if ask is not None and not ask.digest:  # usage: the hosts asked now, bounded
+            return usage_text(self.asker(ask), ask, cmd.lang)
         # status: right after a start, wait (bounded) for the first figures
         deadline = self._started_monotonic + self.cfg.startup_wait_s
         while (

@@ -25,6 +25,12 @@ process loses nothing committed. Each step that must not half-happen is one tran
   transition to the same state replaces a pending one, so an instance has at most one pending
   DOWN and one pending UP whatever the outbox holds.
 - ``health``: the last health reported per node port, so a restart does not announce again.
+- ``once``: keys of notifications made once, kept until their ``keep_until_ts``: each budget's
+  soft and hard message per period (``notify/budgets.py``) and each digest per day
+  (``notify/digest.py``). A key is recorded in the transaction that queues its message; one
+  dropped for a full outbox is not, so it is made again at the next chance.
+- ``budget_levels``: each host's budgets at soft or hard as last polled, for
+  ``notifier status``.
 - ``migrations``: the append-only list of schema steps applied.
 
 Every SQLite fault (the file locked by another process, read-only, a full disk, damage) is
@@ -112,6 +118,31 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             requested_ts REAL NOT NULL);
         INSERT INTO meta(key, value) VALUES ('not_shown_notes_total', 0),
             ('not_shown_alerts_total', 0);
+        """,
+    ),
+    (
+        "0004_once_and_budget_levels",
+        """
+        CREATE TABLE once(
+            key TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            delivery_id INTEGER,
+            created_ts REAL NOT NULL,
+            keep_until_ts REAL NOT NULL);
+        CREATE TABLE budget_levels(
+            host TEXT NOT NULL,
+            name TEXT NOT NULL,
+            place TEXT NOT NULL,
+            who TEXT NOT NULL,
+            figure TEXT NOT NULL,
+            level TEXT NOT NULL,
+            used REAL NOT NULL,
+            limit_value REAL NOT NULL,
+            fraction REAL NOT NULL,
+            end_ts INTEGER NOT NULL,
+            projected REAL,
+            updated_ts REAL NOT NULL,
+            PRIMARY KEY (host, name));
         """,
     ),
 )
@@ -457,6 +488,50 @@ class Store:
                 self._dropped(db, dropped)
         return Queued(queued, dropped, note_id)
 
+    def queue_once(self, kind: str, items: Sequence[Once]) -> Queued:
+        """Each item whose key is not in ``once`` queued (a ``text`` of None: recorded only)
+        and its key recorded, in one transaction; an item dropped for a full outbox is not
+        recorded (counted), so it is made again at the next chance."""
+        with self._tx() as db:
+            now = self.clock()
+            db.execute("DELETE FROM once WHERE keep_until_ts < ?", (now,))
+            room = MAX_PENDING - _pending(db)
+            queued: list[int] = []
+            dropped = 0
+            for item in items:
+                if db.execute("SELECT 1 FROM once WHERE key = ?", (item.key,)).fetchone():
+                    continue
+                new = None
+                if item.text is not None:
+                    if room <= 0:
+                        dropped += 1
+                        continue
+                    new = self._queue(db, kind, item.text)
+                    queued.append(new)
+                    room -= 1
+                db.execute(
+                    "INSERT INTO once VALUES (?, ?, ?, ?, ?)",
+                    (item.key, kind, new, now, item.keep_until_ts),
+                )
+            if dropped:
+                self._dropped(db, dropped)
+        return Queued(queued, dropped)
+
+    def done_once(self, key: str) -> bool:
+        """Whether a notification of ``key`` was made (``queue_once``)."""
+        with self._locked() as db:
+            return db.execute("SELECT 1 FROM once WHERE key = ?", (key,)).fetchone() is not None
+
+    def record_budgets(self, host: str, rows: Sequence[BudgetLevel]) -> None:
+        """``host``'s budgets at soft or hard as last polled (those before are replaced)."""
+        with self._tx() as db:
+            db.execute("DELETE FROM budget_levels WHERE host = ?", (host,))
+            now = self.clock()
+            db.executemany(
+                "INSERT INTO budget_levels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(host, *r, now) for r in rows],
+            )
+
     def resend(self, delivery_id: int, request_id: str | None = None) -> Resent | None:
         """A copy of a delivery, queued anew; None when no such delivery is kept. With
         ``request_id``, the request is recorded with its copy in the same transaction, and the
@@ -551,6 +626,30 @@ class Store:
             return self._queue(db, "health", text, topic=topic)
 
 
+class Once(NamedTuple):
+    """A notification made once: its key, its text (None: the key is recorded only) and how
+    long the key is kept (Unix seconds)."""
+
+    key: str
+    text: str | None
+    keep_until_ts: float
+
+
+class BudgetLevel(NamedTuple):
+    """One budget of a host at soft or hard, as ``notifier status`` lists it."""
+
+    name: str
+    place: str  # our label of the host (its node ports)
+    who: str  # the label's kind and value, as the message names it
+    figure: str
+    level: str
+    used: float
+    limit_value: float
+    fraction: float
+    end_ts: int
+    projected: float | None
+
+
 class OutboxFull(LedgerError):
     """The outbox holds ``MAX_PENDING`` deliveries: nothing was queued or recorded."""
 
@@ -639,6 +738,33 @@ def read_health(db: sqlite3.Connection) -> dict[int, tuple[str, float]]:
     return {int(p): (str(s), float(t)) for p, s, t in db.execute("SELECT * FROM health")}
 
 
+def read_digests(db: sqlite3.Connection, limit: int = 3) -> list[tuple[str, int | None, float]]:
+    """The newest digests posted: (key, delivery id, queued at); [] before budgets."""
+    try:
+        rows = db.execute(
+            "SELECT key, delivery_id, created_ts FROM once WHERE kind = 'digest' "
+            "ORDER BY created_ts DESC, key DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+    except sqlite3.OperationalError:  # no such table: the notifier has not run this version
+        return []
+    return [(str(k), None if d is None else int(d), float(t)) for k, d, t in rows]
+
+
+def read_budget_levels(db: sqlite3.Connection) -> list[tuple[BudgetLevel, float]]:
+    """Every host's budgets at soft or hard as last polled, hard first, each with the time it
+    was polled; [] for a state file from before budgets."""
+    try:
+        rows = db.execute(
+            "SELECT name, place, who, figure, level, used, limit_value, fraction, end_ts, "
+            "projected, updated_ts FROM budget_levels "
+            "ORDER BY level = 'hard' DESC, fraction DESC, place, name"
+        ).fetchall()
+    except sqlite3.OperationalError:  # no such table: the notifier has not run this version
+        return []
+    return [(BudgetLevel(*r[:10]), float(r[10])) for r in rows]
+
+
 @contextmanager
 def open_read_only(path: Path) -> Iterator[sqlite3.Connection]:
     """The state file ``mode=ro`` (for ``notifier status``, while the notifier runs)."""
@@ -654,9 +780,11 @@ __all__ = [
     "DELIVERY_STATES",
     "MAX_OUTBOX_ROWS",
     "MAX_PENDING",
+    "BudgetLevel",
     "Command",
     "Delivery",
     "DeliveryState",
+    "Once",
     "OutboxFull",
     "Queued",
     "Resent",
@@ -666,6 +794,8 @@ __all__ = [
     "check_state_file",
     "open_read_only",
     "open_store",
+    "read_budget_levels",
+    "read_digests",
     "read_failures",
     "read_health",
     "read_recent",

@@ -484,7 +484,12 @@ def test_a_state_file_of_the_earlier_schema_gains_the_new_tables_and_keeps_its_r
     try:
         with s._lock:
             names = [r[0] for r in s._db.execute("SELECT name FROM migrations ORDER BY name")]
-        assert names == ["0001_initial", "0002_outbox_topic", "0003_resends_and_not_shown"]
+        assert names == [
+            "0001_initial",
+            "0002_outbox_topic",
+            "0003_resends_and_not_shown",
+            "0004_once_and_budget_levels",
+        ]
         summary = s.summary()
         assert summary["pending"] == 1
         assert (summary["not_shown_notes_total"], summary["not_shown_alerts_total"]) == (0, 0)
