@@ -4,8 +4,12 @@
     poll.py       ssh argv, deadlines, output cap, strict parsing, cache, background thread
     health.py     a simple HTTP ``/health`` probe per node port
     message.py    the reply to "status" (Chinese by default, English on request)
+    host.py       what the status command adds on the host: its budgets, an ask's answer
+    usage_text.py the reply to "usage" and the daily digest
+    budget_text.py the message when a budget reaches its soft or hard level
+    pricing.py    the digest's cost: a price file's chargeback rates
 
-Standard library only.
+Standard library only (``host.py`` and ``pricing.py`` read through the read side and ``plan``).
 """
 
 from __future__ import annotations

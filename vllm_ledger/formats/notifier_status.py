@@ -86,6 +86,8 @@ class NotifierStatus:
     unreachable: str | None = None  # the address asked, when it did not answer
     outbox_limit: int = 1000
     # each host's budgets at soft or hard as last polled, hard first, with the poll's time
+    # (level "problem": the host cannot use its budgets file; "more": ``used`` more at soft or
+    # hard past the document's rows)
     budgets: Sequence[tuple[BudgetLevel, float]] = ()
     # the digests posted: (key, delivery id, queued at), newest first
     digests: Sequence[tuple[str, int | None, float]] = ()
@@ -154,6 +156,18 @@ def _budgets(s: NotifierStatus, local: Callable[[float], str]) -> list[str]:
         return ["budgets near or over: none (as last polled)"]
     lines = ["budgets near (soft) or over (hard), as last polled:"]
     for b, polled_ts in s.budgets:
+        if b.level == "problem":
+            lines.append(
+                f"  PROBLEM {printable(b.place)}: the host cannot use its budgets file (run "
+                "`vllm-ledger status --budgets FILE` there to see why; docs/budgets.md)"
+            )
+            continue
+        if b.level == "more":
+            lines.append(
+                f"  MORE {printable(b.place)}: {round(b.used)} more near or over, past the 16 "
+                "the host's document lists (not announced)"
+            )
+            continue
         lines.append(
             f"  {printable(b.level).upper()} {printable(b.who)} {printable(b.place)}: "
             f"{_amount(b.used, b.figure)} of {_amount(b.limit_value, b.figure)} "

@@ -7,6 +7,9 @@
     alerts.py     Alertmanager's webhook JSON v4 -> notifications, deduplicated; the note
                   for alerts it left out past ``max_alerts`` (``truncatedAlerts``)
     watch.py      health every ~10 s per instance, flap damping
+    budgets.py    a host's budgets at soft or hard -> notifications made once
+    digest.py     the daily (and weekly) digest: its settings, when it is due, its step
+    asks.py       the hosts (ports sharing a data dir are one), each asked once for an ask
     platforms/    the chat platforms, one module each (Feishu/Lark, DingTalk, WeCom, Slack,
                   generic JSON): body, success rule, signature, inbound requests; the
                   registry and the one ``send``

@@ -44,11 +44,19 @@ def notices(host_id: str, where: str, doc: StatusDoc, lang: str) -> list[Once]:
 
 
 def levels(where: str, doc: StatusDoc, lang: str) -> list[BudgetLevel]:
-    """The document's budgets at soft or hard, as ``notifier status`` lists them."""
+    """The document's budgets at soft or hard, as ``notifier status`` lists them; a row of
+    level ``problem`` where the host cannot use its budgets file, and one of level ``more``
+    (``used``: how many) for those at soft or hard past the document's rows."""
     if doc.budgets is None:
         return []
     cur = doc.budgets.currency
-    return [
+    notes = []
+    if doc.budgets.problem is not None:
+        notes.append(BudgetLevel("", where, "", "", "problem", 0.0, 0.0, 0.0, 0, None))
+    if doc.budgets.truncated_over:
+        more = float(doc.budgets.truncated_over)
+        notes.append(BudgetLevel("", where, "", "", "more", more, 0.0, 0.0, 0, None))
+    return notes + [
         BudgetLevel(
             name=b.name,
             place=where,

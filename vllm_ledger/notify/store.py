@@ -636,7 +636,8 @@ class Once(NamedTuple):
 
 
 class BudgetLevel(NamedTuple):
-    """One budget of a host at soft or hard, as ``notifier status`` lists it."""
+    """One budget of a host at soft or hard, as ``notifier status`` lists it (``level``
+    ``problem`` and ``more``: the host's notes, ``notify/budgets.levels``)."""
 
     name: str
     place: str  # our label of the host (its node ports)
@@ -758,7 +759,8 @@ def read_budget_levels(db: sqlite3.Connection) -> list[tuple[BudgetLevel, float]
         rows = db.execute(
             "SELECT name, place, who, figure, level, used, limit_value, fraction, end_ts, "
             "projected, updated_ts FROM budget_levels "
-            "ORDER BY level = 'hard' DESC, fraction DESC, place, name"
+            "ORDER BY level IN ('problem', 'more') DESC, level = 'hard' DESC, fraction DESC, "
+            "place, name"
         ).fetchall()
     except sqlite3.OperationalError:  # no such table: the notifier has not run this version
         return []

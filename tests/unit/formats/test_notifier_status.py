@@ -131,3 +131,16 @@ def test_budgets_near_or_over_and_the_digests_posted_in_text_and_json() -> None:
         "end": int(T) + 3600, "projected": 2_500_000.0, "polled": T,
     }  # fmt: skip
     assert doc["digests"] == [{"key": "digest:day:2026-11-17", "delivery_id": 7, "queued": T + 30}]
+
+
+def test_a_host_that_cannot_use_its_budgets_file_and_budgets_past_the_document() -> None:
+    problem = BudgetLevel("", ":19001", "", "", "problem", 0.0, 0.0, 0.0, 0, None)
+    more = BudgetLevel("", ":19002", "", "", "more", 3.0, 0.0, 0.0, 0, None)
+    s = NotifierStatus(Path("p.sqlite"), SUMMARY, [], [], {}, budgets=[(problem, T), (more, T)])
+    lines = render_text(s).splitlines()
+    start = lines.index("budgets near (soft) or over (hard), as last polled:")
+    assert lines[start + 1 : start + 3] == [
+        "  PROBLEM :19001: the host cannot use its budgets file (run `vllm-ledger status "
+        "--budgets FILE` there to see why; docs/budgets.md)",
+        "  MORE :19002: 3 more near or over, past the 16 the host's document lists (not announced)",
+    ]

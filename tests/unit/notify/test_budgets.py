@@ -133,6 +133,10 @@ def test_notices_are_keyed_by_host_budget_period_and_level() -> None:
     assert next_day[0].key == "budget:h:b:1796086400:soft"  # a new period: announced again
     assert notices("h", ":1", parse(_doc("ok", 0.1)), "en") == []
     assert [b.level for b in levels(":1", parse(_doc("hard", 1.2)), "en")] == ["hard"]
+    notes = json.loads(_doc("hard", 1.2))
+    notes["budgets"].update(problem="config", truncated=20, truncated_over=4)
+    got = levels(":1", parse(json.dumps(notes).encode()), "en")
+    assert [(b.level, b.used) for b in got] == [("problem", 0.0), ("more", 4.0), ("hard", 120.0)]
 
 
 def test_a_budget_dropped_for_a_full_outbox_is_announced_at_the_next_poll(
