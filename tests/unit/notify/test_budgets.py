@@ -159,3 +159,22 @@ def test_a_budget_dropped_for_a_full_outbox_is_announced_at_the_next_poll(
             assert len(read_budget_levels(db)) == 1
     finally:
         n.store.close()
+
+
+def test_a_hostile_budget_in_a_hosts_document_reaches_no_message(tmp_path: Path) -> None:
+    """A host printing a budget whose value carries an escape sequence and a mention: the
+    document is unparseable, nothing is queued or recorded."""
+    hostile = json.loads(_doc("hard", 1.2))
+    hostile["budgets"]["rows"][0]["value"] = "\x1b]8;;http://evil\x07<!channel>"
+    (tmp_path / "doc.json").write_text(json.dumps(hostile))
+    root = tmp_path / "usage"
+    root.mkdir()
+    n = _notifier(tmp_path, root, _budgets(tmp_path / "budgets.toml", "UTC"))
+    (tmp_path / "ssh").write_text(f"#!/bin/sh\nexec cat {tmp_path / 'doc.json'}\n")
+    try:
+        assert n.poller.poll_once()[19001].state == "unparseable"
+        assert _drain(n) == []
+        with sqlite3.connect(n.store.path) as db:
+            assert read_budget_levels(db) == []
+    finally:
+        n.store.close()
