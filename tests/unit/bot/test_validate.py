@@ -71,6 +71,9 @@ def test_optional_fields() -> None:
         ("19001", _entry(host="10.0.0.1;id"), "host", "not an IP address"),
         ("19001", _entry(host="fe80::1%;id"), "host", "not an IP address"),
         ("19001", _entry(extra="x"), "extra", "unknown field"),
+        ("19001", _entry(budgets="/etc/b.toml; id"), "budgets", "not an absolute path"),
+        ("19001", _entry(budgets="budgets.toml"), "budgets", "not an absolute path"),
+        ("19001", _entry(budgets=""), "budgets", "missing"),
         ("0", GOOD, "", "not a port 1..65535"),
         ("65536", GOOD, "", "not a port 1..65535"),
         ("-1", GOOD, "", "not a port 1..65535"),
@@ -214,3 +217,16 @@ def test_ssh_key_line_refuses_bad_input(key: str, code_dir: str, message: str) -
 def test_ssh_key_line_drops_an_odd_comment() -> None:
     line = key_line(KEY.rsplit(" ", 1)[0] + ' x"y', "/a", "/b")
     assert line.endswith(KEY.rsplit(" ", 1)[0])
+
+
+def test_a_budgets_file_is_named_in_the_command_and_an_ask_ends_it() -> None:
+    targets, refusals = validate_usage({"19001": _entry(budgets="/etc/vllm-ledger/b.toml")})
+    assert refusals == [] and targets[0].budgets == "/etc/vllm-ledger/b.toml"
+    assert remote_command(targets[0]) == (
+        "cd /srv/LLMDeploy && PYTHONPATH=/srv/LLMDeploy exec python3 -m vllm_ledger status "
+        "--root /srv/artifacts/usage --budgets /etc/vllm-ledger/b.toml"
+    )
+    assert remote_command(targets[0], "usage:key:today").endswith(
+        " --budgets /etc/vllm-ledger/b.toml --ask usage:key:today"
+    )
+    assert ssh_argv(targets[0], ask="digest")[-1].endswith(" --ask digest")
