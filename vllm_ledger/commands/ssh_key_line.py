@@ -42,12 +42,16 @@ def key_line(
     data_dir: str,
     python: str = "python3",
     from_pattern: str | None = None,
+    budgets: str | None = None,
 ) -> str:
-    """``restrict,command="..." TYPE BLOB [COMMENT]`` from a validated key and paths."""
+    """``restrict,command="..." TYPE BLOB [COMMENT]`` from a validated key and paths;
+    ``budgets``: the host's budgets file the status command reports on (docs/budgets.md)."""
     try:
         code_dir = check_path("code_dir", code_dir)
         data_dir = check_path("data_dir", data_dir)
         python = check_python(python)
+        if budgets is not None:
+            budgets = check_path("budgets", budgets)
     except FieldError as exc:
         raise BadArgument(f"--{exc.field.replace('_', '-')}: {exc.message}") from exc
     fields = public_key.strip().split()
@@ -61,7 +65,7 @@ def key_line(
         if not _FROM.fullmatch(from_pattern):
             raise BadArgument("--from: give address patterns such as 10.0.0.5 or 10.0.0.0/24")
         options.append(f'from="{from_pattern}"')
-    options.append(f'command="{status_command(code_dir, data_dir, python)}"')
+    options.append(f'command="{status_command(code_dir, data_dir, python, budgets=budgets)}"')
     comment = fields[2] if len(fields) == 3 and _COMMENT.fullmatch(fields[2]) else None
     return " ".join([",".join(options), fields[0], fields[1], *([comment] if comment else [])])
 
@@ -81,6 +85,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         default="python3",
         metavar="PYTHON",
         help="python3, python3.N or an absolute path (default python3)",
+    )
+    p.add_argument(
+        "--budgets",
+        metavar="FILE",
+        help="the host's budgets file: the status the key runs reports each budget "
+        "(docs/budgets.md)",
     )
     p.add_argument(
         "--from",
@@ -108,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         raise BadArgument(f"cannot read {args.key_file}: pass the bot's .pub key file") from exc
     sys.stdout.write(
-        key_line(text, args.code_dir, args.data_dir, args.python, args.from_pattern) + "\n"
+        key_line(text, args.code_dir, args.data_dir, args.python, args.from_pattern, args.budgets)
+        + "\n"
     )
     return 0
