@@ -82,12 +82,25 @@ STATS: dict[str, Any] = {
     "slice_log": [],  # [end ts, wall s, cpu s, label] of every slice of SLICE_LOG_MIN_S or more
     "switch_interval_s": None,
     "timer_bias_us": None,
+    "timer_bias_cpu_us": None,
     "maintenance": [],
     # record() on vLLM's output loop, wall time per call (perf_counter only: cheap)
     # and a histogram of calls, 16 buckets an octave of nanoseconds (bucket k: from
     # 2**(k/16) ns to 2**((k+1)/16) ns, each about 4.4% wide).
-    "ledger_record": {"n": 0, "wall_s": 0.0, "max_wall_s": 0.0, "hist": [0] * HIST_BUCKETS},
-    "prometheus_record": {"n": 0, "wall_s": 0.0, "max_wall_s": 0.0, "hist": [0] * HIST_BUCKETS},
+    "ledger_record": {
+        "n": 0,
+        "wall_s": 0.0,
+        "cpu_s": 0.0,
+        "max_wall_s": 0.0,
+        "hist": [0] * HIST_BUCKETS,
+    },
+    "prometheus_record": {
+        "n": 0,
+        "wall_s": 0.0,
+        "cpu_s": 0.0,
+        "max_wall_s": 0.0,
+        "hist": [0] * HIST_BUCKETS,
+    },
     # The attribution middleware's own code on vLLM's loop (``bench/mwclock.py``): filled in
     # by ``snapshot`` from the clock.
     "middleware": None,
@@ -225,12 +238,18 @@ def _count_call(s: dict[str, Any], wall: float) -> None:
 
 
 def _timed_wall(name: str, fn: Any) -> Any:
+    """Wall time per call (the histogram) and the thread's CPU seconds in all: on a machine
+    other work shares, a call's wall time holds the waits for a core and the GIL too."""
+
     def wrapper(*args: Any, **kw: Any) -> Any:
         t = time.perf_counter()
+        c = time.thread_time()
         try:
             return fn(*args, **kw)
         finally:
-            _count_call(STATS[name], time.perf_counter() - t)
+            s = STATS[name]
+            s["cpu_s"] += time.thread_time() - c
+            _count_call(s, time.perf_counter() - t)
 
     return wrapper
 
@@ -474,12 +493,19 @@ def _timer_bias_us() -> float:
     def noop(self: Any, *args: Any, **kw: Any) -> None:
         return None
 
-    stats: dict[str, Any] = {"n": 0, "wall_s": 0.0, "max_wall_s": 0.0, "hist": [0] * HIST_BUCKETS}
+    stats: dict[str, Any] = {
+        "n": 0,
+        "wall_s": 0.0,
+        "cpu_s": 0.0,
+        "max_wall_s": 0.0,
+        "hist": [0] * HIST_BUCKETS,
+    }
     STATS["_calibration"] = stats
     timed = _timed_wall("_calibration", noop)
     for _ in range(20_000):
         timed(None, scheduler_stats=None, iteration_stats=None, engine_idx=0)
     del STATS["_calibration"]
+    STATS["timer_bias_cpu_us"] = 1e6 * stats["cpu_s"] / stats["n"]
     counts, seen = stats["hist"], 0
     for k, c in enumerate(counts):
         if seen + c >= stats["n"] / 2:

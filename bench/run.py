@@ -869,6 +869,18 @@ def bench_profile(args: argparse.Namespace) -> None:
         else None,
         None,
     )
+    if pr.get("ledger_record_cpu_us_per_call") is not None:
+        lc, pc = pr["ledger_record_cpu_us_per_call"], pr["prometheus_record_cpu_us_per_call"]
+        row(
+            "  record() CPU per call in the serving process, mean",
+            lc,
+            "us",
+            "-",
+            pc,
+            "PrometheusStatLogger.record()",
+            lc / pc if pc else None,
+            None,
+        )
     lr, pr_us = pr["ledger_record_us_per_call"], pr["prometheus_record_us_per_call"]
     row(
         "  record() per call in the serving process, mean (probe)",
@@ -950,13 +962,13 @@ def bench_profile(args: argparse.Namespace) -> None:
                 None,
             )
             row(
-                "  the attribution middleware less the control's per stretch",
+                "  the attribution middleware, less the control per stretch",
                 mw["net_cpu_ms_per_s"],
                 "ms/s",
                 "-",
-                mw["calls_per_s"],
-                "calls/s",
-                None,
+                mw["own_cpu_ms_per_s"],
+                "the clock's own figure",
+                mw["net_cpu_ms_per_s"] / mw["own_cpu_ms_per_s"] if mw["own_cpu_ms_per_s"] else None,
                 None,
             )
     share = ledger_ms(pr) / pr["process_cpu_ms_per_s"] if pr["process_cpu_ms_per_s"] else None
@@ -998,11 +1010,17 @@ def bench_profile(args: argparse.Namespace) -> None:
 def ledger_ms(pr: dict[str, Any]) -> float:
     """The ledger's CPU in the API process, ms/s: its recorder thread, its record() calls and
     the attribution middleware's own code."""
-    return float(
-        pr["recorder_cpu_ms_per_s"]
-        + pr["record_calls_per_s"] * pr["ledger_record_us_per_call"] / 1000
-        + middleware_ms(pr)
-    )
+    return float(pr["recorder_cpu_ms_per_s"] + record_ms(pr) + middleware_ms(pr))
+
+
+def record_ms(pr: dict[str, Any]) -> float:
+    """record()'s CPU on vLLM's loop, ms/s: the calls' CPU time (thread_time, less what the
+    timer adds) where the probe took it, else their wall time (which holds the waits for a core
+    and for the GIL on a busy machine)."""
+    per = pr.get("ledger_record_cpu_us_per_call")
+    if per is None:
+        per = pr["ledger_record_us_per_call"]
+    return float(pr["record_calls_per_s"] * per / 1000)
 
 
 def middleware_ms(pr: dict[str, Any]) -> float:
@@ -1055,7 +1073,8 @@ def _profile_notes(d: dict[str, Any]) -> None:
         )
     rest = pr["process_cpu_ms_per_s"] - ledger_ms(pr)
     note(
-        f"profile: the ledger's CPU (recorder thread + record() calls + middleware, "
+        f"profile: the ledger's CPU (recorder thread {pr['recorder_cpu_ms_per_s']:.2f} + "
+        f"record() calls {record_ms(pr):.2f} + middleware {middleware_ms(pr):.2f} = "
         f"{ledger_ms(pr):.2f} ms/s) "
         f"is {ledger_ms(pr) / pr['process_cpu_ms_per_s']:.1%} of the API process's "
         f"{pr['process_cpu_ms_per_s']:.0f} ms/s: measured directly, the API process's CPU with "

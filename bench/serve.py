@@ -900,6 +900,17 @@ def profile(seconds: float, rate_hz: int = 100, spy_mode: str = "blocking") -> d
             if longest_slice is not None or spawns
             else None,
             "timer_bias_us": b.get("timer_bias_us") or 0.0,
+            "timer_bias_cpu_us": b.get("timer_bias_cpu_us") or 0.0,
+            **{
+                f"{k}_cpu_us_per_call": max(
+                    0.0,
+                    1e6
+                    * (b[k].get("cpu_s", 0.0) - a[k].get("cpu_s", 0.0))
+                    / max(1, b[k]["n"] - a[k]["n"])
+                    - (b.get("timer_bias_cpu_us") or 0.0),
+                )
+                for k in ("ledger_record", "prometheus_record")
+            },
             "dropped": _delta(a, b, "dropped_total"),
             "ledger_record_max_us": 1e6 * b["ledger_record"]["max_wall_s"],
             **{
