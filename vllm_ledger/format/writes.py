@@ -173,5 +173,7 @@ def compact(conn: sqlite3.Connection, horizon_ts: int) -> int:
         )
         deleted = cur.rowcount
     with contextlib.suppress(sqlite3.Error):
-        conn.execute("PRAGMA incremental_vacuum")
+        # As a script: run to its end, every free page given back (a single step of the
+        # statement frees one page only).
+        conn.executescript("PRAGMA incremental_vacuum;")
     return deleted

@@ -19,15 +19,22 @@ callers print labels through the terminal-safe renderers). Standard library only
 
 from __future__ import annotations
 
+import json
 import re
 
 MAX_KEY_BYTES = 32  # keys longer than this are not wanted ones: skipped, not kept
 MAX_VALUE_BYTES = 256  # a wanted value longer than this is "too long": kept as None
 MAX_STEPS = 20_000  # structural characters passed before the scan gives up
+# A body that arrives whole and this small is parsed by ``json`` (C) instead: for a small body
+# that is cheaper than stepping through its structure in Python.
+MAX_WHOLE_PARSE_BYTES = 16 * 1024
 
 _AT_TOP = re.compile(rb'["{}\[\]:,]')  # what matters inside the top-level object
 _DEEPER = re.compile(rb'["{}\[\]]')  # what matters inside a nested value
 _FIRST = re.compile(rb"[^ \t\r\n]")
+# A string's inside up to (not over) its closing quote or a backslash the chunk ends on:
+# escapes and runs of plain bytes skipped in C, whatever the mix of escaped quotes.
+_IN_STRING = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)
 
 
 class BodyScan:
@@ -46,13 +53,15 @@ class BodyScan:
         "done",
         "found",
         "max_steps",
+        "text",
         "too_long",
         "wanted",
     )
 
     def __init__(self, wanted: tuple[bytes, ...], max_steps: int = MAX_STEPS) -> None:
         self.wanted = wanted
-        self.found: dict[bytes, bytes] = {}
+        self.found: dict[bytes, bytes] = {}  # raw JSON string bytes, escapes as written
+        self.text: dict[bytes, str] = {}  # decoded already (a body parsed whole)
         self.too_long: set[bytes] = set()
         self.done = False
         self.max_steps = max_steps
@@ -66,6 +75,36 @@ class BodyScan:
         self._too_long = False
         self._expect_key = True
         self._key: bytes | None = None  # the key whose value comes next (depth 1)
+
+    def whole(self, body: bytes) -> bool:
+        """Parse a body that arrived whole and small with ``json``; False where it is too
+        large or not JSON at all (the caller feeds it instead: the same answer, slower)."""
+        if len(body) > MAX_WHOLE_PARSE_BYTES:
+            return False
+        try:
+            doc = json.loads(body)
+        except (ValueError, RecursionError):
+            return False
+        if not isinstance(doc, dict):
+            self.done = True
+            return True
+        for key in self.wanted:
+            value = doc.get(key.decode())
+            if isinstance(value, str):
+                if len(value.encode("utf-8", "surrogatepass")) > MAX_VALUE_BYTES:
+                    self.too_long.add(key)
+                else:
+                    self.text[key] = value
+        self.done = True
+        return True
+
+    def value(self, key: bytes) -> str | None:
+        """A wanted field's text, escapes resolved; None where the body named none."""
+        got = self.text.get(key)
+        if got is not None:
+            return got
+        raw = self.found.get(key)
+        return None if raw is None else _unescape(raw)
 
     def feed(self, chunk: bytes) -> None:
         """Look at the next chunk of the body (in order). Never raises on any bytes."""
@@ -135,25 +174,16 @@ class BodyScan:
         if self._escaped:  # the byte after a backslash that ended the last chunk
             self._escaped = False
             pos += 1
-        first = pos  # backslashes before here are paired already
-        while True:
-            end = chunk.find(b'"', pos)
-            if end < 0:
-                self._keep(chunk, start, len(chunk))
-                # An odd run of backslashes at the chunk's end escapes the next byte.
-                run = 0
-                while len(chunk) - run > first and chunk[len(chunk) - run - 1] == 0x5C:
-                    run += 1
-                self._escaped = run % 2 == 1
-                return len(chunk)
-            back = end
-            while back > pos and chunk[back - 1] == 0x5C:  # "\\"
-                back -= 1
-            if (end - back) % 2 == 0:  # not escaped: the string ends here
-                self._keep(chunk, start, end)
-                self._close_string()
-                return end + 1
-            pos = end + 1
+        end = _IN_STRING.match(chunk, pos).end()  # type: ignore[union-attr]  # always matches
+        n = len(chunk)
+        if end < n and chunk[end] == 0x22:  # the closing quote
+            self._keep(chunk, start, end)
+            self._close_string()
+            return end + 1
+        # The chunk ends inside the string, perhaps on a backslash escaping the next byte.
+        self._keep(chunk, start, n)
+        self._escaped = end < n  # stopped before a lone backslash: the chunk's last byte
+        return n
 
     def _keep(self, chunk: bytes, start: int, end: int) -> None:
         if not self._capture or self._too_long:
@@ -181,3 +211,14 @@ class BodyScan:
             if len(self.found) + len(self.too_long) == len(self.wanted):
                 self.done = True
         self._text.clear()
+
+
+def _unescape(raw: bytes) -> str:
+    """A JSON string's raw bytes as text (escapes resolved where there are any)."""
+    if b"\\" in raw:
+        try:
+            text = json.loads(b'"' + raw + b'"')
+            return text if isinstance(text, str) else ""
+        except ValueError:
+            pass
+    return raw.decode("utf-8", "replace")

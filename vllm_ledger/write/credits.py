@@ -81,18 +81,28 @@ class CreditSums:
 
     def add(self, second: int, credits: Iterable[Credit]) -> None:
         sums = self.sums
-        for dims, *counts in credits:
-            if any(dims[_PLACE[k]] for k in KINDS):
+        for dims, p, g, c, r, e in credits:
+            if dims[0] or dims[2] or dims[3]:  # a key, user or tenant: bounded per hour
                 dims = self._fold(second - second % 3600, dims)
             acc = sums.get((second, dims))
             if acc is None:
-                sums[(second, dims)] = list(counts)
+                sums[(second, dims)] = [p, g, c, r, e]
             else:
-                for i in range(N_COUNTS):
-                    acc[i] += counts[i]
+                acc[0] += p
+                acc[1] += g
+                acc[2] += c
+                acc[3] += r
+                acc[4] += e
 
     def _fold(self, hour: int, dims: Dims) -> Dims:
         state = self._hours.get(hour)
+        if (
+            state is not None
+            and (not dims[0] or dims[0] in state.named["key"])
+            and (not dims[2] or dims[2] in state.named["user"])
+            and (not dims[3] or dims[3] in state.named["tenant"])
+        ):
+            return dims  # every name already kept this hour: the common case
         if state is None:
             state = self._hours[hour] = _Hour()
             for old in [h for h in self._hours if h < hour - 3600]:

@@ -36,6 +36,7 @@ SECRET_FILE = ".vllm-ledger-key-secret"
 MAX_NAMES_FILE_BYTES = 1 << 20
 MAX_NAME_CHARS = 64
 KEY_LABEL_PREFIX = "key:"
+MAX_MEMO = 4096  # key names remembered in a process (cleared when full)
 FOLDED = "other"  # the label of values folded past the per-hour bound (write/recorder.py)
 _HASH = re.compile(r"sha256:([0-9a-f]{64})")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
@@ -143,13 +144,27 @@ class KeyLabels:
     """Names a key: the operator's name where the names file has its hash, else ``key:`` and
     8 hex digits of its HMAC under the root's secret."""
 
-    __slots__ = ("_names", "_secret")
+    __slots__ = ("_memo", "_names", "_secret")
 
     def __init__(self, secret: bytes, names: Mapping[str, str] | None = None) -> None:
         self._secret = secret
         self._names = dict(names or {})
+        # Names already worked out, by Python's keyed hash of the key (SipHash under this
+        # process's random seed: nobody can make two keys meet), in memory only and bounded:
+        # an HMAC per request costs more than the rest of the middleware's work on a small body.
+        self._memo: dict[int, str] = {}
 
     def label(self, raw_key: bytes) -> str:
+        memo = self._memo
+        h = hash(raw_key)
+        got = memo.get(h)
+        if got is None:
+            if len(memo) >= MAX_MEMO:
+                memo.clear()
+            got = memo[h] = self._label(raw_key)
+        return got
+
+    def _label(self, raw_key: bytes) -> str:
         if self._names:
             name = self._names.get(hashlib.sha256(raw_key).hexdigest())
             if name is not None:

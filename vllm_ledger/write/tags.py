@@ -227,6 +227,8 @@ class TagBook:
 
     def credit(self, rid: object, prompt: int, generation: int, cached: int) -> list[Credit]:
         """What one finished request counts, and for whom (on the recorder's thread)."""
+        if not self.entries and not self.ended:  # no middleware tags in this process
+            return [(UNTAGGED_DIMS, prompt, generation, cached, 1, 0)]
         with self.lock:
             return self._credit(rid, prompt, generation, cached)
 

@@ -231,3 +231,45 @@ def test_compacting_a_file_without_seconds_records_only_the_horizon(
 ) -> None:
     assert compact(conn, HOUR) == 0
     assert meta(conn) == {"compacted_before_ts": str(HOUR)}
+
+
+def test_compaction_gives_every_freed_page_back(conn: sqlite3.Connection) -> None:
+    rows = [(HOUR - 86400 * 9 + i, 0, counts(prompt_tokens=i)) for i in range(20_000)]
+    flush(conn, rows, span_id=None, now_ts=NOW, seq=1)
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    assert compact(conn, HOUR) == 20_000
+    assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    assert conn.execute("PRAGMA page_count").fetchone()[0] < pages / 2
+
+
+def test_attribution_rows_are_added_per_second_hour_and_day_and_compacted(
+    conn: sqlite3.Connection,
+) -> None:
+    dims = ("team-a", "tiny", "alice", "", "")
+    ids: dict[tuple[str, ...], int] = {}
+    for seq, second in enumerate((SECOND - 1, SECOND), start=1):
+        commit_batch(
+            conn,
+            seconds=[],
+            hours=[],
+            days=[],
+            problems=[],
+            span_id=None,
+            now_ts=NOW,
+            seq=seq,
+            final=False,
+            attribution=[(second, dims, 10, 2, 4, 1, 0)],
+            folded=[(HOUR, "user", seq)],
+            dim_ids=ids,
+        )
+    (dim,) = ids.values()
+    assert conn.execute("SELECT * FROM attr_dims").fetchall() == [(dim, *dims)]
+    assert conn.execute("SELECT * FROM attr_seconds ORDER BY ts").fetchall() == [
+        (SECOND - 1, dim, 10, 2, 4, 1, 0),
+        (SECOND, dim, 10, 2, 4, 1, 0),
+    ]
+    assert conn.execute("SELECT * FROM attr_hourly").fetchall() == [(HOUR, dim, 20, 4, 8, 2, 0)]
+    assert conn.execute("SELECT * FROM attr_daily").fetchall() == [(DAY, dim, 20, 4, 8, 2, 0)]
+    assert conn.execute("SELECT * FROM attr_folded").fetchall() == [(HOUR, "user", 2)]
+    compact(conn, SECOND)
+    assert conn.execute("SELECT ts FROM attr_seconds").fetchall() == [(SECOND,)]
