@@ -165,6 +165,32 @@ NOT_ATTRIBUTED_REASONS: tuple[str, ...] = ("untagged", "ambiguous", "copies", "a
 OTHER_VALUE = "other"  # values folded past a bound (the writer's per hour, the exporter's)
 NONE_VALUE = "(none)"  # a request that named none (no bearer key, no user, ...)
 
+# Budgets (docs/budgets.md, ``exporter --budgets FILE``): each budget of the file judged as the
+# enforcer judges it, over its period so far (a day or calendar month in the budgets' zone), per
+# (budget, by, the label named by ``by``, period, figure): used (tokens, or money for a cost
+# budget), the limit, their ratio, the soft and hard thresholds (fractions of the limit), the
+# projection to the period's end, the period's end, and 1 where the hard level is enforced.
+# ``observability --budgets FILE`` writes one rule per budget and level on the fraction.
+LEDGER_BUDGET_USED = "vllm_ledger_budget_used"
+LEDGER_BUDGET_LIMIT = "vllm_ledger_budget_limit"
+LEDGER_BUDGET_FRACTION = "vllm_ledger_budget_fraction"
+LEDGER_BUDGET_SOFT_FRACTION = "vllm_ledger_budget_soft_fraction"
+LEDGER_BUDGET_HARD_FRACTION = "vllm_ledger_budget_hard_fraction"
+LEDGER_BUDGET_PROJECTED = "vllm_ledger_budget_projected"
+LEDGER_BUDGET_PERIOD_END = "vllm_ledger_budget_period_end_timestamp_seconds"
+LEDGER_BUDGET_ENFORCED = "vllm_ledger_budget_enforced"
+# Whether hard budgets hold, per ledger root (``ROOT_LABEL``): the enforcer's over-budget file's
+# age, its state (``FILE_STATE_LABEL``: fresh, stale, missing, unusable; one-hot), 1 when it is
+# not fresh (the middleware refuses nothing: enforcement fails open), and the labels it lists.
+LEDGER_ENFORCER_FILE_AGE = "vllm_ledger_enforcer_file_age_seconds"
+LEDGER_ENFORCER_FILE_STATE = "vllm_ledger_enforcer_file_state"
+LEDGER_ENFORCER_FAILS_OPEN = "vllm_ledger_enforcer_fails_open"
+LEDGER_ENFORCER_OVER = "vllm_ledger_enforcer_over_budget"
+BUDGET_LABEL = "budget"  # the budget's name in the budgets file
+PERIOD_LABEL = "period"  # day or month
+FIGURE_LABEL = "figure"  # input, output, total or cost
+ROOT_LABEL = "root"  # a ledger root, as the exporter was given it
+
 # Read by ``advise`` from an exporter that serves it; this exporter's NVML gauges do not.
 LEDGER_GPU_POWER_LIMIT_WATTS = "vllm_ledger_gpu_power_limit_watts"
 

@@ -15,10 +15,13 @@ from tests.ledgers import ev, write_ledger
 from tests.vllm_source import vllm_metric_names
 from vllm_ledger import names
 from vllm_ledger.bot import message, poll
+from vllm_ledger.format import overbudget
 from vllm_ledger.observe import alerts
+from vllm_ledger.observe.budgets import BudgetWatch
 from vllm_ledger.observe.exporter import LedgerCollector, families
 from vllm_ledger.observe.gpu import GpuReading
 from vllm_ledger.plan import advise, ramp
+from vllm_ledger.plan.budgets import load_budgets
 from vllm_ledger.read import writer_state
 from vllm_ledger.read.report import build_report
 
@@ -90,8 +93,15 @@ def _served_by_the_exporter(tmp_path: Path) -> set[str]:
     write_ledger(tmp_path / "l", "r1", start_ts=t0, end_ts=t0 + 60, events=[ev(t0 + 5, 40, 7, 16)])
     report = build_report([tmp_path / "l"], at_ts=t0 + 61, clock=lambda: t0 + 61)
     gpu = GpuReading(0, "GPU-x", "H200", 300.0, 50.0, 10, 100, 60.0)
-    # Whose tokens: the collector's own read adds them (observe/whose.py).
-    whose = LedgerCollector([tmp_path / "l"], tz="UTC", clock=lambda: t0 + 61).collect()
+    # Whose tokens and budgets: the collector's own read adds them (observe/whose.py,
+    # observe/budgets.py), the enforcer's file's age where there is one.
+    budgets = tmp_path / "budgets.toml"
+    budgets.write_text('[[budget]]\nkey = "team-a"\ntokens = 100\n')
+    overbudget.write(tmp_path / "l", [], written_ts=t0 + 60)
+    watch = BudgetWatch.of(load_budgets(budgets), "UTC")
+    whose = LedgerCollector(
+        [tmp_path / "l"], tz="UTC", clock=lambda: t0 + 61, budgets=watch
+    ).collect()
     return {
         fam.name + "_total" if fam.type == "counter" else fam.name
         for fam in (*families(report, [gpu]), *whose)

@@ -13,8 +13,7 @@ from vllm_ledger.units import BUDGETS_ENV
 
 NAME = "doctor"
 HELP = (
-    "after an upgrade: stats interface, /metrics agreement, writers, storage, attribution, "
-    "budgets"
+    "after an upgrade: stats interface, /metrics agreement, writers, storage, attribution, budgets"
 )
 EPILOG = """examples:
   vllm-ledger doctor --metrics-url http://127.0.0.1:8000/metrics --root /srv/artifacts/usage

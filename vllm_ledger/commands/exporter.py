@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 from vllm_ledger.commands._common import (
     add_renamed,
@@ -24,9 +26,11 @@ from vllm_ledger.names import (
     LEDGER_GENERATION_TOKENS_TOTAL,
     OTHER_VALUE,
 )
+from vllm_ledger.observe.budgets import BudgetWatch
 from vllm_ledger.observe.exporter import serve
 from vllm_ledger.observe.whose import AttributionConfig, parse_labels
-from vllm_ledger.units import Address
+from vllm_ledger.plan.budgets import load_budgets
+from vllm_ledger.units import BUDGETS_ENV, Address
 
 NAME = "exporter"
 HELP = "serve restart-proof token counters, windows, coverage and GPU readings on /metrics"
@@ -34,6 +38,7 @@ EPILOG = f"""example:
   vllm-ledger exporter --root /srv/artifacts/usage --listen 0.0.0.0:9464
   curl -s http://127.0.0.1:9464/metrics | grep '^{LEDGER_GENERATION_TOKENS_TOTAL}'
   vllm-ledger exporter --root /srv/artifacts/usage --attribution-labels key,adapter,user
+  vllm-ledger exporter --root /srv/artifacts/usage --budgets /etc/vllm-ledger/budgets.toml
 exit status: serves until stopped (130 after Ctrl-C; 0 if the server ever returns), 2 a bad
 flag or an address it cannot listen on
 """
@@ -86,6 +91,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         f"serves per label (default {DEFAULT_ATTRIBUTION_SERIES}); the rest are served as "
         f"'{OTHER_VALUE}'",
     )
+    p.add_argument(
+        "--budgets",
+        type=Path,
+        metavar="FILE",
+        help=f"serve each budget of this budgets file (used, limit, fraction in its period) and "
+        f"whether hard budgets hold (default: ${BUDGETS_ENV}; docs/budgets.md); observability "
+        "--budgets writes the rules on them",
+    )
 
 
 def address_of(args: argparse.Namespace) -> Address:
@@ -99,10 +112,20 @@ def address_of(args: argparse.Namespace) -> Address:
     return (default_host if host is None else host, default_port if port_ is None else int(port_))
 
 
+def budgets_of(args: argparse.Namespace, zone: str) -> BudgetWatch | None:
+    """The budgets to serve: ``--budgets``, else the file the environment names; a file that
+    cannot be used is refused in one line before anything is served."""
+    path = args.budgets or os.environ.get(BUDGETS_ENV, "").strip() or None
+    if path is None:
+        return None
+    return BudgetWatch.of(load_budgets(Path(path)), zone)
+
+
 def run(args: argparse.Namespace) -> int:
     host, port_ = address_of(args)
     roots = roots_of(args)
     zone = zone_of(args, roots)  # once, at start: a zone file written later needs a restart
+    budgets = budgets_of(args, zone.name)
     service_logging()
     try:
         serve(
@@ -113,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
             tz_origin=zone.origin,
             gpu=not args.no_gpu,
             attribution=AttributionConfig(args.attribution_labels, int(args.attribution_series)),
+            budgets=budgets,
         )
     except BadArgument as exc:
         if exc.argument != "address":

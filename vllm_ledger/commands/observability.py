@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from vllm_ledger.commands._common import (
     add_output_folder,
@@ -24,6 +25,7 @@ from vllm_ledger.observe.alerts import (
     MINIMAL,
     Thresholds,
 )
+from vllm_ledger.observe.budget_alerts import DEFAULT_BUDGETS_RUNBOOK
 from vllm_ledger.observe.dashboard import DEFAULT_MAX_MODEL_LEN
 from vllm_ledger.observe.stack import (
     ALERTMANAGER_SERVICE_TARGET,
@@ -44,6 +46,7 @@ from vllm_ledger.observe.stack import (
     write_stack,
 )
 from vllm_ledger.outfile import check_target as check_output
+from vllm_ledger.plan.budgets import load_budgets
 from vllm_ledger.units import duration_seconds, format_duration
 
 NAME = "observability"
@@ -52,6 +55,7 @@ EPILOG = f"""example:
   vllm-ledger observability --output ./monitoring --vllm 192.168.1.10:8000=gpu1:8000 \\
       --exporter 192.168.1.10:9464=gpu1:9464 --webhook-url http://192.168.1.5:9095/alertmanager
   cd monitoring && docker compose up -d   # Grafana on http://HOST:{GRAFANA_PORT}
+  vllm-ledger observability --output ./monitoring --budgets /etc/vllm-ledger/budgets.toml
 
 Targets are scraped from inside the Prometheus container: 127.0.0.1 there is the container
 itself, so give the host's address or {DEFAULT_VLLM_TARGET.split(":")[0]}:PORT. ADDRESS=NAME
@@ -61,6 +65,9 @@ dashboard's $instance picks vLLM's series and the ledger's with one value.
 Each alert links to its section of the runbook: publish docs/runbook.md where the people who
 get the alert can open it (your Git host shows the file; or a wiki page with its headings) and
 pass that page, e.g. --runbook-url https://git.example.com/ops/vllm-ledger/blob/main/docs/runbook.md
+With --budgets FILE, budgets.yml holds one rule per budget and level (BudgetSoft, BudgetHard)
+on the gauges `vllm-ledger exporter --budgets FILE` serves, and BudgetEnforcerFailingOpen when
+hard budgets stop being enforced (docs/budgets.md).
 exit status: 0 written, 1 the system refused a write (a full disk, a denied folder), 2 a bad
 flag, target or output folder
 """
@@ -88,18 +95,25 @@ def _duration(flag: str, lo_s: float, hi_s: float, example: str) -> Callable[[st
 
 WEEK_S = 7 * 86400
 RUNBOOK_EXAMPLE = "https://git.example.com/ops/vllm-ledger/blob/main/docs/runbook.md"
-_runbook_url = url("--runbook-url", RUNBOOK_EXAMPLE)
 
 
-def _runbook(value: str) -> str:
-    """The published runbook's http(s) URL; each alert's anchor is added after a '#'."""
-    given = _runbook_url(value)
-    if "#" in given:
-        raise BadArgument(
-            f"--runbook-url {value[:80]!r} has a '#': each alert adds its own anchor; give the "
-            f"page alone, e.g. --runbook-url {RUNBOOK_EXAMPLE}"
-        )
-    return given
+def _runbook_flag(flag: str) -> Callable[[str], str]:
+    """A published page's http(s) URL; each alert's anchor is added after a '#'."""
+    page = url(flag, RUNBOOK_EXAMPLE)
+
+    def parse(value: str) -> str:
+        given = page(value)
+        if "#" in given:
+            raise BadArgument(
+                f"{flag} {value[:80]!r} has a '#': each alert adds its own anchor; give the "
+                f"page alone, e.g. {flag} {RUNBOOK_EXAMPLE}"
+            )
+        return given
+
+    return parse
+
+
+_runbook = _runbook_flag("--runbook-url")
 
 
 def _token_file(value: str) -> str:
@@ -204,6 +218,22 @@ def configure(p: argparse.ArgumentParser) -> None:
         "of the file, or a wiki page with the same headings), then pass its URL, e.g. "
         f"{RUNBOOK_EXAMPLE} (default {DEFAULT_RUNBOOK}#alertname, a path in this project that "
         "a chat cannot open; docs/observability.md)",
+    )
+    p.add_argument(
+        "--budgets",
+        type=Path,
+        metavar="FILE",
+        help="the budgets file: write budgets.yml, a rule per budget and level (soft: warning, "
+        "hard: critical) and one when enforcement fails open; give the exporter the same "
+        "file (exporter --budgets FILE; docs/budgets.md)",
+    )
+    p.add_argument(
+        "--budgets-runbook-url",
+        type=_runbook_flag("--budgets-runbook-url"),
+        metavar="URL",
+        help="with --budgets: the http(s) address of the published docs/budgets.md, each "
+        f"budget alert's runbook_url is URL#alertname (default {DEFAULT_BUDGETS_RUNBOOK}"
+        "#alertname)",
     )
     p.add_argument(
         "--max-model-len",
@@ -387,7 +417,11 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
     am = check_target(args.alertmanager or ALERTMANAGER_SERVICE_TARGET)
     node = check_named_target(args.node_exporter or DEFAULT_NODE_TARGET)
     cadvisor = check_named_target(args.cadvisor or CADVISOR_SERVICE_TARGET)
+    if args.budgets_runbook_url is not None and args.budgets is None:
+        raise BadArgument("--budgets-runbook-url links the budget alerts: give --budgets FILE")
     return StackSpec(
+        budgets=load_budgets(args.budgets) if args.budgets is not None else None,
+        budgets_runbook=args.budgets_runbook_url or DEFAULT_BUDGETS_RUNBOOK,
         vllm_targets=vllm,
         exporter_target=check_named_target(args.exporter),
         dcgm_target=dcgm,

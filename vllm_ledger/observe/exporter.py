@@ -22,7 +22,10 @@ and serves (docs/fleet.md has the table of every metric and label):
 - whose tokens (``observe.whose``, read by ``observe.whose_read``): restart-proof counters per
   key and adapter (the user and tenant labels only when asked for: ``--attribution-labels``),
   what is not attributed by reason, and window figures by each label, bounded to
-  ``--attribution-series`` label sets.
+  ``--attribution-series`` label sets;
+- budgets (``observe.budgets``, with ``--budgets FILE``): each budget's use, limit and fraction
+  in its period so far, as the enforcer judges it, and whether hard budgets hold (the
+  enforcer's over-budget file: its age, fresh or failing open).
 
 The counters never go down while the exporter runs (``observe.counters``): each ledger file's
 largest counts are remembered, so a run folder that is archived or moved away keeps its
@@ -84,6 +87,12 @@ from vllm_ledger.names import (
     STATE_LABEL,
     WINDOW_LABEL,
 )
+from vllm_ledger.observe.budgets import (
+    BudgetWatch,
+    budget_families,
+    enforcer_looks,
+    judge_budgets,
+)
 from vllm_ledger.observe.counters import (
     COUNT_NAMES,
     HOLD_REASONS,
@@ -105,6 +114,7 @@ from vllm_ledger.observe.whose_read import (
     attribution_sighting,
     whose_windows,
 )
+from vllm_ledger.plan.budgets import BudgetState
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.report import (
     Report,
@@ -514,6 +524,7 @@ class LedgerCollector:
         say: Callable[[str], None] = _say,
         memory: CounterMemory | None = None,
         attribution: AttributionConfig | None = None,
+        budgets: BudgetWatch | None = None,
     ) -> None:
         self.roots = list(roots)
         self.tz = tz
@@ -529,6 +540,8 @@ class LedgerCollector:
         self.bound = SeriesBound(self.attribution.max_series)
         self.closed = ClosedFiles()  # closed files' credits, kept while they are unchanged
         self._whose: dict[str, tuple[WhoseWindow, ...]] | None = None
+        self.budgets = budgets  # None: no budgets file (the enforcer's files are still looked at)
+        self._budget_states: list[BudgetState] | None = None
         self._cached: tuple[float, list[Any]] | None = None
         self._lock = threading.Lock()  # concurrent scrapes share one read
         self._last_error: str | None = None
@@ -542,6 +555,8 @@ class LedgerCollector:
             labels = self.attribution.labels
             attr_seen = attribution_sighting(ledgers, report, labels, seen, self.closed)
             self._whose = whose_windows(ledgers, report, labels, self.closed)
+            if self.budgets is not None:
+                self._budget_states = judge_budgets(ledgers, self.budgets, report.at_ts)
         held = self.memory.observe(seen)
         self.attr_memory.observe(attr_seen)
         self._say_changes(held)
@@ -567,6 +582,7 @@ class LedgerCollector:
         pairs: tuple[PairRow, ...] = ()
         held = self.memory.last
         self._whose = None
+        self._budget_states = None
         try:
             report, pairs, held = self._read()
         except Exception as exc:  # any failure is report_ok 0, never an HTTP 500
@@ -588,6 +604,9 @@ class LedgerCollector:
                 _client(), self.attribution, attr if counted else None, self.bound, whose
             )
         )
+        looks = enforcer_looks(self.roots, self.clock(), self.budgets is not None)
+        states = self._budget_states if report is not None else None
+        out.extend(budget_families(_client(), states, looks))
         return out
 
     def collect(self) -> Iterator[Any]:
@@ -650,13 +669,16 @@ def serve(
     gpu: bool = True,
     say: Callable[[str], None] = _say,
     attribution: AttributionConfig | None = None,
+    budgets: BudgetWatch | None = None,
 ) -> None:
     """Serve /metrics until interrupted (the ``vllm-ledger exporter`` command). ``tz`` is the
     zone chosen once at start, and ``tz_origin`` where it came from (``from --tz``, ...)."""
     _client()
     reader = GpuReader(say=say) if gpu else None
     try:
-        collector = LedgerCollector(roots, tz=tz, gpu=reader, say=say, attribution=attribution)
+        collector = LedgerCollector(
+            roots, tz=tz, gpu=reader, say=say, attribution=attribution, budgets=budgets
+        )
         server = start(collector, host=host, port=port)
         if reader is not None:
             reader.read()  # NVML's absence is said once, at start (a scrape may beat us to it)
@@ -664,6 +686,12 @@ def serve(
         say(
             f"serving http://{host}:{server.port}/metrics from {', '.join(str(r) for r in roots)}"
             f"; 'today' from midnight in {zone}"
+            + (
+                f"; {len(budgets.config.budgets)} budgets from "
+                f"{printable(budgets.config.path)} (days and months in {budgets.zone})"
+                if budgets is not None
+                else ""
+            )
         )
         try:
             while server.serving:

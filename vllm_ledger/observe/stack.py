@@ -27,7 +27,7 @@ from typing import Any
 
 from vllm_ledger import names
 from vllm_ledger.errors import BadArgument, MissingExtra
-from vllm_ledger.names import LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL
+from vllm_ledger.names import BUDGET_LABEL, LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL
 from vllm_ledger.observe.alerts import (
     CADVISOR_JOB,
     DCGM_JOB,
@@ -39,7 +39,9 @@ from vllm_ledger.observe.alerts import (
     Thresholds,
     rules_document,
 )
+from vllm_ledger.observe.budget_alerts import DEFAULT_BUDGETS_RUNBOOK, budget_rules_document
 from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
+from vllm_ledger.plan.budgets import BudgetConfig
 from vllm_ledger.units import host_port
 
 DATASOURCE_UID = "vllm-prometheus"
@@ -73,6 +75,7 @@ CADVISOR_IMAGE = "gcr.io/cadvisor/cadvisor:v0.49.1"
 
 PROMETHEUS_YML = "prometheus.yml"
 ALERTS_YML = "alerts.yml"
+BUDGETS_YML = "budgets.yml"  # with --budgets: one rule per budget and level
 ALERTMANAGER_YML = "alertmanager.yml"
 COMPOSE_YAML = "compose.yaml"
 DATASOURCE_YML = "grafana/provisioning/datasources/prometheus.yml"
@@ -145,6 +148,13 @@ class StackSpec:
     alerts: AlertSet = "full"
     runbook: str = DEFAULT_RUNBOOK
     max_model_len: int = DEFAULT_MAX_MODEL_LEN
+    budgets: BudgetConfig | None = None  # the budgets file: budgets.yml, its rules
+    budgets_runbook: str = DEFAULT_BUDGETS_RUNBOOK
+
+
+def rule_files(spec: StackSpec) -> list[str]:
+    """The rule files Prometheus loads: alerts.yml, and budgets.yml with budgets."""
+    return [ALERTS_YML] + ([BUDGETS_YML] if spec.budgets is not None else [])
 
 
 def _static_configs(targets: tuple[Target, ...]) -> list[dict[str, Any]]:
@@ -172,7 +182,7 @@ def prometheus_config(spec: StackSpec) -> dict[str, Any]:
         "alerting": {
             "alertmanagers": [{"static_configs": [{"targets": [spec.alertmanager_target]}]}]
         },
-        "rule_files": [ALERTS_YML],
+        "rule_files": rule_files(spec),
         "scrape_configs": [
             {"job_name": name, "static_configs": _static_configs(targets)} for name, targets in jobs
         ],
@@ -186,7 +196,13 @@ def alertmanager_config(spec: StackSpec) -> dict[str, Any]:
     return {
         "route": {
             "receiver": "notifier",
-            "group_by": ["alertname", "instance", LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL],
+            "group_by": [
+                "alertname",
+                "instance",
+                LEDGER_INSTANCE_LABEL,
+                MODEL_NAME_LABEL,
+                *([BUDGET_LABEL] if spec.budgets is not None else []),
+            ],
             "group_wait": "30s",
             "group_interval": "5m",
             "repeat_interval": "4h",
@@ -260,7 +276,7 @@ def compose(spec: StackSpec) -> dict[str, Any]:
             ],
             "volumes": [
                 f"./{PROMETHEUS_YML}:/etc/prometheus/{PROMETHEUS_YML}:ro",
-                f"./{ALERTS_YML}:/etc/prometheus/{ALERTS_YML}:ro",
+                *(f"./{name}:/etc/prometheus/{name}:ro" for name in rule_files(spec)),
                 "prometheus-data:/prometheus",
             ],
             "ports": ["9090:9090"],
@@ -352,9 +368,13 @@ def compose(spec: StackSpec) -> dict[str, Any]:
 
 def documents(spec: StackSpec) -> dict[str, Any]:
     """Every file of the stack, by path relative to the output folder, as data."""
+    budgets: dict[str, Any] = {}
+    if spec.budgets is not None:
+        budgets[BUDGETS_YML] = budget_rules_document(spec.budgets, spec.budgets_runbook)
     return {
         PROMETHEUS_YML: prometheus_config(spec),
         ALERTS_YML: rules_document(spec.thresholds, spec.alerts, spec.runbook),
+        **budgets,
         ALERTMANAGER_YML: alertmanager_config(spec),
         COMPOSE_YAML: compose(spec),
         DATASOURCE_YML: datasource_provisioning(),
