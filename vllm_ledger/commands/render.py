@@ -95,7 +95,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="switch the usage ledger on (plugin folder, ledger dir, writer count) and whose "
         "tokens: vLLM gets --middleware vllm_ledger.middleware.LedgerMiddleware and the host "
-        "file's attribution settings (docs/attribution.md)",
+        "file's attribution settings (docs/attribution.md); with the host file's budgets, "
+        "that file, checked now (docs/budgets.md)",
     )
     p.add_argument(
         "--tz",

@@ -26,6 +26,13 @@ import shlex
 
 from vllm_ledger import __version__
 from vllm_ledger.deploy.attribution import container_key_names
+from vllm_ledger.deploy.budgets import (
+    BudgetsFile,
+    budgets_env,
+    budgets_for,
+    container_budgets,
+    container_mounts,
+)
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.launch import (
     CONTAINER_LEDGER_DIR,
@@ -67,16 +74,22 @@ def _environment(host: Host, usage: bool, tz: str | None) -> dict[str, str]:
         if tz is not None:
             env[ZONE_ENV] = _s(tz)
         env.update((k, _s(v)) for k, v in middleware_env(host, container_key_names(host.key_names)))
+        if host.budgets is not None:
+            env.update((k, _s(v)) for k, v in budgets_env(container_budgets(host.budgets)))
     if host.api_key_env:
         name = env_name(host.api_key_env, "api_key.env")
         env["VLLM_API_KEY"] = _raw(f"${{{name}:?the API key variable {name} is not set}}")
     return env
 
 
-def compose_file(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
-    """The compose.yaml text. Raises ConfigError if the host file does not fit docker mode."""
+def compose_file(
+    host: Host, *, usage: bool = False, tz: str | None = None, budgets: BudgetsFile | None = None
+) -> str:
+    """The compose.yaml text. Raises ConfigError if the host file does not fit docker mode.
+    ``budgets``: the host's budgets file, read already (else it is read here)."""
     check_for(host, "docker", usage)
     check_tz(tz, usage)
+    budgets = budgets_for(host, usage, budgets)
     assert host.image is not None
     out = [
         f"# vLLM compose file (compose mode{', usage ledger on' if usage else ''}), rendered by "
@@ -88,6 +101,11 @@ def compose_file(host: Host, *, usage: bool = False, tz: str | None = None) -> s
         out.append(
             f"# Before up: mkdir -p {shlex.quote(ledger_dir(host))}; the plugin bundle must be "
             f"in {plugin_dir(host)} (vllm-ledger bundle {shlex.quote(plugin_dir(host))})."
+        )
+    if budgets is not None:
+        out.append(
+            "# The budgets file (docs/budgets.md) is mounted read-only: it must be there before "
+            "up (docker makes a folder in its place)."
         )
     out += ["services:", f"  {SERVICE}:", f"    image: {_s(host.image)}"]
     out.append(f"    container_name: {_s(host.name)}")
@@ -120,6 +138,7 @@ def compose_file(host: Host, *, usage: bool = False, tz: str | None = None) -> s
         names = container_key_names(host.key_names)
         if host.key_names is not None and names is not None:
             volumes.append((host.key_names, names, True))
+        volumes += [(s, t, True) for s, t in container_mounts(host.budgets, budgets)]
     if volumes:
         out.append("    volumes:")
         for source, target, read_only in volumes:

@@ -52,6 +52,8 @@ OTLP_ENDPOINT_PATTERN = (
 )
 DETAILED_TRACE_MODULES = ("model", "worker", "all")
 ONE_LINE_PATTERN = "^[^\\n]*$"
+# A budgets file: an absolute path whose suffix says how it is read.
+BUDGETS_PATH_PATTERN = "^/[^\\x00-\\x1f\\x7f]*\\.(toml|json)$"
 # A header an upstream proxy sets: letters, digits and '-' (RFC 9110's field names, as used).
 HEADER_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9-]{0,63}$"
 # moby's daemon/names/names.go: [a-zA-Z0-9][a-zA-Z0-9_.-]+, so two characters at least
@@ -321,6 +323,13 @@ SCHEMA: dict[str, Any] = {
                 ),
             },
         },
+        "budgets": _path(
+            "with --usage: the budgets file (.toml or .json; docs/budgets.md), checked when "
+            "rendered: VLLM_LEDGER_BUDGETS, so vLLM's rank 0 runs the enforcer and the middleware "
+            "answers 429 past an enforced hard budget; mounted read-only in a container (a cost "
+            "budget's price file too, at its own path), a ConfigMap in kubernetes",
+            pattern=BUDGETS_PATH_PATTERN,
+        ),
         "gpu_name": {
             "type": "string",
             "minLength": 1,
@@ -427,6 +436,7 @@ class Host:
     attribute_user: bool = _ATTRIBUTION["user"]["default"]
     tenant_header: str | None = None
     key_names: str | None = None
+    budgets: str | None = _default("budgets")
 
     @property
     def name(self) -> str:
@@ -508,6 +518,7 @@ def parse_host(data: Any) -> Host:
         attribute_user=attribution.get("user", _ATTRIBUTION["user"]["default"]),
         tenant_header=attribution.get("tenant_header"),
         key_names=attribution.get("key_names"),
+        budgets=get("budgets"),
     )
 
 
@@ -575,10 +586,20 @@ def check_for(host: Host, mode: str, usage: bool) -> None:
                         f"volumes[{i}].{side}: a docker volume path cannot contain ':'",
                         key=f"volumes[{i}].{side}",
                     )
-        mounted = (("artifacts_dir", host.artifacts_dir), ("attribution.key_names", host.key_names))
+        mounted = (
+            ("artifacts_dir", host.artifacts_dir),
+            ("attribution.key_names", host.key_names),
+            ("budgets", host.budgets),
+        )
         for key, path in mounted if usage else ():
             if path and ":" in path:
                 raise ConfigError(f"{key}: a docker volume path cannot contain ':'", key=key)
+    if host.budgets is not None and not usage:
+        raise ConfigError(
+            "budgets: the budgets are judged from the ledger and refused by its middleware: "
+            "render with usage",
+            key="budgets",
+        )
     if usage:
         if host.artifacts_dir is None:
             raise ConfigError(
@@ -671,6 +692,7 @@ def _check_attribution(data: dict[str, Any]) -> None:
 # How each pattern's refusal reads (any other: "does not match PATTERN").
 _PATTERN_WORDS = {
     ABSOLUTE_PATH_PATTERN: "must be an absolute path without control characters",
+    BUDGETS_PATH_PATTERN: "must be an absolute path ending in .toml or .json",
     ENV_NAME_PATTERN: "is not an environment variable name (letters, digits, _)",
     NOT_AN_OPTION_PATTERN: "must not start with '-'",
     ADDRESS_PATTERN: "is not an address or host name",

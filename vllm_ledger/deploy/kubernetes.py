@@ -12,14 +12,19 @@
   (it outlives the pod), ``VLLM_LEDGER_DIR``/``_WRITERS``/``_PORT`` (and ``_TZ``) as the other
   modes set them, the plugin from the derived image (``deploy/image.py``), the attribution
   middleware and its settings (``deploy/attribution.py``; a key names file from the Secret
-  ``NAME-key-names``, mounted read-only), and the exporter as a sidecar reading the same claim
-  read-only;
+  ``NAME-key-names``, mounted read-only), the budgets file (``deploy/budgets.py``: from the
+  ConfigMap ``NAME-budgets``, mounted read-only, ``VLLM_LEDGER_BUDGETS``: rank 0 runs the
+  enforcer), and the exporter as a sidecar reading the same claim read-only (with
+  ``--budgets`` where there are budgets);
 * a Service with named ports (``http``; ``metrics`` with ``usage``);
 * a ServiceMonitor scraping each port under the job names the alert rules select by;
 * a PrometheusRule whose spec is ``observe.alerts.rules_document()``, the rules
   ``vllm-ledger observability`` writes to alerts.yml;
 * the Grafana dashboard (``observe.dashboard.dashboard()``) as a ConfigMap labelled
-  ``grafana_dashboard: "1"`` for Grafana's dashboard sidecar.
+  ``grafana_dashboard: "1"`` for Grafana's dashboard sidecar;
+* with budgets: the ConfigMap ``NAME-budgets`` holding the budgets file (and a cost budget's
+  price file), and the PrometheusRule ``NAME-budgets`` with the budgets' rules
+  (``observe.budget_alerts``, as ``observability --budgets`` writes them).
 
 ``manifests_yaml`` writes them as one multi-document YAML text, ``manifest_files`` as one file
 each. YAML is written here (no PyYAML needed): keys are fixed words or quoted, every string a
@@ -29,6 +34,7 @@ JSON string (JSON's double-quoted strings are YAML's), the dashboard a literal b
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -40,6 +46,13 @@ from vllm_ledger.deploy.attribution import (
     CONTAINER_KEY_NAMES_DIR,
     KEY_NAMES_FILE,
     container_key_names,
+)
+from vllm_ledger.deploy.budgets import (
+    CONTAINER_BUDGETS_DIR,
+    BudgetsFile,
+    budgets_env,
+    budgets_for,
+    container_budgets,
 )
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.image import derived_image, require_image
@@ -54,6 +67,7 @@ from vllm_ledger.deploy.launch import (
 )
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.observe.alerts import EXPORTER_JOB, VLLM_JOB, rules_document
+from vllm_ledger.observe.budget_alerts import budget_rules_document
 from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
 from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
@@ -63,6 +77,8 @@ LEDGER_VOLUME = "ledger"
 LEDGER_CLAIM_SIZE = "10Gi"
 SHM_VOLUME = "dshm"
 KEY_NAMES_VOLUME = "key-names"
+BUDGETS_VOLUME = "budgets"
+BUDGETS_DIGEST = "vllm-ledger/budgets-sha256"  # the pod template's: a new file restarts it
 SECRET_KEY = "api-key"
 RULE_NAME = "vllm-ledger-alerts"
 DASHBOARD_CONFIGMAP = "vllm-ledger-dashboard"
@@ -106,6 +122,40 @@ def secret_name(host: Host) -> str:
 def key_names_secret(host: Host) -> str:
     """The Secret holding the attribution key names file (``key-names.json``)."""
     return f"{resource_name(host)}-key-names"
+
+
+def budgets_name(host: Host) -> str:
+    """The ConfigMap holding the budgets file, and the PrometheusRule of its rules."""
+    return f"{resource_name(host)}-budgets"
+
+
+def _budgets_key(host: Host) -> str:
+    assert host.budgets is not None
+    return posixpath.basename(container_budgets(host.budgets))
+
+
+def _prices_key(budgets: BudgetsFile) -> str:
+    assert budgets.prices is not None
+    return "prices" + (posixpath.splitext(budgets.prices)[1].lower() or ".toml")
+
+
+def _budgets_mounts(host: Host, budgets: BudgetsFile | None) -> list[dict[str, Any]]:
+    """The budgets file's folder, and a cost budget's price file at its own path."""
+    if budgets is None:
+        return []
+    mounts: list[dict[str, Any]] = [
+        {"name": BUDGETS_VOLUME, "mountPath": CONTAINER_BUDGETS_DIR, "readOnly": True}
+    ]
+    if budgets.prices is not None:
+        mounts.append(
+            {
+                "name": BUDGETS_VOLUME,
+                "mountPath": budgets.prices,
+                "subPath": _prices_key(budgets),
+                "readOnly": True,
+            }
+        )
+    return mounts
 
 
 def gpu_count(host: Host) -> int:
@@ -156,7 +206,9 @@ def _probe(period: int, failures: int, timeout: int) -> dict[str, Any]:
     }
 
 
-def _env(host: Host, usage: bool, tz: str | None) -> list[dict[str, Any]]:
+def _env(
+    host: Host, usage: bool, tz: str | None, budgets: BudgetsFile | None = None
+) -> list[dict[str, Any]]:
     env: dict[str, str] = {env_name(k): v for k, v in host.extra_env}
     if usage:
         env[ROOT_ENV] = CONTAINER_LEDGER_DIR
@@ -165,6 +217,8 @@ def _env(host: Host, usage: bool, tz: str | None) -> list[dict[str, Any]]:
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
             env[ZONE_ENV] = tz
         env.update(middleware_env(host, container_key_names(host.key_names)))
+        if budgets is not None and host.budgets is not None:
+            env.update(budgets_env(container_budgets(host.budgets)))
     out: list[dict[str, Any]] = [{"name": k, "value": env[k]} for k in sorted(env)]
     if host.api_key_env or host.api_key_file:
         ref = {"name": secret_name(host), "key": SECRET_KEY}
@@ -172,7 +226,9 @@ def _env(host: Host, usage: bool, tz: str | None) -> list[dict[str, Any]]:
     return out
 
 
-def _vllm_container(host: Host, usage: bool, tz: str | None) -> dict[str, Any]:
+def _vllm_container(
+    host: Host, usage: bool, tz: str | None, budgets: BudgetsFile | None = None
+) -> dict[str, Any]:
     mounts: list[dict[str, Any]] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
     if usage:
         mounts.append({"name": LEDGER_VOLUME, "mountPath": CONTAINER_LEDGER_DIR})
@@ -180,6 +236,7 @@ def _vllm_container(host: Host, usage: bool, tz: str | None) -> dict[str, Any]:
             mounts.append(
                 {"name": KEY_NAMES_VOLUME, "mountPath": CONTAINER_KEY_NAMES_DIR, "readOnly": True}
             )
+        mounts += _budgets_mounts(host, budgets)
     for i, v in enumerate(host.volumes):
         mounts.append({"name": f"volume-{i}", "mountPath": v.container, "readOnly": v.read_only})
     container: dict[str, Any] = {
@@ -189,7 +246,7 @@ def _vllm_container(host: Host, usage: bool, tz: str | None) -> dict[str, Any]:
         "command": ["vllm"],
         "args": serve_args(host, mode="docker", usage=usage),
         "ports": [{"name": "http", "containerPort": host.port, "protocol": "TCP"}],
-        "env": _env(host, usage, tz),
+        "env": _env(host, usage, tz, budgets),
     }
     gpus = gpu_count(host)
     if gpus:
@@ -201,24 +258,30 @@ def _vllm_container(host: Host, usage: bool, tz: str | None) -> dict[str, Any]:
     return container
 
 
-def exporter_args(tz: str | None) -> list[str]:
-    """The sidecar's argv: the exporter over the claim, every address, no NVML (no GPU here)."""
+def exporter_args(tz: str | None, budgets: str | None = None) -> list[str]:
+    """The sidecar's argv: the exporter over the claim, every address, no NVML (no GPU here),
+    and the budgets file where a container finds it."""
     args = ["vllm-ledger", "exporter", "--root", CONTAINER_LEDGER_DIR]
     args += ["--listen", f"0.0.0.0:{EXPORTER_PORT}", "--no-gpu"]
+    args += ["--budgets", budgets] if budgets is not None else []
     return args + (["--tz", tz] if tz is not None else [])
 
 
-def _exporter_container(host: Host, tz: str | None) -> dict[str, Any]:
+def _exporter_container(
+    host: Host, tz: str | None, budgets: BudgetsFile | None = None
+) -> dict[str, Any]:
+    path = container_budgets(host.budgets) if budgets and host.budgets is not None else None
     return {
         "name": "ledger-exporter",
         "image": derived_image(host),
         "imagePullPolicy": "IfNotPresent",
-        "command": exporter_args(tz)[:1],
-        "args": exporter_args(tz)[1:],
+        "command": exporter_args(tz, path)[:1],
+        "args": exporter_args(tz, path)[1:],
         "ports": [{"name": "metrics", "containerPort": EXPORTER_PORT, "protocol": "TCP"}],
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "volumeMounts": [
-            {"name": LEDGER_VOLUME, "mountPath": CONTAINER_LEDGER_DIR, "readOnly": True}
+            {"name": LEDGER_VOLUME, "mountPath": CONTAINER_LEDGER_DIR, "readOnly": True},
+            *_budgets_mounts(host, budgets),
         ],
         "readinessProbe": {"tcpSocket": {"port": "metrics"}, "periodSeconds": 10},
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True},
@@ -229,7 +292,10 @@ def _key_names_item() -> dict[str, Any]:
     return {"key": KEY_NAMES_FILE, "path": KEY_NAMES_FILE}
 
 
-def statefulset(host: Host, usage: bool, tz: str | None) -> dict[str, Any]:
+def statefulset(
+    host: Host, usage: bool, tz: str | None, budgets: BudgetsFile | None = None
+) -> dict[str, Any]:
+    """The StatefulSet; ``budgets``: the host's budgets file, read already (with ``usage``)."""
     volumes: list[dict[str, Any]] = [
         {
             "name": SHM_VOLUME,
@@ -242,15 +308,24 @@ def statefulset(host: Host, usage: bool, tz: str | None) -> dict[str, Any]:
     if usage and host.key_names is not None:
         secret = {"secretName": key_names_secret(host), "items": [_key_names_item()]}
         volumes.append({"name": KEY_NAMES_VOLUME, "secret": secret})
-    containers = [_vllm_container(host, usage, tz)]
+    budgets = budgets if usage else None
+    if budgets is not None:
+        items = [{"key": _budgets_key(host), "path": _budgets_key(host)}]
+        volumes.append(
+            {"name": BUDGETS_VOLUME, "configMap": {"name": budgets_name(host), "items": items}}
+        )
+    containers = [_vllm_container(host, usage, tz, budgets)]
     if usage:
-        containers.append(_exporter_container(host, tz))
+        containers.append(_exporter_container(host, tz, budgets))
+    metadata: dict[str, Any] = {"labels": _all_labels(host)}
+    if budgets is not None:
+        metadata["annotations"] = {BUDGETS_DIGEST: budgets.digest}
     spec: dict[str, Any] = {
         "serviceName": resource_name(host),
         "replicas": 1,
         "selector": {"matchLabels": _labels(host)},
         "template": {
-            "metadata": {"labels": _all_labels(host)},
+            "metadata": metadata,
             "spec": {
                 "enableServiceLinks": False,  # no FOO_PORT variables: vLLM reads VLLM_* ones
                 "terminationGracePeriodSeconds": grace_seconds(host, usage),
@@ -345,19 +420,54 @@ def dashboard_configmap(host: Host) -> dict[str, Any]:
     }
 
 
-def manifests(host: Host, *, usage: bool = False, tz: str | None = None) -> list[Manifest]:
-    """Every resource, in apply order. Raises ConfigError if the host file does not fit."""
+def budgets_configmap(host: Host, budgets: BudgetsFile) -> dict[str, Any]:
+    """The budgets file (and a cost budget's price file) for vLLM's and the exporter's
+    containers."""
+    data = {_budgets_key(host): budgets.text}
+    if budgets.prices is not None and budgets.prices_text is not None:
+        data[_prices_key(budgets)] = budgets.prices_text
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": budgets_name(host), "labels": _all_labels(host)},
+        "data": data,
+    }
+
+
+def budgets_rule(host: Host, budgets: BudgetsFile) -> dict[str, Any]:
+    """The budgets' alert rules (one per budget and level), as a PrometheusRule of this
+    server's."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": budgets_name(host), "labels": _all_labels(host)},
+        "spec": budget_rules_document(budgets.config),
+    }
+
+
+def manifests(
+    host: Host,
+    *,
+    usage: bool = False,
+    tz: str | None = None,
+    budgets: BudgetsFile | None = None,
+) -> list[Manifest]:
+    """Every resource, in apply order. Raises ConfigError if the host file does not fit.
+    ``budgets``: the host's budgets file, read already (else it is read here)."""
     # The ledger's root is a claim here, not ARTIFACTS/usage: the checks that need
     # artifacts_dir are given a stand-in for it, every other check is the other modes'.
     check_for(replaced(host, artifacts_dir=host.artifacts_dir or "/"), "bare", usage)
     require_image(host, "kubernetes")
     check_tz(tz, usage)
+    budgets = budgets_for(host, usage, budgets)
     docs = [
-        statefulset(host, usage, tz),
+        *([budgets_configmap(host, budgets)] if budgets is not None else []),
+        statefulset(host, usage, tz, budgets),
         service(host, usage),
         service_monitor(host, usage),
         prometheus_rule(),
         dashboard_configmap(host),
+        *([budgets_rule(host, budgets)] if budgets is not None else []),
     ]
     return [Manifest(f"{d['kind'].lower()}-{d['metadata']['name']}.yaml", d) for d in docs]
 
@@ -388,9 +498,15 @@ def _header(host: Host, usage: bool) -> list[str]:
     return lines
 
 
-def manifests_yaml(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
+def manifests_yaml(
+    host: Host,
+    *,
+    usage: bool = False,
+    tz: str | None = None,
+    budgets: BudgetsFile | None = None,
+) -> str:
     """All resources as one multi-document YAML text."""
-    items = manifests(host, usage=usage, tz=tz)
+    items = manifests(host, usage=usage, tz=tz, budgets=budgets)
     out = _header(host, usage)
     for m in items:
         out += ["---", *to_yaml(m.doc)]
@@ -398,10 +514,14 @@ def manifests_yaml(host: Host, *, usage: bool = False, tz: str | None = None) ->
 
 
 def manifest_files(
-    host: Host, *, usage: bool = False, tz: str | None = None
+    host: Host,
+    *,
+    usage: bool = False,
+    tz: str | None = None,
+    budgets: BudgetsFile | None = None,
 ) -> list[tuple[str, str]]:
     """One (file name, YAML text) per resource."""
-    items = manifests(host, usage=usage, tz=tz)
+    items = manifests(host, usage=usage, tz=tz, budgets=budgets)
     head = _header(host, usage)
     return [(m.filename, "\n".join([*head, *to_yaml(m.doc)]) + "\n") for m in items]
 

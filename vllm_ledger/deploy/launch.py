@@ -21,6 +21,10 @@ shell in the script is fixed text written here.
   settings as its environment; a key names file is checked before vLLM starts (docker: mounted
   read-only at ``/vllm-ledger/key-names/key-names.json``). See ``deploy/attribution.py`` and
   docs/attribution.md.
+* ``usage=True`` with the host file's ``budgets``: ``VLLM_LEDGER_BUDGETS`` names the budgets
+  file, checked now with its own checks and again before vLLM starts (docker: mounted
+  read-only, a cost budget's price file at its own path); vLLM's rank 0 runs the enforcer with
+  it. See ``deploy/budgets.py`` and docs/budgets.md.
 * ``tz=ZONE`` (with ``usage``) adds ``VLLM_LEDGER_TZ=ZONE`` to vLLM's environment: the plugin
   records it in the ledger root (``ROOT/zone``) on its first start, and every reader of that
   root then cuts "today" in that zone unless ``--tz`` or the reader's own ``VLLM_LEDGER_TZ``
@@ -40,6 +44,14 @@ from vllm_ledger.deploy.attribution import (
     MIDDLEWARE_FLAG,
     attribution_env,
     container_key_names,
+)
+from vllm_ledger.deploy.budgets import (
+    BudgetsFile,
+    budgets_check,
+    budgets_env,
+    budgets_for,
+    container_budgets,
+    container_mounts,
 )
 from vllm_ledger.deploy.host import ENV_NAME_PATTERN, Host, check_for
 from vllm_ledger.errors import ConfigError
@@ -123,6 +135,7 @@ def bare_environment(host: Host, usage: bool, tz: str | None) -> list[tuple[str,
         if tz is not None:
             env.append((ZONE_ENV, tz))
         env += middleware_env(host, host.key_names)
+        env += budgets_env(host.budgets)
     return env
 
 
@@ -184,12 +197,19 @@ def verify_command(host: Host) -> str:
 
 
 def render_script(
-    host: Host, *, mode: str | None = None, usage: bool = False, tz: str | None = None
+    host: Host,
+    *,
+    mode: str | None = None,
+    usage: bool = False,
+    tz: str | None = None,
+    budgets: BudgetsFile | None = None,
 ) -> str:
-    """The launch script's text. Raises ConfigError if the host file does not fit the mode."""
+    """The launch script's text. Raises ConfigError if the host file does not fit the mode.
+    ``budgets``: the host's budgets file, read already (else it is read here)."""
     mode = mode or host.mode
     check_for(host, mode, usage)
     check_tz(tz, usage)
+    budgets = budgets_for(host, usage, budgets)
     out = [
         "#!/usr/bin/env bash",
         f"# vLLM launch script ({mode} mode{', usage ledger on' if usage else ''}), rendered by "
@@ -204,9 +224,9 @@ def render_script(
         out += _bare_env(host)
     out += _api_key(host)
     if usage:
-        out += _usage_setup(host, mode, tz)
+        out += _usage_setup(host, mode, tz, budgets)
     if mode == "docker":
-        out += _docker_run(host, usage, tz)
+        out += _docker_run(host, usage, tz, budgets)
     else:
         out += _bare_exec(host, usage)
     return "\n".join(out) + "\n"
@@ -245,12 +265,15 @@ def _api_key(host: Host) -> list[str]:
     return []
 
 
-def _usage_setup(host: Host, mode: str, tz: str | None = None) -> list[str]:
+def _usage_setup(
+    host: Host, mode: str, tz: str | None = None, budgets: BudgetsFile | None = None
+) -> list[str]:
     plugin, ledger = plugin_dir(host), ledger_dir(host)
     lines = [
         "# Usage ledger (--usage): plugin from a PYTHONPATH folder (no network, no pip),",
         "# ledger files on the host so they outlive the container.",
         *_key_names_check(host, mode),
+        *budgets_check(host, mode, budgets),
         f"mkdir -p -- {q(ledger)}",
     ]
     if host.ledger_code_dir:
@@ -275,7 +298,11 @@ def _usage_setup(host: Host, mode: str, tz: str | None = None) -> list[str]:
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
             lines.append(f"export {ZONE_ENV}={q(tz)}")
         lines += [
-            f"export {name}={q(value)}" for name, value in middleware_env(host, host.key_names)
+            f"export {name}={q(value)}"
+            for name, value in [
+                *middleware_env(host, host.key_names),
+                *budgets_env(host.budgets),
+            ]
         ]
     lines += [
         f"printf '%s\\n' {q('ledger plugin: ' + plugin)}",
@@ -297,7 +324,9 @@ def _key_names_check(host: Host, mode: str) -> list[str]:
     return [f"if [[ {test} ]]; then echo {message} >&2; exit 1; fi"]
 
 
-def docker_run_words(host: Host, usage: bool, tz: str | None = None) -> list[list[Word]]:
+def docker_run_words(
+    host: Host, usage: bool, tz: str | None = None, budgets: BudgetsFile | None = None
+) -> list[list[Word]]:
     """The ``docker run`` command as groups of words (one group per script line)."""
     assert host.image is not None and not host.image.startswith("-"), "check_for first"
     groups: list[list[Word]] = [["docker", "run", "--detach"], ["--name", host.name]]
@@ -321,6 +350,13 @@ def docker_run_words(host: Host, usage: bool, tz: str | None = None) -> list[lis
         names = container_key_names(host.key_names)
         if names is not None:
             groups.append(["--volume", f"{host.key_names}:{names}:ro"])
+        for source, target in container_mounts(host.budgets, budgets):
+            if ":" in source:  # the budgets file's own path is checked with the host file
+                raise ConfigError(
+                    f"budgets: its price file {source!r}: a docker volume path cannot contain ':'",
+                    key="budgets",
+                )
+            groups.append(["--volume", f"{source}:{target}:ro"])
     if host.api_key_env or host.api_key_file:
         groups.append(["--env", "VLLM_API_KEY"])  # value from the script's environment
     env = dict(host.extra_env)
@@ -333,6 +369,8 @@ def docker_run_words(host: Host, usage: bool, tz: str | None = None) -> list[lis
         if tz is not None:  # recorded in the root as ROOT/zone by the plugin
             env[ZONE_ENV] = tz
         env.update(middleware_env(host, container_key_names(host.key_names)))
+        if host.budgets is not None:
+            env.update(budgets_env(container_budgets(host.budgets)))
     for name in sorted(env):
         groups.append(["--env", f"{env_name(name)}={env[name]}"])
     groups.append(["--entrypoint", "vllm"])
@@ -369,8 +407,10 @@ def _command(groups: list[list[Word]]) -> list[str]:
     ]
 
 
-def _docker_run(host: Host, usage: bool, tz: str | None = None) -> list[str]:
-    return _command(docker_run_words(host, usage, tz))
+def _docker_run(
+    host: Host, usage: bool, tz: str | None = None, budgets: BudgetsFile | None = None
+) -> list[str]:
+    return _command(docker_run_words(host, usage, tz, budgets))
 
 
 def _bare_exec(host: Host, usage: bool) -> list[str]:

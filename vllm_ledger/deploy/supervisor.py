@@ -26,6 +26,7 @@ import re
 import shlex
 
 from vllm_ledger import __version__
+from vllm_ledger.deploy.budgets import BudgetsFile, budgets_for
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.launch import (
     bare_environment,
@@ -37,6 +38,7 @@ from vllm_ledger.deploy.launch import (
 )
 from vllm_ledger.deploy.launch import shutdown_timeout_s as vllm_shutdown_timeout_s
 from vllm_ledger.errors import ConfigError
+from vllm_ledger.units import BUDGETS_ENV
 from vllm_ledger.write.keys import NAMES_ENV
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
@@ -140,15 +142,24 @@ def _directory(host: Host, usage: bool) -> str:
 
 def _env_key(name: str) -> str:
     """The host-file key an environment entry comes from, for a refusal to name."""
+    if name == BUDGETS_ENV:
+        return "budgets"
     return "attribution.key_names" if name == NAMES_ENV else f"extra_env.{name}"
 
 
 def program_section(
-    host: Host, *, usage: bool = False, tz: str | None = None, log_dir: str = DEFAULT_LOG_DIR
+    host: Host,
+    *,
+    usage: bool = False,
+    tz: str | None = None,
+    log_dir: str = DEFAULT_LOG_DIR,
+    budgets: BudgetsFile | None = None,
 ) -> str:
-    """The ``[program:NAME]`` file's text. Raises ConfigError if the host file does not fit."""
+    """The ``[program:NAME]`` file's text. Raises ConfigError if the host file does not fit.
+    ``budgets``: the host's budgets file, read already (else it is read and checked here)."""
     check_for(host, "bare", usage)
     check_tz(tz, usage)
+    budgets_for(host, usage, budgets)
     name = program_name(host)
     command = " ".join(sv_word(w, "command") for w in command_argv(host, usage))
     env = ",".join(

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_ledger import __version__
+from vllm_ledger.deploy.budgets import BudgetsFile, budgets_for
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.launch import (
     BUNDLE_MARKER,
@@ -223,10 +224,14 @@ def _hardening(host: Host, usage: bool) -> list[str]:
     return out
 
 
-def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
-    """The vLLM service unit's text. Raises ConfigError if the host file does not fit."""
+def vllm_unit(
+    host: Host, *, usage: bool = False, tz: str | None = None, budgets: BudgetsFile | None = None
+) -> str:
+    """The vLLM service unit's text. Raises ConfigError if the host file does not fit.
+    ``budgets``: the host's budgets file, read already (else it is read and checked here)."""
     check_for(host, "bare", usage)
     check_tz(tz, usage)
+    budgets = budgets_for(host, usage, budgets)
     check_unit_name(host.name)
     name = unit_name(host)
     account = (
@@ -249,6 +254,10 @@ def vllm_unit(host: Host, *, usage: bool = False, tz: str | None = None) -> str:
     if usage and not host.ledger_code_dir:
         marker = posixpath.join(plugin_dir(host), BUNDLE_MARKER)
         out.append(f"AssertPathExists={plain_path(marker, 'artifacts_dir')}")
+    if budgets is not None and host.budgets is not None:  # the enforcer reads them at its start
+        for path in (host.budgets, budgets.prices):
+            if path is not None:
+                out.append(f"AssertPathExists={plain_path(path, 'budgets')}")
     out += ["", "[Service]", "Type=exec"]
     out.append(f"User={host.user or DEFAULT_USER}")
     if host.group or not host.user:
