@@ -9,6 +9,11 @@ is counted under ``other`` (``FOLDED``), and the number of distinct values folde
 kept beside them (``folded``), so a report says how many it could not name. The adapter (the
 model a request named) is one of the names vLLM serves: it is not bounded here.
 
+Past those, at most ``DEFAULT_LABEL_SETS`` label sets (key, adapter, user, tenant) per file and hour
+(5,000; ``VLLM_LEDGER_MAX_LABEL_SETS``): names that pair freely grow as their product, so the
+user of a new set goes to ``other`` (then its key, then its tenant). Per file and hour the
+attribution rows are so at most the label sets kept, whatever the traffic.
+
 Standard library only: this runs inside vLLM.
 """
 
@@ -25,6 +30,8 @@ from vllm_ledger.write.tags import Credit, Dims
 KINDS = ("key", "user", "tenant")  # the dims that fold: their place in ``Dims``
 _PLACE = {"key": 0, "user": 2, "tenant": 3}
 DEFAULT_DISTINCT = 1000
+DEFAULT_LABEL_SETS = 5000  # (key, adapter, user, tenant) sets per file and hour
+MAX_LABEL_SETS_ENV = "VLLM_LEDGER_MAX_LABEL_SETS"
 MAX_FOLDED_TRACKED = 100_000  # distinct folded values counted exactly per hour, then "at least"
 MAX_LABEL_CHARS = 256
 ENV = {
@@ -47,6 +54,14 @@ def distinct_limits(env: Mapping[str, str] | None = None) -> dict[str, int]:
     return out
 
 
+def label_set_limit(env: Mapping[str, str] | None = None) -> int:
+    """Label sets kept per file and hour (``VLLM_LEDGER_MAX_LABEL_SETS``, 100 to 100,000),
+    else 5,000."""
+    env = os.environ if env is None else env
+    text = str(env.get(MAX_LABEL_SETS_ENV, "") or "").strip()
+    return int(text) if text.isdigit() and 100 <= int(text) <= 100_000 else DEFAULT_LABEL_SETS
+
+
 def credit_ok(credit: Any) -> bool:
     """Whether a credit is what ``TagBook`` makes: five short strings, five counts in bounds."""
     if type(credit) is not tuple or len(credit) != 6:
@@ -64,18 +79,22 @@ def credit_ok(credit: Any) -> bool:
 
 
 class _Hour:
-    __slots__ = ("folded", "named")
+    __slots__ = ("folded", "named", "sets")
 
     def __init__(self) -> None:
         self.named: dict[str, set[str]] = {k: set() for k in KINDS}
         self.folded: dict[str, set[int]] = {k: set() for k in KINDS}
+        self.sets: set[Dims] = set()  # label sets kept this hour
 
 
 class CreditSums:
     """Credits summed per (second, dims) between commits; the fold state per hour."""
 
-    def __init__(self, limits: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self, limits: Mapping[str, int] | None = None, max_sets: int | None = None
+    ) -> None:
         self.limits = dict(limits or distinct_limits())
+        self.max_sets = max_sets if max_sets is not None else label_set_limit()
         self.sums: dict[tuple[int, Dims], list[int]] = {}
         self._hours: dict[int, _Hour] = {}
 
@@ -96,13 +115,8 @@ class CreditSums:
 
     def _fold(self, hour: int, dims: Dims) -> Dims:
         state = self._hours.get(hour)
-        if (
-            state is not None
-            and (not dims[0] or dims[0] in state.named["key"])
-            and (not dims[2] or dims[2] in state.named["user"])
-            and (not dims[3] or dims[3] in state.named["tenant"])
-        ):
-            return dims  # every name already kept this hour: the common case
+        if state is not None and dims in state.sets:
+            return dims  # a label set kept this hour already: the common case
         if state is None:
             state = self._hours[hour] = _Hour()
             for old in [h for h in self._hours if h < hour - 3600]:
@@ -117,10 +131,32 @@ class CreditSums:
                 state.named[kind].add(value)
                 continue
             out[i] = FOLDED
-            folded = state.folded[kind]
-            if len(folded) < MAX_FOLDED_TRACKED:
-                folded.add(hash(value))
-        return (out[0], out[1], out[2], out[3], out[4])
+            self._count_folded(state, kind, value)
+        got = (out[0], out[1], out[2], out[3], out[4])
+        if got in state.sets:
+            return got
+        if len(state.sets) < self.max_sets:
+            state.sets.add(got)
+            return got
+        # Past the label sets an hour keeps (pairs of names grow as their product): the user
+        # goes to ``other`` (such sets kept up to twice the bound: a key stays seen), then the
+        # key (three times), then the tenant, until the set is one kept.
+        for room, kind in ((2, "user"), (3, "key"), (0, "tenant")):
+            i = _PLACE[kind]
+            if out[i] and out[i] != FOLDED:
+                self._count_folded(state, kind, out[i])
+                out[i] = FOLDED
+                got = (out[0], out[1], out[2], out[3], out[4])
+                if got in state.sets or len(state.sets) < room * self.max_sets:
+                    break
+        state.sets.add(got)  # at most three times the bound, and the sets of names all folded
+        return got
+
+    @staticmethod
+    def _count_folded(state: _Hour, kind: str, value: str) -> None:
+        folded = state.folded[kind]
+        if len(folded) < MAX_FOLDED_TRACKED:
+            folded.add(hash(value))
 
     def folded_rows(self) -> list[tuple[int, str, int]]:
         """(hour, kind, distinct values folded so far in that hour): the most this file knows."""

@@ -58,3 +58,16 @@ def test_credit_ok_holds_the_bounds() -> None:
         "credit",
     ):
         assert not credit_ok(bad), bad
+
+
+def test_label_sets_are_bounded_per_hour_the_user_folding_first() -> None:
+    sums = CreditSums({"key": 1000, "user": 1000, "tenant": 1000}, max_sets=100)
+    for i in range(300):  # 300 keys x users paired freely: 300 sets asked, 100 kept
+        sums.add(HOUR + i, [((f"k{i % 30}", "m", f"u{i}", "", ""), 1, 1, 0, 1, 0)])
+    sets = {dims for _s, dims, *_ in sums.rows()}
+    assert len([d for d in sets if d[2] != "other"]) == 100  # the first 100, names whole
+    # Past the bound the user is folded; the key stays seen (its sets up to twice the bound).
+    assert {d[0] for d in sets if d[2] == "other"} == {f"k{i}" for i in range(30)}
+    assert len(sets) == 130
+    assert sum(r[2] for r in sums.rows()) == 300  # nothing lost by folding
+    assert dict(((k, n) for _h, k, n in sums.folded_rows())) == {"user": 200}
