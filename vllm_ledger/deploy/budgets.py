@@ -8,7 +8,7 @@ naming what is wrong), and then every mode sets ``VLLM_LEDGER_BUDGETS`` for vLLM
 * docker, compose: the file mounted read-only at ``CONTAINER_BUDGETS_DIR/budgets.toml`` (or
   ``.json``: the suffix says how it is read), and a cost budget's price file mounted read-only at
   its own path, so the ``prices`` the budgets file names is found there too;
-* kubernetes: both in a ConfigMap rendered with the manifests (``kubernetes.py``), mounted
+* kubernetes: both in a ConfigMap rendered with the manifests (``kubernetes_budgets.py``), mounted
   read-only the same way, in vLLM's container and the exporter's (which serves each budget,
   ``exporter --budgets``); a PrometheusRule holds the budgets' alert rules
   (``observe/budget_alerts.py``); the pod template carries the files' digest, so applying a

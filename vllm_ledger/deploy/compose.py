@@ -131,14 +131,7 @@ def compose_file(
         f"        host_ip: {_s(host.host)}",
         "        protocol: tcp",
     ]
-    volumes = [(v.host, v.container, v.read_only) for v in host.volumes]
-    if usage:
-        volumes.append((plugin_dir(host), CONTAINER_PLUGIN_DIR, True))
-        volumes.append((ledger_dir(host), CONTAINER_LEDGER_DIR, False))
-        names = container_key_names(host.key_names)
-        if host.key_names is not None and names is not None:
-            volumes.append((host.key_names, names, True))
-        volumes += [(s, t, True) for s, t in container_mounts(host.budgets, budgets)]
+    volumes = _volumes(host, usage, budgets)
     if volumes:
         out.append("    volumes:")
         for source, target, read_only in volumes:
@@ -163,6 +156,19 @@ def compose_file(
     if host.api_key_file:
         out += ["secrets:", f"  {SECRET}:", f"    file: {_s(host.api_key_file)}"]
     return "\n".join(out) + "\n"
+
+
+def _volumes(host: Host, usage: bool, budgets: BudgetsFile | None) -> list[tuple[str, str, bool]]:
+    """(source, target, read-only) of every bind mount."""
+    volumes = [(v.host, v.container, v.read_only) for v in host.volumes]
+    if usage:
+        volumes.append((plugin_dir(host), CONTAINER_PLUGIN_DIR, True))
+        volumes.append((ledger_dir(host), CONTAINER_LEDGER_DIR, False))
+        names = container_key_names(host.key_names)
+        if host.key_names is not None and names is not None:
+            volumes.append((host.key_names, names, True))
+        volumes += [(s, t, True) for s, t in container_mounts(host.budgets, budgets)]
+    return volumes
 
 
 def _gpus(host: Host) -> list[str]:

@@ -34,7 +34,6 @@ JSON string (JSON's double-quoted strings are YAML's), the dashboard a literal b
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -48,7 +47,6 @@ from vllm_ledger.deploy.attribution import (
     container_key_names,
 )
 from vllm_ledger.deploy.budgets import (
-    CONTAINER_BUDGETS_DIR,
     BudgetsFile,
     budgets_env,
     budgets_for,
@@ -56,6 +54,13 @@ from vllm_ledger.deploy.budgets import (
 )
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.image import derived_image, require_image
+from vllm_ledger.deploy.kubernetes_budgets import (
+    BUDGETS_DIGEST,
+    budgets_configmap_doc,
+    budgets_mounts,
+    budgets_rule_doc,
+    budgets_volume,
+)
 from vllm_ledger.deploy.launch import (
     CONTAINER_LEDGER_DIR,
     DOCKER_STOP_MARGIN_S,
@@ -67,7 +72,6 @@ from vllm_ledger.deploy.launch import (
 )
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.observe.alerts import EXPORTER_JOB, VLLM_JOB, rules_document
-from vllm_ledger.observe.budget_alerts import budget_rules_document
 from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
 from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
@@ -77,8 +81,6 @@ LEDGER_VOLUME = "ledger"
 LEDGER_CLAIM_SIZE = "10Gi"
 SHM_VOLUME = "dshm"
 KEY_NAMES_VOLUME = "key-names"
-BUDGETS_VOLUME = "budgets"
-BUDGETS_DIGEST = "vllm-ledger/budgets-sha256"  # the pod template's: a new file restarts it
 SECRET_KEY = "api-key"
 RULE_NAME = "vllm-ledger-alerts"
 DASHBOARD_CONFIGMAP = "vllm-ledger-dashboard"
@@ -122,40 +124,6 @@ def secret_name(host: Host) -> str:
 def key_names_secret(host: Host) -> str:
     """The Secret holding the attribution key names file (``key-names.json``)."""
     return f"{resource_name(host)}-key-names"
-
-
-def budgets_name(host: Host) -> str:
-    """The ConfigMap holding the budgets file, and the PrometheusRule of its rules."""
-    return f"{resource_name(host)}-budgets"
-
-
-def _budgets_key(host: Host) -> str:
-    assert host.budgets is not None
-    return posixpath.basename(container_budgets(host.budgets))
-
-
-def _prices_key(budgets: BudgetsFile) -> str:
-    assert budgets.prices is not None
-    return "prices" + (posixpath.splitext(budgets.prices)[1].lower() or ".toml")
-
-
-def _budgets_mounts(host: Host, budgets: BudgetsFile | None) -> list[dict[str, Any]]:
-    """The budgets file's folder, and a cost budget's price file at its own path."""
-    if budgets is None:
-        return []
-    mounts: list[dict[str, Any]] = [
-        {"name": BUDGETS_VOLUME, "mountPath": CONTAINER_BUDGETS_DIR, "readOnly": True}
-    ]
-    if budgets.prices is not None:
-        mounts.append(
-            {
-                "name": BUDGETS_VOLUME,
-                "mountPath": budgets.prices,
-                "subPath": _prices_key(budgets),
-                "readOnly": True,
-            }
-        )
-    return mounts
 
 
 def gpu_count(host: Host) -> int:
@@ -236,7 +204,7 @@ def _vllm_container(
             mounts.append(
                 {"name": KEY_NAMES_VOLUME, "mountPath": CONTAINER_KEY_NAMES_DIR, "readOnly": True}
             )
-        mounts += _budgets_mounts(host, budgets)
+        mounts += budgets_mounts(budgets)
     for i, v in enumerate(host.volumes):
         mounts.append({"name": f"volume-{i}", "mountPath": v.container, "readOnly": v.read_only})
     container: dict[str, Any] = {
@@ -281,7 +249,7 @@ def _exporter_container(
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "volumeMounts": [
             {"name": LEDGER_VOLUME, "mountPath": CONTAINER_LEDGER_DIR, "readOnly": True},
-            *_budgets_mounts(host, budgets),
+            *budgets_mounts(budgets),
         ],
         "readinessProbe": {"tcpSocket": {"port": "metrics"}, "periodSeconds": 10},
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True},
@@ -310,16 +278,14 @@ def statefulset(
         volumes.append({"name": KEY_NAMES_VOLUME, "secret": secret})
     budgets = budgets if usage else None
     if budgets is not None:
-        items = [{"key": _budgets_key(host), "path": _budgets_key(host)}]
-        volumes.append(
-            {"name": BUDGETS_VOLUME, "configMap": {"name": budgets_name(host), "items": items}}
-        )
+        assert host.budgets is not None
+        volumes.append(budgets_volume(budgets_name(host), host.budgets))
     containers = [_vllm_container(host, usage, tz, budgets)]
     if usage:
         containers.append(_exporter_container(host, tz, budgets))
     metadata: dict[str, Any] = {"labels": _all_labels(host)}
     if budgets is not None:
-        metadata["annotations"] = {BUDGETS_DIGEST: budgets.digest}
+        metadata["annotations"] = {BUDGETS_DIGEST: budgets.digest}  # a new file restarts it
     spec: dict[str, Any] = {
         "serviceName": resource_name(host),
         "replicas": 1,
@@ -420,29 +386,18 @@ def dashboard_configmap(host: Host) -> dict[str, Any]:
     }
 
 
+def budgets_name(host: Host) -> str:
+    """The ConfigMap holding the budgets file, and the PrometheusRule of its rules."""
+    return f"{resource_name(host)}-budgets"
+
+
 def budgets_configmap(host: Host, budgets: BudgetsFile) -> dict[str, Any]:
-    """The budgets file (and a cost budget's price file) for vLLM's and the exporter's
-    containers."""
-    data = {_budgets_key(host): budgets.text}
-    if budgets.prices is not None and budgets.prices_text is not None:
-        data[_prices_key(budgets)] = budgets.prices_text
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": budgets_name(host), "labels": _all_labels(host)},
-        "data": data,
-    }
+    assert host.budgets is not None
+    return budgets_configmap_doc(budgets_name(host), _all_labels(host), host.budgets, budgets)
 
 
 def budgets_rule(host: Host, budgets: BudgetsFile) -> dict[str, Any]:
-    """The budgets' alert rules (one per budget and level), as a PrometheusRule of this
-    server's."""
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PrometheusRule",
-        "metadata": {"name": budgets_name(host), "labels": _all_labels(host)},
-        "spec": budget_rules_document(budgets.config),
-    }
+    return budgets_rule_doc(budgets_name(host), _all_labels(host), budgets)
 
 
 def manifests(
