@@ -93,8 +93,9 @@ def run(
     clock: Callable[[], float] = time.time,
     stop: threading.Event | None = None,
 ) -> int:
-    """Publish every ``interval_s`` until ``stop`` (or forever). Returns 0 when another
-    enforcer already holds the root, 2 when the budgets file cannot be used."""
+    """Publish every ``interval_s`` until ``stop`` (or forever), reading the budgets file again
+    when it changes. Returns 0 when another enforcer already holds the root, 2 when the budgets
+    file cannot be used at start."""
     stop = stop or threading.Event()
     try:
         config = load_budgets(config_path)
@@ -106,7 +107,9 @@ def run(
             logger.info("vllm-ledger enforcer: another enforcer holds %s", root)
             return 0
         failures = 0
+        stamp = _stamp(config_path)
         while not stop.is_set():
+            config, stamp = _reloaded(config_path, config, stamp)
             try:
                 # Six rounds missed and the file is stale: 30 s at the default cadence.
                 publish_once(root, config, clock, fresh_s=max(3.0, 6 * interval_s))
@@ -117,6 +120,32 @@ def run(
                     logger.error("vllm-ledger enforcer: %s (%d in a row)", exc, failures)
             stop.wait(interval_s)
     return 0
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _reloaded(
+    path: Path, config: BudgetConfig, stamp: tuple[int, int, int] | None
+) -> tuple[BudgetConfig, tuple[int, int, int] | None]:
+    """The budgets file read again where it changed since ``stamp``; a change that cannot be
+    used keeps the budgets in force (logged once per change): a typo never lifts every
+    budget."""
+    now = _stamp(path)
+    if now == stamp:
+        return config, stamp
+    try:
+        fresh = load_budgets(path)
+    except Exception as exc:
+        logger.error("vllm-ledger enforcer: %s; the budgets read before stay in force", exc)
+        return config, now
+    logger.info("vllm-ledger enforcer: %s read again (%d budgets)", path, len(fresh.budgets))
+    return fresh, now
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -86,3 +86,36 @@ def test_one_enforcer_per_root_and_a_bad_file_is_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[[budget]]\nkey = 'a'\n")
     assert enforcer.run(root, bad) == 2
+
+
+def test_a_changed_budgets_file_is_read_again_and_a_broken_one_keeps_the_last(
+    tmp_path: Path,
+) -> None:
+    root, path = _root(tmp_path), _budgets(tmp_path)
+    stop = threading.Event()
+    runner = threading.Thread(
+        target=enforcer.run,
+        args=(root, path),
+        kwargs={"interval_s": 0.05, "stop": stop, "clock": lambda: DAY_AT},
+    )
+
+    def over() -> set[tuple[str, str]]:
+        got = overbudget.path_in(root)
+        return set(overbudget.parse(got.read_bytes())[2]) if got.exists() else set()
+
+    runner.start()
+    try:
+        while over() != {("key", "team-a")}:
+            stop.wait(0.01)
+        path.write_text('enforce = true\n[[budget]]\nkey = "team-b"\ntokens = 10\n')
+        while over() != {("key", "team-b")}:  # read again: team-b now over, team-a not
+            stop.wait(0.01)
+        path.write_text("[[budget]]\nkey = 'team-b'\n")  # broken: the last budgets stay
+        written = overbudget.parse(overbudget.path_in(root).read_bytes())[0]
+        for _ in range(20):
+            stop.wait(0.05)
+        assert over() == {("key", "team-b")}
+        assert overbudget.parse(overbudget.path_in(root).read_bytes())[0] >= written
+    finally:
+        stop.set()
+        runner.join(10)
