@@ -132,6 +132,16 @@ def bench_middleware(py: str, row: Row, note: Note, details: dict[str, Any]) -> 
         small["added_s"] * us <= 30,
     )
     _parts_rows(small, row)
+    row(
+        "middleware CPU per request with budgets on, 1 KB chat body",
+        small["budgets_added_s"] * us,
+        "us",
+        "<= 10 us more than budgets off",
+        small["mw_app_s"] * us,
+        "the middleware + app, budgets off",
+        None,
+        small["budgets_added_s"] * us <= 10 and small["budgets_refused"] == 0,
+    )
     for name in ("400 KB chat (prose)", "400 KB chat (code)"):
         b = d[name]
         api = b["api"]

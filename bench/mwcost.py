@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 CHUNK = 64 * 1024
@@ -203,14 +204,22 @@ def measure(body: bytes, rounds: int, n: int, root: str) -> dict[str, Any]:
     clock = MiddlewareClock()
     clock.calibrate()
     timed = LedgerMiddleware(clock.wrap_app(app), book=book, env=env)
+    # Budgets on: a root whose enforcer file is fresh and lists 100 others over their budgets
+    # (the bench's key not among them: every request is looked up, and served).
+    budgets = LedgerMiddleware(app, book=book, env={**env, "VLLM_LEDGER_DIR": _over_root()})
 
     def clocked(sc: Any, receive: Any, send: Any) -> Any:
         return clock.wrap_call(timed, sc, receive, send)
 
-    variants: dict[str, Callable[..., Any]] = {"app": app, "mw": mw, "clocked": clocked}
+    variants: dict[str, Callable[..., Any]] = {
+        "app": app,
+        "mw": mw,
+        "clocked": clocked,
+        "budgets": budgets,
+    }
     per: dict[str, list[float]] = {k: [] for k in variants}
     for r in range(rounds + 1):
-        names = list(variants)[r % 3 :] + list(variants)[: r % 3]
+        names = list(variants)[r % 4 :] + list(variants)[: r % 4]
         for name in names:
             if name == "clocked":
                 before = (clock.own_s(), clock.requests)
@@ -238,11 +247,25 @@ def measure(body: bytes, rounds: int, n: int, root: str) -> dict[str, Any]:
             [m - a for m, a in zip(per["mw"], per["app"], strict=True)]
         ),
         "clock_own_s": med["clock_own"],
+        "budgets_s": med["budgets"],
+        "budgets_added_s": med["budgets"] - med["mw"],
+        "budgets_refused": budgets.refused_total,
         "clock_bias_s": clock.bias_s,
         "faults": book.faults_total,
         "tagged": book.begun_total,
         "escaped_quotes": body.count(b'\\"'),
     }
+
+
+def _over_root() -> str:
+    """A root with a fresh over-budget file of 100 keys (none of them the bench's)."""
+    from vllm_ledger.format import overbudget
+
+    root = tempfile.mkdtemp(prefix="bench-mw-budgets-")
+    now = time.time()
+    over = [overbudget.Over("key", f"key:{i:08x}", now + 86400, f"b{i}") for i in range(100)]
+    overbudget.write(Path(root), over, written_ts=now, fresh_s=3600)
+    return root
 
 
 def _parts(body: bytes, mw: Any, n: int, rounds: int) -> dict[str, float]:

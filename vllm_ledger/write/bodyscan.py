@@ -35,6 +35,7 @@ _FIRST = re.compile(rb"[^ \t\r\n]")
 # A string's inside up to (not over) its closing quote or a backslash the chunk ends on:
 # escapes and runs of plain bytes skipped in C, whatever the mix of escaped quotes.
 _IN_STRING = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)
+_FIND_ESCAPES = 16  # escaped quotes one string steps over in Python before the pattern takes it
 
 
 class BodyScan:
@@ -174,8 +175,28 @@ class BodyScan:
         if self._escaped:  # the byte after a backslash that ended the last chunk
             self._escaped = False
             pos += 1
-        end = _IN_STRING.match(chunk, pos).end()  # type: ignore[union-attr]  # always matches
         n = len(chunk)
+        # The next quote by memchr (prose: one call a string); a quote a backslash escapes
+        # sends the search on, and past a few of them (pasted code) the rest of the chunk goes
+        # to a pattern that steps over escapes in C.
+        escaped = 0
+        end = chunk.find(b'"', pos)
+        while end >= 0:
+            back = end
+            while back > pos and chunk[back - 1] == 0x5C:  # "\\"
+                back -= 1
+            if (end - back) % 2 == 0:
+                break  # not escaped: the closing quote
+            escaped += 1
+            if escaped > _FIND_ESCAPES:
+                end = -2
+                break
+            pos = end + 1
+            end = chunk.find(b'"', pos)
+        if end == -2:
+            end = _IN_STRING.match(chunk, pos).end()  # type: ignore[union-attr]  # always matches
+        elif end < 0:  # no quote left: the string goes on; an odd run of backslashes at the
+            end = n - 1 if _trailing(chunk, pos) % 2 else n  # end escapes the next byte
         if end < n and chunk[end] == 0x22:  # the closing quote
             self._keep(chunk, start, end)
             self._close_string()
@@ -222,3 +243,12 @@ def _unescape(raw: bytes) -> str:
         except ValueError:
             pass
     return raw.decode("utf-8", "replace")
+
+
+def _trailing(chunk: bytes, pos: int) -> int:
+    """How many backslashes end ``chunk`` (after ``pos``)."""
+    n = len(chunk)
+    i = n
+    while i > pos and chunk[i - 1] == 0x5C:
+        i -= 1
+    return n - i

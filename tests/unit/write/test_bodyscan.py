@@ -94,3 +94,12 @@ def test_not_an_object_and_a_hostile_body_end_the_scan() -> None:
     scan = BodyScan(WANTED)
     for byte in (b"\xff\xfe{", b'"\\', b'"', b'model":"\x00\x01"}'):
         scan.feed(byte)  # never raises, whatever the bytes
+
+
+def test_a_string_of_many_escaped_quotes_and_backslashes_split_anywhere() -> None:
+    code = 'x = d["k"] + f(\'a\', "b")  # "q" \\\\ \\"\n' * 40  # past the find loop's few
+    obj = {"messages": [{"role": "user", "content": code}], "model": "m", "user": 'a"b\\'}
+    body = json.dumps(obj).encode()
+    want = {b"model": b"m", b"user": json.dumps('a"b\\')[1:-1].encode()}
+    for cut in range(0, len(body), 7):
+        assert _scan(body, [cut, cut + 3]).found == want, cut
