@@ -7,7 +7,10 @@ import pytest
 from vllm_ledger.commands.ssh_key_line import key_line
 from vllm_ledger.errors import BadArgument
 
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7mVxq0pNUo2n2b2l5bq9xD2m4a0uZ1Y2ZqS0Xh1b2c bot@notifier"
+KEY = (
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7mVxq0pNUo2n2b2l5bq9xD2m4a0uZ1Y2ZqS0Xh1b2c"
+    " bot@notifier"
+)
 
 
 def test_the_forced_command_names_the_budgets_file_when_given() -> None:
@@ -21,5 +24,5 @@ def test_the_forced_command_names_the_budgets_file_when_given() -> None:
 
 @pytest.mark.parametrize("bad", ["relative/budgets.toml", "/etc/b;rm -rf /", "/etc/b\nx"])
 def test_a_budgets_path_that_is_not_a_plain_absolute_path_is_refused(bad: str) -> None:
-    with pytest.raises(BadArgument, match="^--budgets: "):
+    with pytest.raises(BadArgument, match=r"^--budgets: "):
         key_line(KEY, "/srv/code", "/srv/usage", budgets=bad)
