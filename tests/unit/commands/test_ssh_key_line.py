@@ -8,8 +8,7 @@ from vllm_ledger.commands.ssh_key_line import key_line
 from vllm_ledger.errors import BadArgument
 
 KEY = (
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7mVxq0pNUo2n2b2l5bq9xD2m4a0uZ1Y2ZqS0Xh1b2c"
-    " bot@notifier"
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7mVxq0pNUo2n2b2l5bq9xD2m4a0uZ1Y2ZqS0Xh1b2c bot@notifier"
 )
 
 
