@@ -83,9 +83,10 @@ def test_garbage_never_raises_and_is_counted(ledger_env: Path) -> None:
     big = 10**8 - 5
     p.record(None, iteration(now, prompt=big, cached=big, gen=big, finished=((big, 9e6),)))
     p.record(None, iteration(now, prompt=1, gen=1))
-    # A finished request's numbers are checked on the recorder's thread (off vLLM's loop): the
-    # nine readings with a bad one are rejected there, every other one in record() itself.
-    assert p.faults_total == len(bad) + 1 - 9
+    # A finished request is read and checked on the recorder's thread (off vLLM's loop): the
+    # ten readings with a bad one (a None among them) are rejected there, every other one in
+    # record() itself.
+    assert p.faults_total == len(bad) + 1 - 10
     p.shutdown()
     assert p.recorder.rejected_total == len(bad) + 2
     at = time.time() + 1

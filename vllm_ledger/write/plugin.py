@@ -359,18 +359,9 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             if not finished_requests:
                 finished: tuple[Any, ...] = ()
             elif self._standard and self._join:
-                finished = tuple(
-                    [
-                        (
-                            f.num_generation_tokens,
-                            f.decode_time,
-                            f.request_id,
-                            f.num_prompt_tokens,
-                            f.num_cached_tokens,
-                        )
-                        for f in finished_requests
-                    ]
-                )
+                # The stats objects themselves (vLLM makes them anew for each finish and never
+                # changes them after): the recorder's thread reads their fields, off this loop.
+                finished = tuple(finished_requests)
             else:
                 finished = tuple([self._finished(f) for f in finished_requests])
             recorder.submit((ts, engine_idx, prompt, generation, cached, finished, book.tick()))

@@ -397,6 +397,11 @@ class Recorder:
         ts, engine, prompt, generation, cached, finished = event[:6]
         if len(event) == 7 and type(event[6]) is int:
             self._taken_record = max(self._taken_record, event[6])
+        if finished and type(finished) is tuple and type(finished[0]) is not tuple:
+            try:
+                finished = _fields_of(finished)  # vLLM's FinishedRequestStats, read here
+            except Exception:
+                finished = None  # an object without those fields: rejected just below
         if not _well_formed(ts, engine, prompt, generation, cached, finished):
             # A value outside the one table of bounds (bounds.py): a reader would refuse the
             # whole file for it. Counted as input we could not read, in the second it was taken.
@@ -696,6 +701,23 @@ def _fold(rows: dict[tuple[int, int], list[int]], size: int) -> dict[tuple[int, 
             for i, c in enumerate(counts):
                 acc[i] += c
     return out
+
+
+def _fields_of(stats: tuple[Any, ...]) -> tuple[tuple[Any, ...], ...]:
+    """The numbers of vLLM's finished-request stats (0.30-0.33 layout) the join needs; an
+    object without them raises (the event is then rejected input)."""
+    return tuple(
+        [
+            (
+                f.num_generation_tokens,
+                f.decode_time,
+                f.request_id,
+                f.num_prompt_tokens,
+                f.num_cached_tokens,
+            )
+            for f in stats
+        ]
+    )
 
 
 def _well_formed(
