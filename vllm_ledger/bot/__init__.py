@@ -2,6 +2,7 @@
 
     validate.py   the ``usage`` config -> ``Target`` (or a one-line refusal)
     poll.py       ssh argv, deadlines, output cap, strict parsing, cache, background thread
+    transport.py  the status without SSH: run here (local) or an exporter's /status (http)
     health.py     a simple HTTP ``/health`` probe per node port
     message.py    the reply to "status" (Chinese by default, English on request)
     host.py       what the status command adds on the host: its budgets, an ask's answer

@@ -1,5 +1,10 @@
 """Fetch each instance's status over SSH: argv only, hard deadlines, capped output. Stdlib.
 
+An entry's ``transport`` may instead be ``local`` (the same command run here, through the same
+``run_capped`` and ``classify``) or ``http`` (the exporter's ``/status`` through the one HTTP
+client, the body parsed by the same ``formats.status.parse``): ``bot/transport.py``. The
+deadline, the output cap, the states and the cache below hold for all three.
+
 For a validated ``Target`` the poller runs::
 
     ssh -o BatchMode=yes -o ConnectTimeout=5 ... -T -x -- TARGET \\
@@ -39,6 +44,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from vllm_ledger.bot import transport as transports
 from vllm_ledger.bot.health import Health, from_status
 from vllm_ledger.bot.validate import Target
 from vllm_ledger.errors import RemoteError, StatusParseError
@@ -143,6 +149,7 @@ def run_capped(
     max_bytes: int = MAX_OUTPUT_BYTES,
     monotonic: Callable[[], float] = time.monotonic,
     env: dict[str, str] | None = None,
+    cwd: str | None = None,
 ) -> CappedRun:
     """Run ``argv`` (no shell) in a new process group; kill the group at the deadline or cap.
 
@@ -157,6 +164,7 @@ def run_capped(
         start_new_session=True,
         close_fds=True,
         env=env,
+        cwd=cwd,
     )
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
@@ -269,25 +277,33 @@ class Fetcher:
     ask: str | None = None
 
     def run(self, target: Target) -> CappedRun:
-        argv = ssh_argv(
-            target,
-            ssh_options=self.ssh_options,
-            connect_timeout_s=self.connect_timeout_s,
-            ssh=self.ssh,
-            ask=self.ask,
-        )
+        """The ssh (or, for a ``local`` entry, the status command) run, capped."""
+        env, cwd = None, None
+        if target.transport == "local":
+            argv = transports.local_argv(target, self.ask)
+            env, cwd = transports.local_env(target), target.code_dir or None
+        else:
+            argv = ssh_argv(
+                target,
+                ssh_options=self.ssh_options,
+                connect_timeout_s=self.connect_timeout_s,
+                ssh=self.ssh,
+                ask=self.ask,
+            )
         try:
             return run_capped(
                 argv,
                 deadline_s=self.deadline_s,
                 max_bytes=self.max_bytes,
                 monotonic=self.monotonic,
+                env=env,
+                cwd=cwd,
             )
         except FileNotFoundError as exc:
             raise RemoteError(
                 f"{argv[0]} is not installed here",
                 target=target.target,
-                hint="install openssh-client",
+                hint="install openssh-client" if target.transport == "ssh" else "fix its python",
             ) from exc
         except OSError as exc:
             raise RemoteError(
@@ -297,10 +313,14 @@ class Fetcher:
     def __call__(self, target: Target) -> PollResult:
         sent_ts = self.clock()
         sent_mono = self.monotonic()
-        run = self.run(target)
+        if target.transport == "http":
+            state, doc = transports.fetch_http(
+                target, deadline_s=self.deadline_s, max_bytes=self.max_bytes, ask=self.ask
+            )
+        else:
+            state, doc = classify(self.run(target))
         received_mono = self.monotonic()
         received_ts = self.clock()
-        state, doc = classify(run)
         return PollResult(
             target.port,
             state,

@@ -15,6 +15,17 @@ A target is an SSH alias or host name, optionally ``user@``; paths are absolute,
 and made of ``A-Z a-z 0-9 . _ - + / @ ,`` only, so the remote command built from them needs
 no quoting and cannot carry a shell metacharacter. A bad entry is refused with one line
 naming its key and field; the other entries still run.
+
+``transport`` (optional) says how the status is fetched (``bot/transport.py``):
+
+- ``ssh`` (the default): the fields above, over SSH to the forced command;
+- ``local``: the notifier runs the status command itself, for a root on this machine:
+  ``{"transport": "local", "data_dir": "/srv/artifacts/usage"}``, with optional ``code_dir``
+  and ``python`` (default: the notifier's own package and interpreter), ``budgets``, ``host``;
+- ``http``: the exporter's ``/status`` (``exporter --status-token-file``):
+  ``{"transport": "http", "url": "http://vllm-0.vllm:9464/status",
+  "token_file": "/etc/notify/status_token"}``, with optional ``host``. The URL is
+  ``http://`` or ``https://``, its host and port, and a path; the token file an absolute path.
 """
 
 from __future__ import annotations
@@ -34,18 +45,33 @@ from vllm_ledger.units import is_plain_path
 MAX_TARGET_CHARS = 253
 MAX_PATH_CHARS = 1024
 MAX_CONFIG_BYTES = 1024 * 1024
+MAX_URL_CHARS = 2048
 FIELDS_REQUIRED = ("target", "code_dir", "data_dir")
 FIELDS_OPTIONAL = ("host", "python", "budgets")
+TRANSPORTS: tuple[str, ...] = ("ssh", "local", "http")
+# the fields each transport takes: (required, optional), ``transport`` itself aside
+TRANSPORT_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "ssh": (FIELDS_REQUIRED, FIELDS_OPTIONAL),
+    "local": (("data_dir",), ("code_dir", "python", "host", "budgets")),
+    "http": (("url", "token_file"), ("host",)),
+}
+LOCAL_TARGET = "local"  # a local entry's ``target``: its hosts group by data dir
 
 _PORT_KEY = re.compile(r"^[1-9][0-9]{0,4}$")
 _HOST = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9_])?$")
 _USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
 _PYTHON_NAME = re.compile(r"^python3(?:\.[0-9]{1,2})?$")
+_URL = re.compile(r"^https?://[A-Za-z0-9._~%!$&'()*+,;=:@/\[\]?-]+$")
 
 
 @dataclass(frozen=True)
 class Target:
-    """One validated usage entry: every field is safe to put in an argv or remote command."""
+    """One validated usage entry: every field is safe to put in an argv or remote command.
+
+    ``transport`` ssh | local | http. A local entry's ``target`` is ``local`` and its
+    ``code_dir`` empty when it runs the notifier's own package, its ``python`` empty for the
+    notifier's own interpreter; an http entry's ``target`` is
+    its ``url`` and its ``code_dir``/``data_dir`` are empty (the exporter knows its root)."""
 
     port: int
     target: str
@@ -54,6 +80,9 @@ class Target:
     python: str = "python3"
     host: str | None = None
     budgets: str | None = None  # the host's budgets file (status --budgets)
+    transport: str = "ssh"
+    url: str | None = None  # http: the exporter's /status
+    token_file: str | None = None  # http: the bearer token's file
 
 
 @dataclass(frozen=True)
@@ -134,15 +163,60 @@ def check_host(value: object) -> str:
     raise FieldError("host", f"{_shown(value)} is not an IP address or host name")
 
 
+def check_url(value: object) -> str:
+    """An ``http://`` or ``https://`` URL of printable ASCII, no blanks, no ``user@``."""
+    if not isinstance(value, str) or not value:
+        raise FieldError("url", "missing", hint="give the exporter's /status URL")
+    if len(value) > MAX_URL_CHARS:
+        raise FieldError("url", f"longer than {MAX_URL_CHARS} characters")
+    authority = value.split("://", 1)[-1].split("/", 1)[0]
+    if not _URL.fullmatch(value) or not authority or "@" in authority:
+        raise FieldError(
+            "url",
+            f"{_shown(value)} is not an http:// or https:// URL of a host (no user@), "
+            "e.g. http://vllm-0.vllm:9464/status",
+        )
+    return value
+
+
+def check_transport(entry: Mapping[Any, Any]) -> str:
+    transport = entry.get("transport", "ssh")
+    if transport not in TRANSPORTS:
+        raise FieldError("transport", f"{_shown(transport)} is not one of {', '.join(TRANSPORTS)}")
+    known = ("transport", *TRANSPORT_FIELDS[transport][0], *TRANSPORT_FIELDS[transport][1])
+    unknown = sorted(str(k) for k in entry if k not in known)
+    if unknown:
+        raise FieldError(
+            _shown(unknown[0]).strip("'"),
+            f"unknown field of a {transport} entry (known: {', '.join(known)})",
+        )
+    return str(transport)
+
+
 def check_entry(key: object, entry: object) -> Target:
     port = check_port_key(key)
     if not isinstance(entry, Mapping):
         raise FieldError("", "not an object with target, code_dir and data_dir")
-    unknown = sorted(str(k) for k in entry if k not in FIELDS_REQUIRED + FIELDS_OPTIONAL)
-    if unknown:
-        raise FieldError(
-            _shown(unknown[0]).strip("'"),
-            f"unknown field (known: {', '.join(FIELDS_REQUIRED + FIELDS_OPTIONAL)})",
+    transport = check_transport(entry)
+    host = None if entry.get("host") is None else check_host(entry.get("host"))
+    if transport == "http":
+        url = check_url(entry.get("url"))
+        token_file = check_path("token_file", entry.get("token_file"))
+        return Target(
+            port, url, "", "", host=host, transport="http", url=url, token_file=token_file
+        )
+    budgets = None if entry.get("budgets") is None else check_path("budgets", entry["budgets"])
+    if transport == "local":
+        code_dir = entry.get("code_dir")
+        return Target(
+            port=port,
+            target=LOCAL_TARGET,
+            code_dir="" if code_dir is None else check_path("code_dir", code_dir),
+            data_dir=check_path("data_dir", entry.get("data_dir")),
+            python="" if entry.get("python") is None else check_python(entry["python"]),
+            host=host,
+            budgets=budgets,
+            transport="local",
         )
     return Target(
         port=port,
@@ -150,8 +224,8 @@ def check_entry(key: object, entry: object) -> Target:
         code_dir=check_path("code_dir", entry.get("code_dir")),
         data_dir=check_path("data_dir", entry.get("data_dir")),
         python=check_python(entry.get("python", "python3")),
-        host=None if entry.get("host") is None else check_host(entry.get("host")),
-        budgets=None if entry.get("budgets") is None else check_path("budgets", entry["budgets"]),
+        host=host,
+        budgets=budgets,
     )
 
 
@@ -191,4 +265,14 @@ def load_usage(path: Path) -> tuple[list[Target], list[Refusal]]:
     return validate_usage(doc["usage"])
 
 
-__all__ = ["FieldError", "Refusal", "Target", "check_entry", "load_usage", "validate_usage"]
+__all__ = [
+    "LOCAL_TARGET",
+    "TRANSPORTS",
+    "FieldError",
+    "Refusal",
+    "Target",
+    "check_entry",
+    "check_url",
+    "load_usage",
+    "validate_usage",
+]

@@ -61,7 +61,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "name API keys for attribution: a key names file's line, or the label a key gets",
     ),
     "notifier": ("notifier", "run the chat bot: status replies, health and alerts, sent once"),
-    "poll": ("poll", "ask every configured host for its status over SSH and print the bot's reply"),
+    "poll": (
+        "poll",
+        "ask every configured host for its status (ssh, local or http) and print the bot's reply",
+    ),
     "preflight": ("preflight", "check a host before launch: GPU, CPU, RAM, disk, port, clock"),
     "ramp": (
         "ramp",

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
+from vllm_ledger.bot.transport import status_argv
 from vllm_ledger.commands._common import (
     add_renamed,
     add_roots,
@@ -28,6 +30,7 @@ from vllm_ledger.names import (
 )
 from vllm_ledger.observe.budgets import BudgetWatch
 from vllm_ledger.observe.exporter import serve
+from vllm_ledger.observe.status_route import STATUS_FLAG, StatusRoute, load_token
 from vllm_ledger.observe.whose import AttributionConfig, parse_labels
 from vllm_ledger.plan.budgets import load_budgets
 from vllm_ledger.units import BUDGETS_ENV, Address
@@ -39,6 +42,10 @@ EPILOG = f"""example:
   curl -s http://127.0.0.1:9464/metrics | grep '^{LEDGER_GENERATION_TOKENS_TOTAL}'
   vllm-ledger exporter --root /srv/artifacts/usage --attribution-labels key,adapter,user
   vllm-ledger exporter --root /srv/artifacts/usage --budgets /etc/vllm-ledger/budgets.toml
+  vllm-ledger exporter --root /srv/artifacts/usage --listen 0.0.0.0:9464 \\
+      --status-token-file /etc/vllm-ledger/status_token
+  curl -s -H "Authorization: Bearer $(cat /etc/vllm-ledger/status_token)" \\
+      http://127.0.0.1:9464/status
 exit status: serves until stopped (130 after Ctrl-C; 0 if the server ever returns), 2 a bad
 flag or an address it cannot listen on
 """
@@ -99,6 +106,15 @@ def configure(p: argparse.ArgumentParser) -> None:
         f"whether hard budgets hold (default: ${BUDGETS_ENV}; docs/budgets.md); observability "
         "--budgets writes the rules on them",
     )
+    p.add_argument(
+        STATUS_FLAG,
+        type=Path,
+        metavar="FILE",
+        help="serve the bot's status document (what `vllm-ledger status` prints) on GET "
+        "/status to a request with 'Authorization: Bearer TOKEN', the token read from this "
+        "file at start: the notifier's http transport (docs/bot-status.md); without it /status "
+        "answers 404",
+    )
 
 
 def address_of(args: argparse.Namespace) -> Address:
@@ -121,11 +137,27 @@ def budgets_of(args: argparse.Namespace, zone: str) -> BudgetWatch | None:
     return BudgetWatch.of(load_budgets(Path(path)), zone)
 
 
+def status_of(args: argparse.Namespace, roots: list[Path]) -> StatusRoute | None:
+    """The /status route: the status command over the exporter's roots, with its --tz and
+    --budgets where given (else the command finds them as under the forced command: the
+    environment, the root's zone file); None without a token file."""
+    path = getattr(args, "status_token_file", None)
+    if path is None:
+        return None
+    token = load_token(path)
+    budgets = None if args.budgets is None else str(args.budgets)
+    argv = status_argv(sys.executable, str(roots[0].resolve()), budgets)
+    for root in roots[1:]:
+        argv += ["--root", str(root.resolve())]
+    return StatusRoute([*argv, *(("--tz", args.tz) if args.tz is not None else ())], token)
+
+
 def run(args: argparse.Namespace) -> int:
     host, port_ = address_of(args)
     roots = roots_of(args)
     zone = zone_of(args, roots)  # once, at start: a zone file written later needs a restart
     budgets = budgets_of(args, zone.name)
+    status = status_of(args, roots)
     service_logging()
     try:
         serve(
@@ -137,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
             gpu=not args.no_gpu,
             attribution=AttributionConfig(args.attribution_labels, int(args.attribution_series)),
             budgets=budgets,
+            status=status,
         )
     except BadArgument as exc:
         if exc.argument != "address":

@@ -1,4 +1,5 @@
-"""vllm-ledger poll: fetch every instance's status over SSH and print the bot's reply."""
+"""vllm-ledger poll: fetch every instance's status (over SSH, here, or from an exporter's
+/status) and print the bot's reply."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from vllm_ledger.bot.poll import (
     Fetcher,
     Poller,
 )
+from vllm_ledger.bot.transport import token_problems
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, load_usage
 from vllm_ledger.commands._common import (
     add_renamed_duration,
@@ -32,13 +34,15 @@ from vllm_ledger.names import POLL_STALE_AFTER_S
 from vllm_ledger.units import format_duration
 
 NAME = "poll"
-HELP = "ask every configured host for its status over SSH and print the bot's reply"
+HELP = "ask every configured host for its status (ssh, local or http) and print the bot's reply"
 EPILOG = """example:
   vllm-ledger poll --config /etc/notify/private.json --once
   vllm-ledger poll --config /etc/notify/private.json --once --json --lang en
 
-The config's "usage" object maps node ports to {"target", "code_dir", "data_dir"};
-see docs/bot-status.md.
+The config's "usage" object maps node ports to {"target", "code_dir", "data_dir"} (over
+SSH), {"transport": "local", "data_dir"} (the status command run here) or
+{"transport": "http", "url", "token_file"} (an exporter's /status); any mix. See
+docs/bot-status.md.
 exit status: 0 printed, 1 printed but an entry was refused (each named on stderr), 2 a bad
 flag or a config with no usable usage entry, 130 stopped with Ctrl-C (without --once)
 """
@@ -154,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
         targets, refusals = load_usage(args.config)
     for r in refusals:
         print(f"vllm-ledger: refused: {r}", file=sys.stderr)
+    for line in token_problems(targets):  # polled all the same: the file may appear
+        print(f"vllm-ledger: warning: {line}", file=sys.stderr)
     if not targets:
         raise ConfigError(
             f"no usable usage entry in {args.config}: fix the entries above", key="usage"

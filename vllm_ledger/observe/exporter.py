@@ -56,6 +56,7 @@ from typing import Any
 from vllm_ledger.errors import BadArgument, LedgerError, MissingExtra
 from vllm_ledger.figures import FIGURES
 from vllm_ledger.formats.safe import printable
+from vllm_ledger.http.server import Handler
 from vllm_ledger.names import (
     GPU_LABELS,
     LEDGER_FILES_HELD,
@@ -69,6 +70,7 @@ from vllm_ledger.names import (
     LEDGER_INSTANCE_LABEL,
     LEDGER_REPORT_OK,
     LEDGER_REPORT_SECONDS,
+    LEDGER_RUN_START,
     LEDGER_RUNS,
     LEDGER_RUNS_VANISHED,
     LEDGER_WINDOW_AVG_SPEED,
@@ -171,6 +173,8 @@ def _writer_gauges(report: Report) -> dict[str, dict[str, int]]:
             "expected": max(w.expected_writers for w in ws) if is_open else 0,
             "alive": sum(1 for w in ws if w.state == "alive"),
         }
+        if is_open and start[run_id] > 0:
+            out[inst]["start_ts"] = int(start[run_id])
         for state in WRITER_STATES:
             out[inst][state] = sum(
                 1 for r in runs.values() for w in r if w.instance == inst and w.state == state
@@ -423,12 +427,19 @@ def _report_families(
         "Writers of every run of the instance, by state",
         labels=[LEDGER_INSTANCE_LABEL, STATE_LABEL],
     )
+    run_start = gauge(
+        LEDGER_RUN_START,
+        "When the instance's open run started (unix seconds; none once it closed)",
+        labels=[LEDGER_INSTANCE_LABEL],
+    )
     for inst, counts in writers.items():
+        if "start_ts" in counts:
+            run_start.add_metric([inst], float(counts["start_ts"]))
         expected.add_metric([inst], float(counts["expected"]))
         alive.add_metric([inst], float(counts["alive"]))
         for state in WRITER_STATES:
             by_state.add_metric([inst, state], float(counts[state]))
-    out.extend([expected, alive, by_state])
+    out.extend([expected, alive, by_state, run_start])
     runs = gauge(LEDGER_RUNS, "vLLM launches (runs) found in the ledgers")
     runs.add_metric([], float(report.runs))
     out.append(runs)
@@ -634,10 +645,12 @@ def start(
     port: int = 9464,
     request_deadline_s: float = REQUEST_DEADLINE_S,
     max_connections: int = MAX_CONNECTIONS,
+    status: Handler | None = None,
 ) -> MetricsServer:
     """Listen on ``host:port`` (0: any free port) and serve ``collector`` on a daemon thread;
     ``server.stop()`` ends it. Raises ``BadArgument`` (``.argument`` ``address``, ``.value``
-    ``(host, port)``) when the address cannot be listened on."""
+    ``(host, port)``) when the address cannot be listened on. ``status``: the ``/status``
+    route (``observe/status_route.py``); None: ``/status`` is 404."""
     registry = make_registry(collector)
     try:
         server = MetricsServer(
@@ -647,6 +660,7 @@ def start(
             request_deadline_s=request_deadline_s,
             max_connections=max_connections,
             on_error=collector.say,
+            status=status,
         )
     except OSError as exc:
         raise BadArgument(
@@ -670,6 +684,7 @@ def serve(
     say: Callable[[str], None] = _say,
     attribution: AttributionConfig | None = None,
     budgets: BudgetWatch | None = None,
+    status: Handler | None = None,
 ) -> None:
     """Serve /metrics until interrupted (the ``vllm-ledger exporter`` command). ``tz`` is the
     zone chosen once at start, and ``tz_origin`` where it came from (``from --tz``, ...)."""
@@ -679,7 +694,7 @@ def serve(
         collector = LedgerCollector(
             roots, tz=tz, gpu=reader, say=say, attribution=attribution, budgets=budgets
         )
-        server = start(collector, host=host, port=port)
+        server = start(collector, host=host, port=port, status=status)
         if reader is not None:
             reader.read()  # NVML's absence is said once, at start (a scrape may beat us to it)
         zone = f"{tz}, {printable(tz_origin)}" if tz_origin else tz
@@ -692,6 +707,7 @@ def serve(
                 if budgets is not None
                 else ""
             )
+            + ("; /status with its bearer token" if status is not None else "")
         )
         try:
             while server.serving:

@@ -9,7 +9,9 @@ all for each request (a total deadline: a drip of a byte every 2 s is dropped on
 ``MAX_CONNECTIONS`` connections at once (one more is answered ``503`` at once and closed).
 
 The answer is prometheus_client's text for the registry (content negotiation, gzip and
-``name[]`` as in its own server), to ``GET`` on any path but ``/favicon.ico``.
+``name[]`` as in its own server), to ``GET`` on any path but ``/favicon.ico`` and ``/status``.
+``/status`` is the bot's status document behind a bearer token where the exporter was given
+one (``observe/status_route.py``), else ``404``.
 """
 
 from __future__ import annotations
@@ -23,11 +25,19 @@ from vllm_ledger.http.server import (
     MAX_CONNECTIONS,
     REQUEST_DEADLINE_S,
     WRITE_TIMEOUT_S,
+    Handler,
     Request,
     Response,
     Route,
     Server,
+    json_response,
 )
+
+STATUS_PATH = "/status"
+
+
+def _no_status(_request: Request) -> Response:
+    return json_response(404, {"error": "status_not_served"})
 
 
 class MetricsServer(Server):
@@ -43,6 +53,7 @@ class MetricsServer(Server):
         write_timeout_s: float = WRITE_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
         on_error: Callable[[str], None] | None = None,
+        status: Handler | None = None,
     ) -> None:
         self.registry = registry
         self.on_error = on_error
@@ -51,6 +62,7 @@ class MetricsServer(Server):
             {
                 ("GET", "*"): Route(self._metrics),
                 ("GET", "/favicon.ico"): Route(lambda _request: Response(200)),
+                ("GET", STATUS_PATH): Route(status or _no_status),
             },
             host,
             port,
@@ -99,6 +111,7 @@ __all__ = [
     "LISTEN_BACKLOG",
     "MAX_CONNECTIONS",
     "REQUEST_DEADLINE_S",
+    "STATUS_PATH",
     "WRITE_TIMEOUT_S",
     "MetricsServer",
 ]
