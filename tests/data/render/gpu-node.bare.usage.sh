@@ -40,5 +40,4 @@ exec vllm serve /models/Qwen2.5-72B-Instruct-AWQ \
   --quantization awq \
   --shutdown-timeout 10 \
   --middleware vllm_ledger.middleware.LedgerMiddleware \
-  --enable-prefix-caching \
-  --disable-log-requests
+  --enable-prefix-caching

@@ -35,5 +35,4 @@ docker run --detach \
   --max-num-batched-tokens 16384 \
   --dtype float16 \
   --quantization awq \
-  --enable-prefix-caching \
-  --disable-log-requests
+  --enable-prefix-caching

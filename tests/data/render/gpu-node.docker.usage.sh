@@ -53,5 +53,4 @@ docker run --detach \
   --quantization awq \
   --shutdown-timeout 10 \
   --middleware vllm_ledger.middleware.LedgerMiddleware \
-  --enable-prefix-caching \
-  --disable-log-requests
+  --enable-prefix-caching
