@@ -84,6 +84,9 @@ FAILING: tuple[tuple[str, int, str], ...] = (
 
 # The servers: their printed lines (part of the command) and the paths the docs name for them.
 EXPORTER_PATHS = ("/metrics",)
+# Paths the exporter serves only with the bearer token of --status-token-file: 401 without
+# it where the printed line gives one, 404 where it does not.
+EXPORTER_TOKEN_PATHS = ("/status",)
 NOTIFIER_GET = ("/healthz",)
 NOTIFIER_POST = ("/command", "/resend", "/alertmanager", "/slack/events", "/dingtalk/command")
 
@@ -222,6 +225,7 @@ def _scene(tmp: Path) -> dict[str, str]:
     )
     usage = {"19001": {"target": "gpu1", "code_dir": "/srv/c", "data_dir": "/srv/u"}}
     (tmp / "notify.json").write_text(json.dumps({"usage": usage}))
+    (tmp / "status_token").write_text("doc-status-token\n")  # exporter --status-token-file
     host = json.loads((REPO / "tests/data/render/cpu-bare.json").read_text())
     (tmp / "host.json").write_text(json.dumps({**host, "mode": "bare"}))
     bad = {
@@ -418,6 +422,10 @@ def test_the_printed_exporter_serves_every_documented_path(printed: Printed, scr
     _notifier_paths, paths = doc_paths()
     with _server(_listen_here(reroot(printed.command, scratch)), scratch, env) as base:
         for path in sorted(paths):
+            if path in EXPORTER_TOKEN_PATHS:
+                with_token = "--status-token-file" in printed.command
+                assert _status(base + path) == (401 if with_token else 404), path
+                continue
             assert _status(base + path) == 200, path
 
 
