@@ -110,9 +110,12 @@ def send_mix(
     secret: str = "",
     rounds: int = 1,
     progress: Callable[[str], None] | None = None,
+    api_key: str = "",
 ) -> TrafficResult:
     result = TrafficResult()
     headers = {"X-Request-Id": f"req-{secret}"} if secret else {}
+    if api_key:  # a server started with --api-key
+        headers["Authorization"] = f"Bearer {api_key}"
     with httpx.Client(base_url=base_url, timeout=120.0, headers=headers) as client:
         for _ in range(rounds):
             for kind, path, body in plan(model, secret):

@@ -424,7 +424,7 @@ OTHER: list[Row] = [
         "--listen '0.0.0.0': give HOST:PORT, e.g. 127.0.0.1:9095",
     ),
     ("poll without --config", ("poll",), 2, "the following arguments are required: --config"),
-    ("ramp without --url", ("ramp",), 2, "the following arguments are required: --url"),
+    ("ramp without --url", ("ramp",), 2, "give --url and --model, or --host HOST.json"),
     ("unknown command", ("frobnicate",), 2, "argument COMMAND: invalid choice: 'frobnicate'"),
     ("a flag with no value", (*BASE["report"], "--at"), 2, "argument --at: expected one"),
     ("an escape in a flag", (*BASE["report"], "--\x1b[2Jx"), 2, "--\\x1b[2Jx"),

@@ -1,4 +1,8 @@
-"""cost, ramp and advise against one real vLLM 0.32 server on CPU (started once for the module).
+"""cost, ramp and advise against one real vLLM 0.32 server on CPU (started once for the module,
+with --api-key, as every rendered launch is).
+
+ramp authenticates with the host file's key (a file), and with a wrong key or none every request
+is refused: the failures reported with HTTP 401, exit 4, no knee drawn.
 
 The ramp's HTML page is opened in Debian's headless Chromium and the screenshot is read back
 with PIL: the chart's line colours must be on the page (and are not on a page without it).
@@ -31,6 +35,7 @@ from vllm_ledger.formats.ramp import OUTPUT_NAMES, render_files, render_table
 from vllm_ledger.plan.ramp import StepResult, find_knee, percentile
 
 CHROMIUM = "/usr/bin/chromium"
+API_KEY = "sk-ramp-test-key"
 PRICES = {"electricity": 1.2, "hardware": 30000.0, "years": 4.0, "ops": 0.25, "watts": 350.0}
 PRICE_FLAGS = (
     "--power-watts", "350", "--electricity-price", "1.2", "--hardware-price", "30000",
@@ -52,6 +57,7 @@ def served(
         env={"VLLM_LEDGER_DIR": str(root)},
         pythonpath=[plugin_bundle],
         log_path=d / "vllm.log",
+        extra_args=("--api-key", API_KEY),
     )
     server.start()
     try:
@@ -75,7 +81,7 @@ def test_cost_on_a_real_ledger_matches_a_hand_computation(
     served: tuple[VllmServer, Path],
 ) -> None:
     server, root = served
-    send_mix(server.url, "tiny", rounds=2)
+    send_mix(server.url, "tiny", rounds=2, api_key=API_KEY)
     counters = settle(server)
     time.sleep(2.2)  # the report leaves out the unfinished second; let the last commit land
     at = str(int(time.time()))
@@ -121,9 +127,18 @@ def test_ramp_three_steps_agree_with_the_servers_counters(
 ) -> None:
     server, _root = served
     out_dir = tmp_path / "ramp"
+    # The URL, the model and the key from the host file (its key a file, read by ramp).
+    key = tmp_path / "api.key"
+    key.write_text(API_KEY + "\n")
+    host = tmp_path / "host.json"
+    host.write_text(json.dumps({
+        "model": "/models/tiny", "served_model_name": "tiny", "host": "127.0.0.1",
+        "port": server.port, "api_key": {"file": str(key)},
+    }))  # fmt: skip
     code, out, err = run_cli(
-        "ramp", "--url", server.url, "--model", "tiny", "--concurrency", "1,2,4",
+        "ramp", "--host", str(host), "--concurrency", "1,2,4",
         "--duration", "3", "--max-tokens", "16", "--output", str(out_dir),
+        env={"VLLM_API_KEY": "sk-not-this-one"},  # the host file's key comes first
     )  # fmt: skip
     assert code == 0, err
     for c in (1, 2, 4):
@@ -140,7 +155,7 @@ def test_ramp_three_steps_agree_with_the_servers_counters(
         assert s["tpot_s"] > 0 and s["client_tpot_s"] is not None
         assert s["kv_usage_max"] is not None and s["waiting_max"] is not None
     assert out.splitlines()[0].split()[:2] == ["concurrency", "requests"]
-    assert out.count("\n") == 5  # header, three steps, knee
+    assert out.count("\n") == 5  # header, three steps, knee: no step with errors
     for name in OUTPUT_NAMES:  # the files on stderr, one line each, the path absolute
         assert f"wrote {out_dir / name}\n" in err
     assert "knee: " in out
@@ -159,6 +174,35 @@ def test_ramp_three_steps_agree_with_the_servers_counters(
     start, end = page.index("<svg"), page.index("</svg>") + len("</svg>")
     bare.write_text(page[:start] + page[end:])
     assert max(_line_pixels(_screenshot(tmp_path, bare, "bare")).values()) < 20
+
+
+@pytest.mark.e2e
+def test_ramp_with_a_wrong_key_or_none_reports_401_and_draws_no_knee(
+    served: tuple[VllmServer, Path], tmp_path: Path
+) -> None:
+    server, _root = served
+    for env in ({"VLLM_API_KEY": "sk-wrong"}, {"VLLM_API_KEY": ""}):
+        out_dir = tmp_path / f"ramp{len(env['VLLM_API_KEY'])}"
+        code, out, err = run_cli(
+            "ramp", "--url", server.url, "--model", "tiny", "--concurrency", "2",
+            "--duration", "1", "--max-tokens", "4", "--no-progress", "--output", str(out_dir),
+            env=env,
+        )  # fmt: skip
+        assert code == 4, err
+        doc = json.loads((out_dir / "ramp.json").read_text())
+        [step] = doc["steps"]
+        assert step["requests"] >= 2 and step["errors"] == step["requests"]
+        assert step["first_error_status"] == 401 and step["output_tokens"] == 0
+        assert doc["knee"] is None and doc["errors_over_limit"] is True
+        lines = out.splitlines()
+        assert lines[2].startswith(
+            f"errors at concurrency 2: {step['requests']} of {step['requests']} requests "
+            "(100.0 %), first HTTP 401: "
+        )
+        assert lines[3] == doc["verdict"]
+        assert lines[3].startswith(f"knee: none drawn: {step['requests']} of ")
+        assert "first HTTP 401: " in lines[3] and "--api-key-file" in lines[3]
+        assert "sk-wrong" not in out + err + (out_dir / "ramp.json").read_text()
 
 
 def _screenshot(tmp_path: Path, page: Path, name: str) -> Image.Image:

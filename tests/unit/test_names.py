@@ -20,7 +20,7 @@ from vllm_ledger.observe import alerts
 from vllm_ledger.observe.budgets import BudgetWatch
 from vllm_ledger.observe.exporter import LedgerCollector, families
 from vllm_ledger.observe.gpu import GpuReading
-from vllm_ledger.plan import advise, ramp
+from vllm_ledger.plan import advise, ramp, ramp_load
 from vllm_ledger.plan.budgets import load_budgets
 from vllm_ledger.read import writer_state
 from vllm_ledger.read.report import build_report
@@ -74,7 +74,7 @@ def test_the_two_time_per_output_token_histograms_are_told_apart() -> None:
     from vllm_ledger.observe.dashboard import TPOT
 
     assert TPOT == names.VLLM_INTER_TOKEN_LATENCY_SECONDS + "_bucket"
-    source = inspect.getsource(ramp.server_counters)
+    source = inspect.getsource(ramp_load.server_counters)
     assert "VLLM_REQUEST_TIME_PER_OUTPUT_TOKEN_SECONDS" in source
 
 

@@ -3,6 +3,10 @@ writes (ramp.png, ramp.html, ramp.json, ramp.csv). Pure: each takes the steps
 (``plan.ramp.StepResult``) and the knee ``plan.ramp.find_knee`` named, and returns text or
 bytes; none talks to the server or writes a file (the command writes what ``render_files``
 returns). The chart needs matplotlib (the ``charts`` extra).
+
+A step with failed requests gets a line under the table (how many, the first one's HTTP status
+and the start of its answer, control characters escaped: ``formats/safe.printable``), and the
+verdict says why no knee is drawn when a step had more than 1 % (``plan.ramp.errors_verdict``).
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from typing import Any
 
 from vllm_ledger.errors import MissingExtra
 from vllm_ledger.formats import csvout
+from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import aligned
-from vllm_ledger.plan.ramp import Knee, StepResult
+from vllm_ledger.plan.ramp import Knee, StepResult, error_text, errors_verdict
 
 
 def _ms(x: float | None) -> str:
@@ -46,6 +51,7 @@ COLUMNS = (
     "KV max %",
     "waiting max",
 )
+CSV_COLUMNS = (*COLUMNS, "first error status", "first error")
 
 
 def table_rows(steps: Sequence[StepResult]) -> list[list[str]]:
@@ -68,14 +74,32 @@ def table_rows(steps: Sequence[StepResult]) -> list[list[str]]:
     ]
 
 
+def error_lines(steps: Sequence[StepResult]) -> list[str]:
+    """A line per step with failed requests: how many, and the first one (escaped)."""
+    return [
+        printable(
+            f"errors at concurrency {s.concurrency}: {s.errors} of {s.requests} requests "
+            f"({s.error_fraction * 100:.1f} %), first {error_text(s)}"
+        )
+        for s in steps
+        if s.errors
+    ]
+
+
 def render_table(steps: Sequence[StepResult], knee: Knee | None) -> str:
-    """The steps as a terminal table, every column right-aligned, then the knee."""
+    """The steps as a terminal table, every column right-aligned, a line per step with errors,
+    then the verdict."""
     lines = aligned([list(COLUMNS), *table_rows(steps)], right=range(len(COLUMNS)), safe=True)
-    lines.append(knee_text(knee))
+    lines += error_lines(steps)
+    lines.append(knee_text(knee, steps))
     return "\n".join(lines) + "\n"
 
 
-def knee_text(knee: Knee | None) -> str:
+def knee_text(knee: Knee | None, steps: Sequence[StepResult] = ()) -> str:
+    """The verdict: the knee, not reached, or none drawn and why (too many errors)."""
+    refused = errors_verdict(steps)
+    if refused is not None:
+        return printable(f"knee: {refused}")
     if knee is None:
         return "knee: not reached (throughput still rising, KV-cache usage under 90 %)"
     return f"knee: concurrency {knee.concurrency}: {knee.reason}"
@@ -178,6 +202,8 @@ def render_html(steps: Sequence[StepResult], knee: Knee | None, title: str, svg:
         "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
         for row in table_rows(steps)
     )
+    verdict = [*error_lines(steps), knee_text(knee, steps)]
+    notes = "".join(f"<p>{html.escape(x)}</p>" for x in verdict)
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title>"
@@ -187,7 +213,7 @@ def render_html(steps: Sequence[StepResult], knee: Knee | None, title: str, svg:
         "th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}</style>"
         "</head><body>"
         f'<h1 style="font-size:18px">{html.escape(title)}</h1>'
-        f"<p>{html.escape(knee_text(knee))}</p>"
+        f"{notes}"
         f'<div class="chart">{svg}</div>'
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         "</body></html>\n"
@@ -198,9 +224,13 @@ OUTPUT_NAMES = tuple(f"ramp.{k}" for k in ("png", "html", "json", "csv"))
 
 
 def render_json(steps: Sequence[StepResult], knee: Knee | None, title: str) -> str:
+    """``knee`` (null when not reached or not drawn), ``verdict`` (the line the table ends
+    with), ``errors_over_limit`` (a step had more than 1 % errors: no knee drawn)."""
     doc = {
         "title": title,
         "knee": None if knee is None else asdict(knee),
+        "verdict": knee_text(knee, steps),
+        "errors_over_limit": errors_verdict(steps) is not None,
         "steps": [
             {**asdict(s), "throughput_tokens_per_s": s.throughput_tokens_per_s} for s in steps
         ],
@@ -212,10 +242,14 @@ def render_csv(steps: Sequence[StepResult]) -> str:
     """The table's rows in the one CSV dialect (``formats/csvout.py``: formula-safe cells, ``\\n``
     line ends), a figure with no value an empty cell."""
     return csvout.render(
-        COLUMNS,
+        CSV_COLUMNS,
         (
-            {c: None if v == "-" else v for c, v in zip(COLUMNS, row, strict=True)}
-            for row in table_rows(steps)
+            {
+                **{c: None if v == "-" else v for c, v in zip(COLUMNS, row, strict=True)},
+                "first error status": s.first_error_status,
+                "first error": s.first_error or None,
+            }
+            for s, row in zip(steps, table_rows(steps), strict=True)
         ),
     )
 
@@ -236,7 +270,9 @@ def render_files(steps: Sequence[StepResult], knee: Knee | None, title: str) -> 
 
 __all__ = [
     "COLUMNS",
+    "CSV_COLUMNS",
     "OUTPUT_NAMES",
+    "error_lines",
     "figure",
     "knee_text",
     "render_csv",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from vllm_ledger.formats.ramp import knee_text, render_csv, render_json, render_table
 from vllm_ledger.plan.ramp import Knee, StepResult
@@ -34,7 +35,44 @@ def test_every_column_is_right_aligned_under_its_heading() -> None:
 def test_csv_and_json_carry_the_same_steps() -> None:
     steps = [_step(1, 1000, 1000)]
     # The one CSV dialect (formats/csvout.py): a figure with no value is an empty cell.
-    assert render_csv(steps).splitlines()[1] == "1,62,0,10.0,1000,1000,100.0,10,,5,50.0,"
+    # No error: the first error's status and text are empty cells too.
+    assert render_csv(steps).splitlines()[1] == "1,62,0,10.0,1000,1000,100.0,10,,5,50.0,,,"
     assert render_csv(steps).endswith(",\n") and "\r" not in render_csv(steps)
     doc = json.loads(render_json(steps, None, "t"))
     assert doc["knee"] is None and doc["steps"][0]["throughput_tokens_per_s"] == 100.0
+    assert doc["errors_over_limit"] is False and doc["verdict"].startswith("knee: not reached")
+
+
+def _failing(
+    c: int, requests: int, errors: int, text: str = '{"error":"Unauthorized"}'
+) -> StepResult:
+    ok = _step(c, 16 * (requests - errors), 16 * (requests - errors))
+    return replace(ok, requests=requests, errors=errors, first_error_status=401, first_error=text)
+
+
+def test_a_step_with_errors_is_reported_and_over_1_percent_draws_no_knee() -> None:
+    steps = [_failing(1, 100, 1), _failing(2, 200, 200)]
+    lines = render_table(steps, None).splitlines()
+    assert lines[3:] == [
+        "errors at concurrency 1: 1 of 100 requests (1.0 %), first HTTP 401: "
+        '{"error":"Unauthorized"}',
+        "errors at concurrency 2: 200 of 200 requests (100.0 %), first HTTP 401: "
+        '{"error":"Unauthorized"}',
+        "knee: none drawn: 200 of 200 requests failed at concurrency 2 (100.0 %, over 1 %), "
+        'first HTTP 401: {"error":"Unauthorized"}; the figures are those of the requests that '
+        "did not fail: fix the cause (an API key: --api-key-file or VLLM_API_KEY) and run again",
+    ]
+    doc = json.loads(render_json(steps, None, "t"))
+    assert doc["errors_over_limit"] is True and doc["verdict"] == lines[-1]
+    assert doc["steps"][1]["first_error_status"] == 401
+    row = render_csv(steps).splitlines()[2]
+    assert row.endswith(',401,"{""error"":""Unauthorized""}"'), row
+
+
+def test_an_error_text_from_the_server_is_shown_escaped() -> None:
+    hostile = "\x1b]0;owned\x07\x1b[2J<script>\n=cmd"
+    steps = [_failing(1, 10, 10, hostile)]
+    table = render_table(steps, None)
+    assert "\x1b" not in table and "\x07" not in table
+    assert "\\x1b]0;owned\\x07\\x1b[2J<script>\\x0a=cmd" in table
+    assert "\x1b" not in render_csv(steps) and "\x1b" not in knee_text(None, steps)
