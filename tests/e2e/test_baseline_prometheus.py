@@ -1,4 +1,5 @@
-"""`advise --baseline 3d` against a real Prometheus holding three days of backfilled samples.
+"""`advise --baseline 3d` against a real Prometheus holding three days of backfilled samples,
+and holding two hours or two minutes only (a warning with the span; no thresholds under 1 h).
 
 An OpenMetrics file with a sample every 60 s for three days (vLLM's TTFT histogram, KV-cache
 usage and waiting requests, two servers with known values) goes through `promtool tsdb
@@ -127,6 +128,10 @@ def test_baseline_thresholds_equal_the_hand_computed_figures(tmp_path: Path) -> 
         assert g["kv_samples"] == n, inst
     assert doc["kv_metric"] == "vllm:kv_cache_usage_perc"
     assert doc["window_seconds"] == 3 * DAY_S
+    # The history: the first and last sample (3 days less 15 min covers the window: no warning).
+    assert (doc["history"]["first"], doc["history"]["last"]) == (first, last)
+    assert doc["history"]["warning"] is None and doc["no_thresholds"] is None
+    assert text.splitlines()[1] == ""
 
     # The thresholds, from the highest server (gpu1), by hand.
     assert kv["gpu1:8000"] > kv["gpu2:8000"] and waiting["gpu1:8000"] > 0
@@ -158,3 +163,68 @@ def test_baseline_thresholds_equal_the_hand_computed_figures(tmp_path: Path) -> 
     rules = "\n".join(p.read_text() for p in (tmp_path / "mon").rglob("*.yml"))
     assert "> 2.63" in rules, rules[:2000]
     assert f"> {want_kv:g}" in rules
+
+
+def _serve_history(tmp_path: Path, minutes: int) -> Prometheus:
+    """A real Prometheus holding ``minutes`` of samples, every 60 s, ending 1 min ago."""
+    tmp_path.mkdir()
+    now = int(time.time()) // STEP_S * STEP_S
+    times = list(range(now - 60 - minutes * 60, now - 60 + 1, STEP_S))
+    om = tmp_path / "short.om"
+    om.write_text(_openmetrics(times))
+    made = promtool("tsdb", "create-blocks-from", "openmetrics", str(om), str(tmp_path / "tsdb"))
+    assert made.returncode == 0, made.stderr + made.stdout
+    config = tmp_path / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 15s\nscrape_configs: []\n")
+    return Prometheus(config, tmp_path / "tsdb", tmp_path / "prometheus.log").start()
+
+
+@pytest.mark.e2e
+def test_baseline_on_a_short_history_warns_and_under_an_hour_proposes_nothing(
+    tmp_path: Path,
+) -> None:
+    two_hours = _serve_history(tmp_path / "2h", 120)
+    try:
+        code, text, err = run_cli("advise", "--baseline", "3d", "--prometheus", two_hours.url)
+        assert (code, err) == (0, ""), err
+        code, flags, err = run_cli(
+            "advise", "--baseline", "3d", "--prometheus", two_hours.url, "--emit-flags"
+        )
+        assert code == 0
+    finally:
+        two_hours.stop()
+    lines = text.splitlines()
+    assert lines[0].startswith("baseline over 3 days: ")
+    assert re.fullmatch(r"baseline: asked 3 days, had 2 h of history \(.+ \.\. .+\)", lines[1])
+    assert "as flags: vllm-ledger observability --ttft-p99-seconds 2.63" in text
+    assert err == "vllm-ledger advise: baseline: asked 3 days, had 2 h of history\n"
+    assert flags.startswith("vllm-ledger observability --ttft-p99-seconds 2.63 ")
+
+    two_minutes = _serve_history(tmp_path / "2m", 2)
+    try:
+        code, text, err = run_cli("advise", "--baseline", "3d", "--prometheus", two_minutes.url)
+        assert (code, err) == (0, ""), err
+        code, out, _err = run_cli(
+            "advise", "--baseline", "3d", "--prometheus", two_minutes.url, "--json"
+        )
+        assert code == 0
+        code, flags, err = run_cli(
+            "advise", "--baseline", "3d", "--prometheus", two_minutes.url, "--emit-flags"
+        )
+        assert code == 0
+    finally:
+        two_minutes.stop()
+    lines = text.splitlines()
+    assert lines[1].startswith("baseline: asked 3 days, had 2 min of history (")
+    assert lines[-1].startswith("no thresholds: 2 min of history is under the 1 h minimum")
+    assert "--ttft-p99-seconds" not in text  # the readings shown, no threshold from them
+    assert re.search(r"^gpu1:8000  qwen3-8b +\d", text, re.MULTILINE), text
+    doc = json.loads(out)
+    assert doc["history"]["seconds"] == 120 and doc["history"]["minimum_seconds"] == 3600
+    assert doc["thresholds"] == {} and doc["observability_flags"] == []
+    assert doc["no_thresholds"] == lines[-1]
+    assert flags == "vllm-ledger observability\n"  # observability keeps its defaults
+    assert err.splitlines() == [
+        "vllm-ledger advise: baseline: asked 3 days, had 2 min of history",
+        f"vllm-ledger advise: {lines[-1]}",
+    ]

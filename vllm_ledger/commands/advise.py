@@ -26,7 +26,7 @@ from vllm_ledger.formats.advise import (
     render_text,
 )
 from vllm_ledger.plan.advise import Thresholds, advise, take_readings
-from vllm_ledger.plan.baseline import derive, read_baseline
+from vllm_ledger.plan.baseline import derive, history_warning, no_thresholds_reason, read_baseline
 from vllm_ledger.units import format_duration
 
 NAME = "advise"
@@ -41,7 +41,10 @@ EPILOG = """example:
       --prometheus http://127.0.0.1:9090 --emit-flags | cut -d' ' -f3-)
 The rules, their thresholds and the actions, and how a baseline's thresholds are derived:
 docs/cost-and-capacity.md. A baseline's window is shown with its offset, in --tz, else
-$VLLM_LEDGER_TZ, else this machine's zone ($TZ, /etc/localtime, UTC).
+$VLLM_LEDGER_TZ, else this machine's zone ($TZ, /etc/localtime, UTC). When Prometheus holds
+less history than --baseline asks, a warning line says how much it had ("baseline: asked 3
+days, had 2 min of history"); under 1 hour of history no threshold is proposed (the text
+says why; --emit-flags prints no flag, so observability keeps its defaults).
 exit status: 0 printed, 2 a bad flag or Prometheus/metrics could not be read
 """
 
@@ -122,7 +125,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         type=duration("--baseline", 3600, 90 * 86400, "3d"),
         metavar="DURATION",
         help="instead of the rules: read this much history from --prometheus (TTFT P99, "
-        "KV-cache and queue P99 per server) and print alert thresholds derived from it",
+        "KV-cache and queue P99 per server) and print alert thresholds derived from it; "
+        "less history than asked is a warning, under 1h of history no thresholds",
     )
     p.add_argument(
         "--emit-flags",
@@ -150,8 +154,13 @@ def _baseline(args: argparse.Namespace) -> int:
             "that much history (--storage.tsdb.retention.time)",
             args.prometheus,
         )
-    thresholds = derive(base)
+    thresholds = () if no_thresholds_reason(base) else derive(base)
     if args.emit_flags:
+        # Only flags on stdout (it is pasted into observability's command line): what the
+        # history lacked goes to stderr.
+        for note in (history_warning(base), no_thresholds_reason(base)):
+            if note is not None:
+                sys.stderr.write(f"vllm-ledger advise: {note}\n")
         out = flags_line(thresholds) + "\n"
     elif args.json:
         out = render_baseline_json(base, thresholds)

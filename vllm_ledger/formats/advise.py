@@ -15,7 +15,15 @@ from typing import Any
 
 from vllm_ledger.formats.table import aligned
 from vllm_ledger.plan.advise import Advice
-from vllm_ledger.plan.baseline import Baseline, Threshold, observability_flags
+from vllm_ledger.plan.baseline import (
+    MIN_HISTORY_S,
+    Baseline,
+    Threshold,
+    history_warning,
+    no_thresholds_reason,
+    observability_flags,
+    window_words,
+)
 from vllm_ledger.units import format_instant
 
 DIGITS = 4  # readings in JSON: enough for a percentage to a hundredth of a point
@@ -137,14 +145,18 @@ def flags_line(thresholds: Sequence[Threshold]) -> str:
 def render_baseline_text(
     b: Baseline, thresholds: Sequence[Threshold], tz: tzinfo = timezone.utc
 ) -> str:
-    """The window (its edges in ``tz``, with their offset), the servers' baselines and the
-    thresholds derived from them."""
+    """The window (its edges in ``tz``, with their offset), a warning when the history held is
+    shorter than asked, the servers' baselines and the thresholds derived from them, or why
+    none is proposed (under ``MIN_HISTORY_S`` of history)."""
     start = b.end_ts - b.window_seconds
     lines = [
-        f"baseline over {b.window_seconds / 86400:g} days: {format_instant(start, tz)} .. "
-        f"{format_instant(b.end_ts, tz)} from Prometheus {b.url}",
-        "",
+        f"baseline over {window_words(b)}: {format_instant(start, tz)} .. "
+        f"{format_instant(b.end_ts, tz)} from Prometheus {b.url}"
     ]
+    warning = history_warning(b)
+    if warning is not None:
+        lines.append(warning + _history_edges(b, tz))
+    lines.append("")
     # Instance and model are Prometheus label values: shown escaped, aligned by display width.
     rows = [["instance", "model_name", "TTFT P99", "KV-cache P99", "waiting P99", "KV samples"]]
     for g in b.groups:
@@ -159,6 +171,9 @@ def render_baseline_text(
             ]
         )
     lines += aligned(rows, right={2, 3, 4, 5}, safe=True)
+    if not thresholds:
+        reason = no_thresholds_reason(b) or "no thresholds"
+        return "\n".join([*lines, "", reason]) + "\n"
     lines += ["", "thresholds (from the highest baseline of the servers above):"]
     for t in thresholds:
         name, base_fmt, value_fmt = _SHOWN[t.name]
@@ -171,6 +186,12 @@ def render_baseline_text(
             )
     lines += ["", "as flags: " + flags_line(thresholds)]
     return "\n".join(lines) + "\n"
+
+
+def _history_edges(b: Baseline, tz: tzinfo) -> str:
+    if b.first_ts is None or b.last_ts is None:
+        return ""
+    return f" ({format_instant(b.first_ts, tz)} .. {format_instant(b.last_ts, tz)})"
 
 
 def _r(x: float | None) -> float | None:
@@ -196,6 +217,14 @@ def baseline_dict(b: Baseline, thresholds: Sequence[Threshold]) -> dict[str, Any
             }
             for g in b.groups
         ],
+        "history": {
+            "first": None if b.first_ts is None else round(b.first_ts, 3),
+            "last": None if b.last_ts is None else round(b.last_ts, 3),
+            "seconds": None if b.history_seconds is None else round(b.history_seconds, 3),
+            "minimum_seconds": MIN_HISTORY_S,
+            "warning": history_warning(b),
+        },
+        "no_thresholds": None if thresholds else no_thresholds_reason(b) or "no thresholds",
         "thresholds": {
             t.name: {"flag": t.flag, "baseline": _r(t.baseline), "value": t.value, "rule": t.rule}
             for t in thresholds

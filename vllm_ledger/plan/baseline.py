@@ -28,6 +28,14 @@ The thresholds (``derive``, pure), from the highest baseline over the groups, be
 - waiting: baseline x 1.5, rounded up to a whole request (0 stays 0: any queue is news).
 
 "Rounded up" never lands below the exact figure, so a threshold is never inside the baseline.
+
+How much history the window really held: the first and last sample of vLLM's waiting-requests
+gauge in it (``min``/``max`` over a subquery of ``timestamp()``, at most ``HISTORY_POINTS``
+steps, so exact to a step: 1 s for an hour, 52 s for three days). A history shorter than
+``COVERED_FRACTION`` of the window asked is a warning (``history_warning``); one shorter than
+``MIN_HISTORY_S`` (1 hour) proposes no thresholds (``no_thresholds_reason``): the P99 of a few
+minutes is one moment's load, not an everyday range, and a threshold just above it would fire
+on the first busy hour.
 """
 
 from __future__ import annotations
@@ -46,6 +54,10 @@ from vllm_ledger.plan import prom
 from vllm_ledger.units import format_duration
 
 GROUP = ("instance", "model_name")
+MIN_HISTORY_S = 3600.0  # under this much history: no thresholds (docs/cost-and-capacity.md)
+COVERED_FRACTION = 0.95  # a history shorter than this share of the window asked: a warning
+HISTORY_POINTS = 5000  # the subquery's steps over the window, at most
+HISTORY_METRIC = VLLM_NUM_REQUESTS_WAITING  # a gauge every vLLM serves, each scrape
 QUANTILE = 0.99
 TTFT_FACTOR = 1.5
 WAITING_FACTOR = 1.5
@@ -71,6 +83,15 @@ class Baseline:
     groups: tuple[GroupBaseline, ...]
     kv_metric: str | None  # the KV gauge that answered
     queries: tuple[str, ...]
+    first_ts: float | None = None  # the window's first and last sample of HISTORY_METRIC
+    last_ts: float | None = None
+
+    @property
+    def history_seconds(self) -> float | None:
+        """How much history the window held; None: no sample to tell by."""
+        if self.first_ts is None or self.last_ts is None or self.last_ts < self.first_ts:
+            return None
+        return self.last_ts - self.first_ts
 
     def highest(self, field: str) -> float | None:
         got = [getattr(g, field) for g in self.groups if getattr(g, field) is not None]
@@ -125,6 +146,46 @@ def derive(b: Baseline) -> tuple[Threshold, ...]:
     )
 
 
+def _span(seconds: float) -> str:
+    """A window or a history in words: ``3 days``, ``1 day``, else ``2 min``, ``1 h 30 min``."""
+    days = seconds / 86400
+    if days == int(days) and days >= 1:
+        return f"{days:g} day{'s' if days != 1 else ''}"
+    return format_duration(round(seconds), "words")
+
+
+def window_words(b: Baseline) -> str:
+    return _span(b.window_seconds)
+
+
+def history_warning(b: Baseline) -> str | None:
+    """``baseline: asked 3 days, had 2 min of history``, when the history held is shorter than
+    ``COVERED_FRACTION`` of the window asked (or unknown); None when it covers the window."""
+    had = b.history_seconds
+    if had is None:
+        return (
+            f"baseline: asked {window_words(b)}, found no sample of {HISTORY_METRIC} to "
+            "tell how much history Prometheus holds"
+        )
+    if had >= COVERED_FRACTION * b.window_seconds:
+        return None
+    return f"baseline: asked {window_words(b)}, had {_span(had)} of history"
+
+
+def no_thresholds_reason(b: Baseline) -> str | None:
+    """Why no threshold is proposed (under ``MIN_HISTORY_S`` of history, or none known), or
+    None when the history is long enough to derive them."""
+    had = b.history_seconds
+    if had is not None and had >= MIN_HISTORY_S:
+        return None
+    much = "no known history" if had is None else f"{_span(had)} of history"
+    return (
+        f"no thresholds: {much} is under the {_span(MIN_HISTORY_S)} minimum (a short span is "
+        "one moment's load, not an everyday range): keep observability's defaults and ask "
+        f"again when Prometheus has scraped vLLM for {window_words(b)}"
+    )
+
+
 def observability_flags(thresholds: Sequence[Threshold]) -> list[str]:
     """``vllm-ledger observability``'s flags for the thresholds that have a value."""
     out: list[str] = []
@@ -152,6 +213,28 @@ def queries(window: str) -> dict[str, str]:
             f"sum by ({by}) (quantile_over_time({QUANTILE}, {VLLM_NUM_REQUESTS_WAITING}[{window}]))"
         ),
     }
+
+
+def history_queries(window_s: float) -> tuple[str, str]:
+    """The PromQL of the window's first and last sample of ``HISTORY_METRIC``: the earliest
+    and latest ``timestamp()`` over a subquery of at most ``HISTORY_POINTS`` steps."""
+    window = format_duration(window_s, "range")
+    step = f"{max(1, math.ceil(window_s / HISTORY_POINTS))}s"
+    ts = f"timestamp({HISTORY_METRIC})[{window}:{step}]"
+    return f"min(min_over_time({ts}))", f"max(max_over_time({ts}))"
+
+
+def _history(
+    url: str, window_s: float, end: float, fetch: prom.Fetch
+) -> tuple[float | None, float | None, tuple[str, str]]:
+    """The first and last sample instants of the window (None: no sample), and the queries."""
+    asked = history_queries(window_s)
+    got: list[float | None] = []
+    for expr in asked:
+        values = [v for _labels, v in prom.vector_query(url, expr, end, fetch)]
+        ok = [v for v in values if math.isfinite(v) and end - window_s - 1 <= v <= end + 1]
+        got.append(ok[0] if ok else None)
+    return got[0], got[1], asked
 
 
 def _key(labels: dict[str, str]) -> tuple[str, str]:
@@ -200,15 +283,24 @@ def read_baseline(
         )
         for k in keys
     )
-    return Baseline(url, float(window_s), end, groups, kv_metric, tuple(asked))
+    first, last, history_asked = _history(url, window_s, end, fetch)
+    return Baseline(
+        url, float(window_s), end, groups, kv_metric, (*asked, *history_asked), first, last
+    )
 
 
 __all__ = [
+    "COVERED_FRACTION",
+    "MIN_HISTORY_S",
     "Baseline",
     "GroupBaseline",
     "Threshold",
     "derive",
+    "history_queries",
+    "history_warning",
+    "no_thresholds_reason",
     "observability_flags",
     "queries",
     "read_baseline",
+    "window_words",
 ]

@@ -13,19 +13,28 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import run_cli
-from vllm_ledger.formats.advise import flags_line, render_baseline_text
+from vllm_ledger.formats.advise import flags_line, render_baseline_json, render_baseline_text
 from vllm_ledger.plan.baseline import (
     Baseline,
     GroupBaseline,
     derive,
+    history_queries,
+    history_warning,
+    no_thresholds_reason,
     observability_flags,
     queries,
     read_baseline,
 )
 
+END = 1_796_100_000
 
-def _base(*groups: GroupBaseline) -> Baseline:
-    return Baseline("http://p:9090", 259200, 1_796_100_000, groups, "vllm:kv_cache_usage_perc", ())
+
+def _base(*groups: GroupBaseline, history_s: float = 259200 - 60) -> Baseline:
+    """Three days asked, ``history_s`` of samples held up to 15 s before the end."""
+    return Baseline(
+        "http://p:9090", 259200, END, groups, "vllm:kv_cache_usage_perc", (),
+        first_ts=END - 15 - history_s, last_ts=END - 15,
+    )  # fmt: skip
 
 
 def _g(inst: str, ttft: float | None, kv: float | None, wait: float | None) -> GroupBaseline:
@@ -119,6 +128,69 @@ def test_read_baseline_asks_at_the_windows_end_and_falls_back_to_the_old_kv_name
         GroupBaseline("a", "m", 1.5, 0.4, 2.0, 4320),
         GroupBaseline("b", "m", None, None, 0.0, 0),
     )
+
+
+def test_a_history_shorter_than_asked_is_a_warning_with_its_span() -> None:
+    groups = (_g("a", 0.8, 0.7, 3),)
+    full = _base(*groups)
+    assert history_warning(full) is None and no_thresholds_reason(full) is None
+    two_days = _base(*groups, history_s=2 * 86400)
+    assert history_warning(two_days) == "baseline: asked 3 days, had 2 days of history"
+    assert no_thresholds_reason(two_days) is None  # over the 1 h minimum: thresholds, warned
+    text = render_baseline_text(two_days, derive(two_days))
+    assert text.splitlines()[1] == (
+        "baseline: asked 3 days, had 2 days of history "
+        "(2026-11-29 04:39:45 +00:00 .. 2026-12-01 04:39:45 +00:00)"
+    )
+    assert "as flags: vllm-ledger observability --ttft-p99-seconds 1.2" in text
+
+
+def test_under_an_hour_of_history_no_thresholds_are_proposed() -> None:
+    groups = (_g("a", 0.01, 0.05, 0),)
+    short = _base(*groups, history_s=120)
+    assert history_warning(short) == "baseline: asked 3 days, had 2 min of history"
+    reason = no_thresholds_reason(short)
+    assert reason == (
+        "no thresholds: 2 min of history is under the 1 h minimum (a short span is one "
+        "moment's load, not an everyday range): keep observability's defaults and ask again "
+        "when Prometheus has scraped vLLM for 3 days"
+    )
+    text = render_baseline_text(short, ())
+    assert text.endswith("\n\n" + reason + "\n") and "as flags" not in text
+    assert "--ttft-p99-seconds" not in text
+    doc = json.loads(render_baseline_json(short, ()))
+    assert doc["thresholds"] == {} and doc["observability_flags"] == []
+    assert doc["no_thresholds"] == reason
+    assert doc["history"] == {
+        "first": END - 135, "last": END - 15, "seconds": 120, "minimum_seconds": 3600,
+        "warning": "baseline: asked 3 days, had 2 min of history",
+    }  # fmt: skip
+    # Exactly the minimum is enough; no sample at all is not.
+    assert no_thresholds_reason(_base(*groups, history_s=3600)) is None
+    unknown = Baseline("http://p:9090", 3600, END, groups, None, ())
+    assert (no_thresholds_reason(unknown) or "").startswith("no thresholds: no known history")
+    assert (history_warning(unknown) or "").endswith("to tell how much history Prometheus holds")
+
+
+def test_the_history_is_the_first_and_last_sample_of_the_waiting_gauge() -> None:
+    first_q, last_q = history_queries(259200)
+    assert first_q == (
+        "min(min_over_time(timestamp(vllm:num_requests_waiting)[259200s:52s]))"
+    )  # fmt: skip
+    assert last_q == "max(max_over_time(timestamp(vllm:num_requests_waiting)[259200s:52s]))"
+    assert history_queries(3600)[0].endswith("[3600s:1s]))")
+    answers: dict[str, list[dict[str, object]]] = {
+        queries("3600s")["waiting"]: [_series("a", "0")],
+        first_q.replace("259200s:52s", "3600s:1s"): [{"metric": {}, "value": [1, "996800"]}],
+        last_q.replace("259200s:52s", "3600s:1s"): [{"metric": {}, "value": [1, "996920"]}],
+    }
+    clock = lambda: 1_000_000.0  # noqa: E731
+    b = read_baseline("http://p:9090", 3600, fetch=_fake(answers, []), clock=clock)
+    assert (b.first_ts, b.last_ts, b.history_seconds) == (996800.0, 996920.0, 120.0)
+    # An instant outside the window is no answer (a Prometheus that answers anything).
+    answers[last_q.replace("259200s:52s", "3600s:1s")] = [{"metric": {}, "value": [1, "0.5"]}]
+    b = read_baseline("http://p:9090", 3600, fetch=_fake(answers, []), clock=clock)
+    assert b.last_ts is None and b.history_seconds is None
 
 
 def test_cli_errors() -> None:
