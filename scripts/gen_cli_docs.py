@@ -35,7 +35,8 @@ A command line that is refused prints only its one error line.
 | an address to listen on | `--listen HOST:PORT` (`[::1]:9464` for IPv6; port 0: any free port) | `exporter --listen 0.0.0.0:9464` | `exporter`: `--host`, `--port` |
 | a config file read | JSON, or TOML (Python 3.11 or later), told apart by the suffix | `poll --config notify.json`, `cost --config prices.toml`, `render --host host.json` | `cost`: a YAML `--config` (prices.yaml) |
 | an instance | `--instance HOST:PORT` as `report --by instance` prints it, or a bare port | `report --instance gpu1:8000`, `status --instance 8000` | none |
-| an instant | Unix seconds, or ISO 8601 with a UTC offset, within 2000-2100; `--since`/`--until` also take a date (`2026-12-01`), a local time (`2026-12-01T08:00`), `today`, `yesterday` or a duration ago (`7d`, not reaching back before 2000-01-01), in the report's zone ([ledger.md](ledger.md#times-for---since-and---until)) | `--at`, `--since`, `--until`, `declare-stop --from` | none |
+| a time | one grammar for every flag that takes one, within 2000-2100: a date (`2026-12-01`, or `20261201`), a month (`2026-12`: its first day), a local time (`2026-12-01T08:00`, `2026-12-01 08:00`), ISO 8601 with an offset (`2026-12-01T08:00:00+08:00`, `...Z`), Unix seconds, `today`, `yesterday`, or a duration ago (`7d`, not reaching back before 2000-01-01); a date or local time is read in the command's zone, a range that ends before it starts and a period after the cutoff are said in that zone's words ([ledger.md](ledger.md#times-for---since---until---at-and---from)) | `report --at`, `--since`, `--until`, `export --since`, `timeline --at`, `cost --at`, `status --at`, `declare-stop --from`/`--until` | none (`--at` and `declare-stop` took only Unix seconds and ISO 8601 with an offset; `enforce --at` still does) |
+| a step | `--by hour`, `--by day`, `--by month`: where the zone's clock starts one, the same rows in `report`, `export` and `timeline` (with a key: `--by day,model`); `timeline --step DURATION` cuts fixed-length steps instead (`5m`, `1h`; `--step day` is `--by day`) | `report --by day --since 7d`, `export --by day,model`, `timeline --by hour --window today` | `export`: `--step day` (now `--by day,model,instance`) |
 | a time zone | `--tz ZONE`, an IANA name | `--tz Europe/Berlin` | none |
 
 Rules behind the table:
@@ -69,7 +70,9 @@ CSV_DIALECT = """\
   (`2026-11-30T09:00:00+08:00`) and `NAME_unix` in Unix seconds (`start`, `start_unix`,
   `cutoff`, `cutoff_unix`; `export` has `end`/`end_unix` for the step's end);
 - booleans are `true`/`false`; a ratio with a zero denominator is an empty cell (unknown,
-  never 0); problems are `code=n;code=n`;
+  never 0), and so is every figure of a row whose figures are unknown (no second of it vouched
+  for, nothing counted: its `figures` column says `unknown`; `--zeros` writes 0 there instead,
+  [ledger.md](ledger.md#unknown-is-never-zero)); problems are `code=n;code=n`;
 - text from a ledger (model and host names, keys) is terminal-safe (control characters shown as
   `\\x1b`) and **formula-safe**: a cell that starts with `=`, `+`, `-`, `@`, `|`, their
   full-width forms `＝` `＋` `－` `＠` (U+FF1D, U+FF0B, U+FF0D, U+FF20), or white space (a

@@ -82,7 +82,7 @@ def test_the_migration_back_fills_day_rows_for_an_old_file(
     for p in discover_paths([root]):
         with connect.open_read_only(p) as conn:
             names = [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY name")]
-            assert names == ["0001_initial", "0002_problem_seconds", "0003_daily"]
+            assert names[:3] == ["0001_initial", "0002_problem_seconds", "0003_daily"]
     for at in AT_CASES:
         assert _report(root, at) == want[at], at
 

@@ -189,10 +189,12 @@ def test_each_instance_flag_equals_its_by_instance_row(root: Path) -> None:
     steps = {
         x["key"]: [s["input"] for s in x["steps"]] for x in out_json(by_tl)["breakdown"]["rows"]
     }
+    # None: no second of the step vouched for by that instance and nothing counted (unknown,
+    # never 0; docs/ledger.md)
     assert steps == {
-        "gpu1:8000": [0, 0, 1000, 0, 500, 0],
-        "gpu1:8001": [0, 0, 0, 0, 0, 70],
-        "gpu2:8000": [0, 0, 0, 0, 0, 3],
+        "gpu1:8000": [None, 0, 1000, 0, 500, None],
+        "gpu1:8001": [None, None, None, 0, 0, 70],
+        "gpu2:8000": [None, None, None, None, None, 3],
     }
     # The status document's rows are per port: 8000 holds both hosts' instances.
     ports = {i["port"]: i for i in status_all["instances"]}
@@ -247,8 +249,8 @@ def test_an_instance_not_in_the_ledgers_is_all_uncovered_never_complete(root: Pa
     doc = out_json(r)
     assert doc["nothing_matched"]["reason"] == "no_match"
     assert doc["runs"] == 0
-    for w in doc["windows"].values():
-        assert (w["input"], w["output"], w["complete"]) == (0, 0, False)
+    for w in doc["windows"].values():  # unknown (null), never 0
+        assert (w["input"], w["output"], w["complete"]) == (None, None, False)
         assert w["uncovered_seconds"] == w["wall_seconds"]
 
 

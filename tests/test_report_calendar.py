@@ -143,7 +143,10 @@ def test_day_by_model_breaks_each_day_down(root: Path, capsys: pytest.CaptureFix
     assert rows["other"]["2026-11-01"] == 5 and rows["other"]["total"] == 5
     assert rows["tiny"]["2026-11-01"] == 1_111_000 and rows["tiny"]["total"] == 11_111_111
     only = _json(root, capsys, "--by", "day", "--model", "other", *SPAN)["windows"]
-    assert only["2026-11-01"]["input"] == 5 and only["2026-10-31"]["input"] == 0
+    # "other" ran on the 1st only: the 31st, no second of it vouched for by that model, is
+    # unknown (null), never 0
+    assert only["2026-11-01"]["input"] == 5 and only["2026-10-31"]["input"] is None
+    assert only["2026-10-31"]["figures"] == "unknown"
 
 
 def test_the_text_reads_like_a_ledger_one_line_a_day_and_a_total(

@@ -18,13 +18,14 @@ import pytest
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.cli import build_parser
+from vllm_ledger.units import TIME_FORMS
 
 END_TS = 1_796_000_000.0  # 2026-11-29T21:33:20Z
 START_TS = END_TS - 2 * 86400
 
 SHORTER = "give a shorter duration"
-OUTSIDE = "is outside 2000-2100: give Unix seconds or ISO 8601"
-AT_EXAMPLE = "e.g. --at 2026-11-29T08:00:00+08:00"
+OUTSIDE = f"is outside 2000-2100: give {TIME_FORMS}"
+AT_EXAMPLE = "e.g. --at 2026-11-29"
 # 1,000,000 and 300,000 days before the ledger's end, as Unix seconds (years -711 and 1205).
 AT_MINUS_711 = f"{END_TS - 1_000_000 * 86400:.0f}"
 AT_1205 = f"{END_TS - 300_000 * 86400:.0f}"
@@ -41,6 +42,15 @@ def before_2000(flag: str, value: str) -> str:
 def outside(flag: str, value: str) -> str:
     example = AT_EXAMPLE.replace("--at", flag)
     return f"{flag} {value!r} {OUTSIDE}, {example}"
+
+
+def outside_instant(flag: str, value: str) -> str:
+    """``enforce --at`` still takes Unix seconds or ISO 8601 with an offset only (it parses
+    before it knows a zone): its own words."""
+    return (
+        f"{flag} {value!r} is outside 2000-2100: give Unix seconds or ISO 8601, "
+        f"e.g. {flag} 2026-11-29T08:00:00+08:00"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +116,10 @@ CASES: list[tuple[str, list[str], str]] = [
     *((f"cost {' '.join(flags)}", ["cost", *flags], line) for flags, line in INSTANTS),
     *((f"status {' '.join(flags)}", ["status", *flags], line) for flags, line in INSTANTS),
     *(
+        (f"enforce --at {value}", ["enforce", "--at", value], outside_instant("--at", value))
+        for value in (AT_MINUS_711, "1205-01-01T00:00:00Z")
+    ),
+    *(
         (
             f"declare-stop {flag} {value}",
             [
@@ -157,6 +171,7 @@ def test_every_time_flag_of_every_command_is_covered() -> None:
         ("status", "--at"),
         ("declare-stop", "--from"),
         ("declare-stop", "--until"),
+        ("enforce", "--at"),
     }
 
 

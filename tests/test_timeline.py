@@ -170,11 +170,16 @@ def test_steps_sum_exactly_to_the_window(tmp_path: Path, at_offset: float) -> No
     rep = _json(tmp_path, "report", "--at", at)
     window, steps = tl["window"], tl["steps"]
     assert window["name"] == "7d"
-    for key in FIGURES:
-        assert sum(s[key] for s in steps) == window[key] == rep["windows"]["7d"][key], key
+    # A step nobody knows anything of is null (unknown), never 0: the others add up.
+    known = [s for s in steps if s["figures"] != "unknown"]
+    assert all(s[key] is None for s in steps if s not in known for key in FIGURES[:-1])
+    for key in FIGURES[:-1]:
+        assert sum(s[key] for s in known) == window[key] == rep["windows"]["7d"][key], key
+    uncovered = sum(s["uncovered_seconds"] for s in steps)
+    assert uncovered == window["uncovered_seconds"] == rep["windows"]["7d"]["uncovered_seconds"]
     assert window["input"] > 0 and window["uncovered_seconds"] > 0
     assert sum(u["seconds"] for u in tl["uncovered_spans"]) == window["uncovered_seconds"]
-    assert sum(s["decode_seconds"] for s in steps) == pytest.approx(window["decode_seconds"])
+    assert sum(s["decode_seconds"] for s in known) == pytest.approx(window["decode_seconds"])
     # The steps tile the window: contiguous, on the hour inside, partial at the ends.
     cutoff = int(AT + at_offset)
     assert steps[0]["start"] == window["start"] == cutoff - 7 * 86400
@@ -257,14 +262,19 @@ def test_csv_has_every_step(tmp_path: Path) -> None:
     assert [r["start"][11:16] for r in rows[:3]] == ["10:00", "12:00", "15:00"]
     rep = build_report([tmp_path], at_ts=AT, clock=lambda: AT)
     w = rep.window("24h")
-    assert sum(int(r["input"]) for r in rows) == w.input_tokens
+    assert sum(int(r["input"] or 0) for r in rows) == w.input_tokens  # unknown: empty
+    assert all(r["input"] == "" for r in rows if r["figures"] == "unknown")
     assert sum(int(r["uncovered_seconds"]) for r in rows) == w.uncovered_seconds
     # 10:00-12:00 holds events k = 0..3: prompts 100..103, cached 0+32+64+0, 4 requests
     # of 7..10 tokens decoded in 0.25 s each.
     assert rows[0]["input"] == "406" and rows[0]["cached"] == "96"
     assert rows[0]["hit_rate"] == str(round(96 / 406, 6)) and rows[0]["gen_speed"] == "30.0"
-    # The last hour had no traffic: ratios are blank (unknown), never 0.
-    assert (rows[-1]["input"], rows[-1]["hit_rate"], rows[-1]["gen_speed"]) == ("0", "", "")
+    # The last hour had no traffic, and a stale heartbeat vouches for none of it: its figures
+    # are blank (unknown), never 0.
+    assert (rows[-1]["input"], rows[-1]["hit_rate"], rows[-1]["figures"]) == ("", "", "unknown")
+    # An hour vouched for with no traffic is 0, its ratios blank (over zero).
+    quiet = [r for r in rows if r["complete"] == "true" and r["input"] == "0"]
+    assert all((r["hit_rate"], r["gen_speed"]) == ("", "") for r in quiet)
 
 
 def test_terminal_chart_fits_80_columns(tmp_path: Path) -> None:

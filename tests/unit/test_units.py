@@ -178,10 +178,13 @@ def test_only_digits_between_2000_and_2100_once_divided_are_milliseconds(
     assert str(e.value) == f"{value!r} looks like milliseconds: give seconds, e.g. {seconds}"
 
 
-def test_a_far_future_since_keeps_its_own_line() -> None:
-    with pytest.raises(BadArgument) as e:
-        units.time_spec("253402300799")
-    assert str(e.value) == f"'253402300799' {AFTER_2100}"
+def test_a_far_future_time_is_outside_2000_2100_as_every_form_says_it() -> None:
+    for value in ("253402300799", "2100-06-01T00:00:00Z", "2100-01", "21000101", "1999-12-31"):
+        with pytest.raises(BadArgument) as e:
+            units.time_spec(value)
+        assert str(e.value) == (
+            f"{value!r} is outside 2000-2100: give {units.TIME_FORMS}, e.g. 2026-11-29"
+        )
 
 
 # ---- numbers and text ------------------------------------------------------------------------
@@ -307,12 +310,28 @@ def test_time_spec_forms() -> None:
     assert units.time_spec("yesterday") == units.TimeSpec("yesterday", "day", days_back=1)
     assert units.time_spec("7d") == units.TimeSpec("7d", "ago", seconds=7 * 86400)
     assert units.time_spec("90m").seconds == 5400
+    # ccusage's YYYYMMDD (never Unix seconds: eight digits are before 2000) and a month
+    assert units.time_spec("20261201") == units.TimeSpec(
+        "20261201", "local", local=datetime(2026, 12, 1), date_only=True
+    )
+    assert units.time_spec("2026-12") == units.TimeSpec(
+        "2026-12", "local", local=datetime(2026, 12, 1), date_only=True
+    )
+    # any ISO 8601 time without an offset is a local time; with one (or Z), an instant
+    assert units.time_spec("2026-12-01T08:00:00.5").local == datetime(2026, 12, 1, 8, 0, 0, 500000)
+    assert units.time_spec("2026-12-01T00:00:00Z").ts == 1_796_083_200
+    assert units.time_spec(" 1796000000.5 ").ts == 1_796_000_000.5
 
 
 def test_time_spec_refusals() -> None:
     forms = units.TIME_FORMS
     refusals = {
         "2026-13-01": f"'2026-13-01' is not a date: give {forms}, e.g. 2026-11-29",
+        "20261301": f"'20261301' is not a date: give {forms}, e.g. 2026-11-29",
+        "2026-13": f"'2026-13' is not a date: give {forms}, e.g. 2026-11-29",
+        "19991231": f"'19991231' is outside 2000-2100: give {forms}, e.g. 2026-11-29",
+        "2026-12-01T25:00": f"'2026-12-01T25:00' is not a time: give {forms}, e.g. 2026-11-29",
+        "nan": f"'nan' is not a time: give {forms}, e.g. 2026-11-29",
         "tomorrow-ish": f"'tomorrow-ish' is not a time: give {forms}, e.g. 2026-11-29",
         "0s": f"'0s' is not a duration above 0: give {forms}, e.g. 2026-11-29",
         "1999-12-31": f"'1999-12-31' is outside 2000-2100: give {forms}, e.g. 2026-11-29",

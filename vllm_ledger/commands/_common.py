@@ -570,6 +570,17 @@ def roots_of(args: argparse.Namespace) -> list[Path]:
     return roots
 
 
+def add_zeros(p: argparse.ArgumentParser) -> None:
+    """``--zeros``: print 0 where a figure is unknown (``read/known.py``), as every form of
+    ``report``, ``export`` and ``timeline`` does when asked."""
+    p.add_argument(
+        "--zeros",
+        action="store_true",
+        help="print 0 where a figure is unknown (no second of its window vouched for, nothing "
+        "counted) instead of ? (text), an empty cell (CSV) or null (JSON); see docs/ledger.md",
+    )
+
+
 def add_tz(p: argparse.ArgumentParser, what: str = "'today'") -> None:
     p.add_argument(
         "--tz",
@@ -629,16 +640,16 @@ def add_time(p: argparse.ArgumentParser) -> None:
     add_tz(p)
     p.add_argument(
         "--at",
-        type=at_time,
+        type=time_flag("--at"),
         metavar="TIME",
-        help="report as of TIME: Unix seconds or ISO 8601 (default: now)",
+        help=f"report as of TIME (default: now): {TIME_FLAG_HELP}",
     )
 
 
 def instant(flag: str) -> Callable[[str], float]:
-    """A point in time as argparse's ``type`` (``--at``, ``--since``, ``--from``...):
-    ``units.instant`` (Unix seconds or ISO 8601 with an offset, 2000-2100), or one line naming
-    ``flag`` and saying what is wrong."""
+    """A point in time as Unix seconds or ISO 8601 with an offset only (``units.instant``,
+    2000-2100), for a command that knows no zone when it parses; one line naming ``flag``
+    otherwise. Every command with a zone takes ``time_flag`` instead (the one grammar)."""
     return typed(flag, units.instant)
 
 
@@ -646,15 +657,41 @@ at_time = instant("--at")
 
 
 def time_flag(flag: str) -> Callable[[str], units.TimeSpec]:
-    """``--since``/``--until`` as argparse's ``type``: ``units.time_spec`` (every form of
-    ``units.TIME_FORMS``), resolved once the zone and the cutoff are known
-    (``read.periods.period_between``); one line naming ``flag`` otherwise."""
+    """Every flag that takes a time (``--since``, ``--until``, ``--at``, ``--from``) as
+    argparse's ``type``: ``units.time_spec`` (every form of ``units.TIME_FORMS``), resolved once
+    the zone and the cutoff are known (``resolve_flag``, ``read.periods.period_between``); one
+    line naming ``flag`` otherwise."""
     return typed(flag, units.time_spec)
 
 
+def resolve_flag(
+    spec: units.TimeSpec | None, flag: str, zone: str, now_ts: float | None = None
+) -> float | None:
+    """A time flag's value (``time_flag``) as Unix seconds: read in ``zone`` and, for ``7d``,
+    ``today`` and ``yesterday``, as of ``now_ts`` (default: the clock); None when not given. A
+    refusal (a local time the zone skips, a duration reaching back before 2000) names
+    ``flag``."""
+    if spec is None:
+        return None
+    import time
+
+    from vllm_ledger.read.periods import resolve_time
+
+    now = math.floor(time.time() if now_ts is None else now_ts)
+    argument = flag.lstrip("-")
+    with flag_names(**{argument: flag}):
+        return resolve_time(spec, now, zone_info(zone), argument=argument)
+
+
+def at_of(args: argparse.Namespace, zone: str) -> float | None:
+    """``--at`` as Unix seconds in the command's zone (None: now)."""
+    return resolve_flag(getattr(args, "at", None), "--at", zone)
+
+
 TIME_FLAG_HELP = (
-    "Unix seconds, ISO 8601, a date (2026-12-01) or local time (2026-12-01T08:00) in the zone, "
-    "today, yesterday, or a duration ago (7d); see docs/ledger.md"
+    "a date (2026-12-01, 20261201), a month (2026-12: its first day), a local time "
+    "(2026-12-01T08:00) in the zone, ISO 8601 with an offset, Unix seconds, today, yesterday, or "
+    "a duration ago (7d); see docs/ledger.md"
 )
 
 
@@ -675,18 +712,22 @@ def add_since_until(p: argparse.ArgumentParser, start: str, *, required: bool = 
     )
 
 
+TIME_FLAGS = {"since": "--since", "until": "--until", "from": "--from", "at": "--at"}
+
+
 @contextmanager
-def since_until_flags() -> Iterator[None]:
-    """Within the block, a refusal of ``since``/``until`` as they were resolved (a local time a
-    DST change skips, an end not after the start) is worded with the flags."""
+def since_until_flags(flags: Mapping[str, str] = TIME_FLAGS) -> Iterator[None]:
+    """Within the block, a refusal of a time as it was resolved (a local time a DST change
+    skips, a duration reaching back before 2000, an end not after its start) is worded with the
+    flags (``--until 2026-11-01 00:00:00 +08:00 is not after --since ...``)."""
     try:
         yield
     except BadArgument as exc:
-        if exc.argument == "until" and exc.what.startswith("until must be after since"):
+        if exc.argument not in flags:
+            raise
+        if exc.what.startswith(f"{exc.argument} ") and " is not after " in exc.what:
+            said = [with_flags(t, flags) for t in (exc.what, exc.hint, exc.example)]
             raise BadArgument(
-                "--until must be after --since: e.g. --since 2026-11-01 --until 2026-12-01 "
-                f"({exc.hint})"
+                said[0], hint=said[1], argument=exc.argument, value=exc.value, example=said[2]
             ) from None
-        if exc.argument in ("since", "until"):
-            raise flagged(exc, "--" + exc.argument) from None
-        raise
+        raise flagged(exc, flags[exc.argument]) from None

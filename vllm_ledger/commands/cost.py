@@ -10,6 +10,7 @@ from typing import Any
 from vllm_ledger.commands._common import (
     add_roots,
     add_time,
+    at_of,
     deprecate,
     file_flag,
     input_file,
@@ -40,6 +41,7 @@ from vllm_ledger.plan.prices import (
 from vllm_ledger.plan.usage import measure
 from vllm_ledger.read.ledgerset import LedgerSet, nothing_matched
 from vllm_ledger.read.periods import PERIOD_NAMES
+from vllm_ledger.read.zone import zone_info
 
 NAME = "cost"
 HELP = "cost per million tokens (allocation and usage bases) and the break-even vs a cloud API"
@@ -300,13 +302,14 @@ def run(args: argparse.Namespace) -> int:
     s = _prices(args)
     roots = roots_of(args)
     tz = zone_of(args, roots).name
+    at_ts = at_of(args, tz)
     try:
         measured = measure(
             roots,
             args.window,
             power_watts=s.power_watts,
             prometheus_url=s.prometheus_url,
-            at_ts=args.at,
+            at_ts=at_ts,
             tz=tz,
         )
     except BadArgument as exc:
@@ -325,8 +328,8 @@ def run(args: argparse.Namespace) -> int:
     cost = compute(measured.usage, s.prices, s.cloud)
     out = render_json(measured, cost) if args.json else render_text(measured, cost, tz)
     if args.json:
-        note_nothing_matched(nm)
+        note_nothing_matched(nm, zone_info(tz))
     elif nm is not None:
-        out = "\n".join([*nothing_matched_lines(nm), ""]) + "\n" + out
+        out = "\n".join([*nothing_matched_lines(nm, zone_info(tz)), ""]) + "\n" + out
     sys.stdout.write(out)
     return 0 if nm is None else EXIT_NOTHING_MATCHED

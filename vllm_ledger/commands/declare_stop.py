@@ -16,18 +16,22 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from vllm_ledger.commands._common import (
+    TIME_FLAG_HELP,
     add_roots,
     add_tz,
     flagged,
-    instant,
+    resolve_flag,
     roots_of,
+    since_until_flags,
     text,
+    time_flag,
     zone_of,
 )
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.format import declarations
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.periods import reversed_range
 from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.windows import Window
 from vllm_ledger.units import format_instant
@@ -38,10 +42,13 @@ EPILOG = """example (a planned upgrade, stopped cleanly at 02:00 and started aga
   vllm-ledger declare-stop --root /srv/artifacts/usage --instance gpu1:19001 \\
       --from 2026-11-30T02:00:00+08:00 --until 2026-11-30T02:40:00+08:00 \\
       --reason "upgrade vLLM 0.32 -> 0.33"
+  vllm-ledger declare-stop --root /srv/artifacts/usage --instance gpu1:19001 \\
+      --from "2026-11-30 02:00" --until "2026-11-30 02:40" --reason "upgrade"
 The declaration is appended to ROOT/declared-stops.jsonl. Refused when the ledger holds
 tokens or heartbeats of that instance in the stretch, when the stretch is in the future or
 starts before the instance's first recorded second, or when no ledger knows the instance.
-Times are echoed in the zone of the one rule (--tz, $VLLM_LEDGER_TZ, ROOT/zone, Asia/Shanghai;
+Times take the forms of report --since (a local time is read in the zone) and are echoed
+in the zone of the one rule (--tz, $VLLM_LEDGER_TZ, ROOT/zone, Asia/Shanghai;
 docs/ledger.md). `report --strict` ignores every declaration.
 exit status: 0 recorded, 2 a bad flag or a stop that cannot be declared (the line says why)
 """
@@ -60,17 +67,17 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--from",
         dest="from_ts",
         required=True,
-        type=instant("--from"),
+        type=time_flag("--from"),
         metavar="TIME",
-        help="when it stopped: Unix seconds or ISO 8601 with an offset",
+        help=f"when it stopped: {TIME_FLAG_HELP}",
     )
     p.add_argument(
         "--until",
         dest="until_ts",
         required=True,
-        type=instant("--until"),
+        type=time_flag("--until"),
         metavar="TIME",
-        help="when it was serving again (not in the future)",
+        help="when it was serving again (not in the future), in the same forms",
     )
     p.add_argument(
         "--reason",
@@ -86,13 +93,20 @@ def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int
     if len(roots) != 1:
         raise BadArgument("declare-stop writes into one root: pass --root DIR once")
     root: Path = roots[0]
-    tz = ZoneInfo(zone_of(args, roots).name)
+    zone = zone_of(args, roots).name
+    tz = ZoneInfo(zone)
 
     def when(ts: float) -> str:
         return format_instant(ts, tz)
 
     now = clock()
-    lo, hi = math.ceil(args.from_ts), math.floor(args.until_ts)
+    from_ts = resolve_flag(args.from_ts, "--from", zone, now)
+    until_ts = resolve_flag(args.until_ts, "--until", zone, now)
+    assert from_ts is not None and until_ts is not None  # both required
+    if until_ts <= from_ts:
+        with since_until_flags():
+            raise reversed_range(from_ts, until_ts, tz, ("from", "until"))
+    lo, hi = math.ceil(from_ts), math.floor(until_ts)
     if hi > now:
         raise BadArgument(f"--until {when(hi)} is in the future: declare a stop once it is over")
     decl = declarations.Declaration(

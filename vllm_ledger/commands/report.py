@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from zoneinfo import ZoneInfo
 
 from vllm_ledger import names
 from vllm_ledger.commands._common import (
@@ -11,6 +12,8 @@ from vllm_ledger.commands._common import (
     add_roots,
     add_since_until,
     add_time,
+    add_zeros,
+    at_of,
     flag_names,
     number,
     output_file,
@@ -28,6 +31,7 @@ from vllm_ledger.formats.whose_text import DEFAULT_TOP
 from vllm_ledger.read.ledgerset import LedgerSet, NothingMatched
 from vllm_ledger.read.periods import PERIOD_NAMES
 from vllm_ledger.read.whose_report import REPORT_BY_KEYS, WhoseReport, parse_by, report_by
+from vllm_ledger.read.zone import zone_info
 
 NAME = "report"
 HELP = "sum every ledger into today / 24h / 3d / 7d / total, with coverage"
@@ -42,15 +46,22 @@ EPILOG = """example:
   vllm-ledger report --root /srv/artifacts/usage --since 2026-11-01 --until 2026-12-01
   vllm-ledger report --root /srv/artifacts/usage --since yesterday --tz America/New_York
   vllm-ledger report --root /srv/artifacts/usage --since 36h --json
+  vllm-ledger report --root /srv/artifacts/usage --since 2026-11 --until 2026-12 --by day
   vllm-ledger report --root /srv/artifacts/usage --by day --window last-month
   vllm-ledger report --root /srv/artifacts/usage --by month --since 2026-01-01 --csv
   vllm-ledger report --root /srv/artifacts/usage --by day,model --since 7d
+  vllm-ledger report --root /srv/artifacts/usage --by hour --window yesterday --csv
   vllm-ledger report --root /srv/artifacts/usage --by key
   vllm-ledger report --root /srv/artifacts/usage --by day,user --window this-month --csv
 
---by day (or month) cuts one period (--window NAME, --since/--until, or all recorded
-time) at the zone's midnights (or first days of a month) into one row per day (month),
-each with its own coverage, and ends with a total row over the whole period.
+--by day (hour, month) cuts one period (--window NAME, --since/--until, or all recorded
+time) where the zone's clock starts a day (an hour, a month) into one row per step, each
+with its own coverage, and ends with a total row over the whole period; a first or last
+row that covers only part of its day is said under the table.
+
+Unknown is never printed as zero: where no second of a window is vouched for and nothing
+was counted, its figures are ? in text, empty in --csv and null in --json, beside its
+coverage ("figures": "unknown"); --zeros prints 0 there instead (docs/ledger.md).
 
 --by key (adapter, user, tenant) shows whose tokens: per window, a row per API key (LoRA
 adapter or served name, end user, tenant) with most input first, one "not attributed" row
@@ -58,10 +69,10 @@ with its reasons (untagged, ambiguous, n > 1 copies, aborted; middleware faults)
 window's total, which they add up to exactly (docs/attribution.md). The text shows the
 --top rows of each window and sums the rest in one row; --json and --csv show every row.
 
-When the roots hold no ledger, or --instance, --model or --since/--until match none, the
-first line says "nothing matched" and the next lists the models and instances the roots
-do hold (with --json or --csv these lines go to stderr; the JSON carries
-"nothing_matched", docs/json-schema.md).
+When the roots hold no ledger, or --instance, --model or --since/--until match none (a
+period after the cutoff too: --since 2027-01-01), the first line says "nothing matched"
+and the next lists the models and instances the roots do hold (with --json or --csv these
+lines go to stderr; the JSON carries "nothing_matched", docs/json-schema.md).
 exit status: 0 printed, 1 the --html file could not be written, 2 a bad flag, 3 nothing
 matched (the same in timeline, export, cost and status)
 """
@@ -84,8 +95,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="KEY",
         help="break every window down by a key ("
         + ", ".join(REPORT_BY_KEYS)
-        + "), or show a row per calendar day or month of one period with a total row"
-        " (day, month), or both: day,model",
+        + "), or show a row per hour, day or month of one period in the zone, with a total"
+        " row (hour, day, month), or both: day,model",
     )
     p.add_argument(
         "--top",
@@ -110,6 +121,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="ignore declared stops (declare-stop): every stop counts as uncovered",
     )
     p.add_argument("--csv", action="store_true", help="print the windows as CSV rows")
+    add_zeros(p)
     p.add_argument(
         "--html",
         type=output_file("--html", "usage.html"),
@@ -120,16 +132,17 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.until is not None and args.since is None:
-        raise BadArgument("--until needs --since: e.g. --since 2026-11-01T00:00:00+08:00")
+        raise BadArgument("--until needs --since: e.g. --since 2026-11-01 --until 2026-12-01")
     if args.json and args.csv:
         raise BadArgument("--json and --csv: choose one")
     roots = roots_of(args)
     zone = zone_of(args, roots)
+    at_ts = at_of(args, zone.name)
     # one read feeds the report and the page
     with LedgerSet.read(roots) as ledgers, since_until_flags(), flag_names(by="--by"):
         report = report_by(
             ledgers,
-            at_ts=args.at,
+            at_ts=at_ts,
             tz=zone.name,
             by=args.by,
             instance=args.instance,
@@ -148,24 +161,27 @@ def run(args: argparse.Namespace) -> int:
             html_format.write(build_page(ledgers, report), args.html)
             say_wrote(args.html)
     nm = report.nothing_matched
+    tz = zone_info(zone.name)
     if args.csv:
         from vllm_ledger.formats import csvout
 
-        note_nothing_matched(nm)
-        sys.stdout.write(csvout.render_report(report))
+        note_nothing_matched(nm, tz, report.cutoff_ts)
+        sys.stdout.write(csvout.render_report(report, args.zeros))
+    elif args.json:
+        note_nothing_matched(nm, tz, report.cutoff_ts)
+        sys.stdout.write(json_format.render(report, zone, args.zeros))
+    elif isinstance(report, WhoseReport):
+        sys.stdout.write(whose_text.render(report, zone, args.top))
     else:
-        if args.json:
-            note_nothing_matched(nm)
-        if args.json:
-            sys.stdout.write(json_format.render(report, zone))
-        elif isinstance(report, WhoseReport):
-            sys.stdout.write(whose_text.render(report, zone, args.top))
-        else:
-            sys.stdout.write(text_format.render(report, zone))
+        sys.stdout.write(text_format.render(report, zone, args.zeros))
     return 0 if nm is None else EXIT_NOTHING_MATCHED
 
 
-def note_nothing_matched(nm: NothingMatched | None) -> None:
-    """Where stdout is for a program (JSON, CSV), the "nothing matched" lines go to stderr."""
+def note_nothing_matched(
+    nm: NothingMatched | None, tz: ZoneInfo | None = None, cutoff_ts: int | None = None
+) -> None:
+    """Where stdout is for a program (JSON, CSV), the "nothing matched" lines go to stderr,
+    their instants in ``tz`` (``cutoff_ts``: the cutoff, for a period after it)."""
     if nm is not None:
-        sys.stderr.write("\n".join(text_format.nothing_matched_lines(nm)) + "\n")
+        lines = text_format.nothing_matched_lines(nm, tz, cutoff_ts)
+        sys.stderr.write("\n".join(lines) + "\n")

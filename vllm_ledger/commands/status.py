@@ -16,6 +16,7 @@ from vllm_ledger.commands._common import (
     add_filters,
     add_roots,
     add_time,
+    at_of,
     file_flag,
     input_file,
     roots_of,
@@ -131,10 +132,11 @@ def run(args: argparse.Namespace) -> int:
     pricing = _pricing(args, ask)
     budgets_path = args.budgets or os.environ.get(BUDGETS_ENV, "").strip() or None
     budgets: dict[str, Any] | None = None
+    at_ts = at_of(args, zone.name)
     with LedgerSet.read(roots) as ledgers:  # one read: the whole and every port
         report = build_report(
             ledgers,
-            at_ts=args.at,
+            at_ts=at_ts,
             tz=zone.name,
             by=args.by,
             instance=args.instance,

@@ -11,9 +11,12 @@ from vllm_ledger.commands._common import (
     add_filters,
     add_roots,
     add_time,
+    add_zeros,
+    at_of,
     duration,
     flag_names,
     roots_of,
+    typed,
     zone_of,
 )
 from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED, note_nothing_matched
@@ -21,14 +24,16 @@ from vllm_ledger.errors import BadArgument, TooManySteps
 from vllm_ledger.formats.text import nothing_matched_lines
 from vllm_ledger.formats.timeline import render_csv, render_json, render_text
 from vllm_ledger.read.ledgerset import LedgerSet, nothing_matched
-from vllm_ledger.read.periods import PERIOD_NAMES
+from vllm_ledger.read.periods import GRAINS, PERIOD_NAMES
 from vllm_ledger.read.timeline import (
     DEFAULT_STEP,
     DEFAULT_WINDOW,
     MAX_STEPS,
     TIMELINE_BREAKDOWN_KEYS,
     build_timeline,
+    parse_by,
 )
+from vllm_ledger.read.zone import zone_info
 from vllm_ledger.units import format_duration, whole_duration
 
 NAME = "timeline"
@@ -37,8 +42,15 @@ EPILOG = """example:
   vllm-ledger timeline --root /srv/artifacts/usage
   vllm-ledger timeline --root /srv/artifacts/usage --window 24h --step 1h --csv
   vllm-ledger timeline --root /srv/artifacts/usage --window today --by instance
-  vllm-ledger timeline --root /srv/artifacts/usage --window last-month --step 1d --csv
+  vllm-ledger timeline --root /srv/artifacts/usage --window last-month --by day --csv
+  vllm-ledger timeline --root /srv/artifacts/usage --window 7d --by day,model
   vllm-ledger timeline --root /srv/artifacts/usage --instance gpu1:8000 --json
+
+--by day (hour, month) cuts the window where the zone's clock starts a day (an hour, a
+month): the rows of report --by day and export --by day; --step DURATION cuts it into
+steps of that length on the local clock instead (5m, 1h, 1d). A step whose every second is
+uncovered and that counted nothing has its figures unknown: ? in text, empty in --csv, null
+in --json ("figures": "unknown"), never 0; --zeros prints 0 there.
 
 exit status: 0 printed, 2 a bad flag, 3 nothing matched: no ledger under the roots, or
 none of --instance or --model (the first line says so and lists what the roots hold; with
@@ -69,9 +81,9 @@ def span(flag: str, *, named: tuple[str, ...] = ()) -> Callable[[str], str]:
 
 def check_steps(window: str, step: str) -> None:
     """Refuse a window that ``step`` would cut into more than MAX_STEPS before any ledger is
-    read (calendar windows such as today and total are checked by the timeline, once their
-    start is known)."""
-    if not _ONE_UNIT.fullmatch(window):
+    read (calendar windows such as today and total, and calendar steps, are checked by the
+    timeline, once their start is known)."""
+    if not _ONE_UNIT.fullmatch(window) or step in GRAINS:
         return
     steps = -(-whole_duration(window) // whole_duration(step))
     if steps > MAX_STEPS:
@@ -105,45 +117,69 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--step",
-        default=DEFAULT_STEP,
-        type=span("--step"),
+        type=span("--step", named=GRAINS),
         metavar="DURATION",
-        help=f"step length such as 5m, 1h or 1d (default {DEFAULT_STEP})",
+        help=f"step length such as 5m, 1h or 1d on the local clock (default {DEFAULT_STEP}); "
+        "hour, day or month: the same as --by day",
     )
     p.add_argument(
         "--by",
-        choices=TIMELINE_BREAKDOWN_KEYS,
-        help="add one row of steps per key (each with its own coverage)",
+        type=_by,
+        metavar="KEY",
+        help="a step in the zone's calendar (" + ", ".join(GRAINS) + "), as report --by day "
+        "cuts it, and/or one row of steps per key (" + ", ".join(TIMELINE_BREAKDOWN_KEYS) + "; "
+        "each with its own coverage): day,model",
     )
     add_filters(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print every step as JSON")
     out.add_argument("--csv", action="store_true", help="print every step as CSV")
+    add_zeros(p)
+
+
+def _by(value: str) -> str:
+    typed("--by", parse_by)(value)  # one line on what is wrong
+    return value
+
+
+def step_of(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The step (``--by``'s calendar step, else ``--step``, else the default) and the key."""
+    grain, key = parse_by(args.by)
+    if grain is not None and args.step is not None and args.step != grain:
+        raise BadArgument(
+            f"--by {args.by} and --step {args.step}: give one step, e.g. --by {grain} or "
+            f"--step {args.step}"
+        )
+    return grain or args.step or DEFAULT_STEP, key
 
 
 def run(args: argparse.Namespace) -> int:
-    check_steps(args.window, args.step)
+    step, key = step_of(args)
+    check_steps(args.window, step)
     roots = roots_of(args)
     zone = zone_of(args, roots)
+    at_ts = at_of(args, zone.name)
     with LedgerSet.read(roots) as ls, flag_names(window="--window"):
         try:
             tl = build_timeline(
                 ls,
                 window=args.window,
-                step=args.step,
-                at_ts=args.at,
+                step=step,
+                at_ts=at_ts,
                 tz=zone.name,
                 instance=args.instance,
                 model=args.model,
-                by=args.by,
+                by=key,
             )
         except TooManySteps as exc:
             raise too_many(exc) from None
-        nm = nothing_matched(ls, instance=args.instance, model=args.model, at_ts=args.at)
+        nm = nothing_matched(ls, instance=args.instance, model=args.model, at_ts=at_ts)
+    tz = zone_info(zone.name)
     if args.json or args.csv:
-        note_nothing_matched(nm)
+        note_nothing_matched(nm, tz, tl.cutoff_ts)
     elif nm is not None:
-        sys.stdout.write("\n".join([*nothing_matched_lines(nm), ""]) + "\n")
+        lines = nothing_matched_lines(nm, tz, tl.cutoff_ts)
+        sys.stdout.write("\n".join([*lines, ""]) + "\n")
     render = render_json if args.json else render_csv if args.csv else render_text
-    sys.stdout.write(render(tl, zone))
+    sys.stdout.write(render(tl, zone, zeros=args.zeros))
     return 0 if nm is None else EXIT_NOTHING_MATCHED

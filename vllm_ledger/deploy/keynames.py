@@ -58,7 +58,10 @@ def key_label(raw_key: bytes, root: Path, names: Mapping[str, str]) -> str:
         return named
     if not root.is_dir():
         raise BadArgument(
-            f"ledger root {root} is not a directory: pass --root DIR where the ledgers are"
+            f"ledger root {root} is not a directory",
+            hint="pass the folder where the ledgers are",
+            argument="root",
+            value=str(root),
         )
     path = root / keys.SECRET_FILE
     try:

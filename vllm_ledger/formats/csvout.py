@@ -5,7 +5,8 @@ docs/cli.md ("CSV output") states it; in short:
 * columns carry the JSON's field names; one header row; ``\\n`` line ends; RFC 4180 quoting;
 * an instant is two columns: ``NAME`` in ISO 8601 with the zone's offset
   (``2026-12-01T00:00:00+08:00``) and ``NAME_unix`` in Unix seconds;
-* booleans are ``true``/``false``; a figure with no value (a ratio over zero) is empty;
+* booleans are ``true``/``false``; a figure with no value (a ratio over zero, a figure nobody
+  knows: ``read/known.py``) is empty, never 0;
 * text from disk or a remote (model names, host names, run ids) is terminal-safe
   (``formats/safe.printable``) and **formula-safe**: a cell that starts with ``=``, ``+``,
   ``-``, ``@``, ``|``, their full-width forms (``＝``, ``＋``, ``－``, ``＠``, which some
@@ -121,19 +122,22 @@ REPORT_FIELDS: tuple[str, ...] = (
     "uncovered_seconds",
     "declared_seconds",
     "complete",
+    "figures",
     "problems",
 )
 
 
-def render_report(report: Report) -> str:
+def render_report(report: Report, zeros: bool = False) -> str:
     """Each window (and with ``--by``, each key's) as a row, in the report's zone; with a whose
-    key (``--by key``), each window's rows by that key (``render_whose``)."""
-    from vllm_ledger.formats.json import round_or_none
+    key (``--by key``), each window's rows by that key (``render_whose``). A window whose
+    figures are unknown (``figures`` ``unknown``) has them blank, never 0 (``zeros``: 0)."""
+    from vllm_ledger.formats.json import window_dict
 
     if isinstance(report, WhoseReport):
         return render_whose(report)
     zone = ZoneInfo(report.tz)
     keyed = [("", report.windows)] + [(r.key, r.windows) for r in report.breakdown]
+    same = REPORT_FIELDS[REPORT_FIELDS.index("input") : REPORT_FIELDS.index("problems")]
     return render(
         REPORT_FIELDS,
         (
@@ -142,17 +146,12 @@ def render_report(report: Report) -> str:
                 "window": x.name,
                 **instant("start", x.start_ts, zone),
                 **instant("cutoff", x.cutoff_ts, zone),
-                **figures.json_figures(x, figures.BRIEF),
-                "hit_rate": round_or_none(x.hit_rate),
-                "avg_speed": round_or_none(x.avg_speed),
-                "gen_speed": round_or_none(x.gen_speed),
-                "uncovered_seconds": x.uncovered_seconds,
-                "declared_seconds": x.declared_seconds,
-                "complete": x.complete,
+                **{f: d[f] for f in same},
                 "problems": problems_cell(x.problems),
             }
             for key, windows in keyed
             for x in windows
+            for d in (window_dict(x, zeros),)
         ),
     )
 

@@ -30,39 +30,50 @@ def round_or_none(x: float | None, digits: int = 6) -> float | None:
 RATIOS_AFTER = figures.CACHED_TOKENS.key
 
 
-def window_figures(w: WindowReport) -> dict[str, Any]:
+def window_figures(w: WindowReport, zeros: bool = False) -> dict[str, Any]:
     """A window's figures (``figures.FIGURES``, by JSON key) and its ratios, in schema 1's
-    order: the figures up to ``RATIOS_AFTER``, the ratios, the other figures."""
+    order: the figures up to ``RATIOS_AFTER``, the ratios, the other figures. Where the figures
+    are unknown (``WindowReport.known``), each is ``null``, never 0 (``zeros``: 0 all the
+    same, the ratios null)."""
     figs = list(figures.json_figures(w).items())
+    unknown = w.known == "unknown" and not zeros  # nothing counted: every figure is 0 here
+    if unknown:
+        figs = [(k, None) for k, _v in figs]
     cut = next(i for i, (k, _v) in enumerate(figs) if k == RATIOS_AFTER) + 1
     return {
         **dict(figs[:cut]),
         "hit_rate": round_or_none(w.hit_rate),
-        "avg_speed": round_or_none(w.avg_speed),
+        "avg_speed": None if unknown else round_or_none(w.avg_speed),
         "gen_speed": round_or_none(w.gen_speed),
         **dict(figs[cut:]),
     }
 
 
-def window_dict(w: WindowReport) -> dict[str, Any]:
+def window_dict(w: WindowReport, zeros: bool = False) -> dict[str, Any]:
+    """One window, schema 1 (docs/json-schema.md, "A window"); ``zeros``: unknown figures as 0
+    (``--zeros``), ``figures`` still says ``unknown``."""
     return {
         "start": w.start_ts,
         "cutoff": w.cutoff_ts,
         "wall_seconds": w.wall_seconds,
-        **window_figures(w),
+        **window_figures(w, zeros),
         "uncovered_seconds": w.uncovered_seconds,
         # Declared stops (declare-stop): neither covered nor uncovered; 0 with --strict.
         "declared_seconds": w.declared_seconds,
         "complete": w.complete,
+        # exact, lower_bound or unknown (read/known.py): unknown figures are null, never 0.
+        "figures": w.known,
         "nothing_recorded": w.nothing_recorded,
         "problems": dict(w.problems),
     }
 
 
-def report_dict(report: Report, zone: ZoneChoice | None = None) -> dict[str, Any]:
-    out = _head(report, zone)
+def report_dict(
+    report: Report, zone: ZoneChoice | None = None, zeros: bool = False
+) -> dict[str, Any]:
+    out = _head(report, zone, zeros)
     out["writers"] = [writer_dict(w) for w in report.writers]
-    return {**out, **_tail(report)}
+    return {**out, **_tail(report, zeros)}
 
 
 def writer_dict(w: WriterStatus) -> dict[str, Any]:
@@ -77,7 +88,7 @@ def writer_dict(w: WriterStatus) -> dict[str, Any]:
     }
 
 
-def _head(report: Report, zone: ZoneChoice | None) -> dict[str, Any]:
+def _head(report: Report, zone: ZoneChoice | None, zeros: bool = False) -> dict[str, Any]:
     return {
         "schema": report.schema,
         "generated_at": round(report.generated_ts, 3),
@@ -93,11 +104,11 @@ def _head(report: Report, zone: ZoneChoice | None) -> dict[str, Any]:
         # With --by day or month: "day" or "month", and the windows are the period's steps
         # (named 2026-11-30 or 2026-11) then "total" over the whole period.
         **({"calendar": report.calendar} if report.calendar is not None else {}),
-        "windows": {w.name: window_dict(w) for w in report.windows},
+        "windows": {w.name: window_dict(w, zeros) for w in report.windows},
     }
 
 
-def _tail(report: Report) -> dict[str, Any]:
+def _tail(report: Report, zeros: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {
         "files": [{"path": f.path, "status": f.status, "detail": f.detail} for f in report.files],
     }
@@ -109,7 +120,7 @@ def _tail(report: Report) -> dict[str, Any]:
         out["breakdown"] = {
             "by": report.breakdown_by,
             "rows": [
-                {"key": row.key, "windows": {w.name: window_dict(w) for w in row.windows}}
+                {"key": row.key, "windows": {w.name: window_dict(w, zeros) for w in row.windows}}
                 for row in report.breakdown
             ],
         }
@@ -182,13 +193,14 @@ def nothing_matched_dict(nm: NothingMatched) -> dict[str, Any]:
 _WRITERS_EMPTY = '\n  "writers": [],\n'
 
 
-def render(report: Report, zone: ZoneChoice | None = None) -> str:
-    text = _dumps({**_head(report, zone), "writers": [], **_tail(report)})
+def render(report: Report, zone: ZoneChoice | None = None, zeros: bool = False) -> str:
+    """The document; ``zeros`` (``--zeros``): unknown figures as 0 instead of null."""
+    text = _dumps({**_head(report, zone, zeros), "writers": [], **_tail(report, zeros)})
     if not report.writers:
         return text
     pieces = _writer_pieces(report.writers)
     if pieces is None:  # a value of a type only json itself knows how to write
-        return _dumps(report_dict(report, zone))
+        return _dumps(report_dict(report, zone, zeros))
     # The one place the document holds this text: inside a JSON string every quote is escaped.
     before, after = text.split(_WRITERS_EMPTY, 1)
     return "".join([before, '\n  "writers": [\n', *pieces, "\n  ],\n", after])

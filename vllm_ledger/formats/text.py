@@ -6,11 +6,13 @@ Standard library only, so the report works wherever the plugin does.
 from __future__ import annotations
 
 import math
+from datetime import timezone
 from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import aligned
 from vllm_ledger.read.ledgerset import NothingMatched
+from vllm_ledger.read.periods import is_edge
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.zone import ZoneChoice
 from vllm_ledger.units import format_duration, format_instant
@@ -29,6 +31,25 @@ def rate(x: float | None) -> str:
     if x is None:
         return "-"
     return "<0.01" if 0 < x < 0.005 else f"{x:,.2f}"
+
+
+UNKNOWN = "?"  # a figure nobody knows (read/known.py): never printed as 0
+
+
+def figure_cells(w: WindowReport, zeros: bool = False) -> list[str]:
+    """input, output, cached, hit rate, avg tok/s, gen tok/s and requests as the tables print
+    them; ``?`` for each where the figures are unknown (``zeros``: 0 and ``-``)."""
+    if w.known == "unknown" and not zeros:
+        return [UNKNOWN] * 7
+    return [
+        _int(w.input_tokens),
+        _int(w.output_tokens),
+        _int(w.cached_tokens),
+        pct(w.hit_rate),
+        rate(w.avg_speed),
+        rate(w.gen_speed),
+        _int(w.requests),
+    ]
 
 
 def _when(ts: float, tz: ZoneInfo) -> str:
@@ -56,6 +77,8 @@ def coverage_cell(
     )
     if w.complete:
         return f"complete ({declared})" if declared else "complete"
+    if w.wall_seconds == 0:
+        return "INCOMPLETE (empty: no second before the cutoff)"
     extra = f", {declared}" if declared else ""
     if (
         stopped_ts is not None
@@ -65,6 +88,8 @@ def coverage_cell(
     ):
         extra += f"; not recording since the clean stop at {_when(stopped_ts, tz)}"
     what = "nothing recorded; " if w.nothing_recorded else ""
+    if not what and w.known == "unknown":
+        what = "unknown; "
     return f"INCOMPLETE ({what}{format_duration(w.uncovered_seconds, 'words')} uncovered{extra})"
 
 
@@ -91,19 +116,10 @@ def window_rows(
     *,
     stopped_ts: float | None = None,
     tz: ZoneInfo | None = None,
+    zeros: bool = False,
 ) -> list[list[str]]:
     return [
-        [
-            f"{label}{w.name}",
-            _int(w.input_tokens),
-            _int(w.output_tokens),
-            _int(w.cached_tokens),
-            pct(w.hit_rate),
-            rate(w.avg_speed),
-            rate(w.gen_speed),
-            _int(w.requests),
-            coverage_cell(w, stopped_ts, tz),
-        ]
+        [f"{label}{w.name}", *figure_cells(w, zeros), coverage_cell(w, stopped_ts, tz)]
         for w in windows
     ]
 
@@ -115,12 +131,16 @@ def _names(names: tuple[str, ...], more: int) -> str:
 
 
 def _instant(ts: float, tz: ZoneInfo | None) -> str:
-    return _when(ts, tz) if tz is not None else f"{ts:.0f}"
+    """An instant in ``tz``, in UTC when no zone is known: never Unix seconds."""
+    return format_instant(ts, tz if tz is not None else timezone.utc)
 
 
-def nothing_matched_lines(nm: NothingMatched, tz: ZoneInfo | None = None) -> list[str]:
+def nothing_matched_lines(
+    nm: NothingMatched, tz: ZoneInfo | None = None, cutoff_ts: int | None = None
+) -> list[str]:
     """The first lines of every command's output when nothing matched: what was asked, and
-    the models and instances the roots do hold (terminal-safe)."""
+    the models and instances the roots do hold (terminal-safe); ``cutoff_ts`` (the report's
+    cutoff) names a period that starts after it as such."""
     roots = printable(", ".join(nm.roots))
     if nm.reason == "no_ledger" and nm.starting:
         first = (
@@ -148,6 +168,12 @@ def nothing_matched_lines(nm: NothingMatched, tz: ZoneInfo | None = None) -> lis
             ]
         )
         first = f"nothing matched: no ledger under {roots} is of {asked}"
+    elif nm.since_ts is not None and cutoff_ts is not None and nm.since_ts >= cutoff_ts:
+        first = (
+            f"nothing matched: the period from {_instant(nm.since_ts, tz)} starts after the "
+            f"cutoff, {_instant(cutoff_ts, tz)} (the last second the ledgers under {roots} "
+            "have proven): nothing is recorded there yet; ask for an earlier start"
+        )
     else:
         lo = "the start" if nm.since_ts is None else _instant(nm.since_ts, tz)
         hi = "the cutoff" if nm.until_ts is None else _instant(nm.until_ts, tz)
@@ -172,9 +198,11 @@ def filter_line(report: Report) -> str | None:
     return f"(only {', '.join(parts)})" if parts else None
 
 
-def render(report: Report, zone: ZoneChoice | None = None) -> str:
-    """The text report; ``zone`` (the rule's choice) adds where the zone came from."""
-    return "\n".join([*head_lines(report, zone), *window_table(report), *tail_lines(report)]) + "\n"
+def render(report: Report, zone: ZoneChoice | None = None, zeros: bool = False) -> str:
+    """The text report; ``zone`` (the rule's choice) adds where the zone came from; ``zeros``
+    (``--zeros``): unknown figures as 0 instead of ``?``."""
+    lines = [*head_lines(report, zone), *window_table(report, zeros), *tail_lines(report)]
+    return "\n".join(lines) + "\n"
 
 
 def head_lines(report: Report, zone: ZoneChoice | None = None) -> list[str]:
@@ -183,7 +211,7 @@ def head_lines(report: Report, zone: ZoneChoice | None = None) -> list[str]:
     zone_text = printable(zone.label) if zone is not None else report.tz
     writers = len(report.writers)
     nm = report.nothing_matched
-    lines = [] if nm is None else [*nothing_matched_lines(nm, tz), ""]
+    lines = [] if nm is None else [*nothing_matched_lines(nm, tz, report.cutoff_ts), ""]
     lines += [
         f"vLLM token ledger as of {_when(report.cutoff_ts, tz)} ({zone_text}); "
         f"{report.runs} run(s), {writers} writer(s)",
@@ -199,19 +227,19 @@ def head_lines(report: Report, zone: ZoneChoice | None = None) -> list[str]:
     return lines
 
 
-def window_table(report: Report) -> list[str]:
+def window_table(report: Report, zeros: bool = False) -> list[str]:
     """The windows' figures and coverage, then the breakdown's (``--by model``, ...)."""
     tz = ZoneInfo(report.tz)
     lines = [""]
     header = window_header(report)
     stopped = clean_stop_ts(report)
-    rows = [header, *window_rows(report.windows, stopped_ts=stopped, tz=tz)]
+    rows = [header, *window_rows(report.windows, stopped_ts=stopped, tz=tz, zeros=zeros)]
     lines += _table(rows, right=set(range(1, 8)))
     if report.breakdown_by is not None:
         lines += ["", f"by {report.breakdown_by}:"]
         brows = [["key", *header]]
         for row in report.breakdown:
-            for r in window_rows(row.windows):
+            for r in window_rows(row.windows, zeros=zeros):
                 brows.append([printable(row.key), *r])
         lines += _table(brows, right=set(range(2, 9)))
     return lines
@@ -255,6 +283,36 @@ def tail_lines(report: Report) -> list[str]:
         lines.append(f"  ledger {printable(f.path)}: {f.status} ({printable(f.detail)})")
     lines += [
         "",
-        "Unknown is never shown as zero: an incomplete window's figures are a lower bound.",
+        *partial_lines(report),
+        f"Unknown is never shown as zero: {UNKNOWN} marks figures no second of the window "
+        "vouches for;",
+        "an incomplete window's other figures are a lower bound.",
     ]
     return lines
+
+
+def partial_lines(report: Report) -> list[str]:
+    """With ``--by day`` (hour, month): a line saying that the first or last row covers only
+    part of its day, where the period starts or ends inside one (``--since 7d``: both)."""
+    if report.calendar is None or len(report.windows) < 2:
+        return []
+    tz, grain = ZoneInfo(report.tz), report.calendar
+    steps = report.windows[:-1]  # then the total
+    start, end = steps[0].start_ts, steps[-1].cutoff_ts
+    said = [
+        *([f"starts at {_when(start, tz)}"] if not is_edge(start, grain, tz) else []),
+        *([f"ends at {_when(end, tz)}"] if not is_edge(end, grain, tz) else []),
+    ]
+    if not said:
+        return []
+    if len(steps) == 1:
+        rows = "The one row is a partial"
+    elif len(said) == 2:
+        rows = "The first and last rows are partial"
+    else:
+        rows = f"The {'first' if said[0].startswith('starts') else 'last'} row is a partial"
+    return [
+        f"{rows} {grain}{'s' if rows.endswith('are partial') else ''}: the period "
+        f"{' and '.join(said)}.",
+        "",
+    ]

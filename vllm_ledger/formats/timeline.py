@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -15,7 +14,7 @@ from zoneinfo import ZoneInfo
 from vllm_ledger.formats import csvout
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.formats.safe import printable
-from vllm_ledger.formats.text import pct, rate
+from vllm_ledger.formats.text import UNKNOWN, figure_cells
 from vllm_ledger.read.report import SCHEMA_VERSION, WindowReport
 from vllm_ledger.read.timeline import Timeline, UncoveredSpan
 from vllm_ledger.read.zone import ZoneChoice
@@ -36,18 +35,22 @@ def _spans(spans: tuple[UncoveredSpan, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def timeline_dict(tl: Timeline, zone: ZoneChoice | None = None) -> dict[str, Any]:
-    """Schema 1; ``filter`` and ``breakdown`` only appear when asked for (keys are only ever
-    added within a schema)."""
+def timeline_dict(
+    tl: Timeline, zone: ZoneChoice | None = None, zeros: bool = False
+) -> dict[str, Any]:
+    """Schema 1; ``calendar``, ``filter`` and ``breakdown`` only appear when asked for (keys
+    are only ever added within a schema). Unknown figures are null (``zeros``: 0)."""
     out: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "at": round(tl.at_ts, 3),
         "cutoff": tl.cutoff_ts,
         "tz": tl.tz,
         **({"tz_source": zone.source} if zone is not None else {}),
+        # null with a calendar step (--by day): its steps differ in length
         "step_seconds": tl.step_seconds,
-        "window": {"name": tl.window.name, **window_dict(tl.window)},
-        "steps": [window_dict(s) for s in tl.steps],
+        **({"calendar": tl.calendar} if tl.calendar is not None else {}),
+        "window": {"name": tl.window.name, **window_dict(tl.window, zeros)},
+        "steps": [window_dict(s, zeros) for s in tl.steps],
         "uncovered_spans": _spans(tl.uncovered),
     }
     if tl.instance_filter is not None or tl.model_filter is not None:
@@ -58,8 +61,8 @@ def timeline_dict(tl: Timeline, zone: ZoneChoice | None = None) -> dict[str, Any
             "rows": [
                 {
                     "key": r.key,
-                    "window": {"name": r.window.name, **window_dict(r.window)},
-                    "steps": [window_dict(s) for s in r.steps],
+                    "window": {"name": r.window.name, **window_dict(r.window, zeros)},
+                    "steps": [window_dict(s, zeros) for s in r.steps],
                     "uncovered_spans": _spans(r.uncovered),
                 }
                 for r in tl.breakdown
@@ -68,8 +71,8 @@ def timeline_dict(tl: Timeline, zone: ZoneChoice | None = None) -> dict[str, Any
     return out
 
 
-def render_json(tl: Timeline, zone: ZoneChoice | None = None) -> str:
-    return json.dumps(timeline_dict(tl, zone), indent=2, allow_nan=False) + "\n"
+def render_json(tl: Timeline, zone: ZoneChoice | None = None, zeros: bool = False) -> str:
+    return json.dumps(timeline_dict(tl, zone, zeros), indent=2, allow_nan=False) + "\n"
 
 
 CSV_FIELDS = (
@@ -83,12 +86,13 @@ CSV_FIELDS = (
     "requests",
     "uncovered_seconds",
     "complete",
+    "figures",
 )
 
 
-def render_csv(tl: Timeline, zone: ZoneChoice | None = None) -> str:
+def render_csv(tl: Timeline, zone: ZoneChoice | None = None, zeros: bool = False) -> str:
     """One row per step; with ``--by``, one row per key and step, the key first. The
-    project's one CSV dialect (formats/csvout.py)."""
+    project's one CSV dialect (formats/csvout.py): unknown figures empty (``zeros``: 0)."""
     by = tl.breakdown_by is not None
     tz = ZoneInfo(tl.tz)
     keyed = (
@@ -96,7 +100,7 @@ def render_csv(tl: Timeline, zone: ZoneChoice | None = None) -> str:
     )
 
     def row(key: str, s: WindowReport) -> dict[str, object]:
-        d = window_dict(s)
+        d = window_dict(s, zeros)
         return {
             **({"key": key} if by else {}),
             **csvout.instant("start", s.start_ts, tz),
@@ -134,14 +138,39 @@ def _columns(steps: tuple[WindowReport, ...], width: int) -> tuple[int, list[lis
     return per, [list(steps[i : i + per]) for i in range(0, len(steps), per)]
 
 
+STEP_HEADER = ("step start", "input", "output", "cached", "hit", "avg/s", "uncov.")
+
+
 def _row(*cells: str) -> str:
-    widths = (11, 12, 11, 11, 6, 8, 12)
+    widths = (18, 11, 10, 10, 6, 8, 11)  # within 80 columns
     first = cells[0].ljust(widths[0])
     rest = [c.rjust(wd) for c, wd in zip(cells[1:], widths[1:], strict=True)]
     return " ".join([first, *rest]).rstrip()
 
 
-def render_text(tl: Timeline, zone: ZoneChoice | None = None) -> str:
+def label(ts: int, tz: ZoneInfo) -> str:
+    """A step's start as the chart and table name it, with its offset: ``11-30 09:00 +08:00``
+    (a DST change shows in the offset, not as a missing or repeated hour)."""
+    local = datetime.fromtimestamp(ts, tz)
+    offset = local.strftime("%z")
+    return f"{local:%m-%d %H:%M} {offset[:3]}:{offset[3:5]}"
+
+
+def _step_row(s: WindowReport, tz: ZoneInfo, zeros: bool) -> str:
+    """One step of the table; ``?`` where its figures are unknown (``zeros``: 0)."""
+    inp, out, cached, hit, avg, _gen, _requests = figure_cells(s, zeros)
+    uncovered = format_duration(s.uncovered_seconds, "words")
+    return _row(label(s.start_ts, tz), inp, out, cached, hit, avg, uncovered)
+
+
+def _steps_said(tl: Timeline, per: int) -> str:
+    """``per`` steps in words: ``1 h``, ``90 min``; a calendar step as ``day``, ``2 days``."""
+    if tl.step_seconds is None:
+        return f"{per} {tl.calendar}{'s' if per > 1 else ''}"
+    return format_duration(per * tl.step_seconds, "unit-words")
+
+
+def render_text(tl: Timeline, zone: ZoneChoice | None = None, zeros: bool = False) -> str:
     tz = ZoneInfo(tl.tz)
     # The header names the zone; where it came from (when not --tz) closes the output, so the
     # header stays within 80 columns.
@@ -149,106 +178,87 @@ def render_text(tl: Timeline, zone: ZoneChoice | None = None) -> str:
         [f"zone: {printable(zone.label)}"] if zone is not None and zone.source != "--tz" else []
     )
     w = tl.window
-
-    def when(ts: int, fmt: str = "%m-%d %H:%M") -> str:
-        return datetime.fromtimestamp(ts, tz).strftime(fmt)
-
-    head = f"vLLM tokens: {w.name} in {format_duration(tl.step_seconds, 'unit-words')} steps"
+    steps = f"by {tl.calendar}" if tl.calendar is not None else f"in {_steps_said(tl, 1)} steps"
+    head = f"vLLM tokens: {w.name} {steps}"
     as_of = f"as of {format_instant(tl.cutoff_ts, tz)} ({printable(tl.tz)})"
     # one line within 80 columns, else two
     lines = [f"{head}, {as_of}"] if len(head) + len(as_of) + 2 <= 80 else [head, as_of]
     if not tl.steps:
         return "\n".join([*lines, "the window is empty", *zone_note]) + "\n"
-    per, cols = _columns(tl.steps, CHART_COLUMNS)
-    lines.append(
-        f"one column = {format_duration(per * tl.step_seconds, 'unit-words')}; "
-        "the scale is the column maximum"
-    )
-    lines.append("")
-    series = (
-        ("input", [sum(s.input_tokens for s in c) for c in cols]),
-        ("output", [sum(s.output_tokens for s in c) for c in cols]),
-        ("cached", [sum(s.cached_tokens for s in c) for c in cols]),
-    )
-    for label, values in series:
-        top = max(values)
-        lines.append(f"{label:<8} {sparkline([float(v) for v in values], top)}  max {compact(top)}")
-    fractions = [
-        sum(s.uncovered_seconds for s in c) / max(1, sum(s.wall_seconds for s in c)) for c in cols
-    ]
-    lines.append(f"{'uncov.':<8} {sparkline(fractions, 1.0)}  of time")
-    left, right = when(tl.steps[0].start_ts), when(tl.window.cutoff_ts)
-    gap = max(1, len(cols) - len(left) - len(right))
-    lines.append(f"{'':<8} {left}{' ' * gap}{right}")
+    lines += _chart(tl, tz)
+    inp, out, cached, hit, avg, _gen, _requests = figure_cells(w, zeros)
     lines += [
         "",
-        f"input {w.input_tokens:,}  output {w.output_tokens:,}  cached {w.cached_tokens:,}  "
-        f"hit rate {pct(w.hit_rate)}",
-        f"avg {rate(w.avg_speed)} tok/s  uncovered {format_duration(w.uncovered_seconds, 'words')}"
+        f"input {inp}  output {out}  cached {cached}  hit rate {hit}",
+        f"avg {avg} tok/s  uncovered {format_duration(w.uncovered_seconds, 'words')}"
         + ("" if w.complete else "  INCOMPLETE: figures are a lower bound"),
     ]
     if len(tl.steps) <= TABLE_MAX_STEPS:
-        lines += ["", _row("step start", "input", "output", "cached", "hit", "avg/s", "uncov.")]
-        for s in tl.steps:
-            lines.append(
-                _row(
-                    when(s.start_ts),
-                    f"{s.input_tokens:,}",
-                    f"{s.output_tokens:,}",
-                    f"{s.cached_tokens:,}",
-                    pct(s.hit_rate),
-                    rate(s.avg_speed),
-                    format_duration(s.uncovered_seconds, "words"),
-                )
-            )
+        lines += ["", _row(*STEP_HEADER), *(_step_row(s, tz, zeros) for s in tl.steps)]
     else:
         lines += ["", f"{len(tl.steps)} steps: --csv or --json prints every one"]
     if tl.uncovered:
         lines += ["", "uncovered spans:"]
         for u in tl.uncovered[-MAX_SPANS_SHOWN:]:
             lines.append(
-                f"  {when(u.start_ts)} -> {when(u.end_ts)}  "
+                f"  {label(u.start_ts, tz)} -> {label(u.end_ts, tz)}  "
                 f"{format_duration(u.seconds, 'words'):>12}  {u.cause}"
             )
         if len(tl.uncovered) > MAX_SPANS_SHOWN:
             lines.append(
                 f"  ... and {len(tl.uncovered) - MAX_SPANS_SHOWN} earlier (--json lists all)"
             )
+    if any(s.known == "unknown" for s in tl.steps) and not zeros:
+        lines += ["", f"{UNKNOWN}: unknown (no second of the step vouched for), never 0"]
     if tl.breakdown_by is not None:
-        lines += _rows_text(tl, when)
+        lines += _rows_text(tl, tz, zeros)
     lines += zone_note
     return "\n".join(lines) + "\n"
 
 
-def _rows_text(tl: Timeline, when: Callable[[int], str]) -> list[str]:
+def _chart(tl: Timeline, tz: ZoneInfo) -> list[str]:
+    """The sparklines of input, output, cached and uncovered time, one column per few steps,
+    under a line saying how long a column is, over the first and last instants."""
+    per, cols = _columns(tl.steps, CHART_COLUMNS)
+    lines = [
+        f"one column = {_steps_said(tl, per)}; the scale is the column maximum",
+        "",
+    ]
+    series = (
+        ("input", [sum(s.input_tokens for s in c) for c in cols]),
+        ("output", [sum(s.output_tokens for s in c) for c in cols]),
+        ("cached", [sum(s.cached_tokens for s in c) for c in cols]),
+    )
+    for name, values in series:
+        top = max(values)
+        lines.append(f"{name:<8} {sparkline([float(v) for v in values], top)}  max {compact(top)}")
+    fractions = [
+        sum(s.uncovered_seconds for s in c) / max(1, sum(s.wall_seconds for s in c)) for c in cols
+    ]
+    lines.append(f"{'uncov.':<8} {sparkline(fractions, 1.0)}  of time")
+    left, right = label(tl.steps[0].start_ts, tz), label(tl.window.cutoff_ts, tz)
+    gap = max(1, len(cols) - len(left) - len(right))
+    lines.append(f"{'':<8} {left}{' ' * gap}{right}")
+    return lines
+
+
+def _rows_text(tl: Timeline, tz: ZoneInfo, zeros: bool) -> list[str]:
     """Per key (``--by``): its totals, then its steps (or its output as a strip if too many)."""
     lines = ["", f"by {tl.breakdown_by}:"]
     if not tl.breakdown:
         lines.append("  (no readable ledger in the selection)")
     for r in tl.breakdown:
         w = r.window
+        inp, out, cached, hit, avg, _gen, _requests = figure_cells(w, zeros)
         lines += [
             "",
             f"-- {printable(r.key)} --",
-            f"input {w.input_tokens:,}  output {w.output_tokens:,}  cached {w.cached_tokens:,}  "
-            f"hit rate {pct(w.hit_rate)}  avg {rate(w.avg_speed)} tok/s  "
+            f"input {inp}  output {out}  cached {cached}  hit rate {hit}  avg {avg} tok/s  "
             f"uncovered {format_duration(w.uncovered_seconds, 'words')}"
             + ("" if w.complete else "  INCOMPLETE"),
         ]
         if len(r.steps) <= TABLE_MAX_STEPS:
-            lines.append(_row("step start", "input", "output", "cached", "hit", "avg/s", "uncov."))
-            for s in r.steps:
-                lines.append(
-                    _row(
-                        when(s.start_ts),
-                        f"{s.input_tokens:,}",
-                        f"{s.output_tokens:,}",
-                        f"{s.cached_tokens:,}",
-                        pct(s.hit_rate),
-                        rate(s.avg_speed),
-                        format_duration(s.uncovered_seconds, "words"),
-                    )
-                )
+            lines += [_row(*STEP_HEADER), *(_step_row(s, tz, zeros) for s in r.steps)]
         else:
             _per, cols = _columns(r.steps, CHART_COLUMNS)
             values = [float(sum(s.output_tokens for s in c)) for c in cols]
@@ -260,6 +270,7 @@ def _rows_text(tl: Timeline, when: Callable[[int], str]) -> list[str]:
 __all__ = [
     "CSV_FIELDS",
     "compact",
+    "label",
     "render_csv",
     "render_json",
     "render_text",

@@ -3,9 +3,12 @@ coverage. A generator over one ``LedgerSet``: rows are made one step at a time a
 memoised sums are dropped after the step, so a year of hours runs in constant memory.
 
 A row's figures are exact when its ``complete`` is true; otherwise ``uncovered_seconds`` and
-``problems`` say what it may lack, as in every window of the report. Steps follow the local
-clock of the zone (a day is midnight to midnight, 23 or 25 hours across a DST change; an hour
-starts where the local clock reads a whole hour).
+``problems`` say what it may lack, as in every window of the report, and ``figures`` says
+what they are worth (``read/known.py``): a row whose every second is uncovered and that
+counted nothing has them blank (``null`` in JSON lines), never 0. Without a breakdown by model
+or instance every step of the period has its row, the steps of ``report --by day`` exactly.
+Steps follow the local clock of the zone (a day is midnight to midnight, 23 or 25 hours
+across a DST change; an hour starts where the local clock reads a whole hour).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from zoneinfo import ZoneInfo
 from vllm_ledger import figures
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read.coverage import CoverageModel
+from vllm_ledger.read.known import FiguresKnown, counted, figures_known
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.periods import GRAINS, steps
 from vllm_ledger.read.report import report_figures
@@ -38,6 +42,7 @@ FIELDS: tuple[str, ...] = (
     "uncovered_seconds",
     "declared_seconds",
     "complete",
+    "figures",
     "problems",
 )
 
@@ -62,6 +67,12 @@ class ExportRow:
     declared_seconds: int
     complete: bool
     problems: tuple[tuple[str, int], ...]
+
+    @property
+    def known(self) -> FiguresKnown:
+        """``exact``, ``lower_bound`` or ``unknown`` (``read.known.figures_known``)."""
+        wall = max(0, self.end_ts - self.start_ts)
+        return figures_known(self.complete, self.uncovered_seconds, wall, counted(self))
 
 
 def parse_by(text: str) -> tuple[str, tuple[str, ...]]:
@@ -133,6 +144,8 @@ def group_steps(
         models[("*", "*")] = ls.coverage(ls.snapshots, at)
         groups[("*", "*")] = []
         life[("*", "*")] = (-math.inf, math.inf)
+    if not keys:  # the one group of the whole: a row for every step, as report --by day
+        life = {key: (-math.inf, math.inf) for key in groups}
     end = min(end_ts, cutoff)
     cuts = steps(start_ts, end, grain, tz) if grain is not None else _whole(start_ts, end)
     for w in cuts:
@@ -169,9 +182,12 @@ def _whole(start_ts: int, end_ts: int) -> Iterator[Window]:
         yield Window("period", start_ts, end_ts)
 
 
-def row_dict(row: ExportRow, tz: ZoneInfo) -> dict[str, object]:
+def row_dict(row: ExportRow, tz: ZoneInfo, zeros: bool = False) -> dict[str, object]:
     """A row by ``FIELDS`` name: each instant as ISO 8601 in the zone and as Unix seconds,
-    problems as ``code=n;...``."""
+    problems as ``code=n;...``; unknown figures as None (``zeros``: 0)."""
+    figs = figures.json_figures(row)
+    if row.known == "unknown" and not zeros:
+        figs = dict.fromkeys(figs)
     return {
         "start": datetime.fromtimestamp(row.start_ts, tz).isoformat(),
         "start_unix": row.start_ts,
@@ -179,10 +195,11 @@ def row_dict(row: ExportRow, tz: ZoneInfo) -> dict[str, object]:
         "end_unix": row.end_ts,
         "instance": row.instance,
         "model": row.model,
-        **figures.json_figures(row),
+        **figs,
         "uncovered_seconds": row.uncovered_seconds,
         "declared_seconds": row.declared_seconds,
         "complete": row.complete,
+        "figures": row.known,
         "problems": ";".join(f"{k}={v}" for k, v in row.problems),
     }
 

@@ -17,12 +17,12 @@ period is only ever as complete as the seconds the ledgers have proven.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read.windows import ROLLING_HOURS, Window, local_midnight_ts
-from vllm_ledger.units import TimeSpec, ago
+from vllm_ledger.units import TimeSpec, ago, format_instant
 
 # Every window name a command accepts, in one order (the five of the report first).
 PERIOD_NAMES: tuple[str, ...] = (
@@ -40,7 +40,7 @@ _ROLLING = {**ROLLING_HOURS, "30d": 720}
 # The steps a period is cut into (export rows, report --by day|month): each starts where the
 # local clock of the zone starts an hour, a day or a month.
 GRAINS: tuple[str, ...] = ("hour", "day", "month")
-CALENDAR_GRAINS: tuple[str, ...] = ("day", "month")
+CALENDAR_GRAINS: tuple[str, ...] = GRAINS  # report --by, timeline --by: the same words
 MAX_STEPS = 24 * 366 * 5  # five years of hours
 
 
@@ -79,20 +79,46 @@ def period(name: str, cutoff_ts: int, tz: ZoneInfo, first_record_ts: int | None)
     raise BadArgument(f"unknown window {name!r}: use one of {', '.join(PERIOD_NAMES)}")
 
 
-def since_until(since_ts: float, until_ts: float | None, cutoff_ts: int) -> Window:
+def since_until(
+    since_ts: float, until_ts: float | None, cutoff_ts: int, tz: ZoneInfo | None = None
+) -> Window:
     """``[since, until)`` in whole seconds (``until`` defaults to the cutoff), ending at the
-    cutoff at most: seconds not yet proven are never part of a period."""
+    cutoff at most: seconds not yet proven are never part of a period. An ``until`` not after
+    ``since`` is refused in ``tz``'s words (``reversed_range``)."""
     start = int(since_ts // 1)
     end = cutoff_ts if until_ts is None else min(int(until_ts // 1), cutoff_ts)
     if until_ts is not None and until_ts <= since_ts:
-        raise BadArgument(
-            "until must be after since",
-            hint=f"got {since_ts:.0f} .. {until_ts:.0f}",
-            argument="until",
-            value=until_ts,
-            example="since 2026-11-01T00:00:00+08:00, until 2026-12-01T00:00:00+08:00",
-        )
+        raise reversed_range(since_ts, until_ts, tz)
     return Window("period", start, max(start, end))
+
+
+def reversed_range(
+    since_ts: float,
+    until_ts: float,
+    tz: ZoneInfo | None,
+    names: tuple[str, str] = ("since", "until"),
+) -> BadArgument:
+    """The refusal of an end not after its start, both said as every line a person reads says
+    an instant (``units.format_instant``, in ``tz``; UTC when no zone is known), never in Unix
+    seconds: ``until 2026-11-01 00:00:00 +08:00 is not after since 2026-12-01 00:00:00
+    +08:00``. ``names``: the two parameters (``from``, ``until`` for a declared stop)."""
+    zone = tz or timezone.utc
+    first, last = names
+    return BadArgument(
+        f"{last} {format_instant(until_ts, zone)} is not after "
+        f"{first} {format_instant(since_ts, zone)}",
+        hint=f"give an {last} later than {first}",
+        argument=last,
+        value=until_ts,
+        example=f"{first} 2026-11-01 {last} 2026-12-01",
+    )
+
+
+def is_future(since_ts: float, cutoff_ts: int) -> bool:
+    """Whether a period starting at ``since_ts`` lies wholly after the cutoff (the last second
+    the ledgers have proven): nothing can be recorded there yet, so it is said, not shown as an
+    empty period."""
+    return since_ts >= cutoff_ts
 
 
 def resolve_time(spec: TimeSpec, cutoff_ts: int, tz: ZoneInfo, *, argument: str = "") -> float:
@@ -130,7 +156,7 @@ def period_between(since: TimeSpec, until: TimeSpec | None, cutoff_ts: int, tz: 
     ``cutoff_ts`` (``resolve_time``): the one way every command reads them."""
     since_ts = resolve_time(since, cutoff_ts, tz, argument="since")
     until_ts = None if until is None else resolve_time(until, cutoff_ts, tz, argument="until")
-    return since_until(since_ts, until_ts, cutoff_ts)
+    return since_until(since_ts, until_ts, cutoff_ts, tz)
 
 
 def steps(start_ts: int, end_ts: int, grain: str, tz: ZoneInfo) -> Iterator[Window]:
@@ -159,6 +185,12 @@ def step_name(ts: int, grain: str, tz: ZoneInfo) -> str:
     if grain == "day":
         return f"{local:%Y-%m-%d}"
     return f"{local:%Y-%m-%d %H}:00"
+
+
+def is_edge(ts: int, grain: str, tz: ZoneInfo) -> bool:
+    """Whether ``ts`` is where a local hour, day or month starts (the step before it ends
+    there): a period starting or ending elsewhere makes a partial first or last step."""
+    return next_edge(ts - 1, grain, tz) == ts
 
 
 def next_edge(ts: int, grain: str, tz: ZoneInfo) -> int:

@@ -19,13 +19,9 @@ from zoneinfo import ZoneInfo
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.figures import FIGURES, Figure, with_figure_fields
 from vllm_ledger.read import coverage as cov
-from vllm_ledger.read.ledgerset import (
-    LedgerSet,
-    NothingMatched,
-    Source,
-    gc_paused,
-    nothing_matched,
-)
+from vllm_ledger.read.known import FiguresKnown, counted, figures_known
+from vllm_ledger.read.ledgerset import LedgerSet, NothingMatched, Source, gc_paused
+from vllm_ledger.read.matched import period_matched
 from vllm_ledger.read.periods import (
     CALENDAR_GRAINS,
     PERIOD_NAMES,
@@ -99,6 +95,13 @@ class WindowReport:
     @property
     def wall_seconds(self) -> int:
         return max(0, self.cutoff_ts - self.start_ts)
+
+    @property
+    def known(self) -> FiguresKnown:
+        """``exact``, ``lower_bound`` or ``unknown`` (``figures_known``)."""
+        return figures_known(
+            self.complete, self.uncovered_seconds, self.wall_seconds, counted(self)
+        )
 
     @property
     def hit_rate(self) -> float | None:
@@ -328,7 +331,9 @@ class _Chosen:
         if self.since is None:
             return None, None
         since = resolve_time(self.since, cutoff, zone, argument="since")
-        until = None if self.until is None else resolve_time(self.until, cutoff, zone)
+        until = (
+            None if self.until is None else resolve_time(self.until, cutoff, zone, argument="until")
+        )
         return since, until
 
 
@@ -404,8 +409,9 @@ def _build(
         calendar=chosen.grain,
         instance_filter=instance,
         model_filter=model,
-        nothing_matched=nothing_matched(
+        nothing_matched=period_matched(
             ls,
+            cutoff,
             instance=instance,
             model=model,
             since_ts=since_ts,

@@ -7,7 +7,10 @@ last may be partial):
 their sums equal the window's sums and their uncovered seconds add up to the window's.
 
 Step edges fall where the local clock (the zone's UTC offset at the cutoff) reads a whole
-multiple of the step, so 1 h steps start on the hour and 1 d steps at midnight.
+multiple of the step, so 1 h steps start on the hour and 1 d steps at midnight. A calendar
+step (``hour``, ``day``, ``month``: ``timeline --by day``) cuts the window where the zone's
+clock starts one instead (``read.periods.steps``): the rows of ``report --by day`` and
+``export --by day`` over the same window, a day across a DST change 23 or 25 hours long.
 
 The uncovered spans say *why* a stretch is not vouched for, in this order of precedence:
 a second with dropped, rejected or lost events; a writer that did not close cleanly; a writer
@@ -24,12 +27,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from vllm_ledger.errors import BadArgument, TooManySteps
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import intervals as iv
 from vllm_ledger.read.ledgerset import LedgerSet
-from vllm_ledger.read.periods import PERIOD_NAMES, period
+from vllm_ledger.read.periods import GRAINS, PERIOD_NAMES, period, steps
 from vllm_ledger.read.report import (
     Ledgers,
     WindowReport,
@@ -97,7 +101,7 @@ class Timeline:
     at_ts: float
     cutoff_ts: int
     tz: str
-    step_seconds: int
+    step_seconds: int | None  # None with a calendar step: its steps differ in length
     window: WindowReport
     steps: tuple[WindowReport, ...]
     uncovered: tuple[UncoveredSpan, ...]
@@ -106,6 +110,27 @@ class Timeline:
     breakdown: tuple[TimelineRow, ...] = ()
     instance_filter: int | str | None = None
     model_filter: str | None = None
+    calendar: str | None = None  # hour, day or month: steps where the zone's clock starts one
+
+
+def parse_by(text: str | None) -> tuple[str | None, str | None]:
+    """``--by``'s value as (the calendar step or None, the key or None): ``day`` -> ("day",
+    None), ``model`` -> (None, "model"), ``day,model`` -> both; the words of ``report --by``."""
+    if text is None:
+        return None, None
+    parts = [p.strip() for p in text.split(",")]
+    grains = [p for p in parts if p in GRAINS]
+    keys = [p for p in parts if p in TIMELINE_BREAKDOWN_KEYS]
+    if len(grains) + len(keys) != len(parts) or len(grains) > 1 or len(keys) > 1:
+        raise BadArgument(
+            f"by {text!r}",
+            hint=f"give a step ({', '.join(GRAINS)}), a key "
+            f"({', '.join(TIMELINE_BREAKDOWN_KEYS)}) or one of each, comma-separated",
+            argument="by",
+            value=text,
+            example="day,model",
+        )
+    return (grains[0] if grains else None), (keys[0] if keys else None)
 
 
 def step_edges(
@@ -149,41 +174,36 @@ def build_timeline(
     model: str | None = None,
     by: str | None = None,
 ) -> Timeline:
-    """The window ``window`` ending at the report cutoff, cut into ``step`` steps.
+    """The window ``window`` ending at the report cutoff, cut into ``step`` steps (a duration,
+    or ``hour``, ``day``, ``month``: the zone's calendar steps).
 
-    A view over a LedgerSet (or the ledgers under some roots): ``total`` takes its start from
-    the same read's coverage, so no file is read twice. ``instance`` and ``model`` select as
-    ``LedgerSet.select`` does; ``by`` (instance, model or run) adds one row per key, over the
-    same steps, each with its own coverage as a ``report --by`` row has.
+        A view over a LedgerSet (or the ledgers under some roots): ``total`` takes its start from
+        the same read's coverage, so no file is read twice. ``instance`` and ``model`` select as
+        ``LedgerSet.select`` does; ``by`` (instance, model or run) adds one row per key, over the
+        same steps, each with its own coverage as a ``report --by`` row has.
     """
     zone = resolve_tz(tz)
     if by is not None and by not in TIMELINE_BREAKDOWN_KEYS:
         raise BadArgument(
             f"unknown breakdown {by!r}: use one of {', '.join(TIMELINE_BREAKDOWN_KEYS)}"
         )
-    step_seconds = whole_duration(step, argument="step")
+    grain = step if step in GRAINS else None
+    step_seconds = None if grain is not None else whole_duration(step, argument="step")
     with as_ledger_set(ledgers, clock, 2.0) as ls:
         at = ls.now_ts if at_ts is None else at_ts
         model_at = ls.coverage(ls.select(instance, model), at)
         # Ends where the report does: at the live writers' watermark (the query's second when
         # no writer is alive).
         start, cutoff = window_bounds(window, model_at.cutoff_at(at), tz, model_at.first_record_ts)
-        offset = datetime.fromtimestamp(cutoff, zone).utcoffset()
-        offset_s = int(offset.total_seconds()) if offset is not None else 0
-        # Counted before the edges are made: `total` at --step 1s on a ledger years old would
-        # otherwise build 10^8 edges first.
-        least = (cutoff - start) // step_seconds  # a window holds at least this many steps
-        if least > MAX_STEPS:
-            raise TooManySteps(least, MAX_STEPS, window=window, step=step, at_least=True)
-        edges = step_edges(start, cutoff, step_seconds, offset_s)
-        if len(edges) - 1 > MAX_STEPS:
-            raise TooManySteps(len(edges) - 1, MAX_STEPS, window=window, step=step)
+        if step_seconds is None:
+            cuts = _calendar_steps(start, cutoff, step, window, zone)
+        else:
+            cuts = _fixed_steps(start, cutoff, step_seconds, window, step, zone)
         whole = Window(window, start, cutoff)
-        steps = step_windows(edges)
         reports, cover_model = window_reports(
-            ls, [whole, *steps], at_ts=at, instance=instance, model=model
+            ls, [whole, *cuts], at_ts=at, instance=instance, model=model
         )
-        rows = () if by is None else _rows(ls, by, [whole, *steps], at, instance, model)
+        rows = () if by is None else _rows(ls, by, [whole, *cuts], at, instance, model)
     return Timeline(
         at_ts=at,
         cutoff_ts=cutoff,
@@ -197,7 +217,39 @@ def build_timeline(
         breakdown=rows,
         instance_filter=instance,
         model_filter=model,
+        calendar=grain,
     )
+
+
+def _fixed_steps(
+    start: int, cutoff: int, step_seconds: int, window: str, step: str, zone: ZoneInfo
+) -> list[Window]:
+    """``[start, cutoff)`` in steps of ``step_seconds`` on the local clock (``step_edges``),
+    refused past ``MAX_STEPS``."""
+    offset = datetime.fromtimestamp(cutoff, zone).utcoffset()
+    offset_s = int(offset.total_seconds()) if offset is not None else 0
+    # Counted before the edges are made: `total` at --step 1s on a ledger years old would
+    # otherwise build 10^8 edges first.
+    least = (cutoff - start) // step_seconds  # a window holds at least this many steps
+    if least > MAX_STEPS:
+        raise TooManySteps(least, MAX_STEPS, window=window, step=step, at_least=True)
+    edges = step_edges(start, cutoff, step_seconds, offset_s)
+    if len(edges) - 1 > MAX_STEPS:
+        raise TooManySteps(len(edges) - 1, MAX_STEPS, window=window, step=step)
+    return step_windows(edges)
+
+
+def _calendar_steps(
+    start: int, cutoff: int, grain: str, window: str, zone: ZoneInfo
+) -> list[Window]:
+    """``[start, cutoff)`` cut where the zone's clock starts an hour, a day or a month, as
+    ``report --by day`` cuts a period; refused past ``MAX_STEPS``."""
+    cuts: list[Window] = []
+    for w in steps(start, cutoff, grain, zone):
+        cuts.append(Window(f"step@{w.start_ts}", w.start_ts, w.cutoff_ts))
+        if len(cuts) > MAX_STEPS:
+            raise TooManySteps(len(cuts), MAX_STEPS, window=window, step=grain, at_least=True)
+    return cuts
 
 
 def _rows(
@@ -306,6 +358,7 @@ __all__ = [
     "TimelineRow",
     "UncoveredSpan",
     "build_timeline",
+    "parse_by",
     "step_edges",
     "uncovered_spans",
 ]

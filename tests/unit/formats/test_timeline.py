@@ -96,19 +96,50 @@ def test_text_has_the_chart_the_totals_the_table_and_the_gaps() -> None:
         "output   ▁ █  max 2.0M\n"
         "cached   █    max 250\n"
         "uncov.    ▄   of time\n"
-        "         01-15 08:00 01-15 11:00\n"
+        "         01-15 08:00 +00:00 01-15 11:00 +00:00\n"
         "\n"
         "input 4,000  output 2,000,500  cached 250  hit rate 6.2%\n"
         "avg 185.23 tok/s  uncovered 30 min  INCOMPLETE: figures are a lower bound\n"
         "\n"
-        "step start         input      output      cached    hit    avg/s       uncov.\n"
-        "01-15 08:00        1,000         500         250  25.0%     0.14          0 s\n"
-        "01-15 09:00            0           0           0      -     0.00       30 min\n"
-        "01-15 10:00        3,000   2,000,000           0   0.0%   555.56          0 s\n"
+        "step start               input     output     cached    hit    avg/s      uncov.\n"
+        "01-15 08:00 +00:00       1,000        500        250  25.0%     0.14         0 s\n"
+        "01-15 09:00 +00:00           0          0          0      -     0.00      30 min\n"
+        "01-15 10:00 +00:00       3,000  2,000,000          0   0.0%   555.56         0 s\n"
         "\n"
         "uncovered spans:\n"
-        "  01-15 09:00 -> 01-15 09:30        30 min  not_recording\n"
+        "  01-15 09:00 +00:00 -> 01-15 09:30 +00:00        30 min  not_recording\n"
     )
+    assert max(len(line) for line in render_text(_timeline(THREE, GAP)).splitlines()) <= 80
+
+
+def test_a_step_nobody_knows_is_a_question_mark_never_zero() -> None:
+    """A step with no covered second and nothing counted: ``?`` in text, empty in CSV, null in
+    JSON (``figures`` unknown); ``zeros`` prints 0 as before."""
+    unknown = _w(T0 + 3600, 1, 0, 0, 0, uncovered=3600)
+    tl = _timeline((THREE[0], unknown), ())
+    lines = render_text(tl).splitlines()
+    row = next(x for x in lines if x.startswith("01-15 09:00"))
+    assert row.split() == ["01-15", "09:00", "+00:00", *"?????", "1", "h"]
+    assert lines[-1] == "?: unknown (no second of the step vouched for), never 0"
+    zeros = render_text(tl, zeros=True).splitlines()
+    assert next(x for x in zeros if x.startswith("01-15 09:00")).split()[3:6] == ["0", "0", "0"]
+    assert "?: unknown" not in "\n".join(zeros)
+    rows = list(csv.DictReader(io.StringIO(render_csv(tl))))
+    assert [(r["input"], r["avg_speed"], r["figures"]) for r in rows] == [
+        ("1000", "0.138889", "exact"),
+        ("", "", "unknown"),
+    ]
+    rows = list(csv.DictReader(io.StringIO(render_csv(tl, zeros=True))))
+    assert [(r["input"], r["avg_speed"], r["figures"]) for r in rows] == [
+        ("1000", "0.138889", "exact"),
+        ("0", "0.0", "unknown"),
+    ]
+    doc = json.loads(render_json(tl))
+    assert [(s["input"], s["decode_seconds"], s["figures"]) for s in doc["steps"]] == [
+        (1000, 2.0, "exact"),
+        (None, None, "unknown"),
+    ]
+    assert doc["window"]["figures"] == "lower_bound"
 
 
 def test_text_of_an_empty_window() -> None:
@@ -137,11 +168,11 @@ def test_csv_has_one_row_per_step() -> None:
     assert tuple(rows[0]) == CSV_FIELDS
     assert [",".join(r) for r in rows[1:]] == [
         f"2027-01-15T08:00:00+00:00,{T0},2027-01-15T09:00:00+00:00,{T0 + 3600},"
-        "1000,500,250,0.25,0.138889,249.5,1,0,true",
+        "1000,500,250,0.25,0.138889,249.5,1,0,true,exact",
         f"2027-01-15T09:00:00+00:00,{T0 + 3600},2027-01-15T10:00:00+00:00,{T0 + 7200},"
-        "0,0,0,,0.0,,0,1800,false",
+        "0,0,0,,0.0,,0,1800,false,lower_bound",
         f"2027-01-15T10:00:00+00:00,{T0 + 7200},2027-01-15T11:00:00+00:00,{T0 + 10800},"
-        "3000,2000000,0,0.0,555.555556,999999.5,1,0,true",
+        "3000,2000000,0,0.0,555.555556,999999.5,1,0,true,exact",
     ]
 
 

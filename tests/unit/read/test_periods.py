@@ -66,8 +66,13 @@ def test_a_period_never_reaches_past_the_cutoff() -> None:
     assert since_until(midnight - 100, midnight + 100, midnight) == Window(
         "period", midnight - 100, midnight
     )
-    with pytest.raises(BadArgument, match="until must be after since"):
-        since_until(midnight, midnight - 1, midnight)
+    with pytest.raises(BadArgument) as e:
+        since_until(midnight, midnight - 1, midnight, SH)
+    assert str(e.value) == (  # in the zone's words, never Unix seconds
+        "until 2026-11-30 23:59:59 +08:00 is not after since 2026-12-01 00:00:00 +08:00: "
+        "give an until later than since, e.g. since 2026-11-01 until 2026-12-01"
+    )
+    assert e.value.argument == "until"
     with pytest.raises(BadArgument, match="unknown window 'fortnight'"):
         period("fortnight", midnight, SH, None)
     assert PERIOD_NAMES[0] == "today" and PERIOD_NAMES[-1] == "total"

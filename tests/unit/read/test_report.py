@@ -138,7 +138,7 @@ def test_breakdowns_each_with_its_own_coverage(tmp_path: Path) -> None:
     with pytest.raises(BadArgument) as e:
         _report(tmp_path, by="host")
     assert str(e.value) == (
-        "by 'host': give a key (instance, model, run, engine), a step (day, month) or one of "
+        "by 'host': give a key (instance, model, run, engine), a step (hour, day, month) or one of "
         "each, comma-separated, e.g. day,model"
     )
 
