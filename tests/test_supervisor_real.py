@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import getpass
 import json
 import os
 import shutil
@@ -130,6 +131,7 @@ def supervised(tmp_path: Path) -> Iterator[Supervised]:
             api_key_file=str(key),
             artifacts_dir=str(art),
             extra_env=(("A", "x,y %z it's"), ("HF_HUB_OFFLINE", "1")),
+            user=getpass.getuser(),  # supervisord here runs as this account, not root's vllm
         )
         logs = tmp_path / "logs"
         logs.mkdir()

@@ -12,6 +12,11 @@ The API key is never in the section: a ``/bin/sh -c`` wrapper reads the key file
 variable from supervisord's own environment, into ``VLLM_API_KEY`` and ``exec``s the argv, so
 vLLM's pid is the program's pid.
 
+vLLM runs as the host file's ``user``, else as the dedicated account systemd mode declares
+(``vllm``, home /var/lib/vllm), never as supervisord's own (root): the header says how to make
+the account, and ``environment=`` sets its ``HOME`` and ``USER`` (supervisord's ``user=``
+switches the account alone).
+
 Quoting follows supervisord's readers: the file is an ini file whose values lose anything after
 a whitespace-led ``;`` or ``#``, then ``%`` is Python string formatting (``%%`` is a literal
 ``%``); ``command`` is then split with ``shlex.split`` (POSIX), ``environment`` with a non-POSIX
@@ -37,6 +42,7 @@ from vllm_ledger.deploy.launch import (
     serve_args,
 )
 from vllm_ledger.deploy.launch import shutdown_timeout_s as vllm_shutdown_timeout_s
+from vllm_ledger.deploy.units import DEFAULT_HOME, DEFAULT_USER
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.units import BUDGETS_ENV
 from vllm_ledger.write.keys import NAMES_ENV
@@ -162,9 +168,10 @@ def program_section(
     budgets_for(host, usage, budgets)
     name = program_name(host)
     command = " ".join(sv_word(w, "command") for w in command_argv(host, usage))
+    account = [] if host.user else [("HOME", DEFAULT_HOME), ("USER", DEFAULT_USER)]
     env = ",".join(
         f"{key}={sv_env_value(value, _env_key(key))}"
-        for key, value in bare_environment(host, usage, tz)
+        for key, value in [*account, *bare_environment(host, usage, tz)]
     )
     out = [
         f"; vLLM under supervisord (supervisor mode{', usage ledger on' if usage else ''}), "
@@ -173,9 +180,15 @@ def program_section(
         f"; Install: cp {conf_name(host)} {CONF_DIR}/ && supervisorctl reread && "
         "supervisorctl update",
     ]
+    if not host.user:
+        out.append(
+            f"; The account: id -u {DEFAULT_USER} || useradd --system --create-home --home-dir "
+            f"{DEFAULT_HOME} {DEFAULT_USER} (or the host file's user)"
+        )
     if usage:
         out.append(
             f"; Before the first start: mkdir -p {shlex.quote(ledger_dir(host))} && "
+            f"chown {host.user or DEFAULT_USER} {shlex.quote(ledger_dir(host))} && "
             f"vllm-ledger bundle --output {shlex.quote(plugin_dir(host))}"
         )
     out += [
@@ -183,8 +196,7 @@ def program_section(
         f"command={command}",
         f"directory={_directory(host, usage)}",
     ]
-    if host.user:
-        out.append(f"user={host.user}")
+    out.append(f"user={host.user or DEFAULT_USER}")
     if env:
         out.append(f"environment={env}")
     out += [

@@ -82,6 +82,7 @@ def test_the_example_host_section() -> None:
     _, values = read_section(program_section(host("gpu-node"), usage=True))
     assert {k: values[k] for k in values if k not in ("command", "environment")} == {
         "directory": "/srv/artifacts",
+        "user": "vllm",
         "autostart": "true",
         "autorestart": "true",
         "startsecs": "10",
@@ -100,6 +101,23 @@ def test_the_example_host_section() -> None:
     argv = shlex.split(values["command"])
     assert argv[:2] == ["/bin/sh", "-c"] and argv[3] == "/srv/secrets/vllm-api.key"
     assert "sk-" not in values["command"] and "--api-key" not in values["command"]
+
+
+def test_vllm_runs_as_the_dedicated_account_unless_the_host_file_names_one() -> None:
+    """As systemd mode: no user in the host file is the account ``vllm`` (its HOME and USER set,
+    supervisord's user= switches the account alone, and the header says how to make it), never
+    supervisord's own (root)."""
+    text = program_section(host("gpu-node"), usage=True)
+    _, values = read_section(text)
+    assert values["user"] == "vllm"
+    env = env_pairs(values["environment"])
+    assert env["HOME"] == "/var/lib/vllm" and env["USER"] == "vllm"
+    assert "useradd --system --create-home --home-dir /var/lib/vllm vllm" in text
+    assert "chown vllm /srv/artifacts/usage" in text
+    text = program_section(host("gpu-node", user="svc"), usage=True)
+    _, values = read_section(text)
+    assert values["user"] == "svc" and "HOME" not in env_pairs(values["environment"])
+    assert "useradd" not in text and "chown svc /srv/artifacts/usage" in text
 
 
 def test_stop_wait_is_the_shutdown_timeout_plus_the_drain() -> None:
