@@ -129,11 +129,13 @@ def errors_verdict(steps: Sequence[StepResult], limit: float = MAX_ERROR_FRACTIO
         return None
     worst = max(bad, key=lambda s: s.error_fraction)
     others = f" (and {len(bad) - 1} more step{'s' if len(bad) > 2 else ''})" if len(bad) > 1 else ""
+    refused = worst.first_error_status in (401, 403)
+    cause = "the cause (an API key: --api-key-file or VLLM_API_KEY)" if refused else "the cause"
     return (
         f"none drawn: {worst.errors} of {worst.requests} requests failed at concurrency "
         f"{worst.concurrency} ({worst.error_fraction * 100:.1f} %, over {limit * 100:g} %)"
         f"{others}, first {error_text(worst)}; the figures are those of the requests that "
-        "did not fail: fix the cause (an API key: --api-key-file or VLLM_API_KEY) and run again"
+        f"did not fail: fix {cause} and run again"
     )
 
 
