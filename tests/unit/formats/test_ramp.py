@@ -76,3 +76,9 @@ def test_an_error_text_from_the_server_is_shown_escaped() -> None:
     assert "\x1b" not in table and "\x07" not in table
     assert "\\x1b]0;owned\\x07\\x1b[2J<script>\\x0a=cmd" in table
     assert "\x1b" not in render_csv(steps) and "\x1b" not in knee_text(None, steps)
+
+
+def test_an_error_text_that_looks_like_a_formula_is_defused_in_the_csv() -> None:
+    # The one CSV dialect's guard (formats/csvout.py): the server's words are shown, never run.
+    steps = [_failing(1, 10, 10, '=HYPERLINK("http://x","y")')]
+    assert render_csv(steps).splitlines()[1].endswith(',401,"\'=HYPERLINK(""http://x"",""y"")"')
