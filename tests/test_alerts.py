@@ -13,7 +13,7 @@ import yaml
 
 from tests.conftest import REPO, run_cli
 from tests.e2e.prom import promtool
-from vllm_ledger.observe.alerts import MINIMAL, Thresholds, alert_rules
+from vllm_ledger.observe.alerts import MINIMAL, SEVERITIES, Thresholds, alert_rules
 
 # The labels each fired alert must carry besides severity: the instance, and the model
 # where the metric has one. promtool compares labels exactly, so these are proven present.
@@ -34,8 +34,10 @@ KEEPS = {
 
 
 def _stack(tmp_path: Path, *args: str) -> Path:
+    """The stack with every rule (--alerts full) unless ``args`` picks a set."""
     out = tmp_path / "stack"
-    code, _stdout, err = run_cli("observability", str(out), *args)
+    full = () if "--alerts" in args else ("--alerts", "full")
+    code, _stdout, err = run_cli("observability", str(out), *full, *args)
     assert code == 0, err
     return out
 
@@ -484,6 +486,43 @@ def test_minimal_gives_the_three_to_start_with_and_runbook_url_reaches_them(tmp_
     checked = promtool("check", "rules", str(out / "alerts.yml"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "SUCCESS: 3 rules found" in checked.stdout
+
+
+def test_the_default_is_the_three_to_start_with_and_full_is_one_flag_away(tmp_path: Path) -> None:
+    out = tmp_path / "default"
+    code, _stdout, err = run_cli("observability", str(out))
+    assert code == 0, err
+    assert tuple(_rules(out)) == MINIMAL
+    code, help_text, _err = run_cli("observability", "--help")
+    assert code == 0
+    flat = " ".join(help_text.split())
+    assert "minimal (the default): the three to start with" in flat
+    assert (
+        "--alerts full: every rule, at three levels (info: early signs, warning, critical" in flat
+    )
+
+
+def test_three_levels_info_an_early_sign(tmp_path: Path) -> None:
+    """Every rule is info, warning or critical; the queue building, the leading indicator,
+    is info; each level has its own route in alertmanager.yml and a critical alert holds back
+    its instance's warnings and infos (amtool: tests/test_observe_stack.py)."""
+    rules = _rules(_stack(tmp_path))
+    levels = {n: r["labels"]["severity"] for n, r in rules.items()}
+    assert set(levels.values()) == set(SEVERITIES) == {"info", "warning", "critical"}
+    assert [n for n, s in levels.items() if s == "info"] == ["QueueBuildUp"]
+    am = yaml.safe_load((tmp_path / "stack" / "alertmanager.yml").read_text())
+    routes = am["route"]["routes"]
+    assert [r["matchers"] for r in routes] == [[f'severity="{s}"'] for s in reversed(SEVERITIES)]
+    assert [r.get("repeat_interval", am["route"]["repeat_interval"]) for r in routes] == [
+        "1h", "4h", "24h",
+    ]  # fmt: skip
+    assert am["inhibit_rules"] == [
+        {
+            "source_matchers": ['severity="critical"'],
+            "target_matchers": ['severity=~"warning|info"'],
+            "equal": ["instance"],
+        }
+    ]
 
 
 def test_threshold_flags_reach_the_rules(tmp_path: Path) -> None:

@@ -166,7 +166,8 @@ def test_prometheus_rule_carries_exactly_the_observability_rules(
 ) -> None:
     rule = next(d for d in _docs(rendered[True]) if d["kind"] == "PrometheusRule")
     assert rule["spec"] == rules_document()
-    rc, _, err = run_cli("observability", "--output", str(tmp_path / "stack"))
+    # every rule, as observability --alerts full writes them (its default is the first three)
+    rc, _, err = run_cli("observability", "--output", str(tmp_path / "stack"), "--alerts", "full")
     assert rc == 0, err
     assert rule["spec"] == yaml.safe_load((tmp_path / "stack" / "alerts.yml").read_text())
 

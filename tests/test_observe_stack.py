@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from tests.e2e.prom import is_gpu_metric, metric_names, promtool
 from tests.ledgers import ev, write_ledger
 from tests.vllm_source import vllm_metric_names
 from vllm_ledger.notify.alerts import MAX_ALERTS
-from vllm_ledger.observe.alerts import alert_rules
+from vllm_ledger.observe.alerts import MINIMAL
 from vllm_ledger.observe.dashboard import expressions, interpolate
 from vllm_ledger.observe.exporter import LedgerCollector, families
 from vllm_ledger.observe.gpu import GpuReading
@@ -73,7 +74,13 @@ def test_prometheus_config_scrapes_every_target_and_alerts_to_alertmanager(
         "--exporter", "10.0.0.1:9464",
     )  # fmt: skip
     cfg = _load(out / "prometheus.yml")
-    assert cfg["global"] == {"scrape_interval": "15s", "evaluation_interval": "15s"}
+    assert cfg["global"] == {
+        "scrape_interval": "15s",
+        "evaluation_interval": "15s",
+        # on every series it sends away: this host's name unless --prometheus-name says
+        "external_labels": {"prometheus": socket.gethostname()},
+    }
+    assert "remote_write" not in cfg  # only with --remote-write
     assert cfg["rule_files"] == ["alerts.yml"]
     assert cfg["alerting"] == {
         "alertmanagers": [{"static_configs": [{"targets": ["alertmanager:9093"]}]}]
@@ -89,13 +96,70 @@ def test_prometheus_config_scrapes_every_target_and_alerts_to_alertmanager(
         "vllm-ledger": [{"targets": ["10.0.0.1:9464"]}],
         "node": [{"targets": ["host.docker.internal:9100"]}],
         "cadvisor": [{"targets": ["cadvisor:8080"]}],
+        "prometheus": [{"targets": ["localhost:9090"]}],  # itself
     }
     r = promtool("check", "config", str(out / "prometheus.yml"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "SUCCESS: 1 rule files found" in r.stdout
     r = promtool("check", "rules", str(out / "alerts.yml"))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"SUCCESS: {len(alert_rules())} rules found" in r.stdout
+    # the default set: the three to start with (--alerts full writes every rule)
+    assert f"SUCCESS: {len(MINIMAL)} rules found" in r.stdout
+
+
+def test_targets_beside_vllm_carry_the_name_of_the_vllm_host_they_watch(tmp_path: Path) -> None:
+    """The exporter, DCGM, the node exporter and cAdvisor of a vLLM's host are named by that
+    host as the vLLM target is named, so the dashboard's $host (vLLM's hosts only) picks them
+    all with one value: the compose file's own services watch the Docker host, a target on a
+    vLLM's address its host; a named one stays as named, one on no vLLM's host as it is."""
+    out = _stack(
+        tmp_path,
+        "--vllm", "host.docker.internal:8000=gpu1:8000", "--vllm", "10.0.0.2:8001=gpu2:8001",
+        "--exporter", "10.0.0.2:9464", "--node-exporter", "10.0.0.3:9100",
+        "--prometheus-name", "monitor1", "--remote-write", "http://10.0.0.9:8428/api/v1/write",
+    )  # fmt: skip
+    cfg = _load(out / "prometheus.yml")
+    jobs = {j["job_name"]: j["static_configs"] for j in cfg["scrape_configs"]}
+    assert jobs["vllm-ledger"] == [
+        {"targets": ["10.0.0.2:9464"], "labels": {"instance": "gpu2:9464"}}
+    ]
+    assert jobs["dcgm"] == [
+        {"targets": ["dcgm-exporter:9400"], "labels": {"instance": "gpu1:9400"}}
+    ]
+    assert jobs["cadvisor"] == [{"targets": ["cadvisor:8080"], "labels": {"instance": "gpu1:8080"}}]
+    assert jobs["node"] == [{"targets": ["10.0.0.3:9100"]}]  # no vLLM there: as it is
+    assert cfg["global"]["external_labels"] == {"prometheus": "monitor1"}
+    assert cfg["remote_write"] == [{"url": "http://10.0.0.9:8428/api/v1/write"}]
+    r = promtool("check", "config", str(out / "prometheus.yml"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    named = _stack(tmp_path / "n", "--vllm", "host.docker.internal:8000=gpu1:8000",
+                   "--node-exporter", "host.docker.internal:9100=other:9100")  # fmt: skip
+    jobs = {
+        j["job_name"]: j["static_configs"]
+        for j in _load(named / "prometheus.yml")["scrape_configs"]
+    }
+    assert jobs["node"] == [
+        {"targets": ["host.docker.internal:9100"], "labels": {"instance": "other:9100"}}
+    ]
+    assert jobs["vllm-ledger"] == [
+        {"targets": ["host.docker.internal:9464"], "labels": {"instance": "gpu1:9464"}}
+    ]
+    # The dashboard's $host lists vLLM's hosts alone.
+    model = json.loads((out / "grafana/dashboards/vllm-ledger.json").read_text())
+    (host,) = [v for v in model["templating"]["list"] if v["name"] == "host"]
+    assert host["query"] == 'label_values(up{job="vllm"}, instance)'
+
+
+def test_a_bad_prometheus_name_is_refused_in_one_line(tmp_path: Path) -> None:
+    code, _out, err = run_cli("observability", str(tmp_path / "s"), "--prometheus-name", 'a"b')
+    assert code == 2
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .endswith(
+            "--prometheus-name 'a\"b' is not a plain name: give e.g. --prometheus-name monitor1"
+        )
+    )
 
 
 def _amtool_check(path: Path) -> None:
@@ -245,7 +309,7 @@ def test_no_dcgm_and_an_external_dcgm(tmp_path: Path) -> None:
     out = _stack(tmp_path, "--no-dcgm")
     assert "dcgm-exporter" not in _load(out / "compose.yaml")["services"]
     jobs = [j["job_name"] for j in _load(out / "prometheus.yml")["scrape_configs"]]
-    assert jobs == ["vllm", "vllm-ledger", "node", "cadvisor"]
+    assert jobs == ["vllm", "vllm-ledger", "node", "cadvisor", "prometheus"]
     out2 = tmp_path / "ext"
     code, _o, _e = run_cli("observability", str(out2), "--dcgm", "10.0.0.9:9400=gpu1:9400")
     assert code == 0
@@ -300,7 +364,7 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 # filter by $model_name. (vLLM's process and HTTP metrics, the ledger's coverage and writers
 # and every GPU metric have no model.)
 _NO_MODEL = re.compile(
-    r"^(up|process_.*|http_.*|DCGM_.*|node_.*|container_.*|vllm_ledger_gpu_.*|vllm_ledger_writers.*"
+    r"^(up|process_.*|http_.*|DCGM_.*|node_.*|container_.*|vllm_ledger_gpu_.*|vllm_ledger_writers.*|vllm_ledger_run_start_.*"
     r"|vllm_ledger_window_(uncovered_seconds|wall_seconds|complete|problems)"
     # whose tokens: by key and adapter, no model_name (the adapter is the body's model)
     r"|vllm_ledger_(window_)?(attributed|not_attributed|requests_aborted|attribution)_.*)$"
@@ -414,7 +478,7 @@ def test_dashboard_variables(tmp_path: Path) -> None:
         v = var[name]
         assert (v["type"], v["multi"], v["includeAll"]) == ("query", True, True), name
         assert v["datasource"] == DS and v["refresh"] == 2
-    assert var["host"]["query"] == "label_values(up, instance)"
+    assert var["host"]["query"] == 'label_values(up{job="vllm"}, instance)'  # vLLM's hosts
     assert var["model_name"]["query"].startswith("label_values(")
     assert var["model_name"]["query"].endswith(", model_name)")
     assert var["instance"]["query"].startswith("query_result(")
@@ -630,15 +694,25 @@ def _exporter_names(tmp_path: Path) -> set[str]:
         Call(t0 + 9, "team-a", "tiny", prompt=3, gen=1, aborted=True),
     ]
     write_credited_ledger(tmp_path / "w", "r1", start_ts=t0, end_ts=t0 + 60, calls=calls)
-    collector = LedgerCollector([tmp_path / "w"], tz="UTC", clock=lambda: t0 + 61)
-    for fam in collector.collect():
-        for s in fam.samples:
-            names.add(s.name)
+    # A run still open (the vLLM running): its start, the Uptime panel's fallback.
+    write_ledger(
+        tmp_path / "o",
+        "r2",
+        start_ts=t0 + 1,
+        end_ts=t0 + 60,
+        clean=False,
+        events=[ev(t0 + 5, 8, 2)],
+    )
+    for root in (tmp_path / "w", tmp_path / "o"):
+        collector = LedgerCollector([root], tz="UTC", clock=lambda: t0 + 61)
+        for fam in collector.collect():
+            for s in fam.samples:
+                names.add(s.name)
     return names
 
 
 def test_every_metric_name_is_one_vllm_dcgm_or_the_exporter_really_serves(tmp_path: Path) -> None:
-    out = _stack(tmp_path)
+    out = _stack(tmp_path, "--alerts", "full")
     model = json.loads((out / "grafana/dashboards/vllm-ledger.json").read_text())
     alerts = [r["expr"] for r in _load(out / "alerts.yml")["groups"][0]["rules"]]
     used = {n for e in [*expressions(model), *alerts] for n in _names(e)}

@@ -110,6 +110,9 @@ LEDGER_WINDOW_PROBLEMS = "vllm_ledger_window_problems"
 LEDGER_WRITERS_EXPECTED = "vllm_ledger_writers_expected"
 LEDGER_WRITERS_ALIVE = "vllm_ledger_writers_alive"
 LEDGER_WRITERS = "vllm_ledger_writers"
+# When the instance's open run started (its first writer's first proof; no series once it
+# closed): the dashboard's Uptime where vLLM has no process_* series (--api-server-count > 1).
+LEDGER_RUN_START = "vllm_ledger_run_start_timestamp_seconds"
 LEDGER_RUNS = "vllm_ledger_runs"
 LEDGER_FILES_UNREADABLE = "vllm_ledger_files_unreadable"
 # NVML gauges, per GPU (GPU_LABELS), for hosts without DCGM.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -107,6 +108,7 @@ def test_a_firing_rule_reaches_the_webhook_with_its_instance(
         "--webhook-url", receiver.url,
         "--scrape-interval", "1s",
         "--down-for", "0s",
+        "--alerts", "full",  # the targets' health: beyond the three to start with
     )  # fmt: skip
     assert code == 0, err
     r = promtool("check", "config", str(stack / "prometheus.yml"))
@@ -156,12 +158,14 @@ def test_a_firing_rule_reaches_the_webhook_with_its_instance(
         "alertname": "VLLMTargetDown",
         "instance": "gpu-test:8000",  # the name given with --vllm ADDRESS=NAME
         "job": "vllm",
+        "prometheus": socket.gethostname(),  # the stack's external label
         "severity": "critical",
     }
     assert down["annotations"]["summary"] == ("vLLM gpu-test:8000 has not answered a scrape for 0s")
     assert down["annotations"]["runbook_url"] == "docs/runbook.md#vllmtargetdown"
     exporter = got["LedgerExporterDown"]
-    assert exporter["labels"]["instance"] == f"127.0.0.1:{exporter_port}"
+    # on the vLLM's address: named by its vLLM host, as the dashboard's $host picks it
+    assert exporter["labels"]["instance"] == f"gpu-test:{exporter_port}"
     assert exporter["labels"]["job"] == "vllm-ledger"
     body = receiver.bodies[0]
     assert body["receiver"] == "notifier" and body["version"] == "4"

@@ -253,6 +253,7 @@ def test_stack_against_live_vllm_exporter_and_prometheus(
             "--cadvisor", f"127.0.0.1:{cadvisor_port}={host}:{cadvisor_port}",
             "--alertmanager", f"127.0.0.1:{free_port()}",  # none: alerts are not sent here
             "--scrape-interval", "1s",
+            "--alerts", "full",  # every rule's signal on live data
         )  # fmt: skip
         assert code == 0, err
         r = promtool("check", "config", str(stack / "prometheus.yml"))

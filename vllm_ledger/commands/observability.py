@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,7 @@ from vllm_ledger.observe.stack import (
     DEFAULT_VLLM_TARGET,
     GRAFANA_PORT,
     PLACEHOLDER_WEBHOOK,
+    PROMETHEUS_LABEL,
     TOKEN_IN_CONTAINER,
     StackSpec,
     check_named_target,
@@ -205,9 +207,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--alerts",
         choices=ALERT_SETS,
-        default="full",
-        help=f"minimal: the three to start with ({', '.join(MINIMAL)}); full: every rule "
-        "(default full; docs/observability.md says what each means)",
+        default="minimal",
+        help=f"minimal (the default): the three to start with ({', '.join(MINIMAL)}); "
+        "--alerts full: every rule, at three levels (info: early signs, warning, critical; "
+        "docs/observability.md says what each means)",
     )
     p.add_argument(
         "--runbook-url",
@@ -234,6 +237,21 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="with --budgets: the http(s) address of the published docs/budgets.md, each "
         f"budget alert's runbook_url is URL#alertname (default {DEFAULT_BUDGETS_RUNBOOK}"
         "#alertname)",
+    )
+    p.add_argument(
+        "--remote-write",
+        type=url("--remote-write", "http://192.168.1.5:8428/api/v1/write"),
+        metavar="URL",
+        help="also send every series to this remote-write store (VictoriaMetrics: "
+        "http://HOST:8428/api/v1/write; Mimir, Thanos receive, another Prometheus), labelled "
+        f"{PROMETHEUS_LABEL}=NAME (--prometheus-name)",
+    )
+    p.add_argument(
+        "--prometheus-name",
+        type=_label_value,
+        metavar="NAME",
+        help="this Prometheus's external label, on every series it sends away and every alert "
+        f"(default: this host's name; {PROMETHEUS_LABEL}=NAME)",
     )
     p.add_argument(
         "--max-model-len",
@@ -399,6 +417,16 @@ def add_host_thresholds(a: argparse._ArgumentGroup, d: Thresholds) -> None:
     )
 
 
+def _label_value(value: str) -> str:
+    """A label value that reads back as given: printable, no quote or backslash, at most 253."""
+    if not value or len(value) > 253 or any(c in '"\\' or not c.isprintable() for c in value):
+        raise BadArgument(
+            f"--prometheus-name {value[:80]!r} is not a plain name: give e.g. "
+            "--prometheus-name monitor1"
+        )
+    return value
+
+
 def _mountpoint(value: str) -> str:
     """An absolute path without control characters, as a mount point is written."""
     if not value.startswith("/") or any(ord(c) < 32 or c == "\x7f" for c in value):
@@ -437,6 +465,8 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
         scrape_interval=args.scrape_interval,
         alerts=args.alerts,
         runbook=args.runbook_url or DEFAULT_RUNBOOK,
+        prometheus_name=args.prometheus_name or _label_value(socket.gethostname()),
+        remote_write_url=args.remote_write,
         max_model_len=int(args.max_model_len),
         thresholds=Thresholds(
             kv_cache_fraction=args.kv_cache_threshold,

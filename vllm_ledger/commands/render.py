@@ -44,6 +44,7 @@ from vllm_ledger.deploy.units import (
 )
 from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.formats.safe import printable
+from vllm_ledger.observe.stack import EXPORTER_LISTEN, EXPORTER_PORT
 from vllm_ledger.outfile import write_file
 
 NAME = "render"
@@ -68,7 +69,7 @@ refused a write (a full disk, a denied folder)
 
 FOLDER_MODES = ("kubernetes", "image")  # --output may be a folder (kubernetes: or a file)
 RENDER_MODES = (*MODES, "systemd", "compose", "supervisor", *FOLDER_MODES)
-DEFAULT_EXPORTER_LISTEN = "127.0.0.1:9464"
+DEFAULT_EXPORTER_LISTEN = EXPORTER_LISTEN  # where observability's Prometheus scrapes it
 CALIBRATION_WINDOW = "7d"
 
 
@@ -328,7 +329,7 @@ def _example(mode: str, host: Host) -> str:
 
 def _write_units(args: argparse.Namespace, host: Host) -> None:
     folder: Path = args.units
-    listen_at = args.exporter_listen or (DEFAULT_EXPORTER_LISTEN.rpartition(":")[0], 9464)
+    listen_at = args.exporter_listen or (DEFAULT_EXPORTER_LISTEN.rpartition(":")[0], EXPORTER_PORT)
     address = f"[{listen_at[0]}]" if ":" in listen_at[0] else listen_at[0]
     try:
         units = ledger_units(

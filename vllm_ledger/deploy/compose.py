@@ -17,6 +17,10 @@ before it ``exec``s ``vllm`` with the same argv.
 YAML is written by hand: keys are fixed words, every value a JSON string or number (JSON's
 double-quoted strings are YAML's), and ``$`` in a host-file value doubled so compose does not
 interpolate it.
+
+With ``usage`` a second service, ``ledger-exporter``, serves the ledger to Prometheus: vLLM's
+image running the bundle's ``vllm_ledger`` over the same ledger folder, mounted read-only,
+published at the address ``observability``'s Prometheus scrapes (``observe/stack.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from vllm_ledger.deploy.budgets import (
     container_mounts,
 )
 from vllm_ledger.deploy.host import Host, check_for
+from vllm_ledger.deploy.kubernetes import exporter_args
 from vllm_ledger.deploy.launch import (
     CONTAINER_LEDGER_DIR,
     CONTAINER_PLUGIN_DIR,
@@ -46,9 +51,11 @@ from vllm_ledger.deploy.launch import (
     serve_args,
     shutdown_timeout_s,
 )
+from vllm_ledger.observe.stack import EXPORTER_LISTEN, EXPORTER_PORT
 from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 
 SERVICE = "vllm"
+EXPORTER_SERVICE = "ledger-exporter"
 SECRET = "vllm_api_key"
 HOSTNAME = "${HOSTNAME:?export HOSTNAME (this machine's name) before docker compose up}"
 
@@ -100,7 +107,7 @@ def compose_file(
     if usage:
         out.append(
             f"# Before up: mkdir -p {shlex.quote(ledger_dir(host))}; the plugin bundle must be "
-            f"in {plugin_dir(host)} (vllm-ledger bundle {shlex.quote(plugin_dir(host))})."
+            f"in {plugin_dir(host)} (vllm-ledger bundle --output {shlex.quote(plugin_dir(host))})."
         )
     if budgets is not None:
         out.append(
@@ -153,6 +160,8 @@ def compose_file(
         out.append(f"    stop_grace_period: {_raw(f'{timeout + DOCKER_STOP_MARGIN_S}s')}")
     out.append("    stop_signal: SIGTERM")
     out += _gpus(host)
+    if usage:
+        out += _exporter_service(host, tz, budgets)
     if host.api_key_file:
         out += ["secrets:", f"  {SECRET}:", f"    file: {_s(host.api_key_file)}"]
     return "\n".join(out) + "\n"
@@ -169,6 +178,39 @@ def _volumes(host: Host, usage: bool, budgets: BudgetsFile | None) -> list[tuple
             volumes.append((host.key_names, names, True))
         volumes += [(s, t, True) for s, t in container_mounts(host.budgets, budgets)]
     return volumes
+
+
+def _exporter_service(host: Host, tz: str | None, budgets: BudgetsFile | None) -> list[str]:
+    """The ledger exporter beside vLLM: vLLM's image running the bundle's ``vllm_ledger``
+    (``python3 -m vllm_ledger exporter``, as the Kubernetes sidecar's argv), the same ledger
+    folder read-only, published at ``observe.stack.EXPORTER_LISTEN`` where the stack scrapes it."""
+    path = container_budgets(host.budgets) if budgets and host.budgets is not None else None
+    published_ip = EXPORTER_LISTEN.rpartition(":")[0]
+    out = [f"  {EXPORTER_SERVICE}:", f"    image: {_s(host.image or '')}"]
+    out.append(f"    container_name: {_s(host.name + '-' + EXPORTER_SERVICE)}")
+    out.append(f"    restart: {_s(host.restart)}")
+    out.append(f"    entrypoint: [{_raw('python3')}, {_raw('-m')}, {_raw('vllm_ledger')}]")
+    out.append("    command:")
+    out += [f"      - {_s(w)}" for w in exporter_args(tz, path)[1:]]
+    out += [
+        "    ports:",
+        f"      - target: {EXPORTER_PORT}",
+        f"        published: {_raw(str(EXPORTER_PORT))}",
+        f"        host_ip: {_raw(published_ip)}",
+        "        protocol: tcp",
+        "    volumes:",
+    ]
+    mounts = [(plugin_dir(host), CONTAINER_PLUGIN_DIR), (ledger_dir(host), CONTAINER_LEDGER_DIR)]
+    mounts += container_mounts(host.budgets, budgets)
+    for source, target in mounts:
+        out += [
+            "      - type: bind",
+            f"        source: {_s(source)}",
+            f"        target: {_s(target)}",
+            "        read_only: true",
+        ]
+    out += ["    environment:", f"      PYTHONPATH: {_raw(CONTAINER_PLUGIN_DIR)}"]
+    return [*out, "    stop_signal: SIGTERM"]
 
 
 def _gpus(host: Host) -> list[str]:
@@ -190,4 +232,4 @@ def _gpus(host: Host) -> list[str]:
     ]
 
 
-__all__ = ["SECRET", "SERVICE", "compose_file"]
+__all__ = ["EXPORTER_SERVICE", "SECRET", "SERVICE", "compose_file"]

@@ -73,10 +73,10 @@ from vllm_ledger.deploy.launch import (
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.observe.alerts import EXPORTER_JOB, VLLM_JOB, rules_document
 from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
+from vllm_ledger.observe.stack import EXPORTER_PORT
 from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
-EXPORTER_PORT = 9464
 LEDGER_VOLUME = "ledger"
 LEDGER_CLAIM_SIZE = "10Gi"
 SHM_VOLUME = "dshm"

@@ -1,6 +1,7 @@
 """The alert rules, one alert per instance: the three to start with (docs/observability.md),
 the targets' health, GPU heat, the error rate, the queue's leading indicator, and two for the
-ledger.
+ledger. Each rule has a ``severity`` of ``SEVERITIES``: ``info`` for an early sign (the queue
+building), ``warning``, ``critical``; Alertmanager routes each level at its own pace.
 
 Pure: ``alert_rules(thresholds)`` returns the rules as data; ``rules_document`` wraps them in
 the group Prometheus loads from ``alerts.yml``. Every rule is a *signal* (a PromQL expression
@@ -74,8 +75,11 @@ DEFAULT_RUNBOOK = "docs/runbook.md"
 
 AlertSet = Literal["minimal", "full"]
 ALERT_SETS: tuple[AlertSet, ...] = ("minimal", "full")
-# The three to start with (``--alerts minimal``).
+# The three to start with (``--alerts minimal``, observability's default; ``--alerts full``: all).
 MINIMAL = ("KVCacheNearFull", "TTFTP99High", "GPUMemNearFull")
+# The levels, lowest first: info an early sign (nobody is hurt yet: look during the day),
+# warning users feel it or soon will, critical serving fails or is about to.
+SEVERITIES = ("info", "warning", "critical")
 
 # GPU memory in use as a fraction, from DCGM (MiB figures) or, on a host without DCGM, from the
 # ledger exporter's NVML gauges. `or on (UUID)` keeps DCGM's series and adds NVML's only for GPUs
@@ -318,7 +322,7 @@ def alert_rules(
             ">",
             t.queue_waiting,
             t.queue_for,
-            "warning",
+            "info",
             summary=(
                 "Requests for {{ $labels.model_name }} have been waiting on "
                 f"{{{{ $labels.instance }}}} for {t.queue_for}"
@@ -428,6 +432,7 @@ __all__ = [
     "GPU_TEMPERATURE",
     "MINIMAL",
     "NODE_JOB",
+    "SEVERITIES",
     "VLLM_JOB",
     "AlertRule",
     "AlertSet",

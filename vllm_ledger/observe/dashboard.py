@@ -11,8 +11,9 @@ Variables (every panel is filtered by them):
 - ``$datasource``: the Prometheus to read. Its default is ``${DS_PROMETHEUS}``, the data source
   picked in Grafana's import form (``__inputs``); a provisioned copy, where nothing replaces
   it, falls back to the default Prometheus data source.
-- ``$host``: the host part of every scrape target (``up``'s ``instance``), for the GPU panels
-  (a GPU belongs to a host, not to one vLLM) and the fleet row.
+- ``$host``: the host part of every vLLM target (``up{job="vllm"}``'s ``instance``), for the
+  GPU panels (a GPU belongs to a host, not to one vLLM), the host row and the fleet row; the
+  targets beside vLLM carry their vLLM host's name (``observe/stack.py``).
 - ``$instance``: the vLLM instances on the chosen hosts, as Prometheus's ``instance`` label of
   the vLLM targets and as the ledger's ``ledger_instance`` (HOST:PORT as ``report --by
   instance`` prints it). The two are one value when the vLLM targets are named as the ledger
@@ -49,6 +50,7 @@ from vllm_ledger.names import (
     LEDGER_NOT_ATTRIBUTED_PROMPT_TOKENS_TOTAL,
     LEDGER_PROMPT_TOKENS_TOTAL,
     LEDGER_REQUESTS_ABORTED_TOTAL,
+    LEDGER_RUN_START,
     LEDGER_WINDOW_ATTRIBUTED_INPUT_TOKENS,
     LEDGER_WINDOW_ATTRIBUTED_OUTPUT_TOKENS,
     LEDGER_WINDOW_CACHED_TOKENS,
@@ -111,6 +113,14 @@ L = f'{LEDGER_INSTANCE_LABEL}=~"$instance"'
 LM = f'{LEDGER_INSTANCE_LABEL}=~"$instance",{MODEL_NAME_LABEL}=~"$model_name"'
 G = 'instance=~"$host:[0-9]+"'
 HOST_OF_LEDGER = '"host", "$1", "ledger_instance", "(.+):[0-9]+"'
+
+# Uptime: vLLM's API process start; where vLLM has none (its multiprocess /metrics, with
+# --api-server-count > 1, has no process_* series), the start of the ledger's open run.
+UPTIME = (
+    f'time() - max by (instance) ({PROCESS_START_TIME_SECONDS}{{job="{VLLM_JOB}",{V}}})'
+    " or time() - max by (instance) (label_replace("
+    f'{LEDGER_RUN_START}{{{L}}}, "instance", "$1", "{LEDGER_INSTANCE_LABEL}", "(.*)"))'
+)
 
 TOKENS_PER_S = "suffix: tokens/s"  # Grafana's custom unit: the number, a space, tokens/s
 
@@ -179,15 +189,11 @@ ROWS: list[tuple[str, list[Panel]]] = [
                 "Uptime",
                 "stat",
                 "s",
-                [
-                    (
-                        "time() - max by (instance) "
-                        f'({PROCESS_START_TIME_SECONDS}{{job="{VLLM_JOB}",{V}}})',
-                        "{{instance}}",
-                    )
-                ],
+                [(UPTIME, "{{instance}}")],
                 6,
-                "Since the API server process started (a restart sets it back to 0).",
+                "Since the API server process started (a restart sets it back to 0); with "
+                "--api-server-count above 1 vLLM has no process_* series, and the ledger's "
+                "open run says since when the instance runs.",
             ),
             Panel(
                 "Request rate",
@@ -784,7 +790,9 @@ MODEL_QUERY = (
     f'label_values({{__name__=~"{VLLM_NUM_REQUESTS_RUNNING}|{LEDGER_WINDOW_REQUESTS}"}}, '
     f"{MODEL_NAME_LABEL})"
 )
-HOST_QUERY = "label_values(up, instance)"
+# The vLLM hosts alone: the targets beside vLLM (exporter, DCGM, node exporter, cAdvisor) carry
+# their vLLM host's name (observe/stack.py relabels them), so a host is one value for them all.
+HOST_QUERY = f'label_values(up{{job="{VLLM_JOB}"}}, instance)'
 
 
 def variables(max_model_len: int = DEFAULT_MAX_MODEL_LEN) -> list[dict[str, Any]]:

@@ -70,6 +70,7 @@ from vllm_ledger.names import (
     LEDGER_INSTANCE_LABEL,
     LEDGER_REPORT_OK,
     LEDGER_REPORT_SECONDS,
+    LEDGER_RUN_START,
     LEDGER_RUNS,
     LEDGER_RUNS_VANISHED,
     LEDGER_WINDOW_AVG_SPEED,
@@ -172,6 +173,8 @@ def _writer_gauges(report: Report) -> dict[str, dict[str, int]]:
             "expected": max(w.expected_writers for w in ws) if is_open else 0,
             "alive": sum(1 for w in ws if w.state == "alive"),
         }
+        if is_open and start[run_id] > 0:
+            out[inst]["start_ts"] = int(start[run_id])
         for state in WRITER_STATES:
             out[inst][state] = sum(
                 1 for r in runs.values() for w in r if w.instance == inst and w.state == state
@@ -424,12 +427,19 @@ def _report_families(
         "Writers of every run of the instance, by state",
         labels=[LEDGER_INSTANCE_LABEL, STATE_LABEL],
     )
+    run_start = gauge(
+        LEDGER_RUN_START,
+        "When the instance's open run started (unix seconds; none once it closed)",
+        labels=[LEDGER_INSTANCE_LABEL],
+    )
     for inst, counts in writers.items():
+        if "start_ts" in counts:
+            run_start.add_metric([inst], float(counts["start_ts"]))
         expected.add_metric([inst], float(counts["expected"]))
         alive.add_metric([inst], float(counts["alive"]))
         for state in WRITER_STATES:
             by_state.add_metric([inst, state], float(counts[state]))
-    out.extend([expected, alive, by_state])
+    out.extend([expected, alive, by_state, run_start])
     runs = gauge(LEDGER_RUNS, "vLLM launches (runs) found in the ledgers")
     runs.add_metric([], float(report.runs))
     out.append(runs)

@@ -48,7 +48,15 @@ DATASOURCE_UID = "vllm-prometheus"
 HOST_GATEWAY = "host.docker.internal"
 DCGM_SERVICE_TARGET = "dcgm-exporter:9400"
 DEFAULT_VLLM_TARGET = f"{HOST_GATEWAY}:8000"
-DEFAULT_EXPORTER_TARGET = f"{HOST_GATEWAY}:9464"
+# The ledger exporter's address, one source for every place that names it: the unit of
+# `render --units` listens at EXPORTER_LISTEN, compose mode's exporter service publishes
+# EXPORTER_PORT on the host, the Kubernetes sidecar serves it, and this stack's Prometheus
+# scrapes DEFAULT_EXPORTER_TARGET (the Docker host, where the first two listen). 0.0.0.0 as
+# vLLM itself listens (the host file's default): the Prometheus container reaches the host
+# through the Docker gateway, never through its 127.0.0.1.
+EXPORTER_PORT = 9464
+EXPORTER_LISTEN = f"0.0.0.0:{EXPORTER_PORT}"
+DEFAULT_EXPORTER_TARGET = f"{HOST_GATEWAY}:{EXPORTER_PORT}"
 ALERTMANAGER_SERVICE_TARGET = "alertmanager:9093"
 # The node exporter runs in the host's network namespace (it reports the host's interfaces),
 # so Prometheus reaches it through the Docker host; cAdvisor is a service on the compose network.
@@ -65,6 +73,11 @@ PLACEHOLDER_WEBHOOK = f"http://{HOST_GATEWAY}:9095/alertmanager"
 DEFAULT_TOKEN_FILE = "alertmanager-token"
 TOKEN_IN_CONTAINER = "/etc/alertmanager/token"
 GRAFANA_PORT = 3300
+# Prometheus scrapes itself (its own health: rule evaluation, remote-write backlog, TSDB) here,
+# inside its container; PROMETHEUS_LABEL names it in its external_labels.
+SELF_JOB = "prometheus"
+SELF_TARGET = "localhost:9090"
+PROMETHEUS_LABEL = "prometheus"
 
 PROMETHEUS_IMAGE = "prom/prometheus:v2.53.0"
 GRAFANA_IMAGE = "grafana/grafana:11.1.0"
@@ -145,11 +158,15 @@ class StackSpec:
     token_file: str = DEFAULT_TOKEN_FILE
     scrape_interval: str = "15s"
     thresholds: Thresholds = field(default_factory=Thresholds)
-    alerts: AlertSet = "full"
+    alerts: AlertSet = "minimal"  # the three to start with; "full": every rule
     runbook: str = DEFAULT_RUNBOOK
     max_model_len: int = DEFAULT_MAX_MODEL_LEN
     budgets: BudgetConfig | None = None  # the budgets file: budgets.yml, its rules
     budgets_runbook: str = DEFAULT_BUDGETS_RUNBOOK
+    # external_labels: PROMETHEUS_LABEL = this name (the host the stack runs on) on every series
+    # it sends away (remote write, federation, alerts), so a store of several tells them apart
+    prometheus_name: str = "prometheus"
+    remote_write_url: str | None = None  # a remote-write store (VictoriaMetrics, Mimir, ...)
 
 
 def rule_files(spec: StackSpec) -> list[str]:
@@ -165,19 +182,57 @@ def _static_configs(targets: tuple[Target, ...]) -> list[dict[str, Any]]:
     return groups
 
 
-def prometheus_config(spec: StackSpec) -> dict[str, Any]:
+# The services of this compose file: on the compose network, but on the Docker host, beside
+# the vLLM that Prometheus reaches as host.docker.internal.
+_COMPOSE_SERVICE_HOSTS = frozenset(
+    t.rsplit(":", 1)[0] for t in (DCGM_SERVICE_TARGET, CADVISOR_SERVICE_TARGET)
+)
+
+
+def _host_of(target: str) -> str:
+    return target.rsplit(":", 1)[0]
+
+
+def watched_host(spec: StackSpec, target: Target) -> Target:
+    """A target beside vLLM (the ledger exporter, DCGM, the node exporter, cAdvisor) named by
+    the vLLM host it watches: unnamed, on the address host of a vLLM target, its ``instance``
+    becomes that vLLM's host (as the vLLM target is named) and its own port, so ``$host`` picks
+    vLLM, its GPUs, its host and its containers with one value. A named target stays as named;
+    one on no vLLM's host keeps its address."""
+    address, name = target
+    if name is not None:
+        return target
+    host = _host_of(address)
+    if host in _COMPOSE_SERVICE_HOSTS:
+        host = HOST_GATEWAY  # a service of this compose file runs on the Docker host
+    for vllm_address, vllm_name in spec.vllm_targets:
+        if _host_of(vllm_address) == host:
+            named = f"{_host_of(vllm_name or vllm_address)}:{address.rsplit(':', 1)[1]}"
+            return (address, None if named == address else named)
+    return target
+
+
+def scrape_jobs(spec: StackSpec) -> list[tuple[str, tuple[Target, ...]]]:
+    """Every scrape job and its targets, each target beside vLLM named by its vLLM host."""
     jobs: list[tuple[str, tuple[Target, ...]]] = [(VLLM_JOB, spec.vllm_targets)]
-    if spec.dcgm_target is not None:
-        jobs.append((DCGM_JOB, (spec.dcgm_target,)))
-    jobs.append((EXPORTER_JOB, (spec.exporter_target,)))
-    if spec.node_target is not None:
-        jobs.append((NODE_JOB, (spec.node_target,)))
-    if spec.cadvisor_target is not None:
-        jobs.append((CADVISOR_JOB, (spec.cadvisor_target,)))
-    return {
+    beside: list[tuple[str, Target | None]] = [
+        (DCGM_JOB, spec.dcgm_target),
+        (EXPORTER_JOB, spec.exporter_target),
+        (NODE_JOB, spec.node_target),
+        (CADVISOR_JOB, spec.cadvisor_target),
+    ]
+    jobs += [(job, (watched_host(spec, t),)) for job, t in beside if t is not None]
+    return jobs
+
+
+def prometheus_config(spec: StackSpec) -> dict[str, Any]:
+    jobs = scrape_jobs(spec)
+    jobs.append((SELF_JOB, ((SELF_TARGET, None),)))
+    config: dict[str, Any] = {
         "global": {
             "scrape_interval": spec.scrape_interval,
             "evaluation_interval": spec.scrape_interval,
+            "external_labels": {PROMETHEUS_LABEL: spec.prometheus_name},
         },
         "alerting": {
             "alertmanagers": [{"static_configs": [{"targets": [spec.alertmanager_target]}]}]
@@ -187,11 +242,16 @@ def prometheus_config(spec: StackSpec) -> dict[str, Any]:
             {"job_name": name, "static_configs": _static_configs(targets)} for name, targets in jobs
         ],
     }
+    if spec.remote_write_url is not None:
+        config["remote_write"] = [{"url": spec.remote_write_url}]
+    return config
 
 
 def alertmanager_config(spec: StackSpec) -> dict[str, Any]:
-    """One route: every alert to the webhook, grouped per alert and per instance and model; the
-    webhook gets the bearer token and at most ``names.MAX_ALERTS_PER_POST`` alerts a post."""
+    """One receiver: every alert to the webhook, grouped per alert and per instance and model, at
+    the pace of its level (a child route per severity), a critical alert holding back the
+    warnings and infos of its instance; the webhook gets the bearer token and at most
+    ``names.MAX_ALERTS_PER_POST`` alerts a post."""
     token = TOKEN_IN_CONTAINER if spec.alertmanager_service else spec.token_file
     return {
         "route": {
@@ -206,7 +266,27 @@ def alertmanager_config(spec: StackSpec) -> dict[str, Any]:
             "group_wait": "30s",
             "group_interval": "5m",
             "repeat_interval": "4h",
+            # One pace per level (alerts.SEVERITIES): critical again every hour, warning every
+            # 4 h (the route's own), info, an early sign, once a day.
+            "routes": [
+                {"matchers": ['severity="critical"'], "repeat_interval": "1h"},
+                {"matchers": ['severity="warning"']},
+                {
+                    "matchers": ['severity="info"'],
+                    "group_interval": "30m",
+                    "repeat_interval": "24h",
+                },
+            ],
         },
+        # A critical alert of a target holds back its warnings and early signs: one message
+        # about the target that is down, not three.
+        "inhibit_rules": [
+            {
+                "source_matchers": ['severity="critical"'],
+                "target_matchers": ['severity=~"warning|info"'],
+                "equal": ["instance"],
+            }
+        ],
         "receivers": [
             {
                 "name": "notifier",

@@ -273,6 +273,14 @@ COMPOSE_SCHEMA: dict[str, Any] = {
 }
 
 
+# compose mode's ledger exporter (with usage): a service of the same keys as vLLM's
+_SERVICES = COMPOSE_SCHEMA["properties"]["services"]["properties"]
+_SERVICES["ledger-exporter"] = {
+    **_SERVICES["vllm"],
+    "required": ["image", "entrypoint", "command", "ports", "restart", "volumes"],
+}
+
+
 def load_compose(text: str) -> Any:
     doc = yaml.safe_load(text)
     jsonschema.validate(doc, COMPOSE_SCHEMA)
@@ -323,6 +331,19 @@ def test_compose_is_docker_mode(usage: bool) -> None:
         if usage
         else ("/srv/hf-cache", "/root/.cache/huggingface", False)
     )
+    assert ("ledger-exporter" in doc["services"]) == usage  # the ledger's exporter beside it
+    if usage:
+        exporter = doc["services"]["ledger-exporter"]
+        assert exporter["image"] == h.image
+        assert exporter["entrypoint"] == ["python3", "-m", "vllm_ledger"]
+        assert exporter["command"] == [
+            "exporter", "--root", "/vllm-ledger/usage", "--listen", "0.0.0.0:9464", "--no-gpu",
+        ]  # fmt: skip
+        assert exporter["environment"] == {"PYTHONPATH": "/vllm-ledger/plugin"}
+        assert [(v["source"], v["target"], v["read_only"]) for v in exporter["volumes"]] == [
+            ("/srv/artifacts/ledger-plugin", "/vllm-ledger/plugin", True),
+            ("/srv/artifacts/usage", "/vllm-ledger/usage", True),  # read-only: vLLM writes it
+        ]
 
 
 def test_compose_key_file_is_a_secret() -> None:

@@ -147,6 +147,7 @@ def test_counters_and_window_gauges_equal_the_report(tmp_path: Path) -> None:
     assert _value(samples, "vllm_ledger_report_ok") == 1
     # Both runs are closed: the instance expects nobody now; two writers closed.
     assert _value(samples, "vllm_ledger_writers_expected", ledger_instance="testhost:8000") == 0
+    assert _value(samples, "vllm_ledger_run_start_timestamp_seconds") is None  # closed: none
     assert _value(samples, "vllm_ledger_writers_alive", ledger_instance="testhost:8000") == 0
     assert (
         _value(samples, "vllm_ledger_writers", ledger_instance="testhost:8000", state="closed") == 2
@@ -179,6 +180,8 @@ def test_a_missing_writer_and_an_alive_one(tmp_path: Path) -> None:
     labels = {"ledger_instance": "testhost:8000"}
     assert _value(samples, "vllm_ledger_writers_expected", **labels) == 2
     assert _value(samples, "vllm_ledger_writers_alive", **labels) == 1
+    # The open run's start: the dashboard's Uptime where vLLM has no process_* series.
+    assert _value(samples, "vllm_ledger_run_start_timestamp_seconds", **labels) == int(T0)
     assert _value(samples, "vllm_ledger_writers", state="missing", **labels) == 1
     assert _value(samples, "vllm_ledger_writers", state="alive", **labels) == 1
     for inst in (None, "testhost:8000"):  # the root's problems and the instance's own
