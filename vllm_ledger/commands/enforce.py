@@ -12,7 +12,12 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from vllm_ledger.commands._common import at_time, service_logging
+from vllm_ledger.commands._common import (
+    TIME_FLAG_HELP,
+    resolve_flag,
+    service_logging,
+    time_flag,
+)
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.format.identity import default_root
 from vllm_ledger.formats.safe import printable
@@ -59,9 +64,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--at",
-        type=at_time,
+        type=time_flag("--at"),
         metavar="TIME",
-        help="with --once: judge as of TIME, Unix seconds or ISO 8601 (default: now)",
+        help=f"with --once: judge as of TIME (default: now) in the budgets' zone: {TIME_FLAG_HELP}",
     )
     p.add_argument(
         "--json",
@@ -100,8 +105,9 @@ def look(root: Path, args: argparse.Namespace, config: BudgetConfig) -> int:
     from vllm_ledger.plan.enforcement import look_at
     from vllm_ledger.read.zone import resolve_zone
 
-    at_ts = float(args.at) if args.at is not None else time.time()
     tz_name = config.zone or resolve_zone(None, os.environ, [root]).name
+    at = resolve_flag(args.at, "--at", tz_name)
+    at_ts = at if at is not None else time.time()
     states = judge(root, config, lambda: at_ts)
     file_look = look_at(root, time.time())  # the file as it is now, whatever --at says
     if args.json:
