@@ -54,6 +54,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         "rank 0 hands its enforcer; none: budgets are off)",
     )
     p.add_argument(
+        "--stack",
+        type=url("--stack", "http://127.0.0.1:9090"),
+        metavar="PROMETHEUS_URL",
+        help="the monitoring stack (observability): every target up, vLLM's and the exporter's "
+        "among them, and every alert rule loaded, as this Prometheus says; alone, no other "
+        "check runs (docs/doctor.md)",
+    )
+    p.add_argument(
         "--wait",
         type=duration("--wait", 0, 600, "10s"),
         default=10.0,
@@ -88,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
     from vllm_ledger.read.report import resolve_tz
 
     checks = tuple(c for c in CHECKS if args.only is None or c in args.only)
+    if args.stack is not None and args.only is None:  # the monitoring host: the stack alone
+        checks = ()
     if "agreement" in checks and args.metrics_url is None:
         raise BadArgument(
             "the agreement check needs --metrics-url: give vLLM's /metrics, e.g. "
@@ -110,6 +120,11 @@ def run(args: argparse.Namespace) -> int:
         budgets=budgets,
         budgets_origin=origin,
     )
+    if args.stack is not None:
+        from vllm_ledger.doctor import DoctorReport
+        from vllm_ledger.doctor.stack import stack_rows
+
+        report = DoctorReport((*report.rows, *stack_rows(args.stack)))
     for line in table(report):
         print(line)
     print(report.summary())

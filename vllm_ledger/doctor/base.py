@@ -11,7 +11,10 @@ from typing import Literal
 
 from vllm_ledger.read.report import WriterStatus
 
-CheckName = Literal["interface", "agreement", "writers", "storage", "attribution", "budgets"]
+# "stack" (doctor/stack.py) runs only for doctor --stack URL, so it is not in CHECKS.
+CheckName = Literal[
+    "interface", "agreement", "writers", "storage", "attribution", "budgets", "stack"
+]
 CHECKS: tuple[CheckName, ...] = (
     "interface",
     "agreement",

@@ -1,0 +1,124 @@
+"""`doctor --stack PROMETHEUS_URL` against a real Prometheus running the stack `observability`
+wrote: the real ledger exporter and a real node exporter up, the vLLM target down (nothing
+listens there), the alert rules loaded. The down target is named, the rules row passes, and
+the run exits 1; the judging of rules in error is tested on Prometheus's own answer shape."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from devtools.vllm_server import free_port
+from tests.conftest import run_cli
+from tests.e2e.notifier_fakes import wait_for
+from tests.e2e.prom import PROMETHEUS, Prometheus, _spawn_until_ready, _stop, node_exporter
+from vllm_ledger.doctor.stack import judge_rules, judge_targets
+from vllm_ledger.plan.prom import Target
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="needs prometheus"),
+]
+
+
+def _targets_seen(prom: Prometheus) -> dict[str, str] | None:
+    """job/instance -> health once every target was scraped at least once."""
+    seen = prom.targets_up()
+    return seen if seen and "unknown" not in seen.values() else None
+
+
+def test_doctor_stack_names_the_target_that_is_down(tmp_path: Path) -> None:
+    exporter_port, vllm_port, prom_port = free_port(), free_port(), free_port()
+    root = tmp_path / "usage"
+    root.mkdir()
+    exporter = _spawn_until_ready(
+        [
+            sys.executable, "-m", "vllm_ledger", "exporter", "--root", str(root),
+            "--listen", f"127.0.0.1:{exporter_port}", "--no-gpu", "--tz", "UTC",
+        ],
+        f"http://127.0.0.1:{exporter_port}/metrics",
+        tmp_path / "exporter.log",
+        "vllm-ledger exporter",
+        30.0,
+        0.2,
+    )  # fmt: skip
+    try:
+        with node_exporter(free_port(), tmp_path / "node-exporter.log") as node:
+            stack = tmp_path / "stack"
+            code, _out, err = run_cli(
+                "observability", str(stack),
+                "--vllm", f"127.0.0.1:{vllm_port}=gpu-test:8000",
+                "--exporter", f"127.0.0.1:{exporter_port}",
+                "--node-exporter", node,
+                "--cadvisor", node,  # a /metrics that answers: this test has no cAdvisor
+                "--no-dcgm",
+                "--alertmanager", f"127.0.0.1:{free_port()}",
+                "--scrape-interval", "1s",
+            )  # fmt: skip
+            assert code == 0, err
+            # the one test-only edit: Prometheus scrapes itself at this test's port, not 9090
+            config = yaml.safe_load((stack / "prometheus.yml").read_text())
+            (own,) = [j for j in config["scrape_configs"] if j["job_name"] == "prometheus"]
+            own["static_configs"] = [{"targets": [f"127.0.0.1:{prom_port}"]}]
+            (stack / "prometheus.yml").write_text(yaml.safe_dump(config))
+            prom = Prometheus(
+                stack / "prometheus.yml", tmp_path / "tsdb", tmp_path / "prom.log", port=prom_port
+            )
+            prom.start()
+            try:
+                seen = wait_for("every target scraped", lambda: _targets_seen(prom), timeout_s=30)
+                assert seen["vllm/gpu-test:8000"] == "down"
+                code, out, err = run_cli("doctor", "--stack", prom.url)
+                code_json, out_json, _ = run_cli("doctor", "--stack", prom.url, "--json")
+            finally:
+                prom.stop()
+    finally:
+        _stop(exporter)
+    assert code == 1, (out, err)
+    lines = out.splitlines()
+    assert lines[0].split() == ["check", "result", "what", "was", "checked"]
+    (targets,) = [ln for ln in lines if "stack targets:" in ln]
+    assert targets.split()[:2] == ["stack", "FAIL"]
+    assert "vllm/gpu-test:8000 down (" in targets  # named, with the scrape's error
+    assert "vllm-ledger" not in targets and "node/" not in targets  # those are up
+    (rules,) = [ln for ln in lines if "stack rules:" in ln]
+    assert rules.split()[:2] == ["stack", "pass"]
+    assert "3 rules in 1 group(s) loaded, none in error" in rules  # the three to start with
+    assert lines[-1] == "1 of 2 checks pass"
+    assert code_json == 1
+    rows = json.loads(out_json)["checks"]
+    assert [(r["check"], r["result"]) for r in rows] == [("stack", "FAIL"), ("stack", "pass")]
+
+
+def test_rules_in_error_and_a_missing_group_are_named() -> None:
+    group = {
+        "name": "vllm-alerts",
+        "rules": [
+            {"name": "KVCacheNearFull", "health": "ok", "state": "inactive"},
+            {"name": "TTFTP99High", "health": "err", "lastError": "many-to-many matching"},
+        ],
+    }
+    row = judge_rules([group])
+    assert not row.passed
+    assert row.checked == "stack rules: TTFTP99High: many-to-many matching"
+    row = judge_rules([{"name": "other", "rules": []}])
+    assert row.checked == "stack rules: no group vllm-alerts (alerts.yml)"
+    row = judge_rules([{**group, "rules": group["rules"][:1]}])
+    assert row.passed and row.checked.endswith(
+        "1 rules in 1 group(s) loaded, none in error (0 firing)"
+    )
+
+
+def test_a_stack_without_its_exporter_job_is_named() -> None:
+    up = Target({"job": "vllm", "instance": "gpu1:8000"}, "up", "")
+    row = judge_targets([up])
+    assert not row.passed and row.checked == "stack targets: no vllm-ledger target"
+    fresh = Target({"job": "vllm-ledger", "instance": "gpu1:9464"}, "unknown", "")
+    row = judge_targets([up, fresh])
+    assert row.passed and row.warn
+    assert row.checked.endswith("not scraped yet: vllm-ledger/gpu1:9464")

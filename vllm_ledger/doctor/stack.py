@@ -1,0 +1,145 @@
+"""``doctor --stack PROMETHEUS_URL``: the monitoring stack is whole, as Prometheus itself says.
+
+Two rows, read from Prometheus's own API (``plan/prom.py``, the one HTTP client):
+
+- ``stack targets`` (``/api/v1/targets``): every job the stack cannot do without
+  (``REQUIRED_JOBS``: vLLM and the ledger exporter) has a target, and every active target is
+  up; each one down is named (job, instance, the scrape's error). A target not scraped yet
+  (``unknown``) warns: Prometheus has not tried it.
+- ``stack rules`` (``/api/v1/rules``): the alert rules' group is loaded (``GROUP_NAME``, what
+  ``observability`` writes to alerts.yml) and no rule is in error (each named, with
+  Prometheus's error). Prometheus refuses to start on a rule file it cannot parse, and keeps
+  the old rules when a reload fails: a group missing here is a file it never loaded.
+
+Any error reaching Prometheus is the row's failure, never a traceback.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+from vllm_ledger.doctor.base import Row
+from vllm_ledger.errors import ConfigError, RemoteError
+from vllm_ledger.observe.alerts import EXPORTER_JOB, GROUP_NAME, VLLM_JOB
+from vllm_ledger.plan.prom import MAX_ANSWER_BYTES, Target, http_get, targets
+from vllm_ledger.strictjson import loads
+
+Fetch = Callable[[str], bytes]
+REQUIRED_JOBS = (VLLM_JOB, EXPORTER_JOB)
+MAX_NAMED = 8  # targets or rules named in one row; the rest counted
+FIX_TARGETS = (
+    "start what is down, or correct its address in prometheus.yml (observability --vllm/"
+    "--exporter ...; docs/observability.md), then curl its /metrics from the Prometheus host"
+)
+FIX_REACH = (
+    "check that Prometheus answers at PROMETHEUS_URL (its web address, e.g. http://HOST:9090)"
+)
+FIX_RULES = (
+    "promtool check rules alerts.yml, give Prometheus the file (rule_files in prometheus.yml) "
+    "and reload it (docs/observability.md)"
+)
+
+
+def _named(items: list[str]) -> str:
+    shown = "; ".join(items[:MAX_NAMED])
+    return shown + (f"; and {len(items) - MAX_NAMED} more" if len(items) > MAX_NAMED else "")
+
+
+def targets_row(base_url: str, fetch: Fetch = http_get) -> Row:
+    """Every required job has a target and every active target is up."""
+    try:
+        found = targets(base_url, fetch)
+    except RemoteError as exc:
+        return Row("stack", False, f"stack targets: {exc.what}", FIX_REACH)
+    return judge_targets(found)
+
+
+def judge_targets(found: list[Target]) -> Row:
+    """The targets row from ``/api/v1/targets``'s active targets. Pure."""
+    jobs = {t.labels.get("job", "") for t in found}
+    missing = [job for job in REQUIRED_JOBS if job not in jobs]
+    down = [
+        f"{t.labels.get('job', '?')}/{t.labels.get('instance', '?')} down"
+        + (f" ({t.last_error})" if t.last_error else "")
+        for t in found
+        if t.health == "down"
+    ]
+    unknown = [
+        f"{t.labels.get('job', '?')}/{t.labels.get('instance', '?')}"
+        for t in found
+        if t.health not in ("up", "down")
+    ]
+    problems = [f"no {job} target" for job in missing] + down
+    if problems:
+        return Row("stack", False, f"stack targets: {_named(problems)}", FIX_TARGETS)
+    up = len(found) - len(unknown)
+    checked = f"stack targets: {up} of {len(found)} up ({', '.join(sorted(jobs))})"
+    if unknown:
+        return Row(
+            "stack",
+            True,
+            f"{checked}; not scraped yet: {_named(unknown)}",
+            "run it again after a scrape interval",
+            warn=True,
+        )
+    return Row("stack", True, checked)
+
+
+def _rule_groups(base_url: str, fetch: Fetch) -> list[Any]:
+    url = base_url.rstrip("/") + "/api/v1/rules?" + urllib.parse.urlencode({"type": "alert"})
+    try:
+        doc = loads(fetch(url), max_bytes=MAX_ANSWER_BYTES, what=f"{base_url}'s answer")
+    except ConfigError as exc:
+        raise RemoteError(
+            f"{base_url} did not answer /api/v1/rules with JSON: {exc.what}", url
+        ) from exc
+    data = doc.get("data") if isinstance(doc, dict) else None
+    groups = data.get("groups") if isinstance(data, dict) else None
+    if not isinstance(doc, dict) or doc.get("status") != "success" or not isinstance(groups, list):
+        raise RemoteError(f"{base_url} answered /api/v1/rules without its groups", url)
+    return groups
+
+
+def rules_row(base_url: str, fetch: Fetch = http_get) -> Row:
+    """The alert rules' group is loaded and no rule is in error."""
+    try:
+        groups = _rule_groups(base_url, fetch)
+    except RemoteError as exc:
+        return Row("stack", False, f"stack rules: {exc.what}", FIX_REACH)
+    return judge_rules(groups)
+
+
+def judge_rules(groups: list[Any]) -> Row:
+    """The rules row from ``/api/v1/rules``'s groups. Pure."""
+    names = {str(g.get("name")) for g in groups if isinstance(g, dict)}
+    rules = [
+        r
+        for g in groups
+        if isinstance(g, dict) and isinstance(g.get("rules"), list)
+        for r in g["rules"]
+        if isinstance(r, dict)
+    ]
+    broken = [
+        f"{r.get('name', '?')}: {r.get('lastError') or r.get('health')}"
+        for r in rules
+        if r.get("health") not in ("ok", "unknown")
+    ]
+    problems = ([] if GROUP_NAME in names else [f"no group {GROUP_NAME} (alerts.yml)"]) + broken
+    if problems:
+        return Row("stack", False, f"stack rules: {_named(problems)}", FIX_RULES)
+    firing = sum(1 for r in rules if r.get("state") == "firing")
+    return Row(
+        "stack",
+        True,
+        f"stack rules: {len(rules)} rules in {len(names)} group(s) loaded, none in error"
+        f" ({firing} firing)",
+    )
+
+
+def stack_rows(base_url: str, fetch: Fetch = http_get) -> tuple[Row, Row]:
+    return targets_row(base_url, fetch), rules_row(base_url, fetch)
+
+
+__all__ = ["REQUIRED_JOBS", "judge_rules", "judge_targets", "stack_rows"]
