@@ -20,11 +20,13 @@ EPILOG = """examples:
   vllm-ledger doctor --only interface --only storage
   vllm-ledger doctor --only attribution --root /srv/artifacts/usage
   vllm-ledger doctor --only budgets --root /srv/artifacts/usage --budgets budgets.toml
+  vllm-ledger doctor --only flags --rendered /etc/systemd/system/vllm-primary.service
 Run it with the Python that runs vLLM (its venv or image): the interface check imports vLLM,
 and the attribution check reads from it whether finished requests can be joined to their
 keys. The budgets check says whether hard budgets hold: the enforcer's file fresh, or failing
 open (docs/budgets.md). A row that warns (attribution unknown until a request has finished, or
-off in a vLLM before 0.32) does not fail the run.
+off in a vLLM before 0.32) does not fail the run. With --rendered, the flags row parses that
+file's vllm serve flags with this vLLM's own parser (a flag it dropped fails the row).
 exit status: 0 every check passes (or warns), 1 a check failed, 2 could not start (a bad flag)
 """
 
@@ -41,10 +43,17 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--only",
         action="append",
-        choices=("interface", "agreement", "writers", "storage", "attribution", "budgets"),
+        choices=("interface", "agreement", "writers", "storage", "attribution", "budgets", "flags"),
         metavar="CHECK",
         help="run only this check (repeatable): interface, agreement, writers, storage, "
-        "attribution, budgets",
+        "attribution, budgets, flags (needs --rendered)",
+    )
+    p.add_argument(
+        "--rendered",
+        type=Path,
+        metavar="FILE",
+        help="flags: a file vllm-ledger render wrote (script, unit, compose, supervisor, "
+        "kubernetes); its vllm serve flags parsed by the vLLM found here",
     )
     p.add_argument(
         "--budgets",
@@ -96,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
     from vllm_ledger.read.report import resolve_tz
 
     checks = tuple(c for c in CHECKS if args.only is None or c in args.only)
+    if args.only is not None and "flags" in args.only and args.rendered is None:
+        raise BadArgument("the flags check needs --rendered FILE: give a file render wrote")
     if args.stack is not None and args.only is None:  # the monitoring host: the stack alone
         checks = ()
     if "agreement" in checks and args.metrics_url is None:
@@ -120,6 +131,11 @@ def run(args: argparse.Namespace) -> int:
         budgets=budgets,
         budgets_origin=origin,
     )
+    if args.rendered is not None and (args.only is None or "flags" in args.only):
+        from vllm_ledger.doctor import DoctorReport
+        from vllm_ledger.doctor.flags import check_flags
+
+        report = DoctorReport((*report.rows, check_flags(args.rendered)))
     if args.stack is not None:
         from vllm_ledger.doctor import DoctorReport
         from vllm_ledger.doctor.stack import stack_rows

@@ -42,6 +42,7 @@ from vllm_ledger.deploy.units import (
     unit_name,
     vllm_unit,
 )
+from vllm_ledger.deploy.vllmflags import check_host, known_hints
 from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.observe.stack import EXPORTER_LISTEN, EXPORTER_PORT
@@ -164,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         return _explain(args, host)
     mode = args.mode or host.mode
     if args.output is not None:
+        _check_flags(args, host, mode)
         _write_main(args, host, mode)
     if args.units is not None:
         _write_units(args, host)
@@ -200,6 +202,16 @@ def _check_combination(args: argparse.Namespace) -> None:
         raise BadArgument("--usage and --mode shape the --output file: give --output FILE")
     if args.output not in (None, "-") and args.mode not in FOLDER_MODES:
         output_file("--output", "run.sh")(args.output)  # only FOLDER_MODES take a folder
+
+
+def _check_flags(args: argparse.Namespace, host: Host, mode: str) -> None:
+    """The argv written, parsed by the installed vLLM's own parser (deploy/vllmflags.py)."""
+    try:
+        line = check_host(host, mode, usage=args.usage)
+    except ConfigError as exc:
+        raise ConfigError(f"host file {args.host}: {exc.what}", exc.key, hint=exc.hint) from exc
+    if line:
+        print(f"render: {line}", file=sys.stderr)
 
 
 USAGE = {"usage": "--usage"}  # a refusal names the renderers' parameter; here it is a flag
@@ -372,9 +384,9 @@ def _explain(args: argparse.Namespace, host: Host) -> int:
         reader.close()
     gpus, source = host_gpus(host.gpus, readings, host.gpu_name, host.gpu_memory_gb)
     workload: Workload = args.workload or "interactive"
-    hints = tuning_hints(gpus, workload, cpu=host.gpus == ())
+    hints, notes = known_hints(tuning_hints(gpus, workload, cpu=host.gpus == ()), host.model)
     calib = _calibration(args, host) if args.root is not None else None
-    sys.stdout.write(explain_text(hints, workload, source, calib))
+    sys.stdout.write(explain_text(hints, workload, source, calib, notes))
     return 0
 
 
