@@ -41,12 +41,9 @@ from vllm_ledger.observe.stack import (
     PROMETHEUS_LABEL,
     TOKEN_IN_CONTAINER,
     StackSpec,
-    check_named_target,
-    check_target,
-    documents,
-    is_loopback,
-    write_stack,
 )
+from vllm_ledger.observe.stack_write import documents, write_stack
+from vllm_ledger.observe.targets import check_named_target, check_target, is_loopback
 from vllm_ledger.outfile import check_target as check_output
 from vllm_ledger.plan.budgets import load_budgets
 from vllm_ledger.units import duration_seconds, format_duration

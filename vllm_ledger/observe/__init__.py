@@ -1,6 +1,7 @@
 """Observability around the ledger: the Prometheus + Grafana stack, alerts, the exporter, NVML.
 
-- ``stack``: the files of the stack (prometheus.yml, alerts.yml, dashboard, compose.yaml)
+- ``stack``: the files of the stack (prometheus.yml, alerts.yml, dashboard, compose.yaml) as
+  data; ``stack_write`` writes them; ``targets``: the scrape addresses as given
 - ``alerts``: the alert rules and their thresholds
 - ``dashboard``: the Grafana dashboard model
 - ``exporter``: the ledger's Prometheus exporter (its own process)
@@ -14,7 +15,8 @@ imported only where used.
 
 from vllm_ledger.observe.alerts import AlertRule, Thresholds, alert_rules
 from vllm_ledger.observe.dashboard import dashboard
-from vllm_ledger.observe.stack import StackSpec, documents, write_stack
+from vllm_ledger.observe.stack import StackSpec
+from vllm_ledger.observe.stack_write import documents, write_stack
 
 __all__ = [
     "AlertRule",

@@ -3,30 +3,26 @@ webhook, Grafana provisioning and dashboard, and a compose file running Promethe
 Alertmanager, Grafana (on 3300), the DCGM exporter, the node exporter (the host's CPU, memory,
 disks and network) and cAdvisor (each container's CPU and memory).
 
-``documents(spec)`` builds every file's content as data (pure); ``write_stack`` renders and
-writes them (YAML through PyYAML, the ``observability`` extra). The ledger exporter is not in the
-compose file: it runs on the host that holds the ledgers (``vllm-ledger exporter``).
+``stack_write.documents(spec)`` builds every file's content as data (pure) from the parts here
+and ``stack_compose``; ``stack_write.write_stack`` renders and writes them (YAML through
+PyYAML, the ``observability`` extra); ``targets`` checks the addresses. The ledger exporter is
+not in this compose file: it runs on the host that holds the ledgers (``render --units``, or
+compose mode's ``ledger-exporter`` service), at the address here (``EXPORTER_LISTEN``).
 
 Alertmanager posts to the webhook with ``Authorization: Bearer`` and the token in
 ``spec.token_file`` (``http_config.authorization.credentials_file``), at most
 ``names.MAX_ALERTS_PER_POST`` alerts a post (``max_alerts``: what the notifier reads of one
 body). The compose file mounts that file read-only at ``TOKEN_IN_CONTAINER``; for an
 Alertmanager of your own, alertmanager.yml names the file itself (a relative path is read from
-alertmanager.yml's folder, Alertmanager's rule). ``write_stack`` writes a new random token there
-when the file does not exist, and never replaces one."""
+alertmanager.yml's folder, Alertmanager's rule). ``stack_write.write_stack`` writes a new random
+token there when the file does not exist, and never replaces one."""
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import secrets
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from vllm_ledger import names
-from vllm_ledger.errors import BadArgument, MissingExtra
 from vllm_ledger.names import BUDGET_LABEL, LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL
 from vllm_ledger.observe.alerts import (
     CADVISOR_JOB,
@@ -37,12 +33,11 @@ from vllm_ledger.observe.alerts import (
     VLLM_JOB,
     AlertSet,
     Thresholds,
-    rules_document,
 )
-from vllm_ledger.observe.budget_alerts import DEFAULT_BUDGETS_RUNBOOK, budget_rules_document
-from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
+from vllm_ledger.observe.budget_alerts import DEFAULT_BUDGETS_RUNBOOK
+from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN
+from vllm_ledger.observe.targets import Target
 from vllm_ledger.plan.budgets import BudgetConfig
-from vllm_ledger.units import host_port
 
 DATASOURCE_UID = "vllm-prometheus"
 HOST_GATEWAY = "host.docker.internal"
@@ -97,48 +92,6 @@ DASHBOARD_JSON = f"grafana/dashboards/{DASHBOARD_UID}.json"
 
 HOME_DASHBOARD = f"/etc/grafana/dashboards/{DASHBOARD_UID}.json"
 HEADER = "# Written by `vllm-ledger observability`: regenerate it rather than edit it.\n"
-
-_PORT_DIGITS = re.compile(r"[0-9]{1,5}")
-_LOOPBACK = re.compile(r"^(127\.[0-9.]+|localhost|\[::1\])$")
-
-
-def check_target(value: str) -> str:
-    """HOST:PORT as Prometheus wants a static target (``units.host_port``, port 1-65535 in plain
-    digits, no IPv6 zone), returned as given; raises BadArgument otherwise."""
-    if not _is_target(value):
-        raise BadArgument(
-            f"target {value!r} is not HOST:PORT",
-            argument="target",
-            value=value,
-            example="192.168.1.10:8000",
-        )
-    return value
-
-
-def _is_target(value: str) -> bool:
-    try:
-        host, _port = host_port(value, zero=False)
-    except BadArgument:
-        return False
-    return "%" not in host and _PORT_DIGITS.fullmatch(value.rpartition(":")[2]) is not None
-
-
-def is_loopback(target: str) -> bool:
-    return bool(_LOOPBACK.match(target.rsplit(":", 1)[0]))
-
-
-def check_named_target(value: str) -> tuple[str, str | None]:
-    """ADDRESS or ADDRESS=NAME, both HOST:PORT: NAME becomes the target's ``instance`` label
-    (for a vLLM: the name the ledger gives it, ``report --by instance``)."""
-    address, sep, name = value.partition("=")
-    check_target(address)
-    if sep:
-        check_target(name)
-        return address, name
-    return address, None
-
-
-Target = tuple[str, str | None]  # (address, instance name or None: the address)
 
 
 @dataclass(frozen=True)
@@ -339,218 +292,18 @@ def dashboard_provisioning() -> dict[str, Any]:
     }
 
 
-def _bind_source(path: str) -> str:
-    """A host path as compose's short volume syntax takes it: a relative one must start with
-    ``.`` (``alertmanager-token`` alone would name a volume)."""
-    return path if path.startswith(("/", "./", "../")) else f"./{path}"
-
-
-def compose(spec: StackSpec) -> dict[str, Any]:
-    services: dict[str, Any] = {
-        "prometheus": {
-            "image": PROMETHEUS_IMAGE,
-            "command": [
-                "--config.file=/etc/prometheus/prometheus.yml",
-                "--storage.tsdb.path=/prometheus",
-                "--storage.tsdb.retention.time=15d",
-            ],
-            "volumes": [
-                f"./{PROMETHEUS_YML}:/etc/prometheus/{PROMETHEUS_YML}:ro",
-                *(f"./{name}:/etc/prometheus/{name}:ro" for name in rule_files(spec)),
-                "prometheus-data:/prometheus",
-            ],
-            "ports": ["9090:9090"],
-            # Lets the container reach vLLM and the exporter on the Docker host.
-            "extra_hosts": [f"{HOST_GATEWAY}:host-gateway"],
-            "restart": "unless-stopped",
-        },
-        "grafana": {
-            "image": GRAFANA_IMAGE,
-            "depends_on": ["prometheus"],
-            "ports": [f"{GRAFANA_PORT}:3000"],
-            "volumes": [
-                "./grafana/provisioning:/etc/grafana/provisioning:ro",
-                "./grafana/dashboards:/etc/grafana/dashboards:ro",
-                "grafana-data:/var/lib/grafana",
-            ],
-            "environment": {"GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH": HOME_DASHBOARD},
-            "restart": "unless-stopped",
-        },
-    }
-    if spec.alertmanager_service:
-        services["alertmanager"] = {
-            "image": ALERTMANAGER_IMAGE,
-            "command": [
-                f"--config.file=/etc/alertmanager/{ALERTMANAGER_YML}",
-                "--storage.path=/alertmanager",
-            ],
-            "volumes": [
-                f"./{ALERTMANAGER_YML}:/etc/alertmanager/{ALERTMANAGER_YML}:ro",
-                f"{_bind_source(spec.token_file)}:{TOKEN_IN_CONTAINER}:ro",
-                "alertmanager-data:/alertmanager",
-            ],
-            "ports": ["9093:9093"],
-            # Lets it post to a notifier on the Docker host.
-            "extra_hosts": [f"{HOST_GATEWAY}:host-gateway"],
-            "restart": "unless-stopped",
-        }
-        services["prometheus"]["depends_on"] = ["alertmanager"]
-    if spec.dcgm_target is not None and spec.dcgm_service:
-        services["dcgm-exporter"] = {
-            "image": DCGM_IMAGE,
-            "cap_add": ["SYS_ADMIN"],
-            "ports": ["9400:9400"],
-            # The compose form of `docker run --gpus all`: without it the container sees no GPU
-            # and /metrics has not a single GPU line.
-            "deploy": {
-                "resources": {
-                    "reservations": {
-                        "devices": [
-                            {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]},
-                        ]
-                    }
-                }
-            },
-            "restart": "unless-stopped",
-        }
-    if spec.node_target is not None and spec.node_service:
-        services["node-exporter"] = {
-            "image": NODE_EXPORTER_IMAGE,
-            # The host's root read-only: file systems are reported by their host mount points
-            # (the ledger's disk alert names one); the host's network and processes.
-            "command": ["--path.rootfs=/host", f"--web.listen-address=:{NODE_PORT}"],
-            "network_mode": "host",
-            "pid": "host",
-            "volumes": ["/:/host:ro,rslave"],
-            "restart": "unless-stopped",
-        }
-    if spec.cadvisor_target is not None and spec.cadvisor_service:
-        services["cadvisor"] = {
-            "image": CADVISOR_IMAGE,
-            # What cAdvisor's own docs mount to read every container's cgroups; scraped on the
-            # compose network, not published.
-            "privileged": True,
-            "devices": ["/dev/kmsg"],
-            "volumes": [
-                "/:/rootfs:ro",
-                "/var/run:/var/run:ro",
-                "/sys:/sys:ro",
-                "/var/lib/docker/:/var/lib/docker:ro",
-                "/dev/disk/:/dev/disk:ro",
-            ],
-            "restart": "unless-stopped",
-        }
-    volumes: dict[str, Any] = {"prometheus-data": {}, "grafana-data": {}}
-    if spec.alertmanager_service:
-        volumes["alertmanager-data"] = {}
-    return {"services": services, "volumes": volumes}
-
-
-def documents(spec: StackSpec) -> dict[str, Any]:
-    """Every file of the stack, by path relative to the output folder, as data."""
-    budgets: dict[str, Any] = {}
-    if spec.budgets is not None:
-        budgets[BUDGETS_YML] = budget_rules_document(spec.budgets, spec.budgets_runbook)
-    return {
-        PROMETHEUS_YML: prometheus_config(spec),
-        ALERTS_YML: rules_document(spec.thresholds, spec.alerts, spec.runbook),
-        **budgets,
-        ALERTMANAGER_YML: alertmanager_config(spec),
-        COMPOSE_YAML: compose(spec),
-        DATASOURCE_YML: datasource_provisioning(),
-        DASHBOARDS_YML: dashboard_provisioning(),
-        DASHBOARD_JSON: dashboard(
-            spec.max_model_len, ledger_mountpoint=spec.thresholds.ledger_mountpoint
-        ),
-    }
-
-
-def _yaml(doc: Any) -> str:
-    try:
-        import yaml
-    except ImportError as exc:
-        raise MissingExtra("PyYAML", "observability") from exc
-    return HEADER + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1000)
-
-
-def render(path: str, doc: Any) -> str:
-    if path.endswith(".json"):
-        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-    return _yaml(doc)
-
-
-@dataclass(frozen=True)
-class Written:
-    """What ``write_stack`` wrote: the stack's files, and the token's file (``token_created``
-    when it wrote a new token there, False when the file was already there)."""
-
-    files: list[Path]
-    token_file: Path
-    token_created: bool
-
-
-def token_path(out_dir: Path, spec: StackSpec) -> Path:
-    return out_dir / spec.token_file  # an absolute token_file stays itself
-
-
-def _check_token_file(path: Path) -> None:
-    if os.path.lexists(path) and not path.is_file():
-        raise BadArgument(
-            f"{path} is not a regular file (docker compose makes a folder where a mounted file "
-            "is missing)",
-            hint="remove it and run again, or give another token file",
-            argument="token_file",
-            value=str(path),
-        )
-
-
-def _create_token_file(path: Path) -> bool:
-    """A new random token in ``path``, mode 0600, unless the file exists (then kept as is)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        _check_token_file(path)
-        return False
-    except OSError as exc:
-        raise BadArgument(
-            f"cannot write the Alertmanager token {path}: {exc.strerror}",
-            hint="give a token file in a folder that exists",
-            argument="token_file",
-            value=str(path),
-        ) from exc
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(secrets.token_urlsafe(32) + "\n")
-    return True
-
-
-def write_stack(out_dir: Path, spec: StackSpec) -> Written:
-    """Write the stack under ``out_dir`` (created if needed), and a new token in its token file
-    when that file does not exist."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise BadArgument(f"{out_dir} exists and is not a directory: pass a folder for the stack")
-    token = token_path(out_dir, spec)
-    _check_token_file(token)
-    written = []
-    for rel, doc in documents(spec).items():
-        text = render(rel, doc)
-        path = out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return Written(written, token, _create_token_file(token))
-
-
 __all__ = [
     "DATASOURCE_UID",
+    "DEFAULT_EXPORTER_TARGET",
     "DEFAULT_TOKEN_FILE",
+    "EXPORTER_LISTEN",
+    "EXPORTER_PORT",
+    "HEADER",
     "PLACEHOLDER_WEBHOOK",
     "TOKEN_IN_CONTAINER",
     "StackSpec",
-    "Written",
-    "check_named_target",
-    "check_target",
-    "documents",
-    "is_loopback",
-    "token_path",
-    "write_stack",
+    "alertmanager_config",
+    "prometheus_config",
+    "scrape_jobs",
+    "watched_host",
 ]
