@@ -17,6 +17,10 @@ from devtools.tiny_model import make_tiny_model  # noqa: E402
 from devtools.vllm_server import VllmServer, free_port  # noqa: E402
 from vllm_ledger.deploy.bundle import bundle  # noqa: E402
 
+# render parses its vllm serve argv with the installed vLLM (about 10 s a render here): off for
+# the suite, on in tests/test_vllm_flags.py, which parses every golden render's argv at once.
+os.environ.setdefault("VLLM_LEDGER_FLAG_CHECK", "off")
+
 
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:

@@ -4,8 +4,9 @@ docs/launch.md#tuning-hints-explain. Pure.
 Three rules for a single host, applied as written:
 
 * memory, by the GPU's memory in GB (10^9 bytes, ``total_memory / 1e9``): under 16 GB
-  ``gpu_memory_utilization`` 0.85 and swap 4 GB; under 24 GB 0.90 and 8 GB; else 0.95 and 16 GB.
-  With several GPUs the smallest decides (vLLM applies the fraction to each).
+  ``gpu_memory_utilization`` 0.85; under 24 GB 0.90; else 0.95. With several GPUs the smallest
+  decides (vLLM applies the fraction to each). The rule's swap space (4, 8 or 16 GB) is not
+  suggested: vLLM 0.18.0 dropped ``--swap-space`` (``SKIPPED``).
 * batching, by workload: interactive ``max_num_seqs`` 4 and ``max_num_batched_tokens`` 1024;
   batch 32 and 8192.
 * dtype: bfloat16 where the GPU supports it (A100 and later: compute capability 8.0+),
@@ -40,10 +41,15 @@ _BF16_MODELS = frozenset(
 _FP16_MODELS = frozenset("V100 V100S T4 T4G P100 P40 P4".split())
 _RTX_BF16_SERIES = "345"  # GeForce RTX 30xx, 40xx, 50xx (Ampere and later); 20xx is Turing
 
-RULE_MEMORY = "memory by GPU size: <16 GB 0.85/4 GB swap, <24 GB 0.90/8, else 0.95/16"
+RULE_MEMORY = "memory by GPU size: <16 GB 0.85, <24 GB 0.90, else 0.95"
 RULE_BATCH = "batching by request pattern: interactive 4 seqs/1024 tokens, batch 32/8192"
 RULE_DTYPE = "precision: bfloat16 where supported, else float16, else float32"
 RULE_CALIBRATION = "calibration: mean tokens per request against max_model_len"
+# Settings of the rules that no vLLM this project supports (0.30 and later) takes, and why.
+SKIPPED = {
+    "swap_space": "swap space (--swap-space): not suggested, vLLM 0.18.0 dropped the flag "
+    "(the V1 engine never swaps to CPU memory)",
+}
 
 
 @dataclass(frozen=True)
@@ -63,28 +69,35 @@ class Hint:
     why: str
     rule: str
 
+    @property
+    def flag(self) -> str:
+        """The ``vllm serve`` flag that sets it: ``max_num_seqs`` -> ``--max-num-seqs``."""
+        return "--" + self.key.replace("_", "-")
+
+
+def hint_args(hints: Sequence[Hint]) -> list[str]:
+    """The flags and values of the hints that have a value (unknown and n/a left out)."""
+    return [w for h in hints if h.value not in (None, "n/a") for w in (h.flag, str(h.value))]
+
 
 def memory_hints(gpus: Sequence[Gpu]) -> list[Hint]:
-    """gpu_memory_utilization and swap_space from the smallest GPU's memory."""
+    """gpu_memory_utilization from the smallest GPU's memory."""
     sizes = [g.memory_bytes for g in gpus if g.memory_bytes is not None]
     if not gpus:
         why = "no GPU in the host file: not a CPU host's setting"
-        return [Hint(k, "n/a", why, RULE_MEMORY) for k in ("gpu_memory_utilization", "swap_space")]
+        return [Hint("gpu_memory_utilization", "n/a", why, RULE_MEMORY)]
     if len(sizes) < len(gpus):
         why = "GPU memory unknown (no NVML here and no gpu_memory_gb in the host file)"
-        return [Hint(k, None, why, RULE_MEMORY) for k in ("gpu_memory_utilization", "swap_space")]
+        return [Hint("gpu_memory_utilization", None, why, RULE_MEMORY)]
     gb = min(sizes) / GB
     if gb < 16:
-        util, swap, band = "0.85", "4", "under 16 GB"
+        util, band = "0.85", "under 16 GB"
     elif gb < 24:
-        util, swap, band = "0.9", "8", "16 to 24 GB"
+        util, band = "0.9", "16 to 24 GB"
     else:
-        util, swap, band = "0.95", "16", "24 GB or more"
+        util, band = "0.95", "24 GB or more"
     why = f"smallest GPU has {gb:.1f} GB: {band}"
-    return [
-        Hint("gpu_memory_utilization", util, why, RULE_MEMORY),
-        Hint("swap_space", swap, why + " (GB of CPU memory, --swap-space)", RULE_MEMORY),
-    ]
+    return [Hint("gpu_memory_utilization", util, why, RULE_MEMORY)]
 
 
 def batch_hints(workload: Workload) -> list[Hint]:
@@ -186,9 +199,13 @@ def calibration(
 
 
 def explain_text(
-    hints: Sequence[Hint], workload: Workload, gpu_source: str, calib: Calibration | None
+    hints: Sequence[Hint],
+    workload: Workload,
+    gpu_source: str,
+    calib: Calibration | None,
+    notes: Sequence[str] = (),
 ) -> str:
-    """The text ``render --explain`` prints."""
+    """The text ``render --explain`` prints; ``notes``: hints left out and the flag check."""
     lines = [f"Tuning hints, {workload} workload (GPUs: {gpu_source})", ""]
     width = max(len(h.key) for h in hints)
     for h in hints:
@@ -196,6 +213,7 @@ def explain_text(
             f"  {h.key:<{width}}  {h.value if h.value is not None else 'unknown':<9} {h.why}"
         )
         lines.append(f"  {'':<{width}}  {'':<9} rule: {h.rule}")
+    lines += [f"  {note}" for note in (*SKIPPED.values(), *notes)]
     if calib is not None:
         lines += [
             "",
@@ -214,6 +232,7 @@ def explain_text(
 
 
 __all__ = [
+    "SKIPPED",
     "WORKLOADS",
     "Calibration",
     "Gpu",
@@ -224,6 +243,7 @@ __all__ = [
     "dtype_hint",
     "dtype_support",
     "explain_text",
+    "hint_args",
     "host_gpus",
     "memory_hints",
     "tuning_hints",

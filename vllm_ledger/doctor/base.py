@@ -11,9 +11,10 @@ from typing import Literal
 
 from vllm_ledger.read.report import WriterStatus
 
-# "stack" (doctor/stack.py) runs only for doctor --stack URL, so it is not in CHECKS.
+# "flags" (doctor/flags.py) runs only for doctor --rendered FILE, "stack" (doctor/stack.py) only
+# for doctor --stack URL, so neither is in CHECKS.
 CheckName = Literal[
-    "interface", "agreement", "writers", "storage", "attribution", "budgets", "stack"
+    "interface", "agreement", "writers", "storage", "attribution", "budgets", "flags", "stack"
 ]
 CHECKS: tuple[CheckName, ...] = (
     "interface",

@@ -33,29 +33,22 @@ def values(hints: Sequence[Hint]) -> dict[str, str | None]:
 
 
 @pytest.mark.parametrize(
-    ("gb", "util", "swap"),
-    [
-        (8, "0.85", "4"),
-        (15.99, "0.85", "4"),
-        (16, "0.9", "8"),
-        (23.99, "0.9", "8"),
-        (24, "0.95", "16"),
-        (80, "0.95", "16"),
-    ],
+    ("gb", "util"),
+    [(8, "0.85"), (15.99, "0.85"), (16, "0.9"), (23.99, "0.9"), (24, "0.95"), (80, "0.95")],
 )
-def test_memory_rule_by_gpu_size(gb: float, util: str, swap: str) -> None:
+def test_memory_rule_by_gpu_size(gb: float, util: str) -> None:
     hints = memory_hints([Gpu("x", round(gb * GB))])
-    assert values(hints) == {"gpu_memory_utilization": util, "swap_space": swap}
+    assert values(hints) == {"gpu_memory_utilization": util}  # no swap: vLLM 0.18 dropped it
     assert all(h.rule.startswith("memory by GPU size") for h in hints)
 
 
 def test_memory_rule_takes_the_smallest_gpu_and_says_unknown() -> None:
     pair = [Gpu("a", 80 * GB), Gpu("b", 20 * GB)]
-    assert values(memory_hints(pair)) == {"gpu_memory_utilization": "0.9", "swap_space": "8"}
+    assert values(memory_hints(pair)) == {"gpu_memory_utilization": "0.9"}
     assert memory_hints(pair)[0].why == "smallest GPU has 20.0 GB: 16 to 24 GB"
     unknown = [Gpu("a", 80 * GB), Gpu("b", None)]
-    assert values(memory_hints(unknown)) == {"gpu_memory_utilization": None, "swap_space": None}
-    assert values(memory_hints([])) == {"gpu_memory_utilization": "n/a", "swap_space": "n/a"}
+    assert values(memory_hints(unknown)) == {"gpu_memory_utilization": None}
+    assert values(memory_hints([])) == {"gpu_memory_utilization": "n/a"}
 
 
 def test_batch_rule() -> None:
@@ -171,11 +164,7 @@ def test_explain_cli_with_a_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "\n"
         "  gpu_memory_utilization  0.95      smallest GPU has 80.0 GB: 24 GB or more\n"
         "                                    rule: memory by GPU size: "
-        "<16 GB 0.85/4 GB swap, <24 GB 0.90/8, else 0.95/16\n"
-        "  swap_space              16        smallest GPU has 80.0 GB: 24 GB or more "
-        "(GB of CPU memory, --swap-space)\n"
-        "                                    rule: memory by GPU size: "
-        "<16 GB 0.85/4 GB swap, <24 GB 0.90/8, else 0.95/16\n"
+        "<16 GB 0.85, <24 GB 0.90, else 0.95\n"
         "  max_num_seqs            32        batch: many sequences at once for throughput\n"
         "                                    rule: batching by request pattern: "
         "interactive 4 seqs/1024 tokens, batch 32/8192\n"
@@ -185,6 +174,8 @@ def test_explain_cli_with_a_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "  dtype                   bfloat16  NVIDIA A100-SXM4-80GB supports bfloat16\n"
         "                                    rule: precision: bfloat16 where "
         "supported, else float16, else float32\n"
+        "  swap space (--swap-space): not suggested, vLLM 0.18.0 dropped the flag (the V1 "
+        "engine never swaps to CPU memory)\n"
         "\n"
         "Calibration from the ledger (7d window; calibration: mean tokens per "
         "request against max_model_len)\n"
