@@ -72,7 +72,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "render": (
         "render",
-        "write a vLLM launch script, systemd unit or compose file from a host file",
+        "a host file as a launch: bare, docker, systemd, compose, supervisor, kubernetes, image",
     ),
     "report": ("report", "sum every ledger into today / 24h / 3d / 7d / total, with coverage"),
     "ssh-key-line": (

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from vllm_ledger.commands._common import add_roots, add_tz, roots_of, zone_of
+from vllm_ledger.formats.command_json import check_dict, dumps
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.check import check
+from vllm_ledger.read.matched import root_hint
 from vllm_ledger.read.report import resolve_tz
 
 NAME = "check"
 HELP = "integrity pass over every ledger file; exit 1 if anything is wrong (for cron)"
 EPILOG = """example:
   vllm-ledger check --root /srv/artifacts/usage
+  vllm-ledger check --root /srv/artifacts/usage --json
 
 Each file: quick_check, values, sequence marker, hourly and daily rows against the rows
 they add up, clean close. Then every problem of `report`'s total window that no file's
@@ -26,17 +31,20 @@ file is there at all, 2 a bad flag
 def configure(p: argparse.ArgumentParser) -> None:
     add_roots(p)
     add_tz(p)
+    p.add_argument("--json", action="store_true", help="print JSON (schema 1, docs/json-schema.md)")
 
 
 def run(args: argparse.Namespace) -> int:
     roots = roots_of(args)
     verdicts = check(roots, tz=resolve_tz(zone_of(args, roots).name))
+    if args.json:
+        doc = check_dict(roots, verdicts)
+        sys.stdout.write(dumps(doc))
+        if not verdicts:
+            print(f"check: {no_ledger_line(roots)}", file=sys.stderr)
+        return 0 if doc["ok"] else 1
     if not verdicts:  # nothing to vouch for is not "all sound"
-        where = ", ".join(map(str, roots))
-        print(
-            f"NO_LEDGER     no ledger files under {printable(where)}:"
-            " is the plugin on (VLLM_LEDGER_DIR)?"
-        )
+        print(f"NO_LEDGER     {no_ledger_line(roots)}")
         return 1
     for v in verdicts:
         verdict = v.verdict.upper() if not v.ok else "ok"
@@ -47,3 +55,12 @@ def run(args: argparse.Namespace) -> int:
     more = f"; {beyond} problem(s) beyond the files" if beyond else ""
     print(f"{len(files)} ledger file(s), {bad} with problems{more}")
     return 1 if bad or beyond else 0
+
+
+def no_ledger_line(roots: list[Path]) -> str:
+    """No ledger file under the roots, and the folder beside that holds some, if one does."""
+    where = printable(", ".join(map(str, roots)))
+    hint = root_hint(roots)
+    if hint:
+        return f"no ledger files under {where}{printable(hint)}"
+    return f"no ledger files under {where}: is the plugin on (VLLM_LEDGER_DIR)?"

@@ -6,11 +6,13 @@ import argparse
 
 from vllm_ledger import maintenance
 from vllm_ledger.commands._common import add_roots, roots_of
+from vllm_ledger.progress import when_slow
 
 NAME = "compact"
 HELP = "drop per-second rows older than 8 days from finished ledgers; refresh the summary"
 EPILOG = """Lossless for every report: hourly rows, coverage spans and fault seconds are kept.
-The writer of API rank 0 runs the same pass a minute after start and every 6 hours.
+The writer of API rank 0 runs the same pass a minute after start and every 6 hours. A pass
+that runs past 2 s says so on stderr (and again every 10 s), never on stdout.
 
 example:
   vllm-ledger compact --root /srv/artifacts/usage
@@ -25,7 +27,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     for root in roots_of(args):
-        result = maintenance.run(root)
+        with when_slow(NAME, f"{root}: compacting finished ledgers, refreshing the summary"):
+            result = maintenance.run(root)
         if result.skipped_locked:
             print(f"{root}: another maintenance pass is running; nothing done")
             continue

@@ -4,12 +4,21 @@ attribution, budgets)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vllm_ledger.commands._common import add_roots, add_tz, duration, number, url
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.formats.safe import printable
+from vllm_ledger.progress import quiet_stderr, say, when_slow
 from vllm_ledger.units import BUDGETS_ENV
+
+if TYPE_CHECKING:
+    from vllm_ledger.doctor import DoctorReport
 
 NAME = "doctor"
 HELP = (
@@ -29,6 +38,17 @@ off in a vLLM before 0.32) does not fail the run. With --rendered, the flags row
 file's vllm serve flags with this vLLM's own parser (a flag it dropped fails the row).
 exit status: 0 every check passes (or warns), 1 a check failed, 2 could not start (a bad flag)
 """
+
+# What each check does: its progress line on stderr once it has run 2 s (interface, agreement
+# and writers often take longer; the others are quiet when quick).
+CHECK_DOING: dict[str, str] = {
+    "interface": "importing vLLM, one record() through the plugin",
+    "agreement": "the newest run against /metrics (waits up to --wait)",
+    "writers": "watching the heartbeats (up to --heartbeat-wait)",
+    "storage": "the recorder over refusing storage, the roots' room",
+    "attribution": "whose tokens the newest run credits",
+    "budgets": "the budgets file and the enforcer's",
+}
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -97,11 +117,47 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="writers: the API process count you launched (often 8)",
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the rows as JSON (schema 1, docs/json-schema.md); progress stays on stderr",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    """The checks, a progress line on stderr as each starts, and what vLLM writes on stderr
+    meanwhile kept out of the table (counted, and its last line shown, on stderr after it)."""
+    from vllm_ledger.doctor import table
+    from vllm_ledger.formats.command_json import doctor_dict, dumps
+
+    with quiet_stderr(NAME) as quiet, contextlib.ExitStack() as slow:
+
+        def on_check(name: str, n: int, of: int) -> None:
+            slow.close()  # the check before has ended
+            doing = f"[{n}/{of}] {name}: {CHECK_DOING[name]}"
+            slow.enter_context(when_slow(NAME, doing, emit=quiet.say))
+
+        report = _report(args, on_check)
+        slow.close()
+    if args.json:
+        sys.stdout.write(dumps(doctor_dict(report, quiet.count)))
+    else:
+        for line in table(report):
+            print(line)
+        print(report.summary())
+    if quiet.count:
+        last = printable(quiet.lines[-1])
+        say(
+            NAME,
+            f"vLLM wrote {quiet.count} line(s) on stderr while the checks ran, kept out "
+            f"of the table; the last: {last}",
+        )
+    return 0 if report.ok else 1
+
+
+def _report(args: argparse.Namespace, on_check: Callable[[str, int, int], None]) -> DoctorReport:
     from vllm_ledger.commands._common import roots_of, zone_of
-    from vllm_ledger.doctor import CHECKS, doctor, table
+    from vllm_ledger.doctor import CHECKS, doctor
     from vllm_ledger.read.report import resolve_tz
 
     checks = tuple(c for c in CHECKS if args.only is None or c in args.only)
@@ -130,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         tz=tz,
         budgets=budgets,
         budgets_origin=origin,
+        on_check=on_check,
     )
     if args.rendered is not None and (args.only is None or "flags" in args.only):
         from vllm_ledger.doctor import DoctorReport
@@ -141,10 +198,7 @@ def run(args: argparse.Namespace) -> int:
         from vllm_ledger.doctor.stack import stack_rows
 
         report = DoctorReport((*report.rows, *stack_rows(args.stack)))
-    for line in table(report):
-        print(line)
-    print(report.summary())
-    return 0 if report.ok else 1
+    return report
 
 
 def budgets_of(args: argparse.Namespace) -> tuple[Path | None, str]:

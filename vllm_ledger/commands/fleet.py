@@ -6,9 +6,10 @@ import argparse
 import sys
 
 from vllm_ledger.commands._common import duration, text, url
-from vllm_ledger.formats.fleet import render_json, render_text
-from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, read_fleet
-from vllm_ledger.plan.fleet_whose import WHOSE_BY, read_fleet_whose
+from vllm_ledger.formats.command_json import SCHEMA, dumps
+from vllm_ledger.formats.fleet import fleet_dict, render_text, whose_dict
+from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, Fleet, read_fleet
+from vllm_ledger.plan.fleet_whose import WHOSE_BY, FleetWhose, read_fleet_whose
 from vllm_ledger.units import format_duration
 
 NAME = "fleet"
@@ -62,7 +63,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "not attributed, from the exporters' rows by that label (user and tenant only where "
         "the exporters serve them: exporter --attribution-labels; docs/fleet.md#whose-tokens)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true", help="print JSON (schema 1, docs/json-schema.md)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,6 +72,15 @@ def run(args: argparse.Namespace) -> int:
         fleet, whose = read_fleet(args.prometheus, **flags), None
     else:
         fleet, whose = read_fleet_whose(args.prometheus, args.by, **flags)
-    sys.stdout.write(render_json(fleet, whose) if args.json else render_text(fleet, whose))
+    sys.stdout.write(fleet_json(fleet, whose) if args.json else render_text(fleet, whose))
     complete = whose.complete if whose is not None else fleet.complete
     return 0 if all(complete.values()) and not (whose and whose.incomplete) else 1
+
+
+def fleet_json(fleet: Fleet, whose: FleetWhose | None) -> str:
+    """``fleet --json``: ``schema`` first, the fleet's document (docs/fleet.md), ``by`` with
+    ``--by`` (docs/json-schema.md, "fleet")."""
+    doc = {"schema": SCHEMA, **fleet_dict(fleet)}
+    if whose is not None:
+        doc["by"] = whose_dict(whose)
+    return dumps(doc)

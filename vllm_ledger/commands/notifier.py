@@ -41,6 +41,7 @@ exit status: 0 done (serve: stopped), 1 status found failed deliveries or a stop
 """
 
 ACTIONS = ("run", "status", "resend")
+STATUS_JSON_SCHEMA = 1  # `notifier status --json`: docs/json-schema.md
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -77,7 +78,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="an ssh client config for the targets (ssh -F FILE; default: the config's)",
     )
-    p.add_argument("--json", action="store_true", help="with status: print JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="with status: print JSON (schema 1, docs/json-schema.md)",
+    )
     add_local_tz(p, "the times `notifier status` prints")
     p.add_argument(
         "--print-unit",
@@ -194,7 +199,7 @@ def _live(address: tuple[str, int]) -> dict[str, dict[str, object]] | None:
 
 
 def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool, tz: tzinfo) -> int:
-    from vllm_ledger.formats.notifier_status import NotifierStatus, render_json, render_text
+    from vllm_ledger.formats.notifier_status import NotifierStatus, render_text, status_dict
     from vllm_ledger.notify.store import (
         MAX_PENDING,
         open_read_only,
@@ -230,7 +235,11 @@ def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool, tz: 
             budgets=read_budget_levels(db),
             digests=read_digests(db),
         )
-    sys.stdout.write(render_json(status) if as_json else render_text(status, tz))
+    if as_json:  # schema first; the keys sorted, as they always were
+        doc = {"schema": STATUS_JSON_SCHEMA, **status_dict(status)}
+        sys.stdout.write(json.dumps(doc, ensure_ascii=True, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(render_text(status, tz))
     return 1 if (status.failures or not status.loops_ok) and not as_json else 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from vllm_ledger.commands._common import file_flag, input_file, text, with_flags
 from vllm_ledger.errors import ConfigError
@@ -12,6 +13,7 @@ HELP = "check a host before launch: GPU, CPU, RAM, disk, port, clock"
 EPILOG = """examples:
   vllm-ledger preflight --host local/host.json
   vllm-ledger preflight --host local/host.json --bot-user notify
+  vllm-ledger preflight --host local/host.json --json
 Run it on the machine that will serve, as the user that will launch vLLM.
 exit status: 0 no blocker (warnings allowed), 1 a blocker, 2 a bad flag or host file
 """
@@ -33,6 +35,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="the user the bot logs in as: check that it can read the ledger folder",
     )
+    p.add_argument("--json", action="store_true", help="print JSON (schema 1, docs/json-schema.md)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
             what = with_flags(exc.what, {"usage": "`render --usage`"})
             raise ConfigError(what, exc.key, hint=exc.hint) from exc
     result = preflight(host, bot_user=args.bot_user)
+    if args.json:
+        from vllm_ledger.formats.command_json import dumps, preflight_dict
+
+        sys.stdout.write(dumps(preflight_dict(result)))
+        return 1 if result.blocked else 0
     for line in table(result):
         print(line)
     blockers = sum(f.result == "BLOCKER" for f in result.findings)

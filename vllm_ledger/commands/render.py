@@ -49,7 +49,7 @@ from vllm_ledger.observe.stack import EXPORTER_LISTEN, EXPORTER_PORT
 from vllm_ledger.outfile import write_file
 
 NAME = "render"
-HELP = "write a vLLM launch script, systemd unit or compose file from a host file"
+HELP = "a host file as a launch: bare, docker, systemd, compose, supervisor, kubernetes, image"
 EPILOG = """examples:
   vllm-ledger render --host local/host.json --output local/run.sh --usage
   vllm-ledger render --host local/host.json --output local/run.sh --usage --tz Europe/Berlin

@@ -24,6 +24,7 @@ NAME = "verify"
 HELP = "compare the current run's ledger with vLLM's /metrics counters (after every upgrade)"
 EPILOG = """example:
   vllm-ledger verify --metrics-url http://127.0.0.1:8000/metrics --root /srv/artifacts/usage
+  vllm-ledger verify --metrics-url http://127.0.0.1:8000/metrics --json
 A difference in a run whose writers have all closed is printed at once (its ledger cannot
 change); while a writer is alive, one line on stderr says how long it waits, and why.
 exit status: 0 match, 1 differences (or another server's /metrics), 2 a bad flag or could not
@@ -62,6 +63,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="RUN_ID",
         help="compare this run instead of the newest",
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON (schema 1, docs/json-schema.md); the waiting line stays on stderr",
+    )
 
 
 def _say_waiting(seconds: float, why: str) -> None:
@@ -85,6 +91,11 @@ def run(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             on_wait=_say_waiting,
         )
+    if args.json:
+        from vllm_ledger.formats.command_json import dumps, verify_dict
+
+        sys.stdout.write(dumps(verify_dict(result)))
+        return 0 if result.match else 1
     if result.match:
         figures = ", ".join(f"{k} {v:,}" for k, v in result.ledger.items())
         print(f"match: run {result.run_id}: {figures}")

@@ -84,14 +84,17 @@ def doctor(
     shape_of: Callable[[], StatsShape | None] = installed_shape,
     budgets: Path | None = None,
     budgets_origin: str = "",
+    on_check: Callable[[CheckName, int, int], None] | None = None,
 ) -> DoctorReport:
     """Run ``checks`` in the order of ``CHECKS``; every one gives a row, none raises. Instants
     a row names are in ``tz``; ``budgets`` is the budgets file (None: none set), named by
-    ``budgets_origin``."""
+    ``budgets_origin``; ``on_check(name, n, of)`` is called as the n-th of ``of`` checks
+    starts (the command's progress line)."""
     rows: list[Row] = []
-    for name in CHECKS:
-        if name not in checks:
-            continue
+    chosen = [name for name in CHECKS if name in checks]
+    for name in chosen:
+        if on_check is not None:
+            on_check(name, len(rows) + 1, len(chosen))
         try:
             if name == "interface":
                 row = check_interface()

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 from datetime import timezone
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import aligned
 from vllm_ledger.read.ledgerset import NothingMatched
+from vllm_ledger.read.matched import root_hint
 from vllm_ledger.read.periods import is_edge
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.zone import ZoneChoice
@@ -147,6 +149,8 @@ def nothing_matched_lines(
             f"nothing committed yet: {nm.starting} ledger file(s) under {roots} were created "
             "moments ago: a writer is starting; ask again in a few seconds"
         )
+    elif nm.reason == "no_ledger" and (hint := root_hint(map(Path, nm.roots))):
+        first = f"nothing matched: no ledger file under {roots}{printable(hint)}"
     elif nm.reason == "no_ledger":
         first = (
             f"nothing matched: no ledger file under {roots}: is the plugin on "

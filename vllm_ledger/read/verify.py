@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from vllm_ledger.errors import BadArgument, LedgerUnavailable, RemoteError
 from vllm_ledger.http import client
@@ -33,6 +34,7 @@ from vllm_ledger.names import (
     VLLM_REQUEST_SUCCESS_TOTAL,
 )
 from vllm_ledger.promtext import Sample, has_metric, parse_samples, sum_metric
+from vllm_ledger.read.matched import root_hint
 from vllm_ledger.read.report import build_report
 from vllm_ledger.units import EARLIEST_AT, LATEST_AT, format_instant
 
@@ -119,18 +121,35 @@ def fetch_metrics(url: str, timeout_s: float = FETCH_TIMEOUT_S) -> str:
             argument="metrics_url",
             value=url,
         )
-    hint = "is vLLM running there?"
     answer = client.get(
         url,
         deadline_s=timeout_s,
         headers={"Accept": "text/plain"},
         max_bytes=MAX_METRICS_BYTES,
         redirects=3,
-        hint=hint,
+        hint="is vLLM running there?",
     )
+    text = answer.body.decode("utf-8", "replace")
+    add = metrics_path_hint(url)
     if answer.status != 200:
+        # It answers: vLLM (or something) is running there; the path may be what is wrong.
+        hint = add or "is this vLLM's /metrics?"
         raise RemoteError(f"cannot read {url}: {answer.status_text}", url, hint=hint)
-    return answer.body.decode("utf-8", "replace")
+    if add and not any(name in text for _k, name in COUNTERS):
+        raise RemoteError(f"{url} answers, but not with vLLM's metrics", url, hint=add)
+    return text
+
+
+def metrics_path_hint(url: str) -> str:
+    """How to point at vLLM's counters when ``url``'s path is not ``/metrics`` (``""`` when
+    it is): ``add /metrics`` to a bare ``http://HOST:PORT``, else the path vLLM serves."""
+    parts = urlsplit(url)
+    if parts.path.rstrip("/").endswith("/metrics"):
+        return ""
+    fixed = urlunsplit(parts._replace(path="/metrics", query="", fragment=""))
+    if parts.path.strip("/"):
+        return f"vLLM serves its counters at /metrics: --metrics-url {fixed}"
+    return f"add /metrics: --metrics-url {fixed}"
 
 
 def vllm_counters(metrics_text: str) -> dict[str, int]:
@@ -178,10 +197,10 @@ def ledger_run(
     # Report one second ahead so the second just committed is inside the cutoff.
     report = build_report(roots, at_ts=clock() + 1.0, by="run", clock=clock)
     if not report.breakdown:
-        raise LedgerUnavailable(
-            f"no ledger under {', '.join(map(str, roots))}: is the plugin on (VLLM_LEDGER_DIR)?",
-            tuple(map(str, roots)),
-        )
+        near = root_hint(roots)
+        where = ", ".join(map(str, roots))
+        what = f"no ledger file under {where}" + (near or ": is the plugin on (VLLM_LEDGER_DIR)?")
+        raise LedgerUnavailable(what, tuple(map(str, roots)))
     if run_id is None:
         runs = sorted({w.run_id for w in report.writers})
         starts = {r: min((w.first_ts or 0) for w in report.writers if w.run_id == r) for r in runs}

@@ -159,7 +159,14 @@ def test_the_newest_run_is_the_one_that_started_last(tmp_path: Path) -> None:
     empty.mkdir()
     with pytest.raises(LedgerUnavailable) as e:
         ledger_run_totals([empty], clock=lambda: AT)
-    assert str(e.value) == f"no ledger under {empty}: is the plugin on (VLLM_LEDGER_DIR)?"
+    assert str(e.value) == f"no ledger file under {empty}: is the plugin on (VLLM_LEDGER_DIR)?"
+    # One level too high or too low: the folder that is the root, named.
+    root = tmp_path / "srv" / "usage"
+    _run(root, "run-a", AT - 3600, prompt=5, gen=1, cached=0, n=1)
+    for off in (root.parent, root / "run-a"):
+        with pytest.raises(LedgerUnavailable) as e:
+            ledger_run_totals([off], clock=lambda: AT)
+        assert str(e.value) == f"no ledger file under {off}; did you mean --root {root}?"
 
 
 def test_verify_matches_a_live_metrics_endpoint(tmp_path: Path) -> None:
@@ -210,8 +217,11 @@ def test_fetch_names_a_bad_url_and_a_server_that_is_not_there() -> None:
     with MetricsServer([METRICS]) as server:
         assert fetch_metrics(server.url) == METRICS
         wrong_path = server.url.replace("/metrics", "/other")
-        with pytest.raises(RemoteError, match="HTTP 404 Not Found: is vLLM running there"):
+        with pytest.raises(RemoteError) as e:
             fetch_metrics(wrong_path)
+        assert str(e.value).endswith(
+            f"HTTP 404 Not Found: vLLM serves its counters at /metrics: --metrics-url {server.url}"
+        )
     # Stopped: nothing listens on the port any more.
     with pytest.raises(RemoteError, match=r"Connection refused: is vLLM running there\?$"):
         fetch_metrics(server.url, timeout_s=5)
