@@ -140,9 +140,15 @@ def test_what_vllm_writes_on_stderr_is_kept_from_the_progress_lines(
 ) -> None:
     with quiet_stderr("doctor") as quiet:
         os.write(2, b"Triton is not installed.\n")  # as C code writes it
+        os.write(1, b"WARNING an older vLLM on stdout\n")
         # a handler bound to the process's stderr stream (pytest swapped sys.stderr itself)
         print("INFO a logger line", file=sys.__stderr__, flush=True)
         quiet.say("[1/1] interface: importing vLLM")
     out, err = capfd.readouterr()
     assert (out, err) == ("", "doctor: [1/1] interface: importing vLLM\n")
-    assert (quiet.count, quiet.lines) == (2, ["Triton is not installed.", "INFO a logger line"])
+    assert quiet.count == 3
+    assert quiet.lines == [
+        "Triton is not installed.",
+        "WARNING an older vLLM on stdout",
+        "INFO a logger line",
+    ]

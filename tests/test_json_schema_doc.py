@@ -259,7 +259,7 @@ def test_doctor_json_is_its_table_and_keeps_vllm_stderr_out(one_run: Path) -> No
     rest = lines[len(progress) :]
     n = doc["vllm_output_lines"]
     if n:  # this vLLM on this machine said something: one summary line, nothing else
-        assert len(rest) == 1 and rest[0].startswith(f"doctor: vLLM wrote {n} line(s) on"), err
+        assert len(rest) == 1 and rest[0].startswith(f"doctor: vLLM wrote {n} line(s) while"), err
     else:
         assert rest == [], err
 

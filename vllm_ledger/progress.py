@@ -6,7 +6,8 @@ table or ``--json`` document on stdout stays whole for a pipe. ``quiet_stderr`` 
 descriptor 2 at a temporary file while vLLM is imported and driven (its lines are written by
 C code and by handlers bound to the stream, so ``sys.stderr`` alone cannot catch them);
 progress lines still reach the terminal through a copy of the original descriptor, and the
-captured lines are counted and kept for the caller to summarize.
+captured lines are counted and kept for the caller to summarize. Descriptor 1 is captured
+too (older vLLMs print their warnings on stdout): the caller prints its table after.
 """
 
 from __future__ import annotations
@@ -52,31 +53,40 @@ class QuietStderr:
 
 @contextlib.contextmanager
 def quiet_stderr(command: str) -> Iterator[QuietStderr]:
-    """Descriptor 2 into a temporary file for the block; where stderr has no descriptor (an
-    embedding that replaced ``sys.stderr``), nothing is captured and ``say`` prints as usual."""
+    """Descriptors 2 and 1 into a temporary file for the block (older vLLMs print their
+    warnings on stdout: nothing of this command's is printed there meanwhile); where a stream
+    has no descriptor (an embedding that replaced ``sys.stderr``), nothing is captured and
+    ``say`` prints as usual."""
     quiet = QuietStderr(command)
     try:
-        sys.stderr.flush()
-        saved = os.dup(2)
+        _flush()
+        saved = {fd: os.dup(fd) for fd in (2, 1)}
     except (OSError, ValueError, AttributeError):
         yield quiet
         return
     with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        quiet._fd = saved
+        for fd in saved:
+            os.dup2(sink.fileno(), fd)
+        quiet._fd = saved[2]
         try:
             yield quiet
         finally:
-            with contextlib.suppress(OSError, ValueError):
-                sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
+            _flush()
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
             quiet._fd = None
             sink.seek(0)
             text = sink.read().decode("utf-8", "replace")
             every = [ln for ln in text.splitlines() if ln.strip()]
             quiet.count = len(every)
             quiet.lines = every[-MAX_KEPT_LINES:]
+
+
+def _flush() -> None:
+    for stream in (sys.stderr, sys.stdout):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
 
 
 @contextlib.contextmanager

@@ -125,8 +125,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The checks, a progress line on stderr as each starts, and what vLLM writes on stderr
-    meanwhile kept out of the table (counted, and its last line shown, on stderr after it)."""
+    """The checks, a progress line on stderr for one that runs past 2 s, and what vLLM writes
+    meanwhile (stderr or stdout) kept out of the table (counted, and its last line shown, on
+    stderr after it)."""
     from vllm_ledger.doctor import table
     from vllm_ledger.formats.command_json import doctor_dict, dumps
 
@@ -149,8 +150,8 @@ def run(args: argparse.Namespace) -> int:
         last = printable(quiet.lines[-1])
         say(
             NAME,
-            f"vLLM wrote {quiet.count} line(s) on stderr while the checks ran, kept out "
-            f"of the table; the last: {last}",
+            f"vLLM wrote {quiet.count} line(s) while the checks ran, kept out of the "
+            f"table; the last: {last}",
         )
     return 0 if report.ok else 1
 
