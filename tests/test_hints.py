@@ -152,3 +152,13 @@ def test_what_vllm_writes_on_stderr_is_kept_from_the_progress_lines(
         "WARNING an older vLLM on stdout",
         "INFO a logger line",
     ]
+
+
+def test_doctors_attribution_row_names_the_root(srv: Path) -> None:
+    from vllm_ledger.doctor.attribution import check_attribution
+
+    row = check_attribution([srv.parent], shape_of=lambda: None)
+    assert (row.passed, row.checked) == (
+        False,
+        f"no ledger file under {srv.parent}; did you mean --root {srv}?",
+    )

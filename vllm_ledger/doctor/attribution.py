@@ -28,6 +28,7 @@ from vllm_ledger.doctor.base import Row
 from vllm_ledger.errors import LedgerError
 from vllm_ledger.read.attribution import FileCredits
 from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.matched import root_hint
 from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write.shape import StatsShape
@@ -243,5 +244,6 @@ def check_attribution(
         return Row("attribution", False, str(exc), FIX_ROOT)
     if facts.run_id is None and not facts.join_missing:
         where = ", ".join(map(str, roots))
-        return Row("attribution", False, f"no ledger file under {where}", FIX_ROOT)
+        near = root_hint(roots)  # "; did you mean --root ROOT/x?" when one folder off
+        return Row("attribution", False, f"no ledger file under {where}{near}", FIX_ROOT)
     return attribution_row(facts)
