@@ -34,7 +34,7 @@ EXTRA = Figure(
     window_gauge="vllm_ledger_window_prefill_seconds",
     window_help="Prefill time in the window",
     brief=False,
-    since="0004_prefill",
+    since="0005_prefill",
 )
 MORE = (*FIGURES, EXTRA)
 
@@ -231,7 +231,7 @@ def test_a_new_figure_appears_in_every_derived_list() -> None:
     assert figures.report_names(MORE)[-1] == "prefill_seconds"
     assert figures.brief(MORE) == figures.BRIEF
     assert schema.count_columns(MORE) == (*figures.columns(MORE), *schema.FAULT_COLUMNS)
-    assert schema.columns_added_by("0004_prefill", MORE) == ("prefill_seconds_micro",)
+    assert schema.columns_added_by("0005_prefill", MORE) == ("prefill_seconds_micro",)
     assert schema.columns_added_by(figures.INITIAL, MORE) == schema.COUNT_COLUMNS
     units = {unit: [f.name for f in fs] for unit, _most, fs in figures.limits(MORE)}
     assert units["microseconds"] == ["decode_us", "prefill_us"]
@@ -253,6 +253,7 @@ def test_the_migrations_are_the_written_ones_while_no_figure_came_later() -> Non
         "0001_initial",
         "0002_problem_seconds",
         "0003_daily",
+        "0004_attribution",
     ]
     assert "ALTER" not in "".join(ddl for _name, ddl in schema.MIGRATIONS)
 
@@ -260,14 +261,14 @@ def test_the_migrations_are_the_written_ones_while_no_figure_came_later() -> Non
 def test_a_new_figure_brings_its_own_migration() -> None:
     steps = schema.migrations(MORE)
     assert steps[:-1] == schema.MIGRATIONS
-    assert steps[-1] == ("0004_prefill", schema.add_columns_ddl("0004_prefill", MORE))
+    assert steps[-1] == ("0005_prefill", schema.add_columns_ddl("0005_prefill", MORE))
     assert steps[-1][1] == "".join(
         f"ALTER TABLE {t} ADD COLUMN prefill_seconds_micro INTEGER NOT NULL DEFAULT 0;\n"
         for t in ("buckets", "hourly", "daily")
     )
     # Two figures of one migration make one step; a figure cannot join a written step.
     twin = dataclasses.replace(EXTRA, name="twin", column="twin_micro", report_name="twin")
-    assert [n for n, _ddl in schema.migrations((*MORE, twin))][3:] == ["0004_prefill"]
+    assert [n for n, _ddl in schema.migrations((*MORE, twin))][4:] == ["0005_prefill"]
     daily = dataclasses.replace(EXTRA, since="0003_daily")
     with pytest.raises(ValueError, match="prefill_us: its column needs a migration of its own"):
         schema.migrations((*FIGURES, daily))
@@ -344,10 +345,10 @@ def test_a_new_figure_migrates_an_old_file_and_reads_by_name(tmp_path: Path) -> 
     try:
         schema.apply_migrations(conn, 1.0)
         conn.execute("INSERT INTO hourly (ts, engine, prompt_tokens) VALUES (3600, 0, 7)")
-        assert schema.apply_migrations(conn, 2.0, schema.migrations(MORE)) == ["0004_prefill"]
+        assert schema.apply_migrations(conn, 2.0, schema.migrations(MORE)) == ["0005_prefill"]
         assert schema.apply_migrations(conn, 3.0, schema.migrations(MORE)) == []
-        assert conn.execute("SELECT * FROM migrations WHERE name = '0004_prefill'").fetchall() == [
-            ("0004_prefill", 2.0)
+        assert conn.execute("SELECT * FROM migrations WHERE name = '0005_prefill'").fetchall() == [
+            ("0005_prefill", 2.0)
         ]
         for table in ("buckets", "hourly", "daily"):
             cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]

@@ -19,7 +19,10 @@ from vllm_ledger.format.writes import commit_batch, compact, write_meta
 
 NOW = 1_764_400_000.5
 HOUR = 1_764_396_000  # a whole hour
-TABLES = frozenset({"meta", "buckets", "hourly", "daily", "spans", "problem_seconds", "migrations"})
+TABLES = frozenset(
+    {"meta", "buckets", "hourly", "daily", "spans", "problem_seconds", "migrations"}
+    | {"attr_dims", "attr_seconds", "attr_hourly", "attr_daily", "attr_folded"}  # whose tokens
+)
 
 
 @pytest.fixture

@@ -43,6 +43,11 @@ def test_a_new_file_gets_every_migration_in_order_each_recorded(
         "spans",
         "problem_seconds",
         "migrations",
+        "attr_dims",
+        "attr_seconds",
+        "attr_hourly",
+        "attr_daily",
+        "attr_folded",
     }
 
 
