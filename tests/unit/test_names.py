@@ -242,11 +242,19 @@ def _literals() -> list[tuple[str, int, str]]:
     return out
 
 
+# vLLM's prefix and DCGM's: a metric name never has a digit after "vllm:", a host and port
+# (http://vllm-0.vllm:9464/status, a pod of a service named vllm) always has.
+_METRIC_PREFIX = re.compile(r"vllm:(?!\d)|DCGM_FI_")
+
+
 def test_no_module_but_names_spells_a_vllm_or_dcgm_metric_name() -> None:
+    assert _METRIC_PREFIX.search(names.VLLM_PROMPT_TOKENS_TOTAL)
+    assert _METRIC_PREFIX.search(names.DCGM_GPU_UTIL)
+    assert not _METRIC_PREFIX.search("e.g. http://vllm-0.vllm:9464/status")
     spelled = [
         f"{where}:{line}: {text!r}"
         for where, line, text in _literals()
-        if "vllm:" in text or "DCGM_FI_" in text
+        if _METRIC_PREFIX.search(text)
     ]
     assert spelled == []
 
