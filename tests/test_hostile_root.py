@@ -235,8 +235,9 @@ BAD_AT = {
     "nan": "is not a time",
     "inf": "is not a time",
     "-5": "is outside 2000-2100",
-    "2026-11-29T08:00:00": "has no UTC offset",
-    "yesterday": "is not a time",
+    "2026-11-29T25:00": "is not a time",
+    "2026-13-01": "is not a date",
+    "soon": "is not a time",
 }
 
 
