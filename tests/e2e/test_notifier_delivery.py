@@ -79,7 +79,9 @@ def _setup(
 def test_sigkill_mid_delivery_sends_nothing_twice_and_the_cursor_resumes(
     tmp_path: Path, platform: FakePlatform
 ) -> None:
-    n = _setup(tmp_path, platform).start()
+    # The held reply stays on the wire until the kill: its timeout (60 s) outlasts every wait
+    # before the kill (20 s each), however slowly the machine answers.
+    n = _setup(tmp_path, platform, deliver_timeout_s=60).start()
     try:
         platform.hold_when = lambda text: "#1003" in text
         for i in (1, 2, 3, 4):
