@@ -2,9 +2,9 @@
 Prometheus scraping both every second and remote-writing to a real VictoriaMetrics, and
 ``vllm-ledger fleet`` against each of them:
 
-- per host, per model and in total, its figures equal the two hosts' ``report --json`` (closed
-  ledgers, so nothing moves while the test runs), against Prometheus and against VictoriaMetrics
-  alike (the same queries);
+- per host, per model and in total, its figures equal the two hosts' ``report --json --zeros``
+  (closed ledgers, so nothing moves while the test runs), against Prometheus and against
+  VictoriaMetrics alike (the same queries);
 - one exporter stopped: the fleet is incomplete, exit 1, and the stopped host is named;
 - one exporter scraped by two jobs is counted once (its input tokens are its own report's), a
   target on a closed port (down from the start) is named, and an exporter stopped past
@@ -142,7 +142,10 @@ def _up(port: int) -> bool:
 
 
 def _report(root: Path, by: str | None = None) -> dict[str, Any]:
-    args = ["report", "--root", str(root), "--json", "--tz", "UTC"]
+    """``report --json --zeros``: a window the host's ledger proves nothing of (host B's 24h)
+    is null in a report (read/known.py) and 0 in its exporter's window gauges, which carry
+    its coverage beside (complete 0, uncovered = wall); the fleet sums the gauges."""
+    args = ["report", "--root", str(root), "--json", "--tz", "UTC", "--zeros"]
     code, out, err = run_cli(*args, *(["--by", by] if by else []))
     assert code == 0, err
     doc: dict[str, Any] = json.loads(out)
