@@ -165,7 +165,6 @@ def run(args: argparse.Namespace) -> int:
         return _explain(args, host)
     mode = args.mode or host.mode
     if args.output is not None:
-        _check_flags(args, host, mode)
         _write_main(args, host, mode)
     if args.units is not None:
         _write_units(args, host)
@@ -237,12 +236,14 @@ _RENDERERS: dict[str, Callable[..., str]] = {
 
 def _write_main(args: argparse.Namespace, host: Host, mode: str) -> None:
     if mode in FOLDER_MODES:
+        _check_flags(args, host, mode)
         _write_folder_mode(args, host, mode)
         return
     try:
         text = _RENDERERS[mode](host, mode=mode, usage=args.usage, tz=args.tz)
     except ConfigError as exc:
         raise ConfigError(f"host file {args.host}: {with_flags(str(exc), USAGE)}", exc.key) from exc
+    _check_flags(args, host, mode)  # after the renderer's own checks: it takes seconds
     if args.output == "-":
         sys.stdout.write(text)
         return
