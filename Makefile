@@ -17,12 +17,15 @@ lint: setup
 typecheck: setup
 	$(PY) -m mypy vllm_ledger tests
 
+# Both cores (pytest-xdist): a file's tests stay on one worker, so a module's shared server
+# starts once. TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
 test: setup lint typecheck
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The unit lane: tests/unit, laid out like the package (under 3 minutes on 2 cores).
 unit: setup
-	$(PY) -m pytest tests/unit
+	$(PY) -m pytest -n $(TEST_WORKERS) tests/unit
 
 e2e: setup
 	$(PY) -m pytest -m e2e
