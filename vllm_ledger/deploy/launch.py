@@ -279,12 +279,12 @@ def _usage_setup(
     if host.ledger_code_dir:
         lines.append(
             f"PYTHONPATH={q(host.ledger_code_dir)} {q(host.ledger_python)} -m vllm_ledger "
-            f"bundle {q(plugin)} >/dev/null"
+            f"bundle --output {q(plugin)} >/dev/null"
         )
     else:
         marker = q(posixpath.join(plugin, BUNDLE_MARKER))
         message = q(
-            f"no ledger plugin bundle in {plugin}: run 'vllm-ledger bundle {plugin}' "
+            f"no ledger plugin bundle in {plugin}: run 'vllm-ledger bundle --output {plugin}' "
             "or set ledger_code_dir in the host file"
         )
         lines.append(f"if [[ ! -f {marker} ]]; then echo {message} >&2; exit 1; fi")

@@ -286,6 +286,7 @@ def vllm_unit(
                 "-m",
                 "vllm_ledger",
                 "bundle",
+                "--output",
                 plugin_dir(host),
             ]
             out += _command_lines("ExecStartPre", bundle)

@@ -16,7 +16,7 @@ export VLLM_API_KEY
 # Usage ledger (--usage): plugin from a PYTHONPATH folder (no network, no pip),
 # ledger files on the host so they outlive the container.
 mkdir -p -- /srv/artifacts/usage
-if [[ ! -f /srv/artifacts/ledger-plugin/VLLM_LEDGER_BUNDLE ]]; then echo 'no ledger plugin bundle in /srv/artifacts/ledger-plugin: run '"'"'vllm-ledger bundle /srv/artifacts/ledger-plugin'"'"' or set ledger_code_dir in the host file' >&2; exit 1; fi
+if [[ ! -f /srv/artifacts/ledger-plugin/VLLM_LEDGER_BUNDLE ]]; then echo 'no ledger plugin bundle in /srv/artifacts/ledger-plugin: run '"'"'vllm-ledger bundle --output /srv/artifacts/ledger-plugin'"'"' or set ledger_code_dir in the host file' >&2; exit 1; fi
 export PYTHONPATH=/srv/artifacts/ledger-plugin"${PYTHONPATH:+:${PYTHONPATH}}"
 export VLLM_LEDGER_DIR=/srv/artifacts/usage
 export VLLM_LEDGER_WRITERS=2

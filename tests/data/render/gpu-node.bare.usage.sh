@@ -17,7 +17,7 @@ export VLLM_API_KEY
 # Usage ledger (--usage): plugin from a PYTHONPATH folder (no network, no pip),
 # ledger files on the host so they outlive the container.
 mkdir -p -- /srv/artifacts/usage
-PYTHONPATH=/srv/vllm-ledger python3 -m vllm_ledger bundle /srv/artifacts/ledger-plugin >/dev/null
+PYTHONPATH=/srv/vllm-ledger python3 -m vllm_ledger bundle --output /srv/artifacts/ledger-plugin >/dev/null
 export PYTHONPATH=/srv/artifacts/ledger-plugin"${PYTHONPATH:+:${PYTHONPATH}}"
 export VLLM_LEDGER_DIR=/srv/artifacts/usage
 export VLLM_LEDGER_WRITERS=8

@@ -13,7 +13,7 @@ export VLLM_API_KEY
 # Usage ledger (--usage): plugin from a PYTHONPATH folder (no network, no pip),
 # ledger files on the host so they outlive the container.
 mkdir -p -- /srv/artifacts/usage
-PYTHONPATH=/srv/vllm-ledger python3 -m vllm_ledger bundle /srv/artifacts/ledger-plugin >/dev/null
+PYTHONPATH=/srv/vllm-ledger python3 -m vllm_ledger bundle --output /srv/artifacts/ledger-plugin >/dev/null
 printf '%s\n' 'ledger plugin: /srv/artifacts/ledger-plugin'
 printf '%s\n' 'ledger report: PYTHONPATH=/srv/vllm-ledger python3 -m vllm_ledger report --root /srv/artifacts/usage'
 printf '%s\n' 'ledger check:  PYTHONPATH=/srv/vllm-ledger python3 -m vllm_ledger verify --metrics-url http://127.0.0.1:19001/metrics --root /srv/artifacts/usage'

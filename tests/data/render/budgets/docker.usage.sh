@@ -14,7 +14,7 @@ export VLLM_API_KEY
 # ledger files on the host so they outlive the container.
 if [[ ! -f /etc/vllm-ledger/budgets.toml ]]; then echo 'budgets file /etc/vllm-ledger/budgets.toml is not a readable file (docs/budgets.md)' >&2; exit 1; fi
 mkdir -p -- /srv/artifacts/usage
-if [[ ! -f /srv/artifacts/ledger-plugin/VLLM_LEDGER_BUNDLE ]]; then echo 'no ledger plugin bundle in /srv/artifacts/ledger-plugin: run '"'"'vllm-ledger bundle /srv/artifacts/ledger-plugin'"'"' or set ledger_code_dir in the host file' >&2; exit 1; fi
+if [[ ! -f /srv/artifacts/ledger-plugin/VLLM_LEDGER_BUNDLE ]]; then echo 'no ledger plugin bundle in /srv/artifacts/ledger-plugin: run '"'"'vllm-ledger bundle --output /srv/artifacts/ledger-plugin'"'"' or set ledger_code_dir in the host file' >&2; exit 1; fi
 printf '%s\n' 'ledger plugin: /srv/artifacts/ledger-plugin'
 printf '%s\n' 'ledger report: vllm-ledger report --root /srv/artifacts/usage'
 printf '%s\n' 'ledger check:  vllm-ledger verify --metrics-url http://127.0.0.1:19003/metrics --root /srv/artifacts/usage'
