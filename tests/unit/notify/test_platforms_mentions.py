@@ -43,6 +43,10 @@ FRAGMENTS = [
     "@所有人",
     "@13800000000",
     "<@zhangsan>",
+    # no markup: left as written
+    "<0.01",
+    "< 5",
+    "a @ b",
     # plain-text mentions elsewhere, markdown links
     "@here",
     "@channel",
@@ -91,12 +95,18 @@ def _no_markdown_link(t: str) -> None:
     assert not re.search(r"\][(\[]", t), t
 
 
+# where markup could open: "<" before a tag's (or Slack's <!x>, <@U>, <#C>) first character,
+# "@" before a word (a name, a number, 所有人); "<0.01", "a @ b" and a lone "@" open nothing
+OPEN_TAG = "<(?=[A-Za-z!?/@#])"
+OPEN_AT = r"@(?=\w)"
+
+
 def _no_tag(t: str) -> None:
-    assert not re.search(f"<(?!{WJ})", t), t
+    assert not re.search(OPEN_TAG, t), t
 
 
 def _no_at(t: str) -> None:
-    assert not re.search(f"@(?!{WJ})", t), t
+    assert not re.search(OPEN_AT, t), t
 
 
 def _slack(t: str) -> str:
@@ -121,14 +131,14 @@ def _json(t: str) -> str:
 
 
 # each platform: its inactive-markup check, giving back the text as a person reads it, and the
-# characters after which the body adds a word joiner (besides the middle of a markdown link)
-CHECKS: dict[str, tuple[Callable[[str], str], str]] = {
-    "feishu": (_chat, "<@"),
-    "lark": (_chat, "<@"),
-    "dingtalk": (_chat, "<@"),
-    "wecom": (_chat, "<@"),
-    "slack": (_slack, "@"),
-    "json": (_json, "<"),
+# places where the body adds a word joiner (besides the middle of a markdown link)
+CHECKS: dict[str, tuple[Callable[[str], str], tuple[str, ...]]] = {
+    "feishu": (_chat, (OPEN_TAG, OPEN_AT)),
+    "lark": (_chat, (OPEN_TAG, OPEN_AT)),
+    "dingtalk": (_chat, (OPEN_TAG, OPEN_AT)),
+    "wecom": (_chat, (OPEN_TAG, OPEN_AT)),
+    "slack": (_slack, (OPEN_AT,)),
+    "json": (_json, (OPEN_TAG,)),
 }
 
 
@@ -140,10 +150,11 @@ def _check(name: str, text: str) -> None:
     check, joined_after = CHECKS[name]
     shown = check(_message(name, platforms.get(name).body(text)))
     # every character still there, in order, readable: only word joiners were added, one
-    # after each character that could open markup and one in each ]( or ][
+    # where a character could open markup (nowhere else) and one in each ]( or ][
     assert shown.replace(WJ, "") == text.replace(WJ, "")
     links = len(re.findall(r"\][(\[]", text))
-    assert shown.count(WJ) == text.count(WJ) + sum(text.count(c) for c in joined_after) + links
+    opened = sum(len(re.findall(opens, text)) for opens in joined_after)
+    assert shown.count(WJ) == text.count(WJ) + opened + links
 
 
 @pytest.mark.parametrize("name", platforms.names())
@@ -165,3 +176,14 @@ def test_no_alert_label_or_summary_mentions_or_links(name: str, label: str, summ
     for lang in ("zh", "en"):
         (parsed,) = parse_alerts({"version": "4", "alerts": [alert]}, lang)
         _check(name, parsed.text)
+
+
+@pytest.mark.parametrize("name", platforms.names())
+def test_text_that_opens_no_markup_gets_no_joiner(name: str) -> None:
+    """A figure's ``<0.01``, ``< 5`` or ``a @ b`` mentions and links nothing anywhere: the body
+    carries it as written, no invisible character in it (Slack still writes ``<`` as ``&lt;``)."""
+    text = "cost <0.01 USD, p99 < 5 s, a @ b, 2 > 1"
+    check, _ = CHECKS[name]
+    shown = check(_message(name, platforms.get(name).body(text)))
+    assert WJ not in _message(name, platforms.get(name).body(text))
+    assert shown == text

@@ -11,9 +11,11 @@ Every message is plain text from our own templates with outside strings in it (a
 and summaries, instance names), and the templates hold no markup of any platform: so each
 platform's ``body`` neutralises its mention and link markup in the whole text (docs/notifier.md,
 "Mentions and links"). ``joined`` does it: a word joiner (U+2060: no width, no line break)
-after each character that opens such markup, so ``@all`` shows as ``@\u2060all`` (read
-``@all``) and mentions no one, and inside the ``](`` / ``][`` of every markdown link
-(``unlinked``). Slack escapes ``&``, ``<`` and ``>`` instead of joining, its documented way.
+after each character that opens such markup where markup could form (``OPENS``: ``<`` before
+a tag's first character, ``@`` before a word), so ``@all`` shows as ``@\u2060all`` (read
+``@all``) and mentions no one, while ``<0.01`` and ``a @ b`` are left as written, and inside
+the ``](`` / ``][`` of every markdown link (``unlinked``). Slack escapes ``&``, ``<`` and
+``>`` instead of joining, its documented way.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from vllm_ledger.notify.signing import Verdict
 
 WORD_JOINER = "\u2060"
 _LINK = re.compile(r"\](?=[(\[])")  # the middle of [text](url) and [text][ref]
+# what may follow a character for markup to open there: a tag or Slack's <!x>, <@U>, <#C>,
+# <https:...> after "<"; a name, a number or 所有人 after "@" (not a space, a digit after "<")
+OPENS = {"<": r"[A-Za-z!?/@#]", "@": r"\w"}
 
 # the body of one command, as ``POST /command`` takes it: {"message_id": ..., "text": ...}
 CommandBody = dict[str, object]
@@ -79,10 +84,13 @@ def unlinked(text: str) -> str:
 
 
 def joined(text: str, after: str) -> str:
-    """``text`` with a word joiner after each character in ``after`` (``@all`` becomes
-    ``@\u2060all``, ``<at`` becomes ``<\u2060at``) and in every markdown link (``unlinked``):
-    the characters are all still there and read the same, and none opens markup any more."""
-    return unlinked(text.translate({ord(c): c + WORD_JOINER for c in after}))
+    """``text`` with a word joiner after each character in ``after`` where it could open markup
+    (``OPENS``: ``@all`` becomes ``@\u2060all``, ``<at`` becomes ``<\u2060at``; ``<0.01`` stays)
+    and in every markdown link (``unlinked``): the characters are all still there and read the
+    same, and none opens markup any more."""
+    for c in after:
+        text = re.sub(f"{re.escape(c)}(?={OPENS[c]})", c + WORD_JOINER, text)
+    return unlinked(text)
 
 
 def accepted(status: int, answer: bytes) -> bool:
@@ -119,6 +127,7 @@ def error_code(answer: bytes, keys: tuple[str, ...]) -> int | None:
 
 
 __all__ = [
+    "OPENS",
     "WORD_JOINER",
     "Challenge",
     "CommandBody",

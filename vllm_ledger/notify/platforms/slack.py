@@ -23,7 +23,8 @@ Out, nothing in the text is markup: Slack reads ``<!channel>``, ``<!here>``, ``<
 escaping the three characters Slack names ("Formatting text for app surfaces", Escaping:
 https://api.slack.com/reference/surfaces/formatting#escaping) shows every one of them as text;
 Slack shows ``&lt;`` as ``<`` again. The body never sets ``link_names`` (which asks Slack to
-make a plain ``@channel`` a mention), and the word joiner after ``@`` keeps it text even so.
+make a plain ``@channel`` a mention), and the word joiner after an ``@`` before a word keeps
+it text even so.
 """
 
 from __future__ import annotations
@@ -33,13 +34,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_ledger.notify.platforms.base import (
-    WORD_JOINER,
     Challenge,
     CommandBody,
     Inbound,
     NotACommand,
     Platform,
-    unlinked,
+    joined,
 )
 from vllm_ledger.notify.signing import Verdict, check, hmac_sha256_hex
 
@@ -52,13 +52,12 @@ _ESCAPES = {
     ord("&"): "&amp;",
     ord("<"): "&lt;",
     ord(">"): "&gt;",
-    ord("@"): "@" + WORD_JOINER,
 }
 
 
 def escape(text: str) -> str:
     """``text`` as Slack shows it and parses nothing of: no mention, no link, no ``<!date>``."""
-    return unlinked(text.translate(_ESCAPES))
+    return joined(text.translate(_ESCAPES), "@")
 
 
 def body(text: str) -> dict[str, Any]:
