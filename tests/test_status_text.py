@@ -66,8 +66,8 @@ def test_the_text_carries_the_figures_and_the_host_time(root: Path) -> None:
     assert lines[:2] == ["Status", "deployments 2: unchecked 2"]
     assert "── :19001 ──" in lines and "── :19002 ──" in lines
     at_19001 = lines[lines.index("── :19001 ──") :]
-    # default zone Asia/Shanghai: AT is 2026-11-30 ... UTC+8 on the host
-    assert at_19001[2] == "0s ago · as of host time 11-30 09:53:20 UTC+8"
+    # default zone Asia/Shanghai: AT is 2026-11-30 ... +08:00 on the host
+    assert at_19001[2] == "0s ago · as of host time 11-30 09:53:20 +08:00"
     today = next(line for line in at_19001 if line.startswith("today"))
     assert today.split()[1:4] == ["1.3K", "600", "200"]  # input 1300, output 600, cached 200
     at_19002 = lines[lines.index("── :19002 ──") :]

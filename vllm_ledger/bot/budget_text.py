@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from vllm_ledger.bot.message import human_count
+from vllm_ledger.bot.message import human_count, utc_offset
 from vllm_ledger.formats.status_budgets import StatusBudget
 
 _WORDS: dict[str, dict[str, str]] = {
@@ -70,12 +70,6 @@ def host_instant(ts: float, offset_s: int, *, seconds: bool = False) -> str:
     """``ts`` on the host's clock face (``offset_s`` east of UTC): ``11-30 09:53``."""
     fmt = "%m-%d %H:%M:%S" if seconds else "%m-%d %H:%M"
     return time.strftime(fmt, time.gmtime(ts + offset_s))
-
-
-def utc_offset(offset_s: int) -> str:
-    """``UTC+8``, ``UTC-3:30``."""
-    h, rem = divmod(abs(offset_s), 3600)
-    return f"UTC{'+' if offset_s >= 0 else '-'}{h}" + (f":{rem // 60:02d}" if rem else "")
 
 
 def amount(x: float, figure: str, currency: str = "") -> str:

@@ -285,11 +285,16 @@ def _mark(win: StatusWindow, w: dict) -> str:
 
 
 def _host_time(doc: StatusDoc) -> str:
+    """The status's cutoff on the host's clock with its offset: ``11-30 09:53:20 +08:00``."""
     t = time.gmtime(doc.cutoff_ts + doc.tz_offset_seconds)
-    off_h, off_rem = divmod(abs(doc.tz_offset_seconds), 3600)
-    sign = "+" if doc.tz_offset_seconds >= 0 else "-"
-    zone = f"UTC{sign}{off_h}" + (f":{off_rem // 60:02d}" if off_rem else "")
-    return f"{time.strftime('%m-%d %H:%M:%S', t)} {zone}"
+    return f"{time.strftime('%m-%d %H:%M:%S', t)} {utc_offset(doc.tz_offset_seconds)}"
+
+
+def utc_offset(offset_s: int) -> str:
+    """``+08:00``, ``-03:30``: a host's offset as every other printed time writes it
+    (``units.format_instant``), in the chat's times too."""
+    h, rem = divmod(abs(offset_s), 3600)
+    return f"{'+' if offset_s >= 0 else '-'}{h:02d}:{rem // 60:02d}"
 
 
 Figures = StatusDoc | StatusInstance
@@ -502,4 +507,5 @@ __all__ = [
     "render_host",
     "render_message",
     "shown_health",
+    "utc_offset",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from datetime import timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from vllm_ledger.bot.message import (
     human_speed,
     ip_last_part,
     render_message,
+    utc_offset,
 )
 from vllm_ledger.bot.poll import CacheEntry, CappedRun, Poller, PollResult, classify
 from vllm_ledger.bot.validate import Target
@@ -26,7 +28,7 @@ from vllm_ledger.formats.status import render as status_render
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.ports import port_rows
 from vllm_ledger.read.report import build_report
-from vllm_ledger.units import format_duration
+from vllm_ledger.units import format_duration, format_instant
 
 
 def _doc(**total: object) -> bytes:
@@ -79,7 +81,7 @@ EXPECTED_ZH = """\
 部署 2 个:健康 1,无响应 1
 ── .12:19001 ──
 vLLM 健康 · 统计 正常
-12秒前 · 截至部署机时间 11-29 17:18:38 UTC+8
+12秒前 · 截至部署机时间 11-29 17:18:38 +08:00
 以下为整个数据目录的合计:部署机的版本未按端口细分
 窗口    输入  输出  缓存  命中率  均速/s  生成/s  覆盖
 今天      10     5     4   40.0%     0.1       -  ✓
@@ -408,7 +410,7 @@ EXPECTED_SHARED_ZH = """\
 部署 2 个:健康 2
 ── .12:19001 ──
 vLLM 健康 · 统计 正常
-2秒前 · 截至部署机时间 01-15 15:59:54 UTC+8
+2秒前 · 截至部署机时间 01-15 15:59:54 +08:00
 窗口    输入  输出   缓存  命中率  均速/s  生成/s  覆盖
 今天    125K  3.6K  91.0K   72.8%     0.1    81.1  缺13时
 24小时  125K  3.6K  91.0K   72.8%    0.04    81.1  缺21时
@@ -418,7 +420,7 @@ vLLM 健康 · 统计 正常
 记录器:运行 1
 ── .13:19002 ──
 vLLM 健康 · 统计 无运行中的记录器(统计故障,不是 vLLM 故障)
-2秒前 · 截至部署机时间 01-15 15:59:54 UTC+8
+2秒前 · 截至部署机时间 01-15 15:59:54 +08:00
 窗口    输入  输出  缓存  命中率  均速/s  生成/s  覆盖
 今天     700    70     0    0.0%   <0.01     9.9  缺14时
 24小时   700    70     0    0.0%   <0.01     9.9  缺23时
@@ -534,3 +536,16 @@ def test_a_key_name_that_is_not_a_keys_shape_makes_the_answer_unparseable(key: s
         text = render_message([_view(19001, r)], now_monotonic=101.0, lang=lang)
         assert "PWNED" not in text and "\u202e" not in text
         assert all(c == "\n" or unicodedata.category(c)[0] != "C" for c in text)
+
+
+@pytest.mark.parametrize(
+    ("offset_s", "written"),
+    [(28800, "+08:00"), (0, "+00:00"), (-12600, "-03:30"), (20700, "+05:45")],
+)
+def test_a_host_offset_is_written_as_every_other_printed_time(offset_s: int, written: str) -> None:
+    """The chat's times carry the offset as report, status and the logs print it (+08:00), not
+    a form of its own (UTC+8)."""
+    assert utc_offset(offset_s) == written
+    ts = 1_796_000_000  # 2026-11-30T01:33:20Z
+    at = format_instant(ts, timezone(timedelta(seconds=offset_s)))
+    assert at.endswith(" " + written)

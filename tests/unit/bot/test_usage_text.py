@@ -15,7 +15,7 @@ from vllm_ledger.formats.status import StatusDoc, parse
 from vllm_ledger.formats.status_asked import ASKS
 from vllm_ledger.plan.cost import CloudPrices
 
-DAY = 1_795_996_800  # 2026-11-30 00:00 UTC = 08:00 UTC+8
+DAY = 1_795_996_800  # 2026-11-30 00:00 UTC = 08:00 at +08:00
 
 
 def _window(**change: Any) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def test_the_digest_in_english_with_its_cost() -> None:
     assert text == (
         "Daily digest\n"
         "── .12:19001 ──\n"
-        "11-30 (host time UTC+8)\n"
+        "11-30 (host time +08:00)\n"
         "tokens: input 1,234,567 · output 23,456 · cached 100,000 · requests 1,234\n"
         f"cost: {cost:,.2f} CNY (at the price file's rates)\n"
         "top keys (input/output): team-a 1,000,000/20,000, (none) 200,000/3,000; 3 more not "
@@ -90,7 +90,7 @@ def test_the_digest_in_chinese_incomplete_and_a_host_that_did_not_answer() -> No
     assert digest_text(hosts, ASKS["digest"], "zh") == (
         "小鲁班 · 日报\n"
         "── :19001, :19002 ──\n"
-        "11-30(部署机时间 UTC+8)\n"
+        "11-30(部署机时间 +08:00)\n"
         "用量:输入 1,234,567 · 输出 23,456 · 缓存 100,000 · 请求 1,234\n"
         "密钥前列(输入/输出):team-a 1,000,000/20,000、(无) 200,000/3,000;另 3 个未列出\n"
         "适配器前列(输入/输出):org/tiny 1,200,000/23,000\n"
@@ -109,7 +109,7 @@ def test_the_weeks_digest_and_the_sum_of_several_hosts() -> None:
     hosts = [HostAnswer(":19001", "ok", _doc(week)), HostAnswer(":19002", "ok", _doc(week))]
     lines = digest_text(hosts, ASKS["digest-week"], "en", PRICING).splitlines()
     assert lines[0] == "Weekly digest"
-    assert lines[2] == "11-23 to 11-29 (host time UTC+8)"
+    assert lines[2] == "11-23 to 11-29 (host time +08:00)"
     assert lines[-3:] == [
         "── all hosts ──",
         "tokens: input 2,469,134 · output 46,912 · cached 200,000 · requests 2,468",
@@ -134,7 +134,7 @@ USAGE = {
             "en",
             "Usage by adapter · 7 days\n"
             "── :19001 ──\n"
-            "as of host time 12-01 00:00:00 UTC+8\n"
+            "as of host time 12-01 00:00:00 +08:00\n"
             "                input  output  cached  requests\n"
             "org/tiny         1.2M   23.0K       0         1\n"
             "(none)             40       9       0         1\n"
@@ -149,7 +149,7 @@ USAGE = {
             "zh",
             "小鲁班 · 用量:按适配器 · 7天\n"
             "── :19001 ──\n"
-            "截至部署机时间 12-01 00:00:00 UTC+8\n"
+            "截至部署机时间 12-01 00:00:00 +08:00\n"
             "          输入   输出  缓存  请求\n"
             "org/tiny  1.2M  23.0K     0     1\n"
             "(无)        40      9     0     1\n"
@@ -194,16 +194,16 @@ def test_the_soft_and_hard_messages_in_both_languages() -> None:
     doc, soft = _budget()
     assert budget_text(soft, ".12:19001", doc.tz_offset_seconds, "en") == (
         "BUDGET SOFT: key team-a used 1.7M of 2.0M tokens (85.0%) · .12:19001 · day 11-30 00:00 "
-        "to 12-01 00:00 UTC+8 · at this rate 2.4M by its end · budget team-a-day\n"
+        "to 12-01 00:00 +08:00 · at this rate 2.4M by its end · budget team-a-day\n"
     )
     assert budget_text(soft, ".12:19001", doc.tz_offset_seconds, "zh") == (
         "小鲁班 · 预算预警:密钥 team-a 已用总 token 1.7M / 2.0M(85.0%) · .12:19001 · "
-        "日 11-30 00:00 至 12-01 00:00 UTC+8 · 按当前速度到周期结束约 2.4M · 预算 team-a-day\n"
+        "日 11-30 00:00 至 12-01 00:00 +08:00 · 按当前速度到周期结束约 2.4M · 预算 team-a-day\n"
     )
     doc, hard = _budget(used=2_100_000, fraction=1.05, level="hard", projected=None)
     assert budget_text(hard, ":19001", doc.tz_offset_seconds, "en") == (
         "BUDGET HARD: key team-a used 2.1M of 2.0M tokens (105.0%) · :19001 · day 11-30 00:00 "
-        "to 12-01 00:00 UTC+8 · too early in the period for a projection · enforced: answered "
+        "to 12-01 00:00 +08:00 · too early in the period for a projection · enforced: answered "
         "429 until 12-01 00:00 · budget team-a-day\n"
     )
     doc, cost = _budget(
@@ -212,6 +212,6 @@ def test_the_soft_and_hard_messages_in_both_languages() -> None:
     )  # fmt: skip
     assert budget_text(cost, ":19001", doc.tz_offset_seconds, "zh", "CNY") == (
         "小鲁班 · 预算超限:用户 (预算 team-a-day) 已用费用 12.50 CNY / 10.00 CNY(125.0%) · "
-        ":19001 · 月 11-30 00:00 至 12-31 00:00 UTC+8 · 按当前速度到周期结束约 40.00 CNY · "
+        ":19001 · 月 11-30 00:00 至 12-31 00:00 +08:00 · 按当前速度到周期结束约 40.00 CNY · "
         "未强制执行\n"
     )
