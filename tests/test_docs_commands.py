@@ -55,10 +55,10 @@ REROOT = (
     "/srv/artifacts/usage",  # the ledger root of the README and the observability page
     "/srv/LLMDeploy",  # ssh-key-line --code-dir (only printed into the key line)
     "/srv/www",  # report --html /srv/www/ledger.html
-    "/tmp/docrun",  # cost's ledger and ramp's output folder
-    "/tmp/docdemo",  # the timeline page's ledger
-    "/tmp/t14",  # the timeline page's two-instance ledger
-    "/tmp/pf",  # preflight's host file
+    "/srv/lab",  # cost's ledger and ramp's output folder
+    "/srv/demo/usage",  # the timeline page's ledger
+    "/srv/demo/two-instances",  # the timeline page's two-instance ledger
+    "/srv/preflight",  # preflight's host file
     "/etc/notify",  # the notifier's config with a damaged state file
 )
 _ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?:srv|tmp|etc|var|opt|home|root|usr|models)/[^\s'\"]*")
@@ -183,9 +183,9 @@ def _ledgers(tmp: Path) -> None:
     _ledger(tmp / "build/demo/ledger", now)
     _ledger(tmp / "srv/artifacts/usage", now)
     _ledger(tmp / "R", now, ports=(8000, 8001))  # the ledger page's placeholder root
-    _ledger(tmp / "tmp/docrun/ledger", T_DOCRUN)
-    _ledger(tmp / "tmp/docdemo", T_DOCDEMO, ports=(19001, 19002))
-    _ledger(tmp / "tmp/t14", T_T14, ports=(19001, 19002))
+    _ledger(tmp / "srv/lab/ledger", T_DOCRUN)
+    _ledger(tmp / "srv/demo/usage", T_DOCDEMO, ports=(19001, 19002))
+    _ledger(tmp / "srv/demo/two-instances", T_T14, ports=(19001, 19002))
     _ledger(tmp / "root", now, ports=(8000, 8001))
     _unclean(tmp / "ledger")
 
@@ -235,7 +235,7 @@ def _scene(tmp: Path) -> dict[str, str]:
         "extra_args": ["--api-server-count"],
     }
     (tmp / "bad.json").write_text(json.dumps(bad))
-    pf = tmp / "tmp/pf"
+    pf = tmp / "srv/preflight"
     (pf / "model").mkdir(parents=True)
     (pf / "model/config.json").write_text("{}")
     (pf / "host.json").write_text(
