@@ -57,7 +57,8 @@ EPILOG = """example:
 --by day (hour, month) cuts one period (--window NAME, --since/--until, or all recorded
 time) where the zone's clock starts a day (an hour, a month) into one row per step, each
 with its own coverage, and ends with a total row over the whole period; a first or last
-row that covers only part of its day is said under the table.
+row that covers only part of its day (--since 7d: 8 rows, the first and last partial) is
+said under the table, and in --csv and --json its start or cutoff shows where.
 
 Unknown is never printed as zero: where no second of a window is vouched for and nothing
 was counted, its figures are ? in text, empty in --csv and null in --json, beside its

@@ -47,8 +47,10 @@ EPILOG = """example:
   vllm-ledger timeline --root /srv/artifacts/usage --instance gpu1:8000 --json
 
 --by day (hour, month) cuts the window where the zone's clock starts a day (an hour, a
-month): the rows of report --by day and export --by day; --step DURATION cuts it into
-steps of that length on the local clock instead (5m, 1h, 1d). A step whose every second is
+month): the rows of report --by day and export --by day (--window 7d: 8 rows, the first
+and last partial days, said under the table; in --csv and --json their start and cutoff
+show where); --step DURATION cuts it into steps of that length on the local clock instead
+(5m, 1h, 1d). A step whose every second is
 uncovered and that counted nothing has its figures unknown: ? in text, empty in --csv, null
 in --json ("figures": "unknown"), never 0; --zeros prints 0 there.
 

@@ -6,6 +6,7 @@ Standard library only, so the report works wherever the plugin does.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -300,8 +301,16 @@ def partial_lines(report: Report) -> list[str]:
     part of its day, where the period starts or ends inside one (``--since 7d``: both)."""
     if report.calendar is None or len(report.windows) < 2:
         return []
-    tz, grain = ZoneInfo(report.tz), report.calendar
     steps = report.windows[:-1]  # then the total
+    return partial_note(steps, report.calendar, ZoneInfo(report.tz))
+
+
+def partial_note(steps: Sequence[WindowReport], grain: str, tz: ZoneInfo) -> list[str]:
+    """Under a table of calendar ``steps`` (report's rows, timeline's steps): the line saying
+    which of the first and last covers only part of its ``grain``, and where the period starts
+    or ends inside it; nothing when both ends are on the zone's edges."""
+    if not steps:
+        return []
     start, end = steps[0].start_ts, steps[-1].cutoff_ts
     said = [
         *([f"starts at {_when(start, tz)}"] if not is_edge(start, grain, tz) else []),

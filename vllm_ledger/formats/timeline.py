@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 from vllm_ledger.formats import csvout
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.formats.safe import printable
-from vllm_ledger.formats.text import UNKNOWN, figure_cells
+from vllm_ledger.formats.text import UNKNOWN, figure_cells, partial_note
 from vllm_ledger.read.report import SCHEMA_VERSION, WindowReport
 from vllm_ledger.read.timeline import Timeline, UncoveredSpan
 from vllm_ledger.read.zone import ZoneChoice
@@ -195,6 +195,9 @@ def render_text(tl: Timeline, zone: ZoneChoice | None = None, zeros: bool = Fals
     ]
     if len(tl.steps) <= TABLE_MAX_STEPS:
         lines += ["", _row(*STEP_HEADER), *(_step_row(s, tz, zeros) for s in tl.steps)]
+        # --window 7d --by day: 8 steps, the first and last partial days, said under the table
+        said = partial_note(tl.steps, tl.calendar, tz) if tl.calendar is not None else []
+        lines += ["", said[0]] if said else []
     else:
         lines += ["", f"{len(tl.steps)} steps: --csv or --json prints every one"]
     if tl.uncovered:
