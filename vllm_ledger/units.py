@@ -39,6 +39,7 @@ MAX_USERS_ENV = "VLLM_LEDGER_MAX_USERS"  # distinct users ...
 MAX_TENANTS_ENV = "VLLM_LEDGER_MAX_TENANTS"  # distinct tenants ...
 BUDGETS_ENV = "VLLM_LEDGER_BUDGETS"  # the budgets file: rank 0 starts the enforcer
 ENFORCER_ENV = "VLLM_LEDGER_ENFORCER"  # 0: rank 0 starts no enforcer (one runs elsewhere)
+LOG_FORMAT_ENV = "VLLM_LEDGER_LOG_FORMAT"  # json: exporter and notifier log JSON lines
 ENV_PREFIX = "VLLM_LEDGER_"  # every variable of the project starts so
 
 # ---- numbers ---------------------------------------------------------------------------------

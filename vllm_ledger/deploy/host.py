@@ -51,6 +51,7 @@ OTLP_ENDPOINT_PATTERN = (
     "(/[A-Za-z0-9._~/%-]*)?$"
 )
 DETAILED_TRACE_MODULES = ("model", "worker", "all")
+LOG_FORMATS = ("text", "json")
 ONE_LINE_PATTERN = "^[^\\n]*$"
 # A budgets file: an absolute path whose suffix says how it is read.
 BUDGETS_PATH_PATTERN = "^/[^\\x00-\\x1f\\x7f]*\\.(toml|json)$"
@@ -294,6 +295,14 @@ SCHEMA: dict[str, Any] = {
             "the model's forward pass (model), the workers (worker) or both (all); it costs "
             "throughput",
         },
+        "log_format": {
+            "enum": list(LOG_FORMATS),
+            "default": "text",
+            "description": "json: vLLM logs one JSON object a line (--logging-config.formatter "
+            "json: asctime, levelname, name, processName, process, message), and the exporter "
+            "and notifier rendered beside it log the same keys (VLLM_LEDGER_LOG_FORMAT=json); "
+            "docs/observability.md ships them with Vector",
+        },
         "attribution": {
             "type": "object",
             "additionalProperties": False,
@@ -430,6 +439,7 @@ class Host:
     group: str | None = _default("group")
     otlp_traces_endpoint: str | None = _default("otlp_traces_endpoint")
     collect_detailed_traces: str | None = _default("collect_detailed_traces")
+    log_format: str = _default("log_format")
     gpu_name: str | None = _default("gpu_name")
     gpu_memory_gb: float | None = _default("gpu_memory_gb")
     # attribution: {user, tenant_header, key_names}
@@ -513,6 +523,7 @@ def parse_host(data: Any) -> Host:
         group=get("group"),
         otlp_traces_endpoint=get("otlp_traces_endpoint"),
         collect_detailed_traces=get("collect_detailed_traces"),
+        log_format=get("log_format"),
         gpu_name=get("gpu_name"),
         gpu_memory_gb=get("gpu_memory_gb"),
         attribute_user=attribution.get("user", _ATTRIBUTION["user"]["default"]),

@@ -74,7 +74,7 @@ from vllm_ledger.errors import ConfigError
 from vllm_ledger.observe.alerts import EXPORTER_JOB, VLLM_JOB, rules_document
 from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
 from vllm_ledger.observe.stack import EXPORTER_PORT
-from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
+from vllm_ledger.units import LOG_FORMAT_ENV, PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 
 LEDGER_VOLUME = "ledger"
@@ -239,6 +239,7 @@ def _exporter_container(
     host: Host, tz: str | None, budgets: BudgetsFile | None = None
 ) -> dict[str, Any]:
     path = container_budgets(host.budgets) if budgets and host.budgets is not None else None
+    logs = [{"name": LOG_FORMAT_ENV, "value": "json"}] * (host.log_format == "json")
     return {
         "name": "ledger-exporter",
         "image": derived_image(host),
@@ -246,6 +247,7 @@ def _exporter_container(
         "command": exporter_args(tz, path)[:1],
         "args": exporter_args(tz, path)[1:],
         "ports": [{"name": "metrics", "containerPort": EXPORTER_PORT, "protocol": "TCP"}],
+        **({"env": logs} if logs else {}),
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "volumeMounts": [
             {"name": LEDGER_VOLUME, "mountPath": CONTAINER_LEDGER_DIR, "readOnly": True},

@@ -64,6 +64,7 @@ LEDGER_SUBDIR = "usage"
 CONTAINER_PLUGIN_DIR = "/vllm-ledger/plugin"
 CONTAINER_LEDGER_DIR = "/vllm-ledger/usage"
 USAGE_SHUTDOWN_TIMEOUT_S = int(DRAIN_TIMEOUT_S) * 2
+JSON_LOGS_FLAG = "--logging-config.formatter"  # vLLM's own JSON formatter (LoggingConfig)
 DOCKER_STOP_MARGIN_S = 10  # docker stop waits this much past vLLM's own shutdown timeout
 
 
@@ -164,6 +165,7 @@ def serve_args(host: Host, *, mode: str, usage: bool) -> list[str]:
         (MIDDLEWARE_FLAG, MIDDLEWARE if usage else None),  # whose tokens (deploy/attribution)
         ("--otlp-traces-endpoint", host.otlp_traces_endpoint),
         ("--collect-detailed-traces", host.collect_detailed_traces),
+        (JSON_LOGS_FLAG, "json" if host.log_format == "json" else None),
     ]
     for flag, value in optional:
         if value is not None:

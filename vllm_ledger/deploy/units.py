@@ -57,7 +57,7 @@ from vllm_ledger.deploy.launch import (
 from vllm_ledger.deploy.limits import check_unit_lines, check_unit_name, path_problem
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify.unit import unit_text
-from vllm_ledger.units import is_plain_path
+from vllm_ledger.units import LOG_FORMAT_ENV, is_plain_path
 from vllm_ledger.write.keys import NAMES_ENV
 
 RESTART_SEC = 10
@@ -338,6 +338,11 @@ def _user_lines(host: Host) -> list[str]:
     return [f"User={host.user}"] * bool(host.user) + [f"Group={host.group}"] * bool(host.group)
 
 
+def _log_lines(host: Host) -> list[str]:
+    """``log_format: json``: the service logs JSON lines, the keys vLLM's JSON formatter writes."""
+    return [f"Environment={LOG_FORMAT_ENV}=json"] * (host.log_format == "json")
+
+
 def ledger_units(host: Host, *, listen: str, notifier_config: Path | None = None) -> list[Unit]:
     """The exporter's service, check's service and daily timer, and (given its config) the
     notifier's service, for the ledger at ARTIFACTS/usage."""
@@ -356,6 +361,7 @@ def ledger_units(host: Host, *, listen: str, notifier_config: Path | None = None
         "[Service]",
         "Type=simple",
         *_user_lines(host),
+        *_log_lines(host),
         *_command_lines(
             "ExecStart", _ledger_argv(host, "exporter", "--root", root, "--listen", listen)
         ),
@@ -411,6 +417,8 @@ def notifier_unit(host: Host, config: Path) -> str:
     if host.ledger_code_dir:
         code = sd_word(f"PYTHONPATH={host.ledger_code_dir}", command=False)
         text = text.replace("[Service]\n", f"[Service]\nEnvironment={code}\n", 1)
+    for line in _log_lines(host):
+        text = text.replace("[Service]\n", f"[Service]\n{line}\n", 1)
     return "".join(line + "\n" for line in _header("The notifier (bot) service")) + text
 
 
