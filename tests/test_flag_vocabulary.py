@@ -420,3 +420,36 @@ def test_a_yaml_price_file_says_it_is_deprecated_once(
     assert err == NOTE.format(
         old="a YAML --config", new="the same keys in TOML or JSON, e.g. --config prices.toml"
     )
+
+
+# ---- steps -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("grain", ["hour", "day", "month"])
+def test_a_calendar_step_is_by_everywhere_and_the_old_step_says_so(
+    tmp_path: Path, grain: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--by hour|day|month`` in report, export and timeline; timeline's and export's ``--step
+    day`` give what ``--by day`` gives, with one note, and the help shows ``--step`` only as a
+    fixed length."""
+    _ledger(tmp_path)
+    common = ["--root", str(tmp_path), "--at", str(AT), "--tz", "Asia/Shanghai"]
+    window = ["--window", "yesterday"]
+    assert main(["timeline", *common, *window, "--by", grain, "--json"]) == 0
+    by = capsys.readouterr()
+    assert main(["timeline", *common, *window, "--step", grain, "--json"]) == 0
+    step = capsys.readouterr()
+    assert by.err == "" and step.out == by.out
+    assert step.err == NOTE.format(old=f"--step {grain}", new=f"--by {grain}")
+    period = ["--root", str(tmp_path), "--tz", "Asia/Shanghai", "--since", "2026-11-30"]
+    period += ["--until", "2026-12-01"]  # export reads up to now: a closed period
+    assert main(["export", *period, "--by", f"{grain},model,instance"]) == 0
+    export_by = capsys.readouterr()
+    assert main(["export", *period, "--step", grain]) == 0
+    export_step = capsys.readouterr()
+    assert export_step.out == export_by.out and export_step.err.startswith("vllm-ledger: note:")
+    assert main(["report", *common, "--since", "yesterday", "--by", grain, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calendar"] == grain
+    help_text = _parsers()["timeline"].format_help()
+    assert "--step DURATION" in help_text and "--by KEY" in help_text
+    assert "the same as --by" not in help_text  # the old spelling is not offered

@@ -6,6 +6,7 @@ import argparse
 import re
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from vllm_ledger.commands._common import (
     add_filters,
@@ -13,6 +14,7 @@ from vllm_ledger.commands._common import (
     add_time,
     add_zeros,
     at_of,
+    deprecate,
     duration,
     flag_names,
     roots_of,
@@ -120,9 +122,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--step",
         type=span("--step", named=GRAINS),
+        action=_Step,
         metavar="DURATION",
-        help=f"step length such as 5m, 1h or 1d on the local clock (default {DEFAULT_STEP}); "
-        "hour, day or month: the same as --by day",
+        help=f"fixed step length such as 5m, 1h or 1d on the local clock (default "
+        f"{DEFAULT_STEP}); a calendar step is --by hour, day or month",
     )
     p.add_argument(
         "--by",
@@ -137,6 +140,22 @@ def configure(p: argparse.ArgumentParser) -> None:
     out.add_argument("--json", action="store_true", help="print every step as JSON")
     out.add_argument("--csv", action="store_true", help="print every step as CSV")
     add_zeros(p)
+
+
+class _Step(argparse.Action):
+    """``--step DURATION``; ``--step day`` (hour, month), the calendar step's older spelling,
+    is ``--by day`` and says so in one note (docs/cli.md, "Vocabulary")."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if values in GRAINS:
+            deprecate(namespace, f"--step {values}", f"--by {values}")
+        setattr(namespace, self.dest, values)
 
 
 def _by(value: str) -> str:
