@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from tests.faults.vllm_stats import iteration, plugin
+from vllm_ledger.format import writes as ledger_writes  # what the recorder commits through
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read.check import check
 from vllm_ledger.read.report import build_report
-from vllm_ledger.write import recorder as recorder_mod
 from vllm_ledger.write.recorder import Recorder
 
 BAD_ENGINES: list[Any] = [-1, 70000, 2**63, "0", True, 1.0, None]
@@ -94,7 +94,7 @@ def test_the_recorder_thread_survives_a_fault_in_a_flush_and_keeps_recording(
 ) -> None:
     """An exception no check foresaw (here: the batch writer raising OverflowError once) is
     counted and logged; the thread goes on, the batch is retried and nothing is lost."""
-    real = recorder_mod.writes.commit_batch
+    real = ledger_writes.commit_batch
     calls = {"n": 0}
     committed = threading.Event()
 
@@ -107,7 +107,7 @@ def test_the_recorder_thread_survives_a_fault_in_a_flush_and_keeps_recording(
             committed.set()
         return out
 
-    monkeypatch.setattr(recorder_mod.writes, "commit_batch", flaky)
+    monkeypatch.setattr(ledger_writes, "commit_batch", flaky)
     rec = _recorder(tmp_path)
     rec.start()
     now = time.time()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_ledger import figures, names
+from vllm_ledger import bounds, figures, names
 from vllm_ledger.figures import FIGURES, Figure
 from vllm_ledger.format import reads, schema
 from vllm_ledger.formats import csvout, status
@@ -26,7 +26,7 @@ EXTRA = Figure(
     column="prefill_seconds_micro",
     key="prefill_seconds",
     unit="microseconds",
-    per_engine_second=figures.DECODE_US_PER_ENGINE_SECOND,
+    per_engine_second=bounds.DECODE_US_PER_ENGINE_SECOND,
     report_name="prefill_seconds",
     report_divisor=1e6,
     counter="vllm_ledger_prefill_seconds_total",

@@ -27,7 +27,7 @@ from vllm_ledger.commands._common import (
     time_flag,
     zone_of,
 )
-from vllm_ledger.errors import BadArgument
+from vllm_ledger.errors import BadArgument, BadDeclaration
 from vllm_ledger.format import declarations
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int
     )
     try:
         declarations.check(decl)
-    except declarations.BadDeclaration as exc:
+    except BadDeclaration as exc:
         said = flagged(exc, "--instance") if exc.argument == "instance" else exc
         raise BadArgument(f"cannot declare this stop: {said}") from None
     with LedgerSet.read([root], clock=lambda: now) as ls:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import posixpath
 
+from vllm_ledger.units import TENANT_HEADER_ENV
 from vllm_ledger.write.keys import NAMES_ENV
-from vllm_ledger.write.middleware import TENANT_HEADER_ENV, USER_ENV
+from vllm_ledger.write.middleware import USER_ENV
 
 MIDDLEWARE = "vllm_ledger.middleware.LedgerMiddleware"  # what --middleware names
 MIDDLEWARE_FLAG = "--middleware"

@@ -43,6 +43,7 @@ from vllm_ledger.read.report import (
     resolve_tz,
     window_reports,
 )
+from vllm_ledger.read.run_coverage import TAIL_S, WriterStatus
 from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.windows import DEFAULT_TZ, Window, cutoff_for
 from vllm_ledger.units import ago, whole_duration
@@ -105,7 +106,7 @@ class Timeline:
     window: WindowReport
     steps: tuple[WindowReport, ...]
     uncovered: tuple[UncoveredSpan, ...]
-    writers: tuple[cov.WriterStatus, ...] = ()
+    writers: tuple[WriterStatus, ...] = ()
     breakdown_by: str | None = None
     breakdown: tuple[TimelineRow, ...] = ()
     instance_filter: int | str | None = None
@@ -292,16 +293,16 @@ def _cause_intervals(model: cov.CoverageModel, cutoff_ts: int) -> dict[str, list
         cause = "write_failed" if lost else "queue_overflow" if dropped else "rejected_input"
         if lost or dropped or rejected:
             out[cause].append((float(ts), float(ts + 1)))
-    runs: dict[str, list[cov.WriterStatus]] = {}
+    runs: dict[str, list[WriterStatus]] = {}
     for wr in model.writers:
         runs.setdefault(wr.run_id, []).append(wr)
     for wr in model.writers:
         if wr.state == "crashed" and wr.last_ts is not None:
-            lost_from = wr.last_ts - cov.TAIL_S  # its last second is not vouched for
+            lost_from = wr.last_ts - TAIL_S  # its last second is not vouched for
             nxt = next((s for s, _ in model.covered if s >= wr.last_ts), float(cutoff_ts))
             out["unclean_exit"].append((lost_from, nxt))
         elif wr.state == "stale" and wr.last_ts is not None:
-            out["heartbeat_stale"].append((wr.last_ts - cov.TAIL_S, float(cutoff_ts)))
+            out["heartbeat_stale"].append((wr.last_ts - TAIL_S, float(cutoff_ts)))
         elif wr.state == "missing" and wr.first_ts is not None:
             siblings = [w for w in runs[wr.run_id] if w.state != "missing"]
             running = any(w.state in ("alive", "stale") for w in siblings)

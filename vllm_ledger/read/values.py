@@ -30,17 +30,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-# The bounds come from the one table (bounds.py); the three the checks here do not name are
-# kept importable from this module for its callers.
-from vllm_ledger.bounds import (
-    MAX_COUNT,
-    MAX_ENGINE,
-    MAX_TEXT_CHARS,
-)
+# The bounds come from the one table (bounds.py), re-exported for this module's callers.
+from vllm_ledger.bounds import MAX_COUNT as MAX_COUNT
+from vllm_ledger.bounds import MAX_ENGINE as MAX_ENGINE
 from vllm_ledger.bounds import MAX_EXPECTED_WRITERS as MAX_EXPECTED_WRITERS
 from vllm_ledger.bounds import MAX_GENERATION as MAX_GENERATION
+from vllm_ledger.bounds import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from vllm_ledger.bounds import MAX_WRITER_RANK as MAX_WRITER_RANK
-from vllm_ledger.errors import BadValues
+from vllm_ledger.errors import BadValues as BadValues  # raised by the checks here
 from vllm_ledger.figures import Figure, Unit
 from vllm_ledger.format.reads import LAYOUT
 from vllm_ledger.format.schema import SUM_COLUMNS

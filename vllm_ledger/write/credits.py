@@ -75,7 +75,7 @@ def credit_ok(credit: Any) -> bool:
     for n in credit[1:]:
         if type(n) is not int or not 0 <= n <= _MOST:
             return False
-    return credit[3] <= credit[1]  # cached within prompt
+    return bool(credit[3] <= credit[1])  # cached within prompt
 
 
 class _Hour:

@@ -27,7 +27,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from vllm_ledger.errors import KeyNamesError
+from vllm_ledger.errors import KeyNamesError as KeyNamesError  # raised by names_file
 from vllm_ledger.units import KEY_NAMES_ENV
 
 NAMES_ENV = KEY_NAMES_ENV  # the names file's variable (``units.py`` spells every one)

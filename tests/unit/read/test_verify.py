@@ -217,9 +217,9 @@ def test_fetch_names_a_bad_url_and_a_server_that_is_not_there() -> None:
     with MetricsServer([METRICS]) as server:
         assert fetch_metrics(server.url) == METRICS
         wrong_path = server.url.replace("/metrics", "/other")
-        with pytest.raises(RemoteError) as e:
+        with pytest.raises(RemoteError) as remote:
             fetch_metrics(wrong_path)
-        assert str(e.value).endswith(
+        assert str(remote.value).endswith(
             f"HTTP 404 Not Found: vLLM serves its counters at /metrics: --metrics-url {server.url}"
         )
     # Stopped: nothing listens on the port any more.
