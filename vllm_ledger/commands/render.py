@@ -119,6 +119,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         "wheel to the host file's image); default: the host file's mode, else docker",
     )
     p.add_argument(
+        "--autoscale",
+        action="store_true",
+        help="kubernetes mode: also a HorizontalPodAutoscaler (autoscaling/v2) on the requests "
+        "waiting per pod, through prometheus-adapter, and the adapter's rule as a ConfigMap; "
+        "each replica keeps its own ledger claim (docs/kubernetes.md, Autoscaling)",
+    )
+    p.add_argument(
         "--units",
         type=output_dir("--units", "units/", ()),
         metavar="DIR",
@@ -197,6 +204,8 @@ def _check_combination(args: argparse.Namespace) -> None:
         )
     if args.tz is not None and not args.usage:
         raise BadArgument("--tz records the ledger's zone: it needs --usage")
+    if args.autoscale and args.mode != "kubernetes":
+        raise BadArgument("--autoscale scales a StatefulSet: it needs --mode kubernetes")
     if args.output is None and (args.usage or args.mode is not None):
         raise BadArgument("--usage and --mode shape the --output file: give --output FILE")
     if args.output not in (None, "-") and args.mode not in FOLDER_MODES:
@@ -303,9 +312,9 @@ def _write_folder_mode(args: argparse.Namespace, host: Host, mode: str) -> None:
         if mode == "image":
             files = image_files(host)
         elif folder:
-            files = manifest_files(host, usage=args.usage, tz=args.tz)
+            files = manifest_files(host, usage=args.usage, tz=args.tz, autoscale=args.autoscale)
         else:
-            text = manifests_yaml(host, usage=args.usage, tz=args.tz)
+            text = manifests_yaml(host, usage=args.usage, tz=args.tz, autoscale=args.autoscale)
     except ConfigError as exc:
         raise ConfigError(f"host file {args.host}: {with_flags(str(exc), USAGE)}", exc.key) from exc
     if not folder and out == "-":

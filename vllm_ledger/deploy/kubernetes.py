@@ -54,6 +54,7 @@ from vllm_ledger.deploy.budgets import (
 )
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.image import derived_image, require_image
+from vllm_ledger.deploy.kubernetes_autoscale import adapter_configmap, adapter_rules, autoscaler
 from vllm_ledger.deploy.kubernetes_budgets import (
     BUDGETS_DIGEST,
     budgets_configmap_doc,
@@ -408,9 +409,11 @@ def manifests(
     usage: bool = False,
     tz: str | None = None,
     budgets: BudgetsFile | None = None,
+    autoscale: bool = False,
 ) -> list[Manifest]:
     """Every resource, in apply order. Raises ConfigError if the host file does not fit.
-    ``budgets``: the host's budgets file, read already (else it is read here)."""
+    ``budgets``: the host's budgets file, read already (else it is read here); ``autoscale``:
+    a HorizontalPodAutoscaler and prometheus-adapter's rule (deploy/kubernetes_autoscale.py)."""
     # The ledger's root is a claim here, not ARTIFACTS/usage: the checks that need
     # artifacts_dir are given a stand-in for it, every other check is the other modes'.
     check_for(replaced(host, artifacts_dir=host.artifacts_dir or "/"), "bare", usage)
@@ -426,6 +429,11 @@ def manifests(
         dashboard_configmap(host),
         *([budgets_rule(host, budgets)] if budgets is not None else []),
     ]
+    if autoscale:
+        name, labels = resource_name(host), _all_labels(host)
+        del docs[1 if budgets is not None else 0]["spec"]["replicas"]  # the autoscaler's now
+        rules = "\n".join(to_yaml(adapter_rules())) + "\n"
+        docs += [adapter_configmap(name, labels, rules), autoscaler(name, labels)]
     return [Manifest(f"{d['kind'].lower()}-{d['metadata']['name']}.yaml", d) for d in docs]
 
 
@@ -461,9 +469,10 @@ def manifests_yaml(
     usage: bool = False,
     tz: str | None = None,
     budgets: BudgetsFile | None = None,
+    autoscale: bool = False,
 ) -> str:
     """All resources as one multi-document YAML text."""
-    items = manifests(host, usage=usage, tz=tz, budgets=budgets)
+    items = manifests(host, usage=usage, tz=tz, budgets=budgets, autoscale=autoscale)
     out = _header(host, usage)
     for m in items:
         out += ["---", *to_yaml(m.doc)]
@@ -476,9 +485,10 @@ def manifest_files(
     usage: bool = False,
     tz: str | None = None,
     budgets: BudgetsFile | None = None,
+    autoscale: bool = False,
 ) -> list[tuple[str, str]]:
     """One (file name, YAML text) per resource."""
-    items = manifests(host, usage=usage, tz=tz, budgets=budgets)
+    items = manifests(host, usage=usage, tz=tz, budgets=budgets, autoscale=autoscale)
     head = _header(host, usage)
     return [(m.filename, "\n".join([*head, *to_yaml(m.doc)]) + "\n") for m in items]
 
