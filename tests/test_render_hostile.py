@@ -366,7 +366,7 @@ def test_a_line_break_in_any_string_is_refused_or_stays_quoted(where: str) -> No
 def test_commands_in_comments_quote_the_paths_they_name() -> None:
     host = parse_host({**BASE, "artifacts_dir": "/srv/a;touch x", "api_key": {"file": "/k $(id)"}})
     assert "# Before up: mkdir -p '/srv/a;touch x/usage';" in compose_file(host, usage=True)
-    assert "mkdir -p '/srv/a;touch x/usage' && vllm-ledger bundle --output " in program_section(
-        host, usage=True
-    )
+    section = program_section(host, usage=True)
+    assert "mkdir -p '/srv/a;touch x/usage' && chown vllm '/srv/a;touch x/usage' && " in section
+    assert "vllm-ledger bundle --output '/srv/a;touch x/ledger-plugin'" in section
     assert "--from-file=api-key='/k $(id)'\n" in manifests_yaml(host, usage=True)

@@ -93,6 +93,7 @@ def test_text_json_and_csv_carry_the_same_numbers_and_add_up(
         "cached": 0,
         "requests": 1,
         "requests_aborted": 0,
+        "requests_refused": 0,
     }
     assert [r["requests_aborted"] for r in ww["rows"] if r["value"] == HOSTILE[1]] == [1]
     assert ww["not_attributed"]["reasons"]["untagged"] == {

@@ -170,6 +170,7 @@ WHOSE_FIELDS: tuple[str, ...] = (
     "cached",
     "requests",
     "requests_aborted",
+    "requests_refused",
     "faults",
     "folded",
     "files_without_attribution",
@@ -204,6 +205,7 @@ def whose_rows(ww: WhoseWindow, zone: ZoneInfo) -> Iterable[dict[str, object]]:
             "reason": "",
             **_counts(r.input_tokens, r.output_tokens, r.cached_tokens, r.requests),
             "requests_aborted": r.requests_aborted,
+            "requests_refused": r.requests_refused,
             "faults": 0,
         }
     na = ww.not_attributed
@@ -220,6 +222,7 @@ def whose_rows(ww: WhoseWindow, zone: ZoneInfo) -> Iterable[dict[str, object]]:
                 else _counts(0, 0, 0, 0)
             ),
             "requests_aborted": na.requests_aborted if reason == "aborted" else 0,
+            "requests_refused": 0,
             "faults": na.faults if reason == "fault" else 0,
         }
 

@@ -149,12 +149,14 @@ def whose_window_dict(ww: WhoseWindow) -> dict[str, Any]:
                 "value": r.value,
                 **_four(r),
                 "requests_aborted": r.requests_aborted,
+                "requests_refused": r.requests_refused,
             }
             for r in ww.rows
         ],
         "not_attributed": {
             **_four(na),
             "requests_aborted": na.requests_aborted,
+            "requests_refused": na.requests_refused,
             "faults": na.faults,
             "reasons": {name: _four(c) for name, c in na.reasons.items()},
         },

@@ -155,4 +155,6 @@ def _row_note(r: WhoseRow, ww: WhoseWindow) -> str:
         notes.append(f"{ww.folded:,} folded")
     if r.requests_aborted:
         notes.append(f"{r.requests_aborted:,} aborted")
+    if r.requests_refused:
+        notes.append(f"{r.requests_refused:,} refused (over budget)")
     return ", ".join(notes)

@@ -591,7 +591,7 @@ def test_usage_without_code_dir_needs_an_existing_bundle(tmp_path: Path, fake_bi
     assert (rc, calls) == (1, [])
     plugin = artifacts / "ledger-plugin"
     assert err == (
-        f"no ledger plugin bundle in {plugin}: run 'vllm-ledger bundle {plugin}' "
+        f"no ledger plugin bundle in {plugin}: run 'vllm-ledger bundle --output {plugin}' "
         "or set ledger_code_dir in the host file\n"
     )
     rc, _, err = run_cli("bundle", str(plugin))
