@@ -82,9 +82,7 @@ def test_the_label_is_the_one_the_middleware_gives(tmp_path: Path) -> None:
     # A named key needs no secret, nor a root.
     named = {ALICE.removeprefix("sha256:"): "alice"}
     assert key_label(KEY, tmp_path / "none", named) == "alice"
-    with pytest.raises(
-        BadArgument, match="is not a directory: pass the folder"
-    ):
+    with pytest.raises(BadArgument, match="is not a directory: pass the folder"):
         key_label(KEY, tmp_path / "none", {})
     (root / keys.SECRET_FILE).write_text("not hex\n")
     with pytest.raises(BadArgument, match=r"key secret .* cannot be read: .*holds no secret"):
