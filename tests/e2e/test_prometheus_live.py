@@ -1,5 +1,6 @@
-"""The generated stack against live parts: a real Prometheus scraping a real vLLM on CPU and the
-ledger exporter while traffic runs, then across a vLLM restart.
+"""The generated stack against live parts: a real Prometheus scraping a real vLLM on CPU (DP 2 x
+API 2, the attribution middleware on) and the ledger exporter while traffic runs, then across a
+vLLM restart.
 
 - every PromQL expression of the dashboard, with its variables set to each instance and model
   (and to "All") as Grafana would set them, and of the alerts (their signal, before the
@@ -54,6 +55,13 @@ from vllm_ledger.observe.dashboard import (
 from vllm_ledger.promtext import parse_samples, sum_metric
 
 pytestmark = pytest.mark.e2e
+
+# The seed's own shape, scaled down: two DP ranks, two API processes. vLLM's /metrics is then
+# multiprocess and has no process_* series (the Uptime panel falls back to the ledger's run
+# start); every panel must still answer.
+DP2_API2 = ("--data-parallel-size", "2", "--api-server-count", "2")
+# The attribution middleware on, as render writes it: the whose-tokens panels have data.
+MIDDLEWARE = ("--middleware", "vllm_ledger.middleware.LedgerMiddleware")
 
 FIGURES = {
     "input": "vllm_ledger_prompt_tokens_total",
@@ -239,10 +247,7 @@ def test_stack_against_live_vllm_exporter_and_prometheus(
 ) -> None:
     root = tmp_path / "ledger"
     vport = free_port()
-    # The attribution middleware on, as render writes it: the whose-tokens panels have data.
-    s1 = vllm_server(
-        root, port=vport, extra_args=("--middleware", "vllm_ledger.middleware.LedgerMiddleware")
-    )
+    s1 = vllm_server(root, port=vport, extra_args=(*DP2_API2, *MIDDLEWARE))
     eport = exporter(root)
     dcgm_port = free_port()  # no DCGM here: its job is down, the GPU expressions are empty
     cadvisor_port = free_port()  # no cAdvisor either: the container expressions are empty
@@ -395,7 +400,7 @@ def _run_checks(
 
     # Restart vLLM on the same port and ledger: its counters start again from zero.
     s1.stop()
-    s2 = vllm_server(root, port=vport)
+    s2 = vllm_server(root, port=vport, extra_args=DP2_API2)
     wait_for(
         "vLLM's counter back to 0 in Prometheus",
         lambda: prom.scalar("sum(vllm:generation_tokens_total)") == 0,
