@@ -39,6 +39,7 @@ from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import summary
 from vllm_ledger.read.attribution import FileCredits, Label, file_credits
 from vllm_ledger.read.discovery import Found, Unseen, discover_runs
+from vllm_ledger.read.periods import is_future
 from vllm_ledger.read.snapshot import (
     LedgerSnapshot,
     Sums,
@@ -541,9 +542,12 @@ def nothing_matched(
     since_ts: float | None = None,
     until_ts: float | None = None,
     at_ts: float | None = None,
+    cutoff_ts: int | None = None,
 ) -> NothingMatched | None:
     """None when the roots hold a readable ledger of ``instance`` and ``model`` (each None:
     any) with a run that recorded in ``[since_ts, until_ts)`` (None: no bound); else why not.
+    With ``cutoff_ts``, a period that starts at or after it (``periods.is_future``) holds
+    nothing any run can have recorded yet, a live one and unreadable files included.
 
     The one decision every view's command makes before it prints figures that would all be
     zero for no reason the figures show (``report``, ``timeline``, ``export``, ``cost``,
@@ -585,6 +589,8 @@ def nothing_matched(
         return made("no_match")
     if since_ts is None and until_ts is None:
         return None
+    if cutoff_ts is not None and since_ts is not None and is_future(since_ts, cutoff_ts):
+        return made("no_run_in_period")
     if unreadable:  # it may hold the period
         return None
     lo = -math.inf if since_ts is None else since_ts
