@@ -56,7 +56,7 @@ from vllm_ledger.promtext import parse_samples, sum_metric
 
 pytestmark = pytest.mark.e2e
 
-# The seed's own shape, scaled down: two DP ranks, two API processes. vLLM's /metrics is then
+# The multi-process shape, scaled down: two DP ranks, two API processes. vLLM's /metrics is then
 # multiprocess and has no process_* series (the Uptime panel falls back to the ledger's run
 # start); every panel must still answer.
 DP2_API2 = ("--data-parallel-size", "2", "--api-server-count", "2")

@@ -669,16 +669,6 @@ def add_time(p: argparse.ArgumentParser) -> None:
     )
 
 
-def instant(flag: str) -> Callable[[str], float]:
-    """A point in time as Unix seconds or ISO 8601 with an offset only (``units.instant``,
-    2000-2100), for a command that knows no zone when it parses; one line naming ``flag``
-    otherwise. Every command with a zone takes ``time_flag`` instead (the one grammar)."""
-    return typed(flag, units.instant)
-
-
-at_time = instant("--at")
-
-
 def time_flag(flag: str) -> Callable[[str], units.TimeSpec]:
     """Every flag that takes a time (``--since``, ``--until``, ``--at``, ``--from``) as
     argparse's ``type``: ``units.time_spec`` (every form of ``units.TIME_FORMS``), resolved once
