@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,14 +18,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from devtools.ports import free_port
+
 REPO = Path(__file__).resolve().parent.parent
 SHIM = REPO / "devtools" / "vllm-shim"  # lets `vllm serve` find a distribution named vllm
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def vllm_executable() -> list[str]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from types import FrameType
 
 import pytest
 
+from devtools.ports import free_port
 from tests.conftest import REPO
 from vllm_ledger.cli import main
 
@@ -41,13 +41,7 @@ PRICES = (
 )
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-CLOSED = f"http://127.0.0.1:{_closed_port()}"
+CLOSED = f"http://127.0.0.1:{free_port()}"
 
 # The least each command needs to get as far as parsing the flag under test.
 BASE: dict[str, tuple[str, ...]] = {

@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -40,6 +39,7 @@ from pathlib import Path
 
 import pytest
 
+from devtools.ports import free_port
 from tests.conftest import REPO
 from tests.ledgers import ev, write_ledger
 from tests.test_readme_commands import VENV_BIN, printed_commands
@@ -240,7 +240,7 @@ def _scene(tmp: Path) -> dict[str, str]:
     (pf / "model/config.json").write_text("{}")
     (pf / "host.json").write_text(
         json.dumps(
-            {"mode": "bare", "model": str(pf / "model"), "host": "127.0.0.1", "port": _free_port(),
+            {"mode": "bare", "model": str(pf / "model"), "host": "127.0.0.1", "port": free_port(),
              "gpus": [], "artifacts_dir": str(pf / "art")}
         )
     )  # fmt: skip
@@ -255,12 +255,6 @@ def _scene(tmp: Path) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "VLLM_LEDGER_DIR": str(tmp / "build/demo/ledger"),
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _run(cmd: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -432,7 +426,7 @@ def test_the_printed_exporter_serves_every_documented_path(printed: Printed, scr
 def _notifier_config(tmp: Path) -> int:
     """``private.json`` for a notifier on a free port of 127.0.0.1 whose webhook refuses (every
     delivery fails) and whose one target is an SSH alias at a closed port."""
-    port = _free_port()
+    port = free_port()
     for name, value in {
         "command_secret": "test-command-secret",
         "webhook_url": "http://127.0.0.1:1/hook",

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 from tests.conftest import REPO, run_cli
 from tests.e2e.prom import Prometheus, metric_names, node_exporter, promtool
 from vllm_ledger.observe.alerts import Thresholds, alert_rules, memory_available_fraction

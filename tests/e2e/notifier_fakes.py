@@ -27,8 +27,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from devtools.ports import free_port
 from tests.conftest import REPO
-from tests.e2e.sshd import free_port
 from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
 SECRET = b"test-command-secret"

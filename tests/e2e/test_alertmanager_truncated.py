@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from devtools.ports import free_port
 from tests.conftest import run_cli
 from tests.e2e.notifier_fakes import (
     SECRET,
@@ -35,7 +36,6 @@ from tests.e2e.notifier_fakes import (
     write_config,
 )
 from tests.e2e.prom import ALERTMANAGER, Alertmanager
-from tests.e2e.sshd import free_port
 
 pytestmark = [
     pytest.mark.e2e,

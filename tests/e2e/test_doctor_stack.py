@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 from tests.conftest import run_cli
 from tests.e2e.notifier_fakes import wait_for
 from tests.e2e.prom import PROMETHEUS, Prometheus, _spawn_until_ready, _stop, node_exporter

@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 from tests.conftest import REPO, run_cli
 from tests.credited_ledgers import Call, write_credited_ledger
 from tests.e2e.prom import Prometheus, VictoriaMetrics

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from devtools.ports import free_port
 from tests.conftest import run_cli
 from tests.e2e.notifier_fakes import (
     SECRET,
@@ -33,7 +34,6 @@ from tests.e2e.notifier_fakes import (
     wait_for,
     write_config,
 )
-from tests.e2e.sshd import free_port
 from tests.rawhttp import RawServer, drip
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from devtools.ports import free_port
 from tests.e2e.notifier_fakes import (
     DINGTALK_SECRET,
     SECRET,
@@ -25,7 +26,6 @@ from tests.e2e.notifier_fakes import (
     wait_for,
     write_config,
 )
-from tests.e2e.sshd import free_port
 
 
 @pytest.fixture

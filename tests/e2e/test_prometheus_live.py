@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 import yaml
 
+from devtools.ports import free_port
 from devtools.traffic import send_mix
-from devtools.vllm_server import free_port
 from tests.conftest import REPO, run_cli
 from tests.e2e.prom import (
     Prometheus,

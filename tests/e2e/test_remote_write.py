@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 from tests.conftest import run_cli
 from tests.e2e.prom import (
     PROMETHEUS,

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 from tests.conftest import REPO
 from tests.e2e.test_render_bare import API_KEY, MAX_TOKENS, VENV_BIN, Launched, host_data, render
 from vllm_ledger.format import overbudget

@@ -18,6 +18,7 @@ from typing import Any
 import pynvml
 import pytest
 
+from devtools.ports import free_port
 from tests.conftest import run_cli
 from vllm_ledger.deploy.host import parse_host
 from vllm_ledger.deploy.preflight import (
@@ -135,7 +136,7 @@ def test_this_machines_real_facts_for_cpu_serving(tmp_path: Path) -> None:
         model=str(model),
         gpus=[],
         dtype="float32",
-        port=_free_port(),
+        port=free_port(),
         artifacts_dir=str(tmp_path / "artifacts"),
     )
     got = _by_check(preflight(host).findings)
@@ -181,19 +182,13 @@ def test_this_machines_real_facts_for_cpu_serving(tmp_path: Path) -> None:
     ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_gpu_table_from_nvml_against_the_model(tmp_path: Path) -> None:
     """An 8B bf16 model (14.9 GiB of weights): fits an 80 GiB card; on a 20 GiB one at 0.9
     (an 18 GiB budget) the weights fill over 80% of it, little room for the KV cache (warn);
     a 16 GiB one cannot hold it; a card another process already fills is a blocker whatever
     the model."""
     model = _model(tmp_path, 8000)
-    base = {"model": str(model), "gpus": "all", "port": _free_port(), "dtype": "bfloat16"}
+    base = {"model": str(model), "gpus": "all", "port": free_port(), "dtype": "bfloat16"}
     cases = [
         ([("NVIDIA H100 80GB HBM3", 80, 0)], "pass", "14.9 GiB per GPU (tp 1)"),
         ([("NVIDIA RTX 4000 Ada", 20, 0)], "warn", "GPU 0: weights fill over 80% of its budget"),
@@ -302,7 +297,7 @@ def test_an_overlay_ledger_folder_and_a_bot_that_cannot_read_it(open_base: Path)
     (tmp_path / "art").chmod(0o700)  # a folder above it the bot cannot pass through
     assert not can_access(usage, nobody, {nobody}, os.R_OK | os.X_OK)
 
-    host = _host(gpus=[], port=_free_port(), artifacts_dir=str(tmp_path / "art"))
+    host = _host(gpus=[], port=free_port(), artifacts_dir=str(tmp_path / "art"))
     got = _by_check(preflight(host, bot_user="nobody").findings)
     assert got["bot user"].result == "BLOCKER"
     assert got["bot user"].found == f"nobody (uid {nobody}) cannot read {usage}"
@@ -326,7 +321,7 @@ def test_a_ledger_folder_on_tmpfs_is_a_blocker(tmp_path: Path) -> None:
     from tests.faults.helpers import tmpfs
 
     with tmpfs("1m") as mnt:
-        host = _host(gpus=[], port=_free_port(), artifacts_dir=str(mnt))
+        host = _host(gpus=[], port=free_port(), artifacts_dir=str(mnt))
         got = _by_check(preflight(host).findings)
     assert got["ledger dir"].result == "BLOCKER"
     assert f"on tmpfs ({mnt}): gone with the container or at reboot" in got["ledger dir"].found

@@ -399,8 +399,8 @@ def test_a_row_health_parses_and_a_bad_one_rejects_the_document() -> None:
 
 
 def test_the_status_command_probes_each_port_on_127_0_0_1(tmp_path: Path) -> None:
+    from devtools.ports import free_port
     from tests.e2e.notifier_fakes import HealthStandIn
-    from tests.e2e.sshd import free_port
 
     vllm = HealthStandIn().start()
     closed = free_port()

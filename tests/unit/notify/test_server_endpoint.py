@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.sshd import free_port
+from devtools.ports import free_port
 from vllm_ledger.notify.server import MAX_COMMAND_BYTES, MAX_CONNECTIONS, Endpoint
 from vllm_ledger.notify.service import Notifier
 from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign

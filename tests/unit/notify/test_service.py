@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.sshd import free_port
+from devtools.ports import free_port
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.validate import Refusal, Target
 from vllm_ledger.errors import BadArgument, ConfigError

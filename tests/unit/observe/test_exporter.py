@@ -10,7 +10,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 from tests.conftest import REPO, run_cli
 from tests.ledgers import FakeClock, ev, write_ledger
 from vllm_ledger.observe.exporter import LedgerCollector, make_registry
