@@ -1,0 +1,124 @@
+"""Small rooms: every module at most MAX_MODULE_LINES lines and every function at most
+MAX_FUNCTION_LINES, split by concept (docs/contributing.md, "Small rooms").
+
+The exceptions below are a ratchet, not a licence: each may not grow past the size it has
+now, and leaves the list when it is split. A new module or function over the limits fails.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TREES = ("vllm_ledger", "bench", "devtools", "scripts")
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
+
+# path -> the most lines it may have until it is split
+MODULE_EXCEPTIONS: dict[str, int] = {
+    "bench/probe.py": 597,
+    "bench/run.py": 1517,
+    "bench/serve.py": 947,
+    "vllm_ledger/bot/message.py": 511,
+    "vllm_ledger/bot/poll.py": 460,
+    "vllm_ledger/commands/_common.py": 746,
+    "vllm_ledger/commands/observability.py": 552,
+    "vllm_ledger/commands/render.py": 408,
+    "vllm_ledger/deploy/host.py": 731,
+    "vllm_ledger/deploy/kubernetes.py": 585,
+    "vllm_ledger/deploy/launch.py": 421,
+    "vllm_ledger/deploy/preflight/facts.py": 582,
+    "vllm_ledger/deploy/preflight/rules.py": 442,
+    "vllm_ledger/deploy/units.py": 441,
+    "vllm_ledger/formats/html.py": 408,
+    "vllm_ledger/formats/status.py": 655,
+    "vllm_ledger/http/client.py": 634,
+    "vllm_ledger/http/server.py": 576,
+    "vllm_ledger/notify/service.py": 552,
+    "vllm_ledger/notify/store.py": 806,
+    "vllm_ledger/observe/alerts.py": 445,
+    "vllm_ledger/observe/dashboard.py": 1035,
+    "vllm_ledger/observe/exporter.py": 734,
+    "vllm_ledger/plan/advise.py": 448,
+    "vllm_ledger/plan/fleet.py": 642,
+    "vllm_ledger/read/coverage.py": 405,
+    "vllm_ledger/read/ledgerset.py": 683,
+    "vllm_ledger/read/report.py": 436,
+    "vllm_ledger/read/snapshot.py": 590,
+    "vllm_ledger/read/summary.py": 443,
+    "vllm_ledger/units.py": 521,
+    "vllm_ledger/write/recorder.py": 780,
+}
+
+# path::function -> the most lines it may have until it is split
+FUNCTION_EXCEPTIONS: dict[str, int] = {
+    "bench/run.py::_profile_notes": 188,
+    "bench/run.py::bench_profile": 164,
+    "bench/serve.py::profile": 170,
+    "vllm_ledger/commands/advise.py::configure": 82,
+    "vllm_ledger/commands/cost.py::configure": 110,
+    "vllm_ledger/commands/observability.py::configure": 254,
+    "vllm_ledger/commands/render.py::configure": 83,
+    "vllm_ledger/deploy/units.py::vllm_unit": 81,
+    "vllm_ledger/formats/html.py::chart_svg": 97,
+    "vllm_ledger/notify/service.py::__init__": 89,
+    "vllm_ledger/observe/alerts.py::alert_rules": 216,
+    "vllm_ledger/observe/counters.py::observe": 86,
+    "vllm_ledger/observe/dashboard.py::host_row": 87,
+    "vllm_ledger/observe/exporter.py::_report_families": 116,
+    "vllm_ledger/observe/stack_compose.py::compose": 99,
+    "vllm_ledger/plan/fleet.py::build_fleet": 110,
+    "vllm_ledger/read/check.py::check_file": 83,
+    "vllm_ledger/read/coverage.py::build": 156,
+    "vllm_ledger/read/whose.py::whose": 83,
+    "vllm_ledger/write/recorder.py::__init__": 88,
+}
+
+
+def _modules() -> list[Path]:
+    return sorted(p for tree in TREES for p in (ROOT / tree).rglob("*.py"))
+
+
+def _sizes() -> tuple[dict[str, int], dict[str, int]]:
+    modules: dict[str, int] = {}
+    functions: dict[str, int] = {}
+    for path in _modules():
+        rel = path.relative_to(ROOT).as_posix()
+        text = path.read_text()
+        modules[rel] = len(text.splitlines())
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno is not None
+                name = f"{rel}::{node.name}"
+                lines = node.end_lineno - node.lineno + 1
+                functions[name] = max(lines, functions.get(name, 0))
+    return modules, functions
+
+
+def _over(sizes: dict[str, int], limit: int, exceptions: dict[str, int]) -> list[str]:
+    return [
+        f"{name}: {n} lines (limit {exceptions.get(name, limit)})"
+        for name, n in sorted(sizes.items())
+        if n > exceptions.get(name, limit)
+    ]
+
+
+def test_every_module_and_function_within_its_limit() -> None:
+    modules, functions = _sizes()
+    over = [
+        *_over(modules, MAX_MODULE_LINES, MODULE_EXCEPTIONS),
+        *_over(functions, MAX_FUNCTION_LINES, FUNCTION_EXCEPTIONS),
+    ]
+    assert not over, "split by concept (docs/contributing.md):\n" + "\n".join(over)
+
+
+def test_no_exception_outlives_its_reason() -> None:
+    """An exception whose module or function is gone or back under the limit leaves the list,
+    so the list stays the true list of what is still to split."""
+    modules, functions = _sizes()
+    stale = [
+        *(m for m in MODULE_EXCEPTIONS if modules.get(m, 0) <= MAX_MODULE_LINES),
+        *(f for f in FUNCTION_EXCEPTIONS if functions.get(f, 0) <= MAX_FUNCTION_LINES),
+    ]
+    assert not stale, "remove from the exceptions: " + ", ".join(stale)
