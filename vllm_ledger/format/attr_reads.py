@@ -25,14 +25,18 @@ _SUM_QUERIES = {
 }
 
 
-# Sums grouped by one label and the reason, in SQL: a view by user reads one row per user,
-# whatever the other labels (``by`` is one of ATTR_DIMS' first four, never user text), with
-# the checks of the rows summed, as for the counts.
+# The rows of a span, each with the one label asked and its reason (``by`` is one of ATTR_DIMS'
+# first four, never user text): the reader sums them by that label itself, which costs less
+# than SQLite's GROUP BY (a sort of every row), and judges the span's rows in one pass apart
+# (``checks``). A row whose label set the file does not name comes with a NULL reason.
 _CHECKS = f"{_NOT_INT}, {_LOWEST}, {_MOST}, {_OVER}"
-_BY_QUERIES = {
-    (table, by): f"SELECT d.{by}, d.reason, {_SUMS}, {_CHECKS}"
-    f" FROM {table} a JOIN attr_dims d ON d.id = a.dim"
-    " WHERE a.ts >= ? AND a.ts < ? GROUP BY d.{by}, d.reason".format(by=by)
+_CHECK_QUERIES = {
+    table: f"SELECT {_CHECKS}, {_SUMS} FROM {table} WHERE ts >= ? AND ts < ?"
+    for table in ATTR_TABLES
+}
+_LABELLED_QUERIES = {
+    (table, by): f"SELECT d.{by}, d.reason, {', '.join(f'a.{c}' for c in ATTR_COLUMNS)}"
+    f" FROM {table} a LEFT JOIN attr_dims d ON d.id = a.dim WHERE a.ts >= ? AND a.ts < ?"
     for table in ATTR_TABLES
     for by in ATTR_DIMS[:4]
 }
@@ -54,13 +58,20 @@ def sums(conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int) -> li
     return conn.execute(_SUM_QUERIES[table], (start_ts, end_ts)).fetchall()
 
 
-def sums_by(
+def checks(conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int) -> tuple[Any, ...]:
+    """``(non_integer, lowest, most, over, *ATTR_COLUMNS sums)`` of every row of ``table`` in
+    ``[start_ts, end_ts)``: whether any value is not an integer, the lowest and the highest
+    value, whether any row has more cached than prompt tokens, and each column's total."""
+    row: tuple[Any, ...] = conn.execute(_CHECK_QUERIES[table], (start_ts, end_ts)).fetchone()
+    return row
+
+
+def labelled_rows(
     conn: sqlite3.Connection, table: str, by: str, start_ts: int, end_ts: int
 ) -> list[tuple[Any, ...]]:
-    """``(value of by, reason, *ATTR_COLUMNS sums, non_integer, lowest, most, over)`` per value
-    and reason over ``[start_ts, end_ts)``: the sums of every label set sharing them, and the
-    checks of the rows summed."""
-    return conn.execute(_BY_QUERIES[(table, by)], (start_ts, end_ts)).fetchall()
+    """``(value of by, reason, *ATTR_COLUMNS)`` of each row of ``table`` in ``[start_ts,
+    end_ts)``, as stored; value and reason NULL where the file names no such label set."""
+    return conn.execute(_LABELLED_QUERIES[(table, by)], (start_ts, end_ts)).fetchall()
 
 
 def folded(conn: sqlite3.Connection, start_ts: int, end_ts: int) -> list[tuple[Any, ...]]:

@@ -209,11 +209,9 @@ def used(budget: Budget, credits: FileCredits, rates: Rates | None) -> float:
     """What the budget's label was credited in these credits, in the budget's figure."""
     place = _PLACE[budget.kind]
     inp = out = cached = 0
-    for label, c in credits.by_label.items():
-        if label[4] == "" and label[place] == budget.value:
-            inp += c.input_tokens
-            out += c.output_tokens
-            cached += c.cached_tokens
+    counts = credits.values(place).get((budget.value, ""))
+    if counts is not None:
+        inp, out, cached = counts[0], counts[1], counts[2]
     if budget.figure == "input":
         return float(inp)
     if budget.figure == "output":

@@ -49,6 +49,15 @@ class Credited:
         self.requests += other.requests
         self.events += other.events
 
+    def counts(self) -> tuple[int, int, int, int, int]:
+        return (
+            self.input_tokens,
+            self.output_tokens,
+            self.cached_tokens,
+            self.requests,
+            self.events,
+        )
+
     def add_counts(self, p: int, g: int, c: int, r: int, e: int) -> None:
         self.input_tokens += p
         self.output_tokens += g
@@ -57,12 +66,19 @@ class Credited:
         self.events += e
 
 
+# A read by one label (``file_credits(..., by=...)``): (value of that label, reason) ->
+# [input, output, cached, requests, events], one list per value and reason.
+ByValue = dict[tuple[str, str], list[int]]
+
+
 @dataclass
 class FileCredits:
     """One file's (or many files') credits over a window, and the names folded past the
-    bound (kind -> distinct values, summed over the hours)."""
+    bound (kind -> distinct values, summed over the hours). A read of every label set fills
+    ``by_label``; a read by one label fills ``by_value`` (``values``: either, by one label)."""
 
     by_label: dict[Label, Credited] = field(default_factory=dict)
+    by_value: ByValue = field(default_factory=dict)
     folded: dict[str, int] = field(default_factory=dict)
     files: int = 0  # files read
     without: int = 0  # files written before attribution: their tokens credit nobody
@@ -70,10 +86,35 @@ class FileCredits:
     def add(self, other: FileCredits) -> None:
         for label, c in other.by_label.items():
             self.by_label.setdefault(label, Credited()).add(c)
+        mine = self.by_value
+        for key, counts in other.by_value.items():
+            got = mine.get(key)
+            if got is None:
+                mine[key] = list(counts)
+            else:
+                for i, n in enumerate(counts):
+                    got[i] += n
         for kind, n in other.folded.items():
             self.folded[kind] = self.folded.get(kind, 0) + n
         self.files += other.files
         self.without += other.without
+
+    def values(self, place: int) -> ByValue:
+        """By the label at ``place`` (0 key, 1 adapter, 2 user, 3 tenant) and the reason: the
+        read by one label as it is, a read of every label set summed so."""
+        if not self.by_label:
+            return self.by_value
+        out: ByValue = {}
+        for label, c in self.by_label.items():
+            key = (label[place], label[4])
+            got = out.setdefault(key, [0, 0, 0, 0, 0])
+            for i, n in enumerate(c.counts()):
+                got[i] += n
+        for key, counts in self.by_value.items():
+            got = out.setdefault(key, [0, 0, 0, 0, 0])
+            for i, n in enumerate(counts):
+                got[i] += n
+        return out
 
 
 BY_PLACE = {"key": 0, "adapter": 1, "user": 2, "tenant": 3}
@@ -85,19 +126,21 @@ def file_credits(
     w: Window,
     labels: dict[Any, Label] | None = None,
     by: str | None = None,
+    folded_end: int | None = None,
 ) -> FileCredits:
     """``snap``'s credits over ``w``, read on ``conn``; ``BadValues`` when a value fails.
     ``labels``: the file's label sets as read before (a caller's cache for the same read; read
     again where a row names one it lacks: a live writer adds label sets), filled in place.
-    ``by`` (key, adapter, user or tenant): summed by that label alone in SQL, each label set
-    keyed with the others empty (what a view by it needs, one row per value). Every row read
-    is judged before it counts, in the query that sums it."""
+    ``by`` (key, adapter, user or tenant): summed by that label alone (``by_value``, what a
+    view by it needs, one row per value). Every row read is judged before it counts.
+    ``folded_end``: the names folded past the bound are counted in the hours before it (the
+    window's cutoff by default)."""
     out = FileCredits(files=1)
     if by is not None:
         if not _has_tables(conn):
             out.without = 1
             return out
-        _grouped(out, conn, snap, w, by)
+        _grouped(out, conn, snap, w, by, folded_end)
         return out
     if labels is None or not labels:
         if not _has_tables(conn):
@@ -114,13 +157,54 @@ def file_credits(
             if label is None:
                 raise BadValues(f"{table}: a row of label set {dim!r:.20} the file does not name")
             out.by_label.setdefault(label, Credited()).add_counts(p, g, c, r, e)
-    _add_folded(out, conn, start, w)
+    _add_folded(out, conn, start, folded_end or w.cutoff_ts)
     return out
 
 
-def _parts(snap: LedgerSnapshot, w: Window) -> tuple[int, list[tuple[str, int, int]]]:
+def read_from(snap: LedgerSnapshot, w: Window) -> int:
+    """Where a read of ``w`` starts in ``snap``: 0 for a window that starts at or before the
+    file's first record (credits of seconds before it count), else the window's start."""
     first = snap.first_bucket_ts
-    start = 0 if first is not None and w.start_ts <= first else w.start_ts
+    return 0 if first is not None and w.start_ts <= first else w.start_ts
+
+
+class CreditReads:
+    """A read's credits, file by file: each file's label sets read once (a live writer's new
+    ones read when a row names them), and reads by one label widened: a window that holds the
+    last one read of the same file, label and cutoff (``24h`` after ``today``, ``3d`` after
+    ``24h``) reads only the span before it and adds the two, so each row is read once however
+    many windows nest. One read kept per file and label: a stream of windows stays flat."""
+
+    def __init__(self) -> None:
+        self._labels: dict[int, dict[Any, Label]] = {}
+        self._last: dict[tuple[int, str], tuple[int, int, FileCredits]] = {}
+
+    def read(
+        self, snap: LedgerSnapshot, conn: sqlite3.Connection, w: Window, by: str | None
+    ) -> FileCredits:
+        """``file_credits`` of ``snap`` over ``w`` (``by``: as it), the same numbers."""
+        if by is None:
+            return file_credits(snap, conn, w, self._labels.setdefault(id(snap), {}))
+        start = read_from(snap, w)
+        last = self._last.get((id(snap), by))
+        if last is None or last[0] != w.cutoff_ts or last[1] < start:
+            got = file_credits(snap, conn, w, by=by)
+        elif last[1] == start:
+            return last[2]
+        else:
+            inner, prev = last[1], last[2]
+            ring = file_credits(snap, conn, Window(w.name, start, inner), by=by,
+                                folded_end=inner - inner % 3600)  # fmt: skip
+            got = FileCredits()
+            got.add(prev)
+            got.add(ring)
+            got.files, got.without = prev.files, prev.without
+        self._last[(id(snap), by)] = (w.cutoff_ts, start, got)
+        return got
+
+
+def _parts(snap: LedgerSnapshot, w: Window) -> tuple[int, list[tuple[str, int, int]]]:
+    start = read_from(snap, w)
     seconds, hours, days = window_parts(start, w.cutoff_ts, daily=True)
     return start, [
         *(("attr_seconds", a, b) for a, b in seconds),
@@ -129,52 +213,64 @@ def _parts(snap: LedgerSnapshot, w: Window) -> tuple[int, list[tuple[str, int, i
     ]
 
 
-_KEYED: dict[int, Any] = {
-    0: lambda v, r: (v, "", "", "", r),
-    1: lambda v, r: ("", v, "", "", r),
-    2: lambda v, r: ("", "", v, "", r),
-    3: lambda v, r: ("", "", "", v, r),
-}
-
-
 def _grouped(
-    out: FileCredits, conn: sqlite3.Connection, snap: LedgerSnapshot, w: Window, by: str
+    out: FileCredits,
+    conn: sqlite3.Connection,
+    snap: LedgerSnapshot,
+    w: Window,
+    by: str,
+    folded_end: int | None,
 ) -> None:
-    """The credits summed by ``by`` and the reason in SQL, each group judged as ``_checked``
-    judges a row (its rows' checks computed in the same query)."""
-    keyed = _KEYED[BY_PLACE[by]]
+    """The credits summed by ``by`` and the reason into ``out.by_value``: each part's rows
+    judged in one pass (``attr_reads.checks``, as ``_checked`` judges a row, and their column
+    totals, which bound every sum), then read with their label and summed here, one list per
+    value and reason; each value and reason judged once."""
     start, parts = _parts(snap, w)
-    by_label = out.by_label
+    acc = out.by_value
+    get = acc.get
+    totals = [0] * 5
     for table, a, b in parts:
-        for value, reason, p, g, c, r, e, *checks in _rows(
-            lambda t=table, x=a, y=b: attr_reads.sums_by(conn, t, by, x, y), table
+        checks = _rows(lambda t=table, x=a, y=b: [attr_reads.checks(conn, t, x, y)], table)[0]
+        non_int, lowest, most, over, *sums = checks
+        if (
+            non_int
+            or over
+            or (lowest is not None and lowest < 0)
+            or (most is not None and most > MAX_COUNT)
         ):
-            non_int, lowest, most, over = checks
-            if (
-                non_int
-                or over
-                or (lowest is not None and lowest < 0)
-                or (most is not None and most > MAX_COUNT)
-            ):
-                _checked(table, (None, p, g, c, r, e, *checks))
-            if type(value) is not str or len(value) > MAX_LABEL_CHARS:
-                raise BadValues(f"attr_dims: label set {str(value)[:40]!r} is not short texts")
-            if reason not in REASONS:
-                raise BadValues(f"attr_dims: {str(reason)[:40]!r} is not a reason the writer gives")
-            if type(p) is not int or p > MAX_COUNT or type(e) is not int:  # sums past 2^62
-                raise BadValues(f"{table}: a sum that is not a count")
-            label = keyed(value, reason)
-            got = by_label.get(label)
+            _checked(table, (None, 0, 0, 0, 0, 0, non_int, lowest, most, over))
+        for i, n in enumerate(sums):
+            totals[i] += n or 0
+        if max(totals) > MAX_COUNT:
+            raise BadValues(f"{table}: sums past any ledger's counts")
+        for row in attr_reads.labelled_rows(conn, table, by, a, b):
+            key = row[:2]
+            got = get(key)
             if got is None:
-                by_label[label] = Credited(p, g, c, r, e)
+                acc[key] = list(row[2:])
             else:
-                got.add_counts(p, g, c, r, e)
-    _add_folded(out, conn, start, w)
+                got[0] += row[2]
+                got[1] += row[3]
+                got[2] += row[4]
+                got[3] += row[5]
+                got[4] += row[6]
+    for value, reason in acc:
+        if type(value) is not str or len(value) > MAX_LABEL_CHARS or reason not in REASONS:
+            _bad_label(by, value, reason)
+    _add_folded(out, conn, start, folded_end or w.cutoff_ts)
 
 
-def _add_folded(out: FileCredits, conn: sqlite3.Connection, start: int, w: Window) -> None:
+def _bad_label(by: str, value: Any, reason: Any) -> None:
+    if reason is None:
+        raise BadValues(f"attr_dims: a row of {by} names a label set the file does not")
+    if type(value) is not str or len(value) > MAX_LABEL_CHARS:
+        raise BadValues(f"attr_dims: label set {str(value)[:40]!r} is not short texts")
+    raise BadValues(f"attr_dims: {str(reason)[:40]!r} is not a reason the writer gives")
+
+
+def _add_folded(out: FileCredits, conn: sqlite3.Connection, start: int, end: int) -> None:
     hour = start - start % 3600
-    for kind, n, non_int, lowest in attr_reads.folded(conn, hour, w.cutoff_ts):
+    for kind, n, non_int, lowest in attr_reads.folded(conn, hour, end):
         if non_int or (lowest is not None and lowest < 0) or type(n) is not int:
             raise BadValues("attr_folded: a count that is not a whole number")
         if kind in ("key", "user", "tenant"):
@@ -244,6 +340,7 @@ def merged(parts: Iterable[FileCredits]) -> FileCredits:
 
 __all__ = [
     "REASONS",
+    "CreditReads",
     "Credited",
     "FileCredits",
     "Label",

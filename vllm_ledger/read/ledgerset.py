@@ -31,13 +31,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from vllm_ledger import infile
 from vllm_ledger.format import declarations, paths
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read import summary
-from vllm_ledger.read.attribution import FileCredits, Label, file_credits
+from vllm_ledger.read.attribution import CreditReads, FileCredits
 from vllm_ledger.read.discovery import Found, Unseen, discover_runs
 from vllm_ledger.read.periods import is_future
 from vllm_ledger.read.snapshot import (
@@ -240,7 +240,7 @@ class LedgerSet:
         self._connections = connections
         self._coverage: dict[tuple[float, tuple[int, ...]], cov.CoverageModel] = {}
         self._credits: dict[tuple[int, int, int, str | None], FileCredits] = {}
-        self._labels: dict[int, dict[Any, Label]] = {}  # each file's label sets, read once
+        self._reads = CreditReads()  # label sets read once; nested windows ring by ring
         self.late_failures = 0  # files that failed when a window was first asked of them
         # Declared stops under the roots (``format/declarations.py``), and the lines refused;
         # ``strict`` ignores every declaration (the ledger's rule alone).
@@ -406,8 +406,7 @@ class LedgerSet:
         if not snap.ok or snap._connect is None:
             return FileCredits()
         try:
-            labels = self._labels.setdefault(id(snap), {})
-            got = file_credits(snap, snap._connect(), w, labels, by)
+            got = self._reads.read(snap, snap._connect(), w, by)
         except (sqlite3.Error, OSError, BadValues) as exc:
             status = "bad_values" if isinstance(exc, BadValues) else classify_error(exc)
             snap.status, snap.detail = status, str(exc)

@@ -105,30 +105,27 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
     refused_by_value: dict[str, int] = {}
     reasons: dict[str, Credited] = {r: Credited() for r in STORED_REASONS}
     requests_aborted = faults = refused = 0
-    for label, c in credits.by_label.items():
-        reason = label[4]
+    get = rows.get
+    for (value, reason), counts in credits.values(place).items():
         if reason == "":
-            value = label[place]
-            acc = rows.get(value)
+            acc = get(value)
             if acc is None:
-                rows[value] = [c.input_tokens, c.output_tokens, c.cached_tokens, c.requests]
+                rows[value] = counts[:4]
             else:
-                acc[0] += c.input_tokens
-                acc[1] += c.output_tokens
-                acc[2] += c.cached_tokens
-                acc[3] += c.requests
+                acc[0] += counts[0]
+                acc[1] += counts[1]
+                acc[2] += counts[2]
+                acc[3] += counts[3]
         elif reason in reasons:
-            reasons[reason].add(c)
+            reasons[reason].add_counts(*counts)
         elif reason == "aborted":
-            requests_aborted += c.events
-            value = label[place]
-            aborted_by_value[value] = aborted_by_value.get(value, 0) + c.events
+            requests_aborted += counts[4]
+            aborted_by_value[value] = aborted_by_value.get(value, 0) + counts[4]
         elif reason == "fault":
-            faults += c.events
+            faults += counts[4]
         elif reason == "refused":
-            refused += c.events
-            value = label[place]
-            refused_by_value[value] = refused_by_value.get(value, 0) + c.events
+            refused += counts[4]
+            refused_by_value[value] = refused_by_value.get(value, 0) + counts[4]
     credited = Credited(*(sum(acc[i] for acc in rows.values()) for i in range(4)))
     for c in reasons.values():
         credited.add(c)
@@ -147,11 +144,7 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
         if v not in rows:
             rows[v] = [0, 0, 0, 0]
     aborted_get, refused_get = aborted_by_value.get, refused_by_value.get
-    items = list(rows.items())
-    more = 0
-    if 0 < top < len(items):
-        more = len(items) - top
-        items = heapq.nsmallest(top, items, key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
+    items, more = _first(rows, top)
     out_rows = [
         WhoseRow(v, acc[0], acc[1], acc[2], acc[3], aborted_get(v, 0), refused_get(v, 0))
         for v, acc in items
@@ -178,6 +171,15 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
         files_without=credits.without,
         more=more,
     )
+
+
+def _first(rows: dict[str, list[int]], top: int) -> tuple[list[tuple[str, list[int]]], int]:
+    """The ``top`` rows with the most input (then output, then by name; 0: all), and how many
+    are left out."""
+    if not 0 < top < len(rows):
+        return list(rows.items()), 0
+    first = heapq.nsmallest(top, [(-acc[0], -acc[1], v) for v, acc in rows.items()])
+    return [(v, rows[v]) for _i, _o, v in first], len(rows) - top
 
 
 def label_value(label: Label, by: By) -> str:

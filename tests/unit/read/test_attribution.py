@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.whose_ledgers import Req, many_users, write_whose_ledger
 from vllm_ledger.errors import BadValues
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.read.attribution import Credited, file_credits
+from vllm_ledger.read.attribution import Credited, CreditReads, file_credits
 from vllm_ledger.read.snapshot import open_snapshot
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write.recorder import Recorder
@@ -55,10 +56,13 @@ def test_by_label_set_and_grouped_by_one_label_agree(tmp_path: Path) -> None:
     assert full.by_label[("k1", "tiny-b", "bob", "", "")] == Credited(20, 3, 1, 1, 0)
     for by, place in (("key", 0), ("adapter", 1), ("user", 2)):
         grouped = file_credits(snap, conn, ALL, by=by)
-        want: dict[str, Credited] = {}
+        want: dict[tuple[str, str], list[int]] = {}
         for label, c in full.by_label.items():
-            want.setdefault(label[place], Credited()).add(c)
-        assert {k[place]: v for k, v in grouped.by_label.items()} == want
+            got = want.setdefault((label[place], label[4]), [0] * 5)
+            for i, n in enumerate(c.counts()):
+                got[i] += n
+        assert grouped.by_label == {}
+        assert grouped.by_value == want == full.values(place)
 
 
 @pytest.mark.parametrize(
@@ -106,3 +110,35 @@ def test_a_live_writers_new_label_sets_are_found_with_the_labels_kept(tmp_path: 
     assert conn is not None
     again = file_credits(snap, conn, ALL, labels)  # the kept labels lack the new set
     assert again.by_label[("k9", "tiny", "zoe", "", "")] == Credited(7, 3, 0, 1, 0)
+
+
+def test_nested_windows_widened_ring_by_ring_read_as_each_alone(tmp_path: Path) -> None:
+    """``CreditReads``: each window that holds the last one (same cutoff) reads only the span
+    before it; its sums and folded names equal a read of the window alone, at starts off the
+    hour, before the file's first record, and after a change of cutoff."""
+    day = int(T) - int(T) % 86400 - 86400
+    reqs = [
+        *many_users(day + 3600, users=5000, seconds=3 * 3600),  # past 1,000 an hour: folded
+        Req(day + 3700.5, "team-b", "tiny", "u-cut", prompt=30, gen=2, aborted=True),
+        Req(day + 7300.5, prompt=7, gen=1, untagged=True),
+    ]
+    write_whose_ledger(tmp_path, "run-w", start_ts=day + 3000, end_ts=day + 5 * 3600,
+                       requests=reqs, heartbeat_s=60.0)  # fmt: skip
+    snap, conn = open_snapshot(_file(tmp_path), now_ts=day + 6 * 3600)
+    assert conn is not None
+    cutoff = day + 4 * 3600 + 1234
+    starts = [cutoff - 1000, day + 2 * 3600 + 77, day + 3600 + 5, day + 3601, 0]
+    for by in ("user", "key"):
+        wide = CreditReads()
+        for cut in (cutoff, cutoff - 4000):
+            for start in starts:
+                w = Window("w", min(start, cut), cut)
+                got = wide.read(snap, conn, w, by)
+                alone = file_credits(snap, conn, w, by=by)
+                assert (got.by_value, got.folded, got.files) == (
+                    alone.by_value,
+                    alone.folded,
+                    alone.files,
+                )
+    widest = file_credits(snap, conn, Window("all", 0, cutoff), by="user")
+    assert widest.folded["user"] > 0  # the rings' hours met names folded past the bound
