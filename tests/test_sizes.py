@@ -40,7 +40,6 @@ MODULE_EXCEPTIONS: dict[str, int] = {
     "vllm_ledger/observe/alerts.py": 445,
     "vllm_ledger/observe/dashboard.py": 1035,
     "vllm_ledger/observe/exporter.py": 734,
-    "vllm_ledger/plan/advise.py": 448,
     "vllm_ledger/plan/fleet.py": 642,
     "vllm_ledger/read/coverage.py": 405,
     "vllm_ledger/read/ledgerset.py": 683,

@@ -25,7 +25,8 @@ from vllm_ledger.formats.advise import (
     render_json,
     render_text,
 )
-from vllm_ledger.plan.advise import Thresholds, advise, take_readings
+from vllm_ledger.plan.advise import Thresholds, advise
+from vllm_ledger.plan.advise_readings import take_readings
 from vllm_ledger.plan.baseline import derive, history_warning, no_thresholds_reason, read_baseline
 from vllm_ledger.units import format_duration
 
