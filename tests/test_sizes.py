@@ -55,8 +55,6 @@ FUNCTION_EXCEPTIONS: dict[str, int] = {
     "bench/run.py::_profile_notes": 188,
     "bench/run.py::bench_profile": 164,
     "bench/serve.py::profile": 170,
-    "vllm_ledger/commands/advise.py::configure": 82,
-    "vllm_ledger/commands/cost.py::configure": 110,
     "vllm_ledger/commands/observability.py::configure": 254,
     "vllm_ledger/commands/render.py::configure": 83,
     "vllm_ledger/deploy/units.py::vllm_unit": 81,
