@@ -1,7 +1,9 @@
 """HTTP over the standard library alone, on the ground floor of the layers (it imports nothing
 of the package but ``errors``):
 
-    client.py   the one HTTP client: every outbound request, one total deadline, a byte cap
+    client.py   the one HTTP client: every outbound request, one total deadline, a byte cap;
+                its parts: limits.py (the deadline, the cap, their errors), connect.py (the
+                lookup, the connect, TLS), answer.py (reading an answer), redirects.py
     server.py   the one bounded HTTP server: a route table behind every port vllm-ledger opens
                 (the exporter's ``/metrics``, the notifier's endpoint)
 
