@@ -44,7 +44,7 @@ from tests.credited_ledgers import Call, write_credited_ledger
 from tests.e2e.prom import Prometheus, VictoriaMetrics
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.formats.fleet import fleet_dict
-from vllm_ledger.plan.fleet import read_fleet
+from vllm_ledger.plan.fleet_read import read_fleet
 
 pytestmark = pytest.mark.e2e
 

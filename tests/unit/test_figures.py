@@ -16,7 +16,7 @@ from vllm_ledger.format import reads, schema
 from vllm_ledger.formats import csvout, status
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.observe import counters, exporter
-from vllm_ledger.plan import fleet
+from vllm_ledger.plan import fleet_sums
 from vllm_ledger.read import export, values
 from vllm_ledger.read.report import WindowReport, report_figures
 from vllm_ledger.read.snapshot import SUM_FIELDS, Sums
@@ -122,12 +122,12 @@ def test_the_models_have_a_field_per_figure() -> None:
     reported = figures.report_names()
     assert _figure_fields(WindowReport, reported) == reported
     assert _figure_fields(export.ExportRow, reported) == reported
-    assert tuple(f.name for f in dataclasses.fields(fleet.Figures)) == reported
-    assert reported == fleet.FIGURE_NAMES
+    assert tuple(f.name for f in dataclasses.fields(fleet_sums.Figures)) == reported
+    assert reported == fleet_sums.FIGURE_NAMES
     brief = figures.report_names(status.STATUS_FIGURES)
     assert _figure_fields(status.StatusWindow, brief) == brief
     # Every figure of today is declared in each model: nothing is added by name alone.
-    for model in (Sums, WindowReport, export.ExportRow, fleet.Figures, status.StatusWindow):
+    for model in (Sums, WindowReport, export.ExportRow, fleet_sums.Figures, status.StatusWindow):
         assert getattr(model, "ADDED_FIGURES") == (), model  # noqa: B009
 
 
@@ -181,7 +181,8 @@ def test_the_exporter_serves_a_counter_and_a_gauge_per_figure() -> None:
         assert f.counter.startswith(f"{names.EXPORTER_PREFIX}_") and f.counter.endswith("_total")
     # The fleet reads back what the exporter serves.
     assert all(
-        f.window_gauge.removeprefix(fleet.PREFIX + "window_") in fleet.FIGURE_NAMES for f in FIGURES
+        f.window_gauge.removeprefix(fleet_sums.PREFIX + "window_") in fleet_sums.FIGURE_NAMES
+        for f in FIGURES
     )
 
 
@@ -295,7 +296,7 @@ def test_each_model_takes_a_new_figure_as_a_field() -> None:
 
     @dataclasses.dataclass
     @figures.with_figure_fields("report_name", "int | float", MORE)
-    class MoreFigures(fleet.Figures):
+    class MoreFigures(fleet_sums.Figures):
         pass
 
     @dataclasses.dataclass(frozen=True)
@@ -308,7 +309,7 @@ def test_each_model_takes_a_new_figure_as_a_field() -> None:
     for model, was in (
         (MoreWindow, WindowReport),
         (MoreRow, export.ExportRow),
-        (MoreFigures, fleet.Figures),
+        (MoreFigures, fleet_sums.Figures),
         (MoreStatus, status.StatusWindow),
     ):
         got = [f.name for f in dataclasses.fields(model)]
@@ -331,7 +332,7 @@ def test_each_model_takes_a_new_figure_as_a_field() -> None:
     # A model that declares the figure itself keeps its own field.
     @dataclasses.dataclass
     @figures.with_figure_fields("report_name", "int | float", MORE)
-    class Declared(fleet.Figures):
+    class Declared(fleet_sums.Figures):
         prefill_seconds: float = 1.5
 
     assert Declared.ADDED_FIGURES == ()  # type: ignore[attr-defined]

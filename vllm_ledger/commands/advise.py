@@ -25,7 +25,8 @@ from vllm_ledger.formats.advise import (
     render_json,
     render_text,
 )
-from vllm_ledger.plan.advise import Thresholds, advise, take_readings
+from vllm_ledger.plan.advise import Thresholds, advise
+from vllm_ledger.plan.advise_readings import take_readings
 from vllm_ledger.plan.baseline import derive, history_warning, no_thresholds_reason, read_baseline
 from vllm_ledger.units import format_duration
 
@@ -54,6 +55,16 @@ MAX_SAMPLES = 3600  # --sample-for / --interval: snapshots held in memory at onc
 
 
 def configure(p: argparse.ArgumentParser) -> None:
+    _add_sources(p)
+    _add_sampling(p)
+    _add_judging(p)
+    _add_baseline(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    add_local_tz(p, "the window --baseline prints")
+
+
+def _add_sources(p: argparse.ArgumentParser) -> None:
+    """Where the readings come from: one of a live /metrics, a Prometheus, recorded files."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument(
         "--metrics-url",
@@ -84,6 +95,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="also sample this /metrics for GPU readings (DCGM exporter or "
         "`vllm-ledger exporter`; repeatable)",
     )
+
+
+def _add_sampling(p: argparse.ArgumentParser) -> None:
+    """How long and how often to sample, and how much Prometheus history to read."""
     sample = duration("--sample-for", 1, 3600, "30s")
     p.add_argument(
         "--sample-for",
@@ -107,6 +122,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="how much Prometheus history to read (default 10m)",
     )
+
+
+def _add_judging(p: argparse.ArgumentParser) -> None:
+    """What the rules judge against: the power limit, and when TTFT P99 is high."""
     p.add_argument(
         "--power-limit-watts",
         type=number("--power-limit-watts", 0, 1e6, "2800", unit="watts", lo_open=True),
@@ -120,6 +139,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="TTFT P99 above this is high (default 3s, the TTFT alert of docs/observability.md)",
     )
+
+
+def _add_baseline(p: argparse.ArgumentParser) -> None:
+    """--baseline: alert thresholds derived from history instead of the rules."""
     p.add_argument(
         "--baseline",
         type=duration("--baseline", 3600, 90 * 86400, "3d"),
@@ -133,8 +156,6 @@ def configure(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --baseline: print only the `vllm-ledger observability` flags",
     )
-    p.add_argument("--json", action="store_true", help="print JSON")
-    add_local_tz(p, "the window --baseline prints")
 
 
 def _baseline(args: argparse.Namespace) -> int:

@@ -130,6 +130,24 @@ class _PricesFile(argparse.Action):
 
 
 def configure(p: argparse.ArgumentParser) -> None:
+    _add_window(p)
+    _add_power(p)
+    _add_machine_prices(p)
+    _add_cloud_prices(p)
+    p.add_argument(
+        "--config",
+        type=input_file("--config", "prices.toml", max_bytes=MAX_CONFIG_BYTES),
+        action=_PricesFile,
+        metavar="FILE",
+        help="a JSON or TOML file with the prices (.json, .toml; the keys are the flags' names "
+        "with underscores)",
+    )
+    _add_planned_load(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _add_window(p: argparse.ArgumentParser) -> None:
+    """The ledgers and the period of them to cost."""
     add_roots(p)
     add_time(p)
     p.add_argument(
@@ -139,6 +157,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="the period: " + ", ".join(PERIOD_NAMES) + " (default 7d)",
     )
+
+
+def _add_power(p: argparse.ArgumentParser) -> None:
+    """The machine's average power: given, or read from a Prometheus."""
     power = p.add_mutually_exclusive_group()
     power.add_argument(
         "--power-watts",
@@ -152,6 +174,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="read the average power over the window from this Prometheus",
     )
+
+
+def _add_machine_prices(p: argparse.ArgumentParser) -> None:
+    """What running the machine costs: electricity, the hardware over its lifetime, operations."""
     p.add_argument(
         "--electricity-price",
         type=_price("--electricity-price", "1", 1e6),
@@ -176,6 +202,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="O",
         help="operations cost per hour",
     )
+
+
+def _add_cloud_prices(p: argparse.ArgumentParser) -> None:
+    """The cloud API's prices to break even against, and the currency label."""
     p.add_argument(
         "--cloud-input-price",
         type=_price("--cloud-input-price", "0.8"),
@@ -200,14 +230,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="LABEL",
         help="currency label (default CNY)",
     )
-    p.add_argument(
-        "--config",
-        type=input_file("--config", "prices.toml", max_bytes=MAX_CONFIG_BYTES),
-        action=_PricesFile,
-        metavar="FILE",
-        help="a JSON or TOML file with the prices (.json, .toml; the keys are the flags' names "
-        "with underscores)",
-    )
+
+
+def _add_planned_load(p: argparse.ArgumentParser) -> None:
+    """--tokens-per-day and its shares: a planned load costed with no ledger."""
     plan = p.add_argument_group(
         "a planned load, with no ledger (docs/cost-and-capacity.md, 'Planning')"
     )
@@ -238,7 +264,6 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="with --tokens-per-day: the part of the day the machine generates; the usage "
         "basis charges electricity for it (default 1: all day)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 SETTING_FLAGS = {key: "--" + key.replace("_", "-") for key in SETTINGS}

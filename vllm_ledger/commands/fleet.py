@@ -8,7 +8,8 @@ import sys
 from vllm_ledger.commands._common import duration, text, url
 from vllm_ledger.formats.command_json import SCHEMA, dumps
 from vllm_ledger.formats.fleet import fleet_dict, render_text, whose_dict
-from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, Fleet, read_fleet
+from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, Fleet
+from vllm_ledger.plan.fleet_read import read_fleet
 from vllm_ledger.plan.fleet_whose import WHOSE_BY, FleetWhose, read_fleet_whose
 from vllm_ledger.units import format_duration
 

@@ -26,8 +26,10 @@ from typing import Any
 from vllm_ledger.figures import json_figures
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import aligned
-from vllm_ledger.plan.fleet import WINDOW_NAMES, Figures, Fleet
+from vllm_ledger.plan.fleet import Fleet
+from vllm_ledger.plan.fleet_sums import Figures
 from vllm_ledger.plan.fleet_whose import REASONS, FleetWhose, Tokens
+from vllm_ledger.read.windows import WINDOW_NAMES
 
 
 def _r6(x: float | None) -> float | None:

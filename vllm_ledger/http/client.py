@@ -11,9 +11,9 @@ whatever its pace (``RemoteTimeout``).
 - Redirects: with ``redirects=0`` (the default) a 3xx is the answer. With ``redirects=N`` at
   most N are followed, each only to the same scheme, host and port (a POST only through 307
   and 308, with its body); one to anywhere else, or one more, is ``RedirectRefused``.
-- A status line that is not ``HTTP/1.x NNN``, more than ``MAX_HEADERS`` headers, a header
-  block over ``MAX_HEADER_BYTES``, a body whose framing cannot be read, or a connection closed
-  before the answer ends: ``BadResponse`` (``.problem`` says which).
+- A status line that is not ``HTTP/1.x NNN``, more than ``answer.MAX_HEADERS`` headers, a
+  header block over ``answer.MAX_HEADER_BYTES``, a body whose framing cannot be read, or a
+  connection closed before the answer ends: ``BadResponse`` (``.problem`` says which).
 - Anything else that stops the exchange (refused, reset, no such host, a TLS failure): a
   ``RemoteError``. No byte the remote sent reaches an error's message, except a refused
   redirect's host.
@@ -26,6 +26,10 @@ the remote may have acted on it. ``track_sent()`` tells a caller that never sees
 http and https (the system's trust store: ``ssl.create_default_context()``), IPv6 literals
 (``http://[::1]:8000/metrics``), ``user:password@`` as Basic auth. One request per connection
 (``Connection: close``); no compression, cookies or proxies. Standard library only.
+
+Its parts: ``http/limits.py`` (the deadline, the byte cap and the errors that name them),
+``http/connect.py`` (the name lookup, the connect, TLS), ``http/answer.py`` (reading the
+answer), ``http/redirects.py`` (which redirects are followed).
 """
 
 from __future__ import annotations
@@ -37,46 +41,26 @@ import math
 import re
 import socket
 import ssl
-import threading
 import time
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Literal
 
-from vllm_ledger.errors import (
-    AnswerTooLarge,
-    BadResponse,
-    BadResponseProblem,
-    RedirectRefused,
-    RemoteError,
-    RemoteTimeout,
-)
+from vllm_ledger.errors import RemoteError
+from vllm_ledger.http.answer import Reader, read_answer
+from vllm_ledger.http.connect import connect, wrap_tls
+from vllm_ledger.http.limits import Limits
+from vllm_ledger.http.redirects import REDIRECT_STATUSES, next_url
 
 Method = Literal["GET", "POST"]
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-MAX_HEADERS = 100
-MAX_HEADER_BYTES = 64 * 1024  # the status line and every header line together
-MAX_INTERIM_ANSWERS = 8  # 1xx answers skipped before the real one
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 DEFAULT_HINT = "check the URL and that it is up"
 USER_AGENT = "vllm-ledger"
-_RECV_BYTES = 65536
 _SEND_BYTES = 65536
-_STATUS_LINE = re.compile(rb"HTTP/1\.[01] ([1-9][0-9]{2})(?: [\x20-\x7e\t\x80-\xff]*)?")
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _OURS = frozenset({"host", "content-length", "connection", "transfer-encoding"})
-_NOT_STATUS: tuple[BadResponseProblem, str] = (
-    "status_line",
-    "did not answer with an HTTP/1.x status line",
-)
-_HEADERS_TOO_LONG: tuple[BadResponseProblem, str] = (
-    "headers",
-    f"sent a header block over {MAX_HEADER_BYTES // 1024} KiB",
-)
-_BAD_CHUNK: tuple[BadResponseProblem, str] = ("framing", "sent a chunk size line it cannot read")
 
 
 @dataclass
@@ -230,75 +214,22 @@ def request(
             current,
             body,
             extra,
-            _Limits(url, deadline_s, ends_monotonic, max_bytes, truncate, hint),
+            Limits(url, deadline_s, ends_monotonic, max_bytes, truncate, hint),
             context,
         )
         location = answer.header("location")
         if redirects == 0 or answer.status not in REDIRECT_STATUSES or location is None:
             return answer
-        following = urllib.parse.urljoin(current, location.strip())
-        if _origin(following) != _origin(current):
-            shown = urllib.parse.urlsplit(following).netloc.rpartition("@")[2][:100]
-            raise RedirectRefused(
-                url,
-                following,
-                f"redirects to another host ({shown!r}): not followed",
-                hint="give the URL that answers without leaving its host",
-            )
-        if method == "POST" and answer.status not in (307, 308):
-            raise RedirectRefused(
-                url,
-                following,
-                f"answered a POST with HTTP {answer.status}: the body would not be sent on",
-                hint="give the URL that answers without a redirect",
-            )
-        if hop == redirects:
-            raise RedirectRefused(
-                url,
-                following,
-                f"redirected more than {redirects} times",
-                hint="give the URL that answers without a redirect",
-            )
-        current = following
+        current = next_url(
+            url,
+            current,
+            location,
+            method=method,
+            status=answer.status,
+            hop=hop,
+            redirects=redirects,
+        )
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-@dataclass(frozen=True)
-class _Limits:
-    """What bounds one request: its deadline, its byte cap, and the words of its errors."""
-
-    url: str  # the URL the caller gave: every error names it
-    deadline_s: float
-    ends_monotonic: float
-    max_bytes: int
-    truncate: bool
-    hint: str
-
-    def left_s(self) -> float:
-        """Seconds left, at least a millisecond; ``RemoteTimeout`` when none are."""
-        left = self.ends_monotonic - time.monotonic()
-        if left <= 0:
-            raise self.late()
-        return max(left, 0.001)
-
-    def late(self) -> RemoteTimeout:
-        return RemoteTimeout(self.url, self.deadline_s, hint=self.hint)
-
-    def too_large(self) -> AnswerTooLarge:
-        return AnswerTooLarge(self.url, self.max_bytes, hint="check that it is the URL meant")
-
-    def bad(self, problem: BadResponseProblem, why: str) -> BadResponse:
-        return BadResponse(self.url, problem, why, hint=self.hint)
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urllib.parse.urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
 
 
 def _exchange(
@@ -306,7 +237,7 @@ def _exchange(
     url: str,
     body: bytes,
     headers: dict[str, str],
-    limits: _Limits,
+    limits: Limits,
     context: ssl.SSLContext | None,
 ) -> Response:
     parts = urllib.parse.urlsplit(url)
@@ -322,20 +253,17 @@ def _exchange(
         )
     host = parts.hostname
     port = port or (443 if parts.scheme == "https" else 80)
-    sock = _connect(host, port, limits)
+    sock = connect(host, port, limits)
     sent = False
     try:
         if parts.scheme == "https":
-            sock.settimeout(limits.left_s())
-            sock = (context or ssl.create_default_context()).wrap_socket(sock, server_hostname=host)
+            sock = wrap_tls(sock, host, limits, context)
         _send(sock, _head(method, parts, body, headers) + body, limits)
         sent = True
         tracking = _TRACKING.get()
         if tracking is not None:
             tracking.value = True
-        status, answer_headers, answer_body, truncated = _read_answer(
-            _Reader(sock, limits), method, limits
-        )
+        status, answer_headers, answer_body, truncated = read_answer(Reader(sock, limits), limits)
     except RemoteError as exc:
         if sent:
             _mark_sent(exc)
@@ -344,7 +272,7 @@ def _exchange(
         raise (_mark_sent(limits.late()) if sent else limits.late()) from exc
     except OSError as exc:  # refused, reset, a TLS failure (ssl.SSLError is an OSError)
         late = time.monotonic() >= limits.ends_monotonic
-        error = limits.late() if late else _unreachable(limits, exc)
+        error = limits.late() if late else limits.unreachable(exc)
         raise (_mark_sent(error) if sent else error) from exc
     except ValueError as exc:  # a host name that IDNA cannot encode for TLS
         raise RemoteError(
@@ -353,65 +281,6 @@ def _exchange(
     finally:
         sock.close()
     return Response(status, answer_headers, answer_body, url, truncated)
-
-
-def _unreachable(limits: _Limits, exc: OSError) -> RemoteError:
-    why = exc.strerror or getattr(exc, "reason", None) or type(exc).__name__
-    return RemoteError(f"cannot read {limits.url}: {why}", limits.url, hint=limits.hint)
-
-
-def _connect(host: str, port: int, limits: _Limits) -> socket.socket:
-    """A connected socket to the first of ``host``'s addresses that answers in time."""
-    addresses = _resolve(host, port, limits)
-    last: OSError | None = None
-    for family, kind, proto, _name, address in addresses:
-        sock = socket.socket(family, kind, proto)
-        try:
-            sock.settimeout(limits.left_s())
-            sock.connect(address)
-        except TimeoutError as exc:
-            sock.close()
-            raise limits.late() from exc
-        except OSError as exc:
-            sock.close()
-            last = exc
-            continue
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-    assert last is not None  # getaddrinfo returns at least one address or raises
-    raise _unreachable(limits, last) from last
-
-
-_AddrInfo = Sequence[tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]]
-
-
-def _resolve(host: str, port: int, limits: _Limits) -> _AddrInfo:
-    """``getaddrinfo``, within the time left: an address literal at once, a name on a helper
-    thread that is left behind (a daemon) if the resolver is slower than the deadline."""
-    try:
-        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
-    except socket.gaierror:
-        pass  # a name, not a literal
-    found: list[_AddrInfo | OSError] = []
-
-    def look_up() -> None:
-        try:
-            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
-        except OSError as exc:
-            found.append(exc)
-        except UnicodeError:  # a name that IDNA cannot encode
-            found.append(socket.gaierror(socket.EAI_NONAME, "not a host name"))
-
-    thread = threading.Thread(target=look_up, name="vllm-ledger-resolve", daemon=True)
-    thread.start()
-    thread.join(limits.left_s())
-    if not found:
-        raise limits.late()
-    if isinstance(found[0], OSError):
-        raise _unreachable(limits, found[0]) from found[0]
-    return found[0]
 
 
 def _head(
@@ -450,179 +319,15 @@ def _head(
     return (text + "\r\n").encode("latin-1")
 
 
-def _send(sock: socket.socket, data: bytes, limits: _Limits) -> None:
+def _send(sock: socket.socket, data: bytes, limits: Limits) -> None:
     view = memoryview(data)
     for start in range(0, len(view), _SEND_BYTES):
         sock.settimeout(limits.left_s())
         sock.sendall(view[start : start + _SEND_BYTES])
 
 
-class _Reader:
-    """Reads from one socket, each receive waiting at most the time left."""
-
-    def __init__(self, sock: socket.socket, limits: _Limits) -> None:
-        self.sock = sock
-        self.limits = limits
-        self.buf = bytearray()
-        self.closed = False
-
-    def fill(self) -> bool:
-        """Receive what comes next; False at the end of the stream."""
-        if self.closed:
-            return False
-        self.sock.settimeout(self.limits.left_s())
-        chunk = self.sock.recv(_RECV_BYTES)
-        if not chunk:
-            self.closed = True
-            return False
-        self.buf += chunk
-        return True
-
-    def line(self, limit: int, too_long: tuple[BadResponseProblem, str]) -> bytes | None:
-        """The next line without its CRLF (or LF), at most ``limit`` bytes (else ``BadResponse``
-        with ``too_long``'s problem and words); None if the stream ends before any byte of it."""
-        scanned = 0
-        while True:
-            at = self.buf.find(b"\n", scanned)
-            if at >= 0:
-                if at > limit:
-                    break
-                out = bytes(self.buf[:at])
-                del self.buf[: at + 1]
-                return out[:-1] if out.endswith(b"\r") else out
-            scanned = len(self.buf)
-            if scanned > limit:
-                break
-            if not self.fill():
-                if self.buf:
-                    raise self.limits.bad("truncated", "closed the connection mid-answer")
-                return None
-        raise self.limits.bad(*too_long)
-
-    def exactly(self, n: int) -> bytes:
-        while len(self.buf) < n:
-            if not self.fill():
-                raise self.limits.bad("truncated", "closed the connection mid-answer")
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
-
-    def up_to(self, n: int) -> bytes:
-        """At most ``n`` bytes: the buffer, or what comes next if it is empty (b"" at the end)."""
-        if not self.buf:
-            self.fill()
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
-
-
-def _read_answer(
-    reader: _Reader, method: Method, limits: _Limits
-) -> tuple[int, tuple[tuple[str, str], ...], bytes, bool]:
-    """(status, headers, body, truncated) of the one answer on this connection."""
-    budget = MAX_HEADER_BYTES
-    for _interim in range(MAX_INTERIM_ANSWERS + 1):
-        status_line = reader.line(budget, _NOT_STATUS)
-        if status_line is None:
-            raise limits.bad("no_answer", "closed the connection without an answer")
-        budget -= len(status_line) + 2
-        m = _STATUS_LINE.fullmatch(status_line)
-        if m is None:
-            raise limits.bad("status_line", "did not answer with an HTTP/1.x status line")
-        status = int(m.group(1))
-        headers: list[tuple[str, str]] = []
-        while True:
-            line = reader.line(max(budget, 0), _HEADERS_TOO_LONG)
-            if line is None:
-                raise limits.bad("truncated", "closed the connection mid-answer")
-            budget -= len(line) + 2
-            if not line:
-                break
-            if len(headers) >= MAX_HEADERS:
-                raise limits.bad("too_many_headers", f"sent more than {MAX_HEADERS} headers")
-            name, colon, value = line.partition(b":")
-            if not colon or not _TOKEN.fullmatch(name):
-                raise limits.bad("headers", "sent a header line that is not NAME: VALUE")
-            headers.append((name.decode("ascii"), value.strip(b" \t").decode("latin-1")))
-        if not 100 <= status <= 199 or status == 101:
-            break
-    else:
-        raise limits.bad("headers", f"sent more than {MAX_INTERIM_ANSWERS} interim answers")
-    if status == 101:
-        raise limits.bad("status_line", "switched protocols (HTTP 101)")
-    if 100 <= status <= 199 or status in (204, 304):
-        return status, tuple(headers), b"", False
-    body, truncated = _read_body(reader, headers, limits)
-    return status, tuple(headers), body, truncated
-
-
-def _read_body(
-    reader: _Reader, headers: list[tuple[str, str]], limits: _Limits
-) -> tuple[bytes, bool]:
-    coding = [v.strip().lower() for k, v in headers if k.lower() == "transfer-encoding"]
-    lengths = {v.strip() for k, v in headers if k.lower() == "content-length"}
-    if coding:
-        if coding != ["chunked"]:
-            raise limits.bad("framing", "sent a transfer coding other than chunked")
-        return _read_chunked(reader, limits)
-    if lengths:
-        if len(lengths) > 1 or not all(re.fullmatch(r"[0-9]{1,18}", v) for v in lengths):
-            raise limits.bad("framing", "sent a Content-Length that is not one number")
-        length = int(next(iter(lengths)))
-        if length > limits.max_bytes:
-            if not limits.truncate:
-                raise limits.too_large()
-            return reader.exactly(limits.max_bytes), True
-        return reader.exactly(length), False
-    out = bytearray()
-    while True:  # no length given: the body ends when the connection does
-        chunk = reader.up_to(limits.max_bytes + 1 - len(out))
-        if not chunk:
-            return bytes(out), False
-        out += chunk
-        if len(out) > limits.max_bytes:
-            if not limits.truncate:
-                raise limits.too_large()
-            return bytes(out[: limits.max_bytes]), True
-
-
-def _read_chunked(reader: _Reader, limits: _Limits) -> tuple[bytes, bool]:
-    out = bytearray()
-    trailer_budget = MAX_HEADER_BYTES
-    while True:
-        size_line = reader.line(1024, _BAD_CHUNK)
-        if size_line is None:
-            raise limits.bad("truncated", "closed the connection mid-answer")
-        size_text = size_line.split(b";", 1)[0].strip()
-        if not re.fullmatch(rb"[0-9A-Fa-f]{1,16}", size_text):
-            raise limits.bad("framing", "sent a chunk size that is not a hex number")
-        size = int(size_text, 16)
-        if size == 0:
-            break
-        if len(out) + size > limits.max_bytes:
-            if not limits.truncate:
-                raise limits.too_large()
-            out += reader.exactly(limits.max_bytes - len(out))
-            return bytes(out), True
-        out += reader.exactly(size)
-        end = reader.exactly(1)
-        if end == b"\r":
-            end += reader.exactly(1)
-        if end not in (b"\r\n", b"\n"):
-            raise limits.bad("framing", "sent a chunk longer than its size")
-    while True:  # trailers, dropped
-        line = reader.line(max(trailer_budget, 0), _HEADERS_TOO_LONG)
-        if line is None:
-            raise limits.bad("truncated", "closed the connection mid-answer")
-        if not line:
-            return bytes(out), False
-        trailer_budget -= len(line) + 2
-
-
 __all__ = [
     "DEFAULT_MAX_BYTES",
-    "MAX_HEADERS",
-    "MAX_HEADER_BYTES",
     "Method",
     "Response",
     "Sent",

@@ -16,16 +16,20 @@ Bounds, each a constructor argument with the default named here:
 - ``request_deadline_s`` in all for the request line, the headers and the body: a total
   deadline, not an idle timeout, so a client that drips a byte at any pace is cut when it
   passes (answered ``408``); then ``write_timeout_s`` in all for the answer;
-- the request line and each header line ``MAX_LINE_BYTES``, ``MAX_HEADERS`` header lines, a
-  body of at most the route's ``max_body_bytes`` (``413`` past it, unread); ``Content-Length``
-  is ASCII digits, one value (repeats that agree count once), required where a route takes a
-  body (``411``); chunked bodies are not read (``411``).
+- the request line and each header line ``MAX_LINE_BYTES``, ``MAX_HEADERS`` header lines
+  (``http/request_head.py`` reads the head), a body of at most the route's ``max_body_bytes``
+  (``413`` past it, unread); ``Content-Length`` is ASCII digits, one value (repeats that agree
+  count once), required where a route takes a body (``411``); chunked bodies are not read
+  (``411``).
 
 Nothing a client sends makes a traceback. A malformed request is answered ``4xx`` with
 ``{"error": CODE}`` and logged as one line (INFO); a client that hangs up mid-way is one line at
 DEBUG. Lines go to the ``vllm_ledger.http`` logger through ``Server.log_message``, with the
-client's text escaped (no control characters) and cut short. A handler that raises is our
-bug: answered ``500`` and logged with its traceback.
+client's text escaped (no control characters) and cut short (``http/logsafe.py``). A handler
+that raises is our bug: answered ``500`` and logged with its traceback.
+
+A connection is closed as ``http/closing.py`` says: what the client sent and no one read is
+dropped first, so that the close does not reset the connection before the answer is read.
 
 Addresses are resolved with ``socket.getaddrinfo`` (``::1`` or ``[::1]`` listens on IPv6) and
 no name is looked up on bind (``http.server.HTTPServer`` calls ``socket.getfqdn``, which can wait
@@ -37,7 +41,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import re
 import socket
 import socketserver
 import sys
@@ -49,29 +52,26 @@ from http import HTTPStatus
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
-from vllm_ledger.errors import LedgerError
+from vllm_ledger.http.closing import answer_and_close, close_draining
+from vllm_ledger.http.logsafe import peer, safe
+from vllm_ledger.http.request_head import (
+    BAD_IN_VALUE,
+    TOKEN,
+    DeadlineReader,
+    Head,
+    Refusal,
+    body_length,
+    joined_headers,
+    read_head,
+)
 
 LISTEN_BACKLOG = 128
 MAX_CONNECTIONS = 128
 REQUEST_DEADLINE_S = 10.0
 WRITE_TIMEOUT_S = 10.0
-MAX_LINE_BYTES = 8 * 1024
-MAX_HEADERS = 100
 RETRY_AFTER_S = 1
-# After a refusal, what the client still sends is read and dropped for this long, so that
-# closing does not reset the connection before the client has read the answer.
-LINGER_S = 1.0
-LINGER_BYTES = 1024 * 1024
 
 LOGGER = logging.getLogger("vllm_ledger.http")
-
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_TARGET = re.compile(r"[\x21-\x7e]+")
-_VERSION = re.compile(r"HTTP/([0-9])\.([0-9])")
-_DIGITS = re.compile(r"[0-9]+")
-_BAD_IN_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # controls; a tab is allowed
-_UNSAFE = re.compile(r"[^\x20-\x7e]")
-_BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
 @dataclass(frozen=True)
@@ -107,45 +107,12 @@ class Route(NamedTuple):
 Routes = Mapping[tuple[str, str], Route]
 
 
-class _Refusal(LedgerError):
-    """A request answered before (or instead of) its handler, ``{"error": code}``."""
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        detail: str,
-        *,
-        extra: Mapping[str, Any] | None = None,
-        headers: Sequence[tuple[str, str]] = (),
-    ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.extra = dict(extra or {})
-        self.headers = headers
-
-
 def json_response(
     status: int, doc: Mapping[str, Any], headers: Sequence[tuple[str, str]] = ()
 ) -> Response:
     """A small JSON answer (ASCII, one line)."""
     body = (json.dumps(doc, ensure_ascii=True) + "\n").encode()
     return Response(status, [("Content-Type", "application/json"), *headers], body)
-
-
-def safe(value: object, limit: int = 200) -> str:
-    """``value`` for a log line: printable ASCII only (others as ``\\xNN``), at most ``limit``
-    characters of it."""
-    text = str(value)
-    cut = len(text) > limit
-    text = _UNSAFE.sub(lambda m: _escape(m.group()), text[:limit])
-    return text + "..." if cut else text
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _head(version: str, status: int, headers: Sequence[tuple[str, str]], length: int) -> bytes:
@@ -157,7 +124,7 @@ def _head(version: str, status: int, headers: Sequence[tuple[str, str]], length:
     for name, value in headers:
         if name.lower() in ("content-length", "connection", "transfer-encoding"):
             continue  # the server's own
-        if not _TOKEN.fullmatch(name) or _BAD_IN_VALUE.search(value):
+        if not TOKEN.fullmatch(name) or BAD_IN_VALUE.search(value):
             raise ValueError(f"a handler gave a header that cannot be sent: {name!r}")
         lines.append(f"{name}: {value}")
     lines += [f"Content-Length: {length}", "Connection: close", "", ""]
@@ -174,98 +141,6 @@ _BUSY = (
     )
     + _BUSY_BODY
 )
-
-
-class _DeadlineReader(io.RawIOBase):
-    """A socket's reading side that gives up at a fixed monotonic instant, however the bytes
-    trickle in: each read waits at most for what is left of the deadline."""
-
-    def __init__(self, sock: socket.socket, deadline_monotonic: float) -> None:
-        super().__init__()
-        self._sock = sock
-        self.deadline_monotonic = deadline_monotonic
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf: Any) -> int:
-        left = self.deadline_monotonic - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the request did not arrive in time")
-        self._sock.settimeout(left)
-        return self._sock.recv_into(buf)
-
-
-def _line(rfile: io.BufferedReader[_DeadlineReader], too_long: _Refusal) -> bytes:
-    """One CRLF- (or LF-) ended line without its end; ``EOFError`` if the client closed."""
-    line = rfile.readline(MAX_LINE_BYTES + 1)
-    if len(line) > MAX_LINE_BYTES:
-        raise too_long
-    if not line.endswith(b"\n"):
-        raise EOFError("the client closed the connection mid-request")
-    return line[:-2] if line.endswith(b"\r\n") else line[:-1]
-
-
-class _Head(NamedTuple):
-    method: str
-    target: str
-    version: str  # the version to answer with
-    fields: list[tuple[str, str]]  # (lower-case name, value), in order
-
-
-def _read_head(rfile: io.BufferedReader[_DeadlineReader]) -> _Head | None:
-    """The request line and headers; ``None`` if the client closed before sending a byte."""
-    first = rfile.peek(1)[:1]
-    if not first:
-        return None
-    line = _line(rfile, _Refusal(414, "request_line_too_long", "request line too long"))
-    if not line:  # one empty line before the request line is allowed
-        line = _line(rfile, _Refusal(414, "request_line_too_long", "request line too long"))
-    text = line.decode("latin-1")
-    parts = text.split(" ")
-    if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not _TARGET.fullmatch(parts[1]):
-        raise _Refusal(400, "bad_request_line", f"bad request line {text!r}")
-    method, target, version = parts
-    v = _VERSION.fullmatch(version)
-    if v is None:
-        raise _Refusal(400, "bad_request_line", f"bad HTTP version {version!r}")
-    if v[1] != "1":
-        raise _Refusal(505, "http_version_not_supported", f"HTTP version {version!r}")
-    answer_version = "HTTP/1.0" if v[2] == "0" else "HTTP/1.1"
-    fields: list[tuple[str, str]] = []
-    too_long = _Refusal(431, "header_too_long", "a header line is too long")
-    while True:
-        raw = _line(rfile, too_long)
-        if not raw:
-            break
-        if len(fields) >= MAX_HEADERS:
-            raise _Refusal(431, "too_many_headers", f"more than {MAX_HEADERS} header lines")
-        field = raw.decode("latin-1")
-        name, colon, value = field.partition(":")
-        if not colon or not _TOKEN.fullmatch(name):  # also a folded line or "Name : value"
-            raise _Refusal(400, "bad_header", f"bad header line {field!r}")
-        value = value.strip(" \t")
-        if _BAD_IN_VALUE.search(value):
-            raise _Refusal(400, "bad_header", f"a control character in header {name!r}")
-        fields.append((name.lower(), value))
-    return _Head(method, target, answer_version, fields)
-
-
-def _content_length(fields: Sequence[tuple[str, str]]) -> int | None:
-    """The one ``Content-Length`` of the headers, or ``None`` where there is none."""
-    if any(name == "transfer-encoding" for name, _ in fields):
-        raise _Refusal(411, "length_required", "Transfer-Encoding given; send Content-Length")
-    values = [value for name, value in fields if name == "content-length"]
-    given = [v.strip(" \t") for value in values for v in value.split(",")]
-    if not given:
-        return None
-    bad = [v for v in given if not _DIGITS.fullmatch(v)]
-    if bad:
-        raise _Refusal(400, "bad_length", f"Content-Length {bad[0]!r} is not a number")
-    lengths = {int(v) for v in given}
-    if len(lengths) > 1:
-        raise _Refusal(400, "bad_length", f"Content-Length given as {sorted(lengths)}")
-    return lengths.pop()
 
 
 class Server(socketserver.TCPServer):
@@ -332,26 +207,16 @@ class Server(socketserver.TCPServer):
     def _busy(self, sock: socket.socket, client_address: Any) -> None:
         """Answer 503 without reading the request and without waiting on the client."""
         self.log_message(
-            "%s: %d connections open; answered 503", _who(client_address), self.max_connections
+            "%s: %d connections open; answered 503", peer(client_address), self.max_connections
         )
-        try:
-            sock.setblocking(False)
-            sock.send(_BUSY)
-            sock.shutdown(socket.SHUT_WR)
-            for _ in range(4):  # what already arrived (bounded), so that closing sends no reset
-                if not sock.recv(65536):
-                    break
-        except OSError:  # BlockingIOError: nothing (more) has arrived
-            pass
-        finally:
-            sock.close()
+        answer_and_close(sock, _BUSY)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A fault of the accept loop (a thread that cannot start): one line, no traceback."""
         exc = sys.exc_info()[1]
         self.log_message(
             "%s: cannot serve: %s: %s",
-            _who(client_address),
+            peer(client_address),
             type(exc).__name__,
             exc,
             level=logging.WARNING,
@@ -364,27 +229,27 @@ class Server(socketserver.TCPServer):
         try:
             linger = self._serve(sock, client_address)
         except Exception:  # a bug of ours: said, and the connection closed
-            self.logger.exception("%s: %s: error serving", self.name, _who(client_address))
+            self.logger.exception("%s: %s: error serving", self.name, peer(client_address))
         finally:
             try:
-                self._close(sock, linger)
+                close_draining(sock, linger)
             finally:
                 self._slots.release()
 
     def _serve(self, sock: socket.socket, client_address: Any) -> bool:
         """Read one request, answer it; True when the client may still be sending."""
-        who = _who(client_address)
+        who = peer(client_address)
         deadline = time.monotonic() + self.request_deadline_s
-        rfile = io.BufferedReader(_DeadlineReader(sock, deadline))
+        rfile = io.BufferedReader(DeadlineReader(sock, deadline))
         version = "HTTP/1.0"
         try:
-            head = _read_head(rfile)
+            head = read_head(rfile)
             if head is None:
                 self.log_message("%s: closed without a request", who, level=logging.DEBUG)
                 return False
             version = head.version
             request, route = self._read_request(sock, rfile, head, client_address)
-        except _Refusal as r:
+        except Refusal as r:
             self.log_message("%s: %d %s: %s", who, r.status, r.code, str(r))
             doc = {"error": r.code, **r.extra}
             return self._send(sock, who, version, json_response(r.status, doc, r.headers), True)
@@ -424,48 +289,36 @@ class Server(socketserver.TCPServer):
     def _read_request(
         self,
         sock: socket.socket,
-        rfile: io.BufferedReader[_DeadlineReader],
-        head: _Head,
+        rfile: io.BufferedReader[DeadlineReader],
+        head: Head,
         client_address: Any,
     ) -> tuple[Request, Route]:
         url = urlsplit(head.target)
         path = url.path
         if not path.startswith("/"):
-            raise _Refusal(400, "bad_request_line", f"bad request target {head.target!r}")
+            raise Refusal(400, "bad_request_line", f"bad request target {head.target!r}")
         route = self.routes.get((head.method, path)) or self.routes.get((head.method, "*"))
         if route is None:
             if path in self._paths or "*" in self._paths:
                 allow = sorted({m for m, p in self.routes if p in (path, "*")})
-                raise _Refusal(
+                raise Refusal(
                     405,
                     "method_not_allowed",
                     f"{head.method} {path}",
                     headers=[("Allow", ", ".join(allow))],
                 )
-            raise _Refusal(404, "not_found", f"{head.method} {path}")
-        length = _content_length(head.fields)
-        limit = route.max_body_bytes
-        if length is None and head.method in _BODY_METHODS and limit > 0:
-            raise _Refusal(411, "length_required", f"{head.method} {path} without Content-Length")
-        if length is not None and length > limit:
-            raise _Refusal(
-                413,
-                "too_large",
-                f"a body of {length} bytes to {path}, over {limit}",
-                extra={"limit_bytes": limit},
-            )
-        headers: dict[str, str] = {}
-        for name, value in head.fields:
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+            raise Refusal(404, "not_found", f"{head.method} {path}")
+        length = body_length(head, path, route.max_body_bytes)
+        headers = joined_headers(head.fields)
         expect = headers.get("expect")
         if expect is not None:
             if expect.lower() != "100-continue":
-                raise _Refusal(417, "expectation_failed", f"Expect {expect!r}")
+                raise Refusal(417, "expectation_failed", f"Expect {expect!r}")
             if head.version == "HTTP/1.1" and length:
                 sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
         body = rfile.read(length) if length else b""
         if len(body) != (length or 0):
-            raise _Refusal(400, "short_body", f"{len(body)} of {length} body bytes, then closed")
+            raise Refusal(400, "short_body", f"{len(body)} of {length} body bytes, then closed")
         request = Request(
             method=head.method,
             path=path,
@@ -488,30 +341,6 @@ class Server(socketserver.TCPServer):
             self._gone(who, exc)
             return False
         return linger
-
-    def _close(self, sock: socket.socket, linger: bool) -> None:
-        """Close, first reading and dropping what the client sent that no one read (a close
-        with unread bytes resets the connection, and the client can lose the answer): what
-        has arrived, and after a refusal what still comes within ``LINGER_S``; at most
-        ``LINGER_BYTES``."""
-        until = time.monotonic() + (LINGER_S if linger else 0.0)
-        dropped = 0
-        try:
-            sock.shutdown(socket.SHUT_WR)
-            while dropped < LINGER_BYTES:
-                left = until - time.monotonic()
-                if left > 0:
-                    sock.settimeout(left)
-                else:
-                    sock.setblocking(False)
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                dropped += len(chunk)
-        except OSError:  # nothing more in time (BlockingIOError, TimeoutError), or a reset
-            pass
-        finally:
-            sock.close()
 
     def _gone(self, who: str, exc: BaseException) -> None:
         self.log_message(
@@ -550,19 +379,9 @@ class Server(socketserver.TCPServer):
             self._thread.join(5.0)
 
 
-def _who(client_address: Any) -> str:
-    try:
-        host, port = str(client_address[0]), int(client_address[1])
-    except (TypeError, ValueError, IndexError):
-        return safe(client_address)
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 __all__ = [
     "LISTEN_BACKLOG",
     "MAX_CONNECTIONS",
-    "MAX_HEADERS",
-    "MAX_LINE_BYTES",
     "REQUEST_DEADLINE_S",
     "WRITE_TIMEOUT_S",
     "Handler",
@@ -572,5 +391,4 @@ __all__ = [
     "Routes",
     "Server",
     "json_response",
-    "safe",
 ]

@@ -3,7 +3,7 @@
 Hosts are known from three sources (``Found``): the ledger series (now, stamped ahead, or
 within the lookback), ``up`` (now or within the lookback) and the store's targets API, the
 last two only for the jobs that serve ledger series (``--job``, or every job with a ledger
-series within ``plan.fleet.JOBS_HISTORY_S``). A target of such a job that is up and serves no
+series within ``plan.fleet_read.JOBS_HISTORY_S``). A target of such a job that is up and serves no
 ledger series is not a host (``LedgerTargets.admit`` returns it, for a note); one that is down
 is a missing host. docs/fleet.md says what each reason means.
 """

@@ -40,16 +40,11 @@ from typing import Any
 
 from vllm_ledger import names
 from vllm_ledger.errors import BadValues
-from vllm_ledger.plan.fleet import (
-    LOOKBACK_S,
-    STALE_AFTER_S,
-    Figures,
-    Fleet,
-    Refused,
-    read_fleet,
-    shown_value,
-)
+from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, Fleet, shown_value
+from vllm_ledger.plan.fleet_checks import Refused
 from vllm_ledger.plan.fleet_copies import Conflict, Sample, host_of, series_text, take_once
+from vllm_ledger.plan.fleet_read import read_fleet
+from vllm_ledger.plan.fleet_sums import Figures
 from vllm_ledger.plan.prom import Fetch, http_get, vector_query
 from vllm_ledger.read import values
 from vllm_ledger.read.windows import WINDOW_NAMES

@@ -6,7 +6,8 @@ import dataclasses
 import json
 
 from vllm_ledger.formats.advise import render_json, render_text
-from vllm_ledger.plan.advise import RULES, Advice, Readings, Verdict
+from vllm_ledger.plan.advise import RULES, Advice, Verdict
+from vllm_ledger.plan.advise_readings import Readings
 
 KV, COMPUTE, PREFILL, POWER = RULES
 FULL = Readings(

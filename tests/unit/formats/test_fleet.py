@@ -7,7 +7,8 @@ import json
 
 from vllm_ledger.formats.fleet import render_json, render_text
 from vllm_ledger.formats.table import display_width
-from vllm_ledger.plan.fleet import WINDOW_NAMES, Fleet, build_fleet
+from vllm_ledger.plan.fleet import Fleet, build_fleet
+from vllm_ledger.read.windows import WINDOW_NAMES
 
 AT = 1_800_000_000.0
 Sample = tuple[dict[str, str], float]

@@ -1,6 +1,7 @@
 """The one HTTP client (vllm_ledger/http/client.py) against real sockets on 127.0.0.1 (and ::1):
-one total deadline whatever the server's pace, a byte cap, no redirect to another host, a
-status line or a header block it cannot read named, http and https, GET and POST."""
+one total deadline whatever the server's pace, what it sends and where, http and https, GET and
+POST. Reading the answer (the byte cap, what it cannot read) is in test_answer.py, redirects in
+test_redirects.py."""
 
 from __future__ import annotations
 
@@ -13,14 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.rawhttp import RawServer, canned, drip, read_request, response
-from vllm_ledger.errors import (
-    AnswerTooLarge,
-    BadResponse,
-    RedirectRefused,
-    RemoteError,
-    RemoteTimeout,
-)
+from tests.rawhttp import RawServer, drip, read_request, response
+from vllm_ledger.errors import RemoteError, RemoteTimeout
 from vllm_ledger.http import client
 
 SLACK_S = 2.0  # what a busy machine may add to a deadline; a drip below runs ten times longer
@@ -77,191 +72,6 @@ def test_the_deadline_covers_every_redirect_together() -> None:
             client.get(server.url(), deadline_s=1.0, redirects=10)
         assert time.monotonic() - began < 1.0 + SLACK_S
     assert 2 <= len(server.requests) <= 4  # each hop took 0.4 s of the one second
-
-
-# ---- the byte cap --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        response("200 OK", b"x" * 2000),  # a Content-Length over the cap: refused before reading
-        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"x" * 2000,  # no length, to close
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-        + b"3e8\r\n"
-        + b"x" * 1000
-        + b"\r\n"
-        + b"3e8\r\n"
-        + b"x" * 1000
-        + b"\r\n0\r\n\r\n",
-    ],
-    ids=["content-length", "until-close", "chunked"],
-)
-def test_a_body_over_the_cap_is_refused_or_cut(answer: bytes) -> None:
-    with RawServer(canned(answer)) as server:
-        with pytest.raises(AnswerTooLarge) as exc:
-            client.get(server.url(), deadline_s=5, max_bytes=1024)
-        assert exc.value.limit == 1024
-        assert str(exc.value) == (
-            f"{server.url()} answered more than 1 KiB: check that it is the URL meant"
-        )
-        kept = client.get(server.url(), deadline_s=5, max_bytes=1024, truncate=True)
-    assert (kept.status, kept.body, kept.truncated) == (200, b"x" * 1024, True)
-
-
-def test_a_body_at_the_cap_is_whole() -> None:
-    with RawServer(canned(response("200 OK", b"y" * 1024))) as server:
-        got = client.get(server.url(), deadline_s=5, max_bytes=1024)
-    assert (got.body, got.truncated) == (b"y" * 1024, False)
-
-
-def test_a_chunked_body_is_read_whole() -> None:
-    answer = (
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-        b"5;ext=1\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\nX-Trailer: t\r\n\r\n"
-    )
-    with RawServer(canned(answer)) as server:
-        got = client.get(server.url(), deadline_s=5)
-    assert got.body == b"hello world"
-
-
-# ---- answers it cannot read ----------------------------------------------------------------
-
-LOTS_OF_HEADERS = b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(101))
-
-
-@pytest.mark.parametrize(
-    ("answer", "problem", "words"),
-    [
-        (b"SSH-2.0-OpenSSH_9.6\r\n", "status_line", "did not answer with an HTTP/1.x status line"),
-        (b"HTTP/2 200\r\n\r\n", "status_line", "did not answer with an HTTP/1.x status line"),
-        (b"HTTP/1.1 2000 OK\r\n\r\n", "status_line", "did not answer with an HTTP/1.x status line"),
-        (b"x" * 70_000, "status_line", "did not answer with an HTTP/1.x status line"),
-        (LOTS_OF_HEADERS + b"\r\n", "too_many_headers", "sent more than 100 headers"),
-        (
-            b"HTTP/1.1 200 OK\r\nX-Big: " + b"y" * 70_000 + b"\r\n\r\n",
-            "headers",
-            "sent a header block over 64 KiB",
-        ),
-        (
-            b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
-            "headers",
-            "sent a header line that is not NAME: VALUE",
-        ),
-        (
-            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
-            "framing",
-            "sent a Content-Length that is not one number",
-        ),
-        (
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-            "framing",
-            "sent a chunk size that is not a hex number",
-        ),
-        (
-            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
-            "truncated",
-            "closed the connection mid-answer",
-        ),
-        (b"", "no_answer", "closed the connection without an answer"),
-    ],
-    ids=[
-        "ssh",
-        "http2",
-        "four-digits",
-        "no-line-end",
-        "too-many-headers",
-        "header-block-too-big",
-        "no-colon",
-        "two-lengths",
-        "bad-chunk",
-        "truncated",
-        "nothing",
-    ],
-)
-def test_an_answer_it_cannot_read_is_named(answer: bytes, problem: str, words: str) -> None:
-    with RawServer(canned(answer)) as server:
-        with pytest.raises(BadResponse) as exc:
-            client.get(server.url(), deadline_s=5, hint="is it up?")
-    assert exc.value.problem == problem
-    assert str(exc.value) == f"{server.url()} {words}: is it up?"
-
-
-def test_interim_answers_are_skipped() -> None:
-    answer = b"HTTP/1.1 100 Continue\r\n\r\n" + response("200 OK", b"done")
-    with RawServer(canned(answer)) as server:
-        assert client.post(server.url(), b"x", deadline_s=5).body == b"done"
-
-
-# ---- redirects -----------------------------------------------------------------------------
-
-
-def test_a_redirect_to_another_host_is_refused_and_never_followed() -> None:
-    with RawServer(canned(response("200 OK", b"elsewhere")), host="127.0.0.2") as other:
-        to_other = response("302 Found", headers=(f"Location: {other.url('/metrics')}",))
-        with RawServer(canned(to_other)) as server:
-            with pytest.raises(RedirectRefused) as exc:
-                client.get(server.url("/metrics"), deadline_s=5, redirects=3)
-            # not followed: the 3xx itself, when the caller follows none
-            assert client.get(server.url("/metrics"), deadline_s=5).status == 302
-    assert exc.value.location == other.url("/metrics")
-    assert str(exc.value) == (
-        f"{server.url('/metrics')} redirects to another host ('{other.where}'): not followed: "
-        "give the URL that answers without leaving its host"
-    )
-    assert other.requests == []
-
-
-@pytest.mark.parametrize(
-    "location", ["http://localhost:{port}/x", "https://127.0.0.1:{port}/x", "http://127.0.0.1:1/x"]
-)
-def test_another_name_scheme_or_port_is_another_host(location: str) -> None:
-    def answer(conn: socket.socket, _request: bytes) -> None:
-        where = location.format(port=conn.getsockname()[1])
-        conn.sendall(response("301 Moved Permanently", headers=(f"Location: {where}",)))
-
-    with RawServer(answer) as server:
-        with pytest.raises(RedirectRefused, match="redirects to another host"):
-            client.get(server.url(), deadline_s=5, redirects=3)
-
-
-def test_same_host_redirects_are_followed_up_to_the_limit() -> None:
-    def answer(conn: socket.socket, request: bytes) -> None:
-        path = request.split(b" ")[1]
-        if path == b"/metrics":
-            conn.sendall(response("307 Temporary Redirect", headers=("Location: /metrics/",)))
-        elif path == b"/loop":
-            conn.sendall(response("302 Found", headers=("Location: loop",)))
-        else:
-            conn.sendall(response("200 OK", b"metrics at " + path))
-
-    with RawServer(answer) as server:
-        got = client.get(server.url("/metrics"), deadline_s=5, redirects=3)
-        assert (got.status, got.body, got.url) == (
-            200,
-            b"metrics at /metrics/",
-            server.url("/metrics/"),
-        )
-        with pytest.raises(RedirectRefused) as exc:
-            client.get(server.url("/loop"), deadline_s=5, redirects=3)
-    assert str(exc.value).startswith(f"{server.url('/loop')} redirected more than 3 times: ")
-    assert len(server.requests) == 2 + 4
-
-
-def test_a_post_is_resent_only_through_307_and_308() -> None:
-    def answer(conn: socket.socket, request: bytes) -> None:
-        path = request.split(b" ")[1]
-        if path == b"/303":
-            conn.sendall(response("303 See Other", headers=("Location: /done",)))
-        elif path == b"/308":
-            conn.sendall(response("308 Permanent Redirect", headers=("Location: /done",)))
-        else:
-            conn.sendall(response("200 OK", request.partition(b"\r\n\r\n")[2]))
-
-    with RawServer(answer) as server:
-        assert client.post(server.url("/308"), b"body", deadline_s=5, redirects=1).body == b"body"
-        with pytest.raises(RedirectRefused, match="answered a POST with HTTP 303"):
-            client.post(server.url("/303"), b"body", deadline_s=5, redirects=1)
 
 
 # ---- what it sends, and where --------------------------------------------------------------

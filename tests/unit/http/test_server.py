@@ -23,10 +23,9 @@ from typing import Any
 
 import pytest
 
+from vllm_ledger.http.request_head import MAX_HEADERS, MAX_LINE_BYTES
 from vllm_ledger.http.server import (
     LISTEN_BACKLOG,
-    MAX_HEADERS,
-    MAX_LINE_BYTES,
     Request,
     Response,
     Route,

@@ -7,21 +7,14 @@ traffic mix; each scenario edits its values to meet one rule of the capacity dec
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, run_cli
-from vllm_ledger.plan.advise import (
-    Readings,
-    advise,
-    histogram_quantile,
-    readings_from_snapshots,
-    sample_metrics,
-    throughput_flat,
-)
+from vllm_ledger.plan.advise import advise, throughput_flat
+from vllm_ledger.plan.advise_readings import Readings, readings_from_snapshots
 
 BASE = (REPO / "tests" / "data" / "vllm-0.32.0-metrics.txt").read_text()
 INTERVAL_S = 10.0
@@ -111,20 +104,6 @@ def test_each_snapshot_names_its_rule_and_only_it(name: str) -> None:
     assert a.not_judgeable == ()
 
 
-def test_readings_are_exact() -> None:
-    r = _readings(series(kv=0.95, waiting=3, ttft_seconds=5.0, gpu=40, power=440))
-    assert r.seconds == 20
-    assert r.kv_cache_usage == pytest.approx(0.95)
-    assert r.num_waiting == 3 and r.num_running == 0
-    assert r.gpu_util_percent == 40 and r.power_watts == 440 and r.power_limit_watts == 450
-    assert r.gen_tokens_per_s == pytest.approx(2500 / 20)
-    assert r.gen_tokens_per_s_halves == pytest.approx((100.0, 150.0))
-    assert throughput_flat(r) is False
-    # 20 new first tokens at 5.0 s: rank 19.8 of 20 in the (2.5, 5.0] bucket.
-    assert r.num_ttft == 20
-    assert r.ttft_p99_seconds == pytest.approx(2.5 + 2.5 * 19.8 / 20)
-
-
 def test_without_gpu_readings_three_rules_are_not_judgeable() -> None:
     a = advise(_readings(series(kv=0.95, waiting=2, gpu=None, power=None)))
     states = {v.rule.name: (v.state, v.why) for v in a.verdicts}
@@ -145,40 +124,6 @@ def test_no_first_token_in_the_sample_leaves_ttft_unjudged() -> None:
     states = {v.rule.name: v.state for v in advise(r).verdicts}
     assert states["scheduling-prefill"] == "not judgeable"
     assert states["compute-bound"] == "not judgeable"
-
-
-def test_histogram_quantile_follows_prometheus() -> None:
-    b = {0.1: 0.0, 0.5: 50.0, 1.0: 100.0, math.inf: 100.0}
-    assert histogram_quantile(0.5, b) == pytest.approx(0.5)
-    assert histogram_quantile(0.25, b) == pytest.approx(0.3)
-    assert histogram_quantile(0.75, b) == pytest.approx(0.75)
-    assert histogram_quantile(0.99, {1.0: 1.0, math.inf: 10.0}) == 1.0  # in +Inf: highest le
-    assert histogram_quantile(0.99, {1.0: 0.0, math.inf: 0.0}) is None
-
-
-def test_sample_metrics_is_paced_by_the_clock() -> None:
-    t = [100.0]
-    slept: list[float] = []
-
-    def sleep(s: float) -> None:
-        slept.append(round(s, 6))
-        t[0] += s
-
-    def fetch(url: str) -> bytes:
-        t[0] += 0.25  # each fetch takes a quarter second
-        return f"# {url}\n".encode()
-
-    snaps = sample_metrics(
-        ["http://a/metrics", "http://b/metrics"],
-        2.0,
-        1.0,
-        fetch=fetch,
-        clock=lambda: t[0],
-        sleep=sleep,
-    )
-    assert [s[0] for s in snaps] == [100.0, 101.0, 102.0]
-    assert slept == [0.5, 0.5]
-    assert snaps[0][1] == "# http://a/metrics\n\n# http://b/metrics\n"
 
 
 def _cli(tmp_path: Path, texts: list[str], *extra: str) -> tuple[int, str, str]:

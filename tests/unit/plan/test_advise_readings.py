@@ -1,7 +1,9 @@
-"""plan/advise.take_readings: one of three sources, its inputs checked, a power limit applied."""
+"""plan/advise_readings: readings from /metrics snapshots, exact; take_readings picks one of three
+sources, its inputs checked, a power limit applied."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +11,13 @@ import pytest
 
 from tests.unit.plan.test_advise import INTERVAL_S, series
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.plan.advise import readings_from_snapshots, take_readings
+from vllm_ledger.plan.advise import throughput_flat
+from vllm_ledger.plan.advise_readings import (
+    histogram_quantile,
+    readings_from_snapshots,
+    sample_metrics,
+    take_readings,
+)
 
 
 def _files(tmp_path: Path, texts: list[str]) -> list[Path]:
@@ -78,3 +86,52 @@ def test_a_prometheus_is_asked_over_the_range() -> None:
 def test_bad_inputs_are_one_line(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(BadArgument, match=message):
         take_readings(**kwargs)
+
+
+def test_readings_are_exact() -> None:
+    texts = series(kv=0.95, waiting=3, ttft_seconds=5.0, gpu=40, power=440)
+    r = readings_from_snapshots([(i * INTERVAL_S, t) for i, t in enumerate(texts)], "test")
+    assert r.seconds == 20
+    assert r.kv_cache_usage == pytest.approx(0.95)
+    assert r.num_waiting == 3 and r.num_running == 0
+    assert r.gpu_util_percent == 40 and r.power_watts == 440 and r.power_limit_watts == 450
+    assert r.gen_tokens_per_s == pytest.approx(2500 / 20)
+    assert r.gen_tokens_per_s_halves == pytest.approx((100.0, 150.0))
+    assert throughput_flat(r) is False
+    # 20 new first tokens at 5.0 s: rank 19.8 of 20 in the (2.5, 5.0] bucket.
+    assert r.num_ttft == 20
+    assert r.ttft_p99_seconds == pytest.approx(2.5 + 2.5 * 19.8 / 20)
+
+
+def test_histogram_quantile_follows_prometheus() -> None:
+    b = {0.1: 0.0, 0.5: 50.0, 1.0: 100.0, math.inf: 100.0}
+    assert histogram_quantile(0.5, b) == pytest.approx(0.5)
+    assert histogram_quantile(0.25, b) == pytest.approx(0.3)
+    assert histogram_quantile(0.75, b) == pytest.approx(0.75)
+    assert histogram_quantile(0.99, {1.0: 1.0, math.inf: 10.0}) == 1.0  # in +Inf: highest le
+    assert histogram_quantile(0.99, {1.0: 0.0, math.inf: 0.0}) is None
+
+
+def test_sample_metrics_is_paced_by_the_clock() -> None:
+    t = [100.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(round(s, 6))
+        t[0] += s
+
+    def fetch(url: str) -> bytes:
+        t[0] += 0.25  # each fetch takes a quarter second
+        return f"# {url}\n".encode()
+
+    snaps = sample_metrics(
+        ["http://a/metrics", "http://b/metrics"],
+        2.0,
+        1.0,
+        fetch=fetch,
+        clock=lambda: t[0],
+        sleep=sleep,
+    )
+    assert [s[0] for s in snaps] == [100.0, 101.0, 102.0]
+    assert slept == [0.5, 0.5]
+    assert snaps[0][1] == "# http://a/metrics\n\n# http://b/metrics\n"

@@ -1,9 +1,9 @@
 """The fleet model (plan/fleet.py) and its forms (formats/fleet.py), pure: hosts' window gauges
 as a Prometheus query answers them, summed per host, per model and for the fleet; ok / stale /
 missing / failing hosts named; hosts known from ``up`` and the targets API alone; copies of a
-series taken once or named as a conflict; values through the value gate; the queries it asks and
-how it reads an answer. The live parts are in tests/e2e/test_fleet.py; the renderer's own cases
-in tests/unit/formats/test_fleet.py."""
+series taken once or named as a conflict; values through the value gate; how a query's answer is
+read. The queries and read_fleet are in tests/unit/plan/test_fleet_read.py, the live parts in
+tests/e2e/test_fleet.py, the renderer's own cases in tests/unit/formats/test_fleet.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 
 from vllm_ledger.errors import RemoteError
 from vllm_ledger.formats.fleet import fleet_dict, render_text
-from vllm_ledger.plan.fleet import build_fleet, queries, read_fleet, take_once
+from vllm_ledger.plan.fleet import build_fleet
+from vllm_ledger.plan.fleet_copies import take_once
 from vllm_ledger.plan.prom import Target, label_values, targets, vector_query
 
 AT = 1_800_000_000.0
@@ -173,16 +174,6 @@ def test_no_host_is_incomplete_not_an_empty_success() -> None:
     assert fleet.incomplete == ("no host serves vllm_ledger metrics: check the scrape config",)
 
 
-def test_queries_select_the_window_gauges_and_a_job() -> None:
-    q = queries("vllm-ledger", 3600)
-    assert q["newest"] == 'timestamp(vllm_ledger_report_ok{job="vllm-ledger"})'
-    assert q["seen"] == 'max_over_time(vllm_ledger_report_ok{job="vllm-ledger"}[3600s])'
-    assert q["up"] == 'up{job="vllm-ledger"}'
-    assert q["windows"].startswith('{__name__=~"vllm_ledger_(report_ok|window_(input_tokens|')
-    assert q["windows"].endswith('|problems))",job="vllm-ledger"}')
-    assert queries()["up"] == "up"
-
-
 def _answer(result: list[dict[str, Any]]) -> bytes:
     data = {"resultType": "vector", "result": result}
     return json.dumps({"status": "success", "data": data}).encode()
@@ -214,35 +205,6 @@ def test_the_one_query_reads_labels_and_values_and_refuses_nonsense() -> None:
         vector_query("http://p", "up", None, lambda _u: b'{"status":"success","data":{}}')
     scalar = b'{"status":"success","data":{"resultType":"scalar","result":[1,"4.5"]}}'
     assert vector_query("http://p", "scalar(up)", None, lambda _u: scalar) == [({}, 4.5)]
-
-
-def test_read_fleet_asks_the_queries_the_jobs_and_the_targets_at_one_instant() -> None:
-    asked: list[str] = []
-
-    def fetch(url: str) -> bytes:
-        asked.append(url)
-        if "/api/v1/label/job/values" in url:
-            return b'{"status":"success","data":["vllm-ledger"]}'
-        if "/api/v1/targets" in url:
-            raise RemoteError(f"cannot read {url}: HTTP 404 Not Found", url)
-        return _answer([])
-
-    fleet = read_fleet("http://p:9090", clock=lambda: AT, fetch=fetch)
-    assert len(asked) == 8
-    assert [u.split("time=")[-1] for u in asked[:6]] == [
-        *["1800000000.000"] * 5,
-        "1800000300.000",  # the samples stamped ahead of the query's instant
-    ]
-    assert "start=1799395200.000&end=1800000000.000" in asked[6]  # the jobs of the last 7 days
-    assert asked[7] == "http://p:9090/api/v1/targets?state=active"
-    assert fleet.at_ts == AT and fleet.hosts == ()
-    assert fleet.notes == (
-        "/api/v1/targets was not read (cannot read http://p:9090/api/v1/targets?state=active: "
-        "HTTP 404 Not Found): hosts come from the series and up only",
-    )
-    asked.clear()
-    read_fleet("http://p:9090", job="vllm-ledger", clock=lambda: AT, fetch=fetch)
-    assert not any("/label/" in u for u in asked)  # --job: no jobs to find
 
 
 def test_the_targets_and_a_label_s_values_are_read_and_checked() -> None:
