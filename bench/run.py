@@ -1060,8 +1060,8 @@ def _profile_notes(d: dict[str, Any]) -> None:
             f"({_f(mw['own_cpu_us_per_call'])} us a call), timed by bench/mwclock.py "
             f"(thread_time at every change of owner, {mw['bias_us']:.2f} us per stretch taken "
             f"off as the clock's own share, measured at start on a thread of its own); the "
-            f"control (bench/probe.py's NullMiddleware, a pass-through of the same shape under "
-            f"the same clock) {_f(mw.get('null_cpu_ms_per_s'))} ms/s "
+            f"control (bench/probe/middleware.py's NullMiddleware, a pass-through of the same "
+            f"shape under the same clock) {_f(mw.get('null_cpu_ms_per_s'))} ms/s "
             f"({_f(mw.get('null_cpu_us_per_call'))} us a call): the clock's error in this "
             f"process, taken off per stretch: {_f(mw.get('net_cpu_ms_per_s'))} ms/s "
             f"({_f(mw.get('net_cpu_us_per_call'))} us a call), the figure counted in the "
@@ -1101,7 +1101,7 @@ def _profile_notes(d: dict[str, Any]) -> None:
         for s in sl["longest"]
     )
     note(
-        "profile, longest GIL hold: bench/probe.py times the recorder thread in slices, each "
+        "profile, longest GIL hold: bench/probe/ times the recorder thread in slices, each "
         "from a point where it may let the GIL go (its wake-up wait, the time.sleep(0) between "
         "take-in slices, a call into SQLite or the file system: commit_batch, "
         "write_sequence_marker, open_for_write, file_damage, quick_check, compact_connection) to "

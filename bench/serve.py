@@ -22,7 +22,7 @@ users on), as a launch file with usage on does. Each server's log is checked: no
 ``vllm-ledger`` line at all with the plugin off, one ``vllm-ledger: recording to`` and one
 ``vllm-ledger: attribution on`` per API process with it on.
 
-``profile`` serves with ``bench/probe.py``'s wrapper of the plugin (and the middleware under its
+``profile`` serves with ``bench/probe/``'s wrapper of the plugin (and the middleware under its
 clock) and samples the API process with py-spy (``--gil``: only the thread holding the GIL is
 recorded), over a window that covers the rank-0 maintenance pass a minute after start.
 """
@@ -510,17 +510,17 @@ def _py_spy() -> str | None:
 
 
 def _probe_folder(dest: Path) -> Path:
-    """A PYTHONPATH folder with the package, bench/probe.py (and the middleware clock it uses)
-    and an entry point naming it."""
+    """A PYTHONPATH folder: the package, bench/probe/, the clock it uses, an entry point to it."""
     from vllm_ledger.deploy.bundle import bundle
 
     bundle(dest)
-    shutil.copy(REPO / "bench" / "probe.py", dest / "vllm_ledger_bench_probe.py")
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(REPO / "bench" / "probe", dest / "vllm_ledger_bench_probe", ignore=skip)
     shutil.copy(REPO / "bench" / "mwclock.py", dest / "vllm_ledger_bench_mwclock.py")
     (info,) = dest.glob("vllm_ledger-*.dist-info")
     (info / "entry_points.txt").write_text(
         f"[vllm.stat_logger_plugins]\n{PLUGIN_NAME} = "
-        "vllm_ledger_bench_probe:ProbedLedgerStatLogger\n"
+        "vllm_ledger_bench_probe.logger:ProbedLedgerStatLogger\n"
     )
     return dest
 
@@ -582,7 +582,7 @@ MIDDLEWARE_FILES = (
     "vllm_ledger/write/keys.py",
     "vllm_ledger/format/overbudget.py",
 )
-CLOCK_FILES = ("vllm_ledger_bench_mwclock.py", "vllm_ledger_bench_probe.py")
+CLOCK_FILES = ("vllm_ledger_bench_mwclock.py", "vllm_ledger_bench_probe/")
 
 
 def _deepest_ours(stack: str) -> str | None:
@@ -794,7 +794,7 @@ def profile(seconds: float, rate_hz: int = 100, spy_mode: str = "blocking") -> d
         probe_out = tmp / "probe.json"
         env = {"VLLM_LEDGER_DIR": str(root), "BENCH_PROBE_OUT": str(probe_out)}
         # The control middleware beside the ledger's (added after it: the outer one).
-        control = ("--middleware", "vllm_ledger_bench_probe.NullMiddleware")
+        control = ("--middleware", "vllm_ledger_bench_probe.middleware.NullMiddleware")
         server = _server(model, tmp, "profile", plugin=plugin, env=env, extra_args=control)
         t0 = time.monotonic()
         server.start()
