@@ -34,7 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench import attribution, whose  # noqa: E402
+from bench import attribution, load, whose  # noqa: E402
 from tests.generate import generate  # noqa: E402
 
 OUT = REPO / "bench" / "out"
@@ -728,8 +728,8 @@ def _serve_notes(d: dict[str, Any], label: str) -> None:
     lo, hi = a["load_seconds_range"]
     note(
         f"serve {label}: {n} pairs, orders alternating (A B B A ...), every server fresh with the "
-        f"same settings; {serve_mod().WARMUP_REQUESTS} warm-up requests, then {d['requests']} "
-        f"requests x {serve_mod().MAX_TOKENS} tokens ({a['tokens_per_server']:,} generated "
+        f"same settings; {load.WARMUP_REQUESTS} warm-up requests, then {d['requests']} "
+        f"requests x {load.MAX_TOKENS} tokens ({a['tokens_per_server']:,} generated "
         f"tokens per server), {d['concurrency']} in flight throughout; the measured load took "
         f"{lo:.0f}-{hi:.0f} s per server, start-up {a['start_seconds_range'][0]:.0f}-"
         f"{a['start_seconds_range'][1]:.0f} s"
@@ -842,9 +842,9 @@ def _f(x: float | None) -> str:
 
 
 def bench_profile(args: argparse.Namespace) -> None:
-    from bench import serve
+    from bench import profiling
 
-    d = serve.profile(args.profile_seconds, args.profile_hz, args.profile_spy)
+    d = profiling.profile(args.profile_seconds, args.profile_hz, args.profile_spy)
     DETAILS["profile"] = d
     pr = d["probe"]
     row(
@@ -1054,8 +1054,8 @@ def _profile_notes(d: dict[str, Any]) -> None:
         charged = mw["charged_cpu_ms_per_s"]
         note(
             f"profile, attribution middleware (--middleware vllm_ledger.middleware."
-            f"LedgerMiddleware, --api-key with {len(serve_mod().KEYS)} keys, users on, each "
-            f"request with a key and one of {serve_mod().USERS} users): {mw['calls_per_s']:.1f} "
+            f"LedgerMiddleware, --api-key with {len(load.KEYS)} keys, users on, each "
+            f"request with a key and one of {load.USERS} users): {mw['calls_per_s']:.1f} "
             f"calls/s, its own code {mw['own_cpu_ms_per_s']:.2f} ms/s of CPU "
             f"({_f(mw['own_cpu_us_per_call'])} us a call), timed by bench/mwclock.py "
             f"(thread_time at every change of owner, {mw['bias_us']:.2f} us per stretch taken "

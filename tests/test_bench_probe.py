@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.probe import slices, timers
 from bench.probe.stats import HIST_BUCKETS, STATS
-from bench.serve import _probe_folder
+from bench.profiling import probe_folder
 
 PROBE = Path(__file__).resolve().parent.parent / "bench" / "probe"
 CLOCK = {"vllm_ledger_bench_mwclock", "bench"}  # the clock: the copy's name, the checkout's
@@ -38,7 +38,7 @@ def test_the_probe_imports_the_standard_library_the_ledger_vllm_and_the_clock_on
 def test_the_copied_probe_imports_by_the_names_the_server_is_given(tmp_path: Path) -> None:
     """Only the folder on the path (no checkout): the entry point's module is there, the control
     middleware imports by the name ``--middleware`` gives, with the copied clock."""
-    folder = _probe_folder(tmp_path / "probe")
+    folder = probe_folder(tmp_path / "probe")
     (info,) = folder.glob("vllm_ledger-*.dist-info")
     entry = (info / "entry_points.txt").read_text()
     assert "ledger = vllm_ledger_bench_probe.logger:ProbedLedgerStatLogger" in entry

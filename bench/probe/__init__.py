@@ -21,7 +21,7 @@ API process can be read without a sampling profiler. It measures either shape of
 
 The figures (``stats.py``) are written as JSON to ``$BENCH_PROBE_OUT`` every second (replaced
 atomically) and at exit. The package is copied beside a bundle as ``vllm_ledger_bench_probe``
-and registered by a ``dist-info`` folder that ``bench/serve.py`` writes; its modules import
+and registered by a ``dist-info`` folder that ``bench/profiling.py`` writes; its modules import
 one another relatively, so they run the same from the checkout and from that copy, standard
-library and the ledger only. It is never part of a bundle.
+library, the ledger and vLLM only. It is never part of a bundle.
 """

@@ -13,7 +13,7 @@ from typing import Any
 from vllm_ledger.write import middleware as middleware_module
 from vllm_ledger.write.tags import BOOK
 
-try:  # beside the probe's package in its folder (bench/serve.py copies it there)
+try:  # beside the probe's package in its folder (bench/profiling.py copies it there)
     import vllm_ledger_bench_mwclock as mwclock
 except ImportError:  # run from the checkout
     from bench import mwclock
