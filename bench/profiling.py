@@ -74,7 +74,7 @@ def first_pass_delay_s() -> float:
     return 60.0
 
 
-def _seed(root: Path) -> str:
+def _history(root: Path) -> str:
     """History for the maintenance pass: a day of 8 busy writers that ended 9 days ago, so
     its per-second rows have crossed the 8-day horizon: the work a daily pass meets."""
     from tests.generate import generate
@@ -166,7 +166,7 @@ def profile(seconds: float, rate_hz: int = 100, spy_mode: str = "blocking") -> d
     result: dict[str, Any] = {}
     try:
         root = tmp / "ledger"
-        result["seed"] = _seed(root)
+        result["seed"] = _history(root)
         plugin = probe_folder(tmp / "probe")
         probe_out = tmp / "probe.json"
         env = {"VLLM_LEDGER_DIR": str(root), "BENCH_PROBE_OUT": str(probe_out)}

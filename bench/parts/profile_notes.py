@@ -28,7 +28,7 @@ def profile_notes(d: dict[str, Any]) -> None:
 
 
 def _probe_note(d: dict[str, Any]) -> None:
-    """The window, the seed root, the shape and the recorder's work in it."""
+    """The window, the pre-filled root, the shape and the recorder's work in it."""
     pr = d["probe"]
     shape = pr.get("shape") or {}
     note(
