@@ -15,7 +15,7 @@ thread that is not preempted or kept waiting for the GIL, an upper bound otherwi
 own cost is charged partly to ``mw``; ``calibrate()`` measures that share per ``mw`` stretch
 with a middleware that does nothing, to be taken off (``own_s``).
 
-Used by the bench's probe inside a serving vLLM (``bench/probe.py``) and, in-process, beside a
+Used by the bench's probe inside a serving vLLM (``bench/probe/``) and, in-process, beside a
 plain A/B of the same middleware (``bench/mwcost.py``), which checks it.
 """
 

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DAY = int(datetime(2026, 11, 29, tzinfo=timezone.utc).timestamp())
 AT = DAY + 86400 + 6 * 3600
 USERS = 100_000

@@ -11,7 +11,7 @@ run: the parts ``join``, ``middleware`` and ``attrdisk`` of ``bench/run.py``.
   and what stays after compaction, against the same day without attribution
   (``bench/attrdisk.py``).
 
-Each part takes the bench's ``row`` and ``note`` (``bench/run.py``) and returns nothing; the
+Each part takes the bench's ``row`` and ``note`` (``bench/results.py``) and returns nothing; the
 figures also go to ``details`` under the part's name.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "build" / "tiny-model"
 Row = Callable[..., None]
 Note = Callable[[str], None]
