@@ -36,7 +36,6 @@ MODULE_EXCEPTIONS: dict[str, int] = {
     "vllm_ledger/http/client.py": 634,
     "vllm_ledger/http/server.py": 576,
     "vllm_ledger/notify/service.py": 552,
-    "vllm_ledger/notify/store.py": 806,
     "vllm_ledger/observe/alerts.py": 445,
     "vllm_ledger/observe/dashboard.py": 1035,
     "vllm_ledger/observe/exporter.py": 734,

@@ -53,19 +53,12 @@ from vllm_ledger.notify import chat, platforms, signing
 from vllm_ledger.notify.asks import Asker, ask_seconds, host_of, hosts_of
 from vllm_ledger.notify.config import NotifierConfig, check_exposure, notifier_config
 from vllm_ledger.notify.digest import STEP_S, DigestJob
+from vllm_ledger.notify.outbox import MAX_PENDING, Delivery, OutboxFull
 from vllm_ledger.notify.platforms.base import Challenge, NotACommand
 from vllm_ledger.notify.server import MAX_ALERT_BYTES, MAX_COMMAND_BYTES, Endpoint, Route
-from vllm_ledger.notify.store import (
-    BOUNDARIES,
-    MAX_PENDING,
-    BudgetLevel,
-    Command,
-    Delivery,
-    OutboxFull,
-    StoreUnavailable,
-    open_store,
-    state_path,
-)
+from vllm_ledger.notify.state_file import StoreUnavailable, state_path
+from vllm_ledger.notify.state_read import BudgetLevel
+from vllm_ledger.notify.store import BOUNDARIES, Command, open_store
 from vllm_ledger.notify.watch import Damper, HealthWatch, Loop, make_observer
 
 HEALTH_PROBE_TIMEOUT_S = 3.0

@@ -29,10 +29,10 @@ from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.http import server as http
 from vllm_ledger.notify import chat
 from vllm_ledger.notify.alerts import parse_alerts
+from vllm_ledger.notify.outbox import Delivery
 from vllm_ledger.notify.platforms import slack
 from vllm_ledger.notify.service import Notifier, RateLimit, load_config
 from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from vllm_ledger.notify.store import Delivery
 
 SECRET = b"unit-command-secret"
 SLACK_SECRET = b"unit-slack-signing-secret"
