@@ -21,6 +21,8 @@
                   registry and the one ``send``
     server.py     the HTTP endpoint's routes (commands, each platform's inbound route,
                   resend, Alertmanager) on the one bounded server, ``vllm_ledger.http.server``
+    routes.py     the endpoint's handlers: commands within their rate, resend, Alertmanager
+    sender.py     the sender's step: each delivery posted once, settled by its outcome
     service.py    the threads put together: ``Notifier``
     resend.py     ``notifier resend ID``'s request: one request id per delivery, so a retry
                   is answered with the copy already queued
