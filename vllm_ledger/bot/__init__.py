@@ -5,6 +5,8 @@
     transport.py  the status without SSH: run here (local) or an exporter's /status (http)
     health.py     a simple HTTP ``/health`` probe per node port
     message.py    the reply to "status" (Chinese by default, English on request)
+    message_words.py  its words per language, as data
+    humanize.py   numbers and labels as the replies write them (``1.2M``, ``+08:00``, ``.12``)
     host.py       what the status command adds on the host: its budgets, an ask's answer
     usage_text.py the reply to "usage" and the daily digest
     budget_text.py the message when a budget reaches its soft or hard level

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from vllm_ledger.bot.health import Health, probe_all
-from vllm_ledger.bot.message import LANGS, InstanceView, render_message, shown_health
+from vllm_ledger.bot.message import InstanceView, render_message, shown_health
+from vllm_ledger.bot.message_words import LANGS
 from vllm_ledger.bot.poll import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_DEADLINE_S,
