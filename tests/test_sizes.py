@@ -20,7 +20,6 @@ MODULE_EXCEPTIONS: dict[str, int] = {
     "bench/probe.py": 597,
     "bench/run.py": 1517,
     "bench/serve.py": 947,
-    "vllm_ledger/bot/poll.py": 460,
     "vllm_ledger/commands/_common.py": 746,
     "vllm_ledger/commands/observability.py": 552,
     "vllm_ledger/commands/render.py": 408,

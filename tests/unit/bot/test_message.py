@@ -10,9 +10,10 @@ import pytest
 
 from tests.ledgers import ev, write_ledger
 from tests.unit.formats.test_status import GOOD, GOOD_ROWS
+from vllm_ledger.bot.capped import CappedRun
 from vllm_ledger.bot.health import Health, probe
 from vllm_ledger.bot.message import InstanceView, render_message
-from vllm_ledger.bot.poll import CacheEntry, CappedRun, Poller, PollResult, classify
+from vllm_ledger.bot.poll import CacheEntry, Poller, PollResult, classify
 from vllm_ledger.bot.validate import Target
 from vllm_ledger.formats.status import render as status_render
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -309,10 +310,10 @@ def test_background_polling_never_waits_for_a_hung_host() -> None:
 
 
 def test_a_missing_ssh_is_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vllm_ledger.bot import poll
+    from vllm_ledger.bot import poll, ssh_command
     from vllm_ledger.errors import RemoteError
 
-    monkeypatch.setattr(poll, "SSH", "/nonexistent/ssh")
+    monkeypatch.setattr(ssh_command, "SSH", "/nonexistent/ssh")
     with pytest.raises(RemoteError, match="is not installed here: install openssh-client"):
         poll.Fetcher()(Target(19001, "h", "/c", "/d"))
 
