@@ -331,7 +331,8 @@ def test_check_json_sound_and_nothing_there(one_run: Path, tmp_path: Path) -> No
 
 
 def test_notifier_status_json(tmp_path: Path) -> None:
-    from vllm_ledger.notify.store import Store, state_path
+    from vllm_ledger.notify.state_file import state_path
+    from vllm_ledger.notify.store import Store
 
     config = tmp_path / "private.json"
     config.write_text("{}")

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from vllm_ledger.bot.capped import run_capped
 from vllm_ledger.bot.health import Health, probe
-from vllm_ledger.bot.poll import MAX_PARALLEL_SSH, Fetcher, Poller, run_capped
+from vllm_ledger.bot.poll import MAX_PARALLEL_SSH, Fetcher, Poller
 from vllm_ledger.bot.validate import Target
 from vllm_ledger.errors import RemoteError
 from vllm_ledger.plan.prom import http_get

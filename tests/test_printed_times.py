@@ -19,7 +19,8 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.notify.store import Store, state_path
+from vllm_ledger.notify.state_file import state_path
+from vllm_ledger.notify.store import Store
 from vllm_ledger.read.zone import ZONE_FILE
 
 T0 = 1_700_000_000  # 2023-11-14T22:13:20Z

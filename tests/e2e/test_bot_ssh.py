@@ -24,7 +24,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.e2e.sshd import ClientHost, Sshd, free_port, keygen, kill_pid, write_instance_ledger
-from vllm_ledger.bot.poll import CappedRun, run_capped
+from vllm_ledger.bot.capped import CappedRun, run_capped
 from vllm_ledger.read.windows import WINDOW_NAMES
 
 DEADLINE_S = 8.0

@@ -36,7 +36,7 @@ from tests.e2e.notifier_fakes import (
 )
 from tests.e2e.sshd import ClientHost, Sshd, free_port, keygen
 from tests.usage_hosts import Call, midday_zone, write_host_root, yesterday_noon_ts
-from vllm_ledger.bot.poll import status_command
+from vllm_ledger.bot.ssh_command import status_command
 
 pytestmark = pytest.mark.e2e
 

@@ -28,7 +28,8 @@ from tests.e2e.notifier_fakes import (
     wait_for,
 )
 from vllm_ledger.notify.service import EXIT_AT_ENV
-from vllm_ledger.notify.store import BOUNDARIES, Store, state_path
+from vllm_ledger.notify.state_file import state_path
+from vllm_ledger.notify.store import BOUNDARIES, Store
 
 
 @pytest.fixture

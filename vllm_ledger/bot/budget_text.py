@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from vllm_ledger.bot.message import human_count, utc_offset
+from vllm_ledger.bot.humanize import human_count, utc_offset
 from vllm_ledger.formats.status_budgets import StatusBudget
 
 _WORDS: dict[str, dict[str, str]] = {

@@ -23,22 +23,27 @@ name only if it is at most 64 of ``[A-Za-z0-9._@+-:]`` (``formats/status_keys.py
 
 from __future__ import annotations
 
-import ipaddress
 import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from vllm_ledger.bot.health import Health
+from vllm_ledger.bot.humanize import (
+    human_count,
+    human_rate,
+    human_speed,
+    ip_last_part,
+    signed_count,
+    utc_offset,
+)
+from vllm_ledger.bot.message_words import LANGS, WORDS
 from vllm_ledger.bot.poll import CacheEntry, PollResult, reported_health
 from vllm_ledger.formats.status import StatusDoc, StatusInstance, StatusWindow
 from vllm_ledger.formats.status_keys import StatusKeys
-from vllm_ledger.formats.table import aligned, display_width
+from vllm_ledger.formats.table import aligned
 from vllm_ledger.names import POLL_STALE_AFTER_S
 from vllm_ledger.units import format_duration
-
-LANGS = ("zh", "en")
 
 
 @dataclass(frozen=True)
@@ -47,198 +52,6 @@ class InstanceView:
     host: str | None
     health: Health | None
     entry: CacheEntry | None
-
-
-_ZH: dict[str, Any] = {
-    "title": "小鲁班 · 状态",
-    "deploy": "部署 {n} 个",
-    "healthy": "健康",
-    "unhealthy": "异常",
-    "down": "无响应",
-    "unknown": "未检查",
-    "refused": "配置被拒 {n}",
-    "refused.line": "配置被拒绝:{where};未查询",
-    "vllm.healthy": "vLLM 健康",
-    "vllm.unhealthy": "vLLM 异常(HTTP {code})",
-    "vllm.unhealthy_nocode": "vLLM 异常",
-    "vllm.down": "vLLM 无响应",
-    "vllm.unknown": "vLLM 未检查",
-    "ledger.ok": "统计 正常",
-    "ledger.degraded": "统计 有问题",
-    "ledger.idle": "统计 无运行中的记录器",
-    "ledger.unreachable": "统计 查询失败:SSH 不可达",
-    "ledger.timeout": "统计 查询超时",
-    "ledger.unparseable": "统计 结果无法解析",
-    "ledger.remote_failed": "统计 远端命令失败",
-    "ledger.pending": "统计 尚未查询",
-    "not_vllm": "(统计故障,不是 vLLM 故障)",
-    "age": "{age}前",
-    "stale": "数据已过期,{age}前",
-    "never": "无可用数据",
-    "asof": "截至部署机时间 {t}",
-    "clock": "提示:部署机时钟比本机{dir}约 {s} 秒;窗口按部署机时间,未修改任何时钟",
-    "fast": "快",
-    "slow": "慢",
-    "unknown_figures": "五个窗口:未知(不是 0)",
-    "whole.old": "以下为整个数据目录的合计:部署机的版本未按端口细分",
-    "whole.absent": "以下为整个数据目录的合计:其中没有端口 {port} 的实例",
-    "whole.truncated": "(实例过多,只列出 {n} 个)",
-    "cols": ("窗口", "输入", "输出", "缓存", "命中率", "均速/s", "生成/s", "覆盖"),
-    "windows": {"today": "今天", "24h": "24小时", "3d": "3天", "7d": "7天", "total": "累计"},
-    "writers": "记录器",
-    "w.alive": "运行",
-    "w.closed": "已关闭",
-    "w.stale": "心跳过期",
-    "w.crashed": "异常退出",
-    "w.missing": "缺失",
-    "files_bad": "坏文件 {n}",
-    "problems": "问题(累计)",
-    "gap": "缺{d}",
-    "keys": "今日密钥用量(输入/输出)",
-    "keys.whole": "(整个数据目录)",
-    "keys.none": "(无密钥)",
-    "keys.more": "另 {n} 个",
-    "keys.na": "未归属 {io}",
-    "keys.cut": "(中断请求 {n})",
-    "keys.semi": ";",
-    "legend": "覆盖:✓ 完整;缺N 未覆盖时长;! 有问题",
-    "footer": "注:统计故障不等同于 vLLM 故障。",
-    "units": ("秒", "分", "时", "天"),
-    "sep": ",",
-    "list": "、",
-    "colon": ":",
-    "p": {
-        "writer_missing": "记录器缺失",
-        "heartbeat_stale": "心跳过期",
-        "unclean_exit": "异常退出",
-        "queue_overflow": "队列满丢弃",
-        "rejected_input": "输入被拒",
-        "write_failed": "写入失败",
-        "ledger_unreadable": "账本不可读",
-        "ledger_busy": "账本忙",
-        "imprecise_edge": "边界不精确",
-        "no_ledger": "没有账本",
-    },
-}
-
-_EN: dict[str, Any] = {
-    "title": "Status",
-    "deploy": "deployments {n}",
-    "healthy": "healthy",
-    "unhealthy": "unhealthy",
-    "down": "down",
-    "unknown": "unchecked",
-    "refused": "refused {n}",
-    "refused.line": "refused by the config: {where}; not queried",
-    "vllm.healthy": "vLLM healthy",
-    "vllm.unhealthy": "vLLM unhealthy (HTTP {code})",
-    "vllm.unhealthy_nocode": "vLLM unhealthy",
-    "vllm.down": "vLLM not responding",
-    "vllm.unknown": "vLLM not checked",
-    "ledger.ok": "ledger ok",
-    "ledger.degraded": "ledger has problems",
-    "ledger.idle": "ledger: no live writer",
-    "ledger.unreachable": "ledger query failed: SSH unreachable",
-    "ledger.timeout": "ledger query timed out",
-    "ledger.unparseable": "ledger answer unparseable",
-    "ledger.remote_failed": "ledger command failed on host",
-    "ledger.pending": "ledger not queried yet",
-    "not_vllm": " (a ledger fault, not a vLLM fault)",
-    "age": "{age} ago",
-    "stale": "STALE, {age} ago",
-    "never": "no figures",
-    "asof": "as of host time {t}",
-    "clock": "hint: host clock is about {s} s {dir} this machine; windows use host time; "
-    "no clock was changed",
-    "fast": "ahead of",
-    "slow": "behind",
-    "unknown_figures": "five windows: unknown (not 0)",
-    "whole.old": "figures for the whole data dir: the host's version does not break them down "
-    "by port",
-    "whole.absent": "figures for the whole data dir: it holds no instance on port {port}",
-    "whole.truncated": " (too many instances: {n} listed)",
-    "cols": ("window", "input", "output", "cached", "hit", "avg/s", "gen/s", "cover"),
-    "windows": {"today": "today", "24h": "24h", "3d": "3d", "7d": "7d", "total": "total"},
-    "writers": "writers",
-    "w.alive": "alive",
-    "w.closed": "closed",
-    "w.stale": "stale",
-    "w.crashed": "crashed",
-    "w.missing": "missing",
-    "files_bad": "bad files {n}",
-    "problems": "problems (total)",
-    "gap": "gap {d}",
-    "keys": "keys today (input/output)",
-    "keys.whole": " (whole data dir)",
-    "keys.none": "(no key)",
-    "keys.more": "{n} more",
-    "keys.na": "not attributed {io}",
-    "keys.cut": " (requests cut: {n})",
-    "keys.semi": "; ",
-    "legend": "cover: ✓ complete; gap N: uncovered time; !: problems",
-    "footer": "note: a ledger fault is not a vLLM fault.",
-    "units": ("s", "m", "h", "d"),
-    "sep": ", ",
-    "list": ", ",
-    "colon": ": ",
-    "p": {
-        "writer_missing": "writer missing",
-        "heartbeat_stale": "heartbeat stale",
-        "unclean_exit": "unclean exit",
-        "queue_overflow": "queue overflow",
-        "rejected_input": "rejected input",
-        "write_failed": "write failed",
-        "ledger_unreadable": "ledger unreadable",
-        "ledger_busy": "ledger busy",
-        "imprecise_edge": "imprecise edge",
-        "no_ledger": "no ledger",
-    },
-}
-
-_WORDS = {"zh": _ZH, "en": _EN}
-
-
-# ---- numbers ---------------------------------------------------------------------------
-
-
-def human_count(n: int) -> str:
-    """1234 -> 1.2K, 123456 -> 123K, 1234567 -> 1.2M."""
-    if n < 1000:
-        return str(n)
-    for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
-        if n >= size * 0.9995 or unit == "K":
-            x = n / size
-            if x >= 999.5 and unit != "T":
-                continue
-            return f"{x:.1f}{unit}" if x < 99.95 else f"{x:.0f}{unit}"
-    return str(n)  # pragma: no cover
-
-
-def human_rate(x: float | None) -> str:
-    return "-" if x is None else f"{x * 100:.1f}%"
-
-
-def human_speed(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if 0 < x < 0.005:
-        return "<0.01"  # not 0: something was produced
-    if x < 99.95:
-        return f"{x:.1f}" if x >= 0.05 or x == 0 else f"{x:.2f}"
-    return human_count(round(x))
-
-
-def ip_last_part(host: str | None) -> str | None:
-    """``10.0.0.12`` -> ``.12``; an IPv6 address -> its last group; a host name -> None."""
-    if host is None:
-        return None
-    try:
-        addr = ipaddress.ip_address(host)
-    except ValueError:
-        return None
-    if addr.version == 4:
-        return "." + str(addr).rsplit(".", 1)[1]
-    return ":" + addr.exploded.rsplit(":", 1)[1].lstrip("0")
 
 
 # ---- layout ----------------------------------------------------------------------------
@@ -290,13 +103,6 @@ def _host_time(doc: StatusDoc) -> str:
     return f"{time.strftime('%m-%d %H:%M:%S', t)} {utc_offset(doc.tz_offset_seconds)}"
 
 
-def utc_offset(offset_s: int) -> str:
-    """``+08:00``, ``-03:30``: a host's offset as every other printed time writes it
-    (``units.format_instant``), in the chat's times too."""
-    h, rem = divmod(abs(offset_s), 3600)
-    return f"{'+' if offset_s >= 0 else '-'}{h:02d}:{rem // 60:02d}"
-
-
 Figures = StatusDoc | StatusInstance
 
 
@@ -345,10 +151,6 @@ def _figures(doc: StatusDoc, part: Figures, w: dict) -> list[str]:
     return lines
 
 
-def _signed(n: int) -> str:
-    return ("-" if n < 0 else "") + human_count(abs(n))
-
-
 def keys_line(keys: StatusKeys | None, whole: bool, w: dict) -> str | None:
     """Today's top keys and what is not attributed, on one line; None without keys today.
     ``whole``: the block shows one port's figures, while the keys are the whole data dir's."""
@@ -361,7 +163,7 @@ def keys_line(keys: StatusKeys | None, whole: bool, w: dict) -> str | None:
     parts = [str(w["list"]).join(named)]
     if keys.truncated:
         parts.append(str(w["keys.more"]).format(n=keys.truncated))
-    io = f"{_signed(keys.not_attributed_input)}/{_signed(keys.not_attributed_output)}"
+    io = f"{signed_count(keys.not_attributed_input)}/{signed_count(keys.not_attributed_output)}"
     na = str(w["keys.na"]).format(io=io)
     if keys.requests_aborted:
         na += str(w["keys.cut"]).format(n=keys.requests_aborted)
@@ -443,7 +245,7 @@ def render_message(
     """The whole reply, as plain text with aligned columns. ``refused`` names the config
     entries that were refused, as (key, field): they count as deployments and get a line
     each (nothing was run for them)."""
-    w = _WORDS.get(lang)
+    w = WORDS.get(lang)
     if w is None:
         raise ValueError(f"unknown language {lang!r}: use one of {', '.join(LANGS)}")
     # Where the bot probed nothing itself, the deployment host's own probe (status) counts.
@@ -495,17 +297,10 @@ def render_host(doc: StatusDoc, *, lang: str = "zh") -> str:
 
 
 __all__ = [
-    "LANGS",
     "InstanceView",
-    "display_width",
     "figures_for",
-    "human_count",
-    "human_rate",
-    "human_speed",
-    "ip_last_part",
     "keys_line",
     "render_host",
     "render_message",
     "shown_health",
-    "utc_offset",
 ]

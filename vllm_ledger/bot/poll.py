@@ -28,16 +28,14 @@ keeps a cache stamped with the *local* receive time (monotonic, for staleness) a
 estimated clock offset of the remote host. Each ssh has its own total deadline (output that
 trickles in does not extend it), so a round of N targets ends within
 ``ceil(N / MAX_PARALLEL_SSH) * deadline_s`` whatever the remotes do.
+
+The command and its ssh argv are built in ``bot/ssh_command.py``; the capped run is
+``bot/capped.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import selectors
-import shlex
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -45,162 +43,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from vllm_ledger.bot import transport as transports
+from vllm_ledger.bot.capped import MAX_OUTPUT_BYTES, CappedRun, run_capped
 from vllm_ledger.bot.health import Health, from_status
+from vllm_ledger.bot.ssh_command import DEFAULT_CONNECT_TIMEOUT_S, ssh_argv
 from vllm_ledger.bot.validate import Target
 from vllm_ledger.errors import RemoteError, StatusParseError
 from vllm_ledger.formats import status as status_format
 from vllm_ledger.names import EXIT_NOTHING_MATCHED, POLL_STALE_AFTER_S
 
-MAX_OUTPUT_BYTES = 64 * 1024
 DEFAULT_DEADLINE_S = 20.0
-DEFAULT_CONNECT_TIMEOUT_S = 5
 DEFAULT_INTERVAL_S = 30.0
 CLOCK_HINT_S = 5.0
-SSH = "ssh"
 MAX_PARALLEL_SSH = 8  # ssh processes alive at once, per Poller
 
 STATES: tuple[str, ...] = ("ok", "unreachable", "timeout", "unparseable", "remote_failed")
-
-
-def status_command(
-    code_dir: str,
-    data_dir: str,
-    python: str = "python3",
-    budgets: str | None = None,
-    ask: str | None = None,
-) -> str:
-    """The one command run on the deployment host (and pinned by ``ssh-key-line``).
-
-    Works when ``code_dir`` holds the ``vllm_ledger`` package (a checkout) or is a bundle
-    folder written by ``vllm-ledger bundle``: both put ``vllm_ledger/`` at its top. The
-    arguments must be validated (``bot.validate``); quoting is then a no-op, kept as a belt.
-    ``budgets``: the host's budgets file (``--budgets``). ``ask``: a word of
-    ``formats.status_asked.ASKS``, sent as the command's last two words (``--ask WORD``):
-    a forced command does not run them, and the status command reads them from
-    ``SSH_ORIGINAL_COMMAND`` there.
-    """
-    code = shlex.quote(code_dir)
-    return (
-        f"cd {code} && PYTHONPATH={code} exec {shlex.quote(python)} "
-        f"-m vllm_ledger status --root {shlex.quote(data_dir)}"
-        + (f" --budgets {shlex.quote(budgets)}" if budgets is not None else "")
-        + (f" --ask {shlex.quote(ask)}" if ask is not None else "")
-    )
-
-
-def remote_command(target: Target, ask: str | None = None) -> str:
-    return status_command(target.code_dir, target.data_dir, target.python, target.budgets, ask)
-
-
-def ssh_argv(
-    target: Target,
-    *,
-    ssh_options: Sequence[str] = (),
-    connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
-    ssh: str | None = None,
-    ask: str | None = None,
-) -> list[str]:
-    """The ssh argv. Our options come first: for ssh the first value given wins."""
-    return [
-        ssh or SSH,
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        f"ConnectTimeout={int(connect_timeout_s)}",
-        "-o",
-        "ServerAliveInterval=5",
-        "-o",
-        "ServerAliveCountMax=2",
-        "-o",
-        "RequestTTY=no",
-        "-o",
-        "ForwardAgent=no",
-        "-o",
-        "ForwardX11=no",
-        "-o",
-        "ClearAllForwardings=yes",
-        "-o",
-        "PermitLocalCommand=no",
-        *ssh_options,
-        "--",
-        target.target,
-        remote_command(target, ask),
-    ]
-
-
-@dataclass(frozen=True)
-class CappedRun:
-    """What a capped child run gave: ``ended`` is exit | timeout | overflow."""
-
-    ended: str
-    exit_code: int | None
-    stdout: bytes
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def run_capped(
-    argv: Sequence[str],
-    *,
-    deadline_s: float,
-    max_bytes: int = MAX_OUTPUT_BYTES,
-    monotonic: Callable[[], float] = time.monotonic,
-    env: dict[str, str] | None = None,
-    cwd: str | None = None,
-) -> CappedRun:
-    """Run ``argv`` (no shell) in a new process group; kill the group at the deadline or cap.
-
-    The deadline is for the whole run, not for each read: output that trickles in (a byte
-    every second) does not extend it."""
-    deadline = monotonic() + deadline_s
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        env=env,
-        cwd=cwd,
-    )
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    chunks: list[bytes] = []
-    size = 0
-    ended = "exit"
-    try:
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while True:
-                left = deadline - monotonic()
-                if left <= 0:
-                    ended = "timeout"
-                    break
-                if not sel.select(timeout=left):
-                    continue
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > max_bytes:
-                    ended = "overflow"
-                    break
-        if ended == "exit":
-            try:
-                proc.wait(timeout=max(0.0, deadline - monotonic()))
-            except subprocess.TimeoutExpired:
-                ended = "timeout"
-    finally:
-        # The whole group: ssh and anything it started (a ProxyCommand, a control master).
-        _kill_group(proc)
-        proc.stdout.close()
-        proc.wait()
-    code = proc.returncode if ended == "exit" else None
-    return CappedRun(ended, code, b"".join(chunks)[: max_bytes + 1])
 
 
 @dataclass(frozen=True)
@@ -443,18 +299,12 @@ class Poller:
 
 __all__ = [
     "CLOCK_HINT_S",
-    "MAX_OUTPUT_BYTES",
     "MAX_PARALLEL_SSH",
     "STATES",
     "CacheEntry",
-    "CappedRun",
     "Fetcher",
     "PollResult",
     "Poller",
     "classify",
-    "remote_command",
     "reported_health",
-    "run_capped",
-    "ssh_argv",
-    "status_command",
 ]

@@ -6,7 +6,7 @@
 
 as an argv list (no shell), with ``PYTHONPATH=CODE_DIR`` and ``CODE_DIR`` as its working
 folder where the entry names one (else the notifier's own package and interpreter), through
-``bot.poll.run_capped``: the same deadline, output cap and process-group kill as ssh, and the
+``bot.capped.run_capped``: the same deadline, output cap and process-group kill as ssh, and the
 same ``classify`` of its exit and document.
 
 ``http``: a GET of the exporter's ``/status`` (``exporter --status-token-file``) through the one

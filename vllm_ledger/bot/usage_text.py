@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_ledger.bot.budget_text import host_instant, utc_offset
-from vllm_ledger.bot.message import human_count, human_rate
+from vllm_ledger.bot.humanize import human_count, human_rate
 from vllm_ledger.formats.status import StatusAsked, StatusDoc, StatusWindow
 from vllm_ledger.formats.status_asked import Ask
 from vllm_ledger.formats.status_keys import StatusKeys

@@ -200,8 +200,9 @@ def _live(address: tuple[str, int]) -> dict[str, dict[str, object]] | None:
 
 def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool, tz: tzinfo) -> int:
     from vllm_ledger.formats.notifier_status import NotifierStatus, render_text, status_dict
-    from vllm_ledger.notify.store import (
-        MAX_PENDING,
+    from vllm_ledger.notify.outbox import MAX_PENDING
+    from vllm_ledger.notify.state_file import state_path
+    from vllm_ledger.notify.state_read import (
         open_read_only,
         read_budget_levels,
         read_digests,
@@ -209,7 +210,6 @@ def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool, tz: 
         read_health,
         read_recent,
         read_summary,
-        state_path,
     )
 
     path = state_path(config)

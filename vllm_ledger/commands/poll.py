@@ -11,15 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from vllm_ledger.bot.health import Health, probe_all
-from vllm_ledger.bot.message import LANGS, InstanceView, render_message, shown_health
-from vllm_ledger.bot.poll import (
-    DEFAULT_CONNECT_TIMEOUT_S,
-    DEFAULT_DEADLINE_S,
-    DEFAULT_INTERVAL_S,
-    CacheEntry,
-    Fetcher,
-    Poller,
-)
+from vllm_ledger.bot.message import InstanceView, render_message, shown_health
+from vllm_ledger.bot.message_words import LANGS
+from vllm_ledger.bot.poll import DEFAULT_DEADLINE_S, DEFAULT_INTERVAL_S, CacheEntry, Fetcher, Poller
+from vllm_ledger.bot.ssh_command import DEFAULT_CONNECT_TIMEOUT_S
 from vllm_ledger.bot.transport import token_problems
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, load_usage
 from vllm_ledger.commands._common import (

@@ -6,7 +6,7 @@ import argparse
 import re
 import sys
 
-from vllm_ledger.bot.poll import status_command
+from vllm_ledger.bot.ssh_command import status_command
 from vllm_ledger.bot.validate import check_path, check_python
 from vllm_ledger.commands._common import input_file
 from vllm_ledger.errors import BadArgument, FieldError

@@ -10,7 +10,8 @@ from typing import Any
 
 from vllm_ledger.bot.health import probe_local
 from vllm_ledger.bot.host import asked, budgets_block
-from vllm_ledger.bot.message import LANGS, render_host
+from vllm_ledger.bot.message import render_host
+from vllm_ledger.bot.message_words import LANGS
 from vllm_ledger.bot.usage_text import HostAnswer, Pricing, digest_text, usage_text
 from vllm_ledger.commands._common import (
     add_filters,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from vllm_ledger.bot.message import ip_last_part
+from vllm_ledger.bot.humanize import ip_last_part
 from vllm_ledger.bot.poll import MAX_PARALLEL_SSH, Fetcher, PollResult
 from vllm_ledger.bot.usage_text import HostAnswer
 from vllm_ledger.bot.validate import Target

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from vllm_ledger.bot.budget_text import budget_text, who_text
 from vllm_ledger.formats.status import StatusDoc
-from vllm_ledger.notify.store import BudgetLevel, Once
+from vllm_ledger.notify.dedupe import Once
+from vllm_ledger.notify.state_read import BudgetLevel
 
 KEEP_AFTER_END_S = 2 * 86_400
 

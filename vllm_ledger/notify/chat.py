@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vllm_ledger.bot.health import Health
-from vllm_ledger.bot.message import ip_last_part
+from vllm_ledger.bot.humanize import ip_last_part
 from vllm_ledger.errors import LedgerError
 from vllm_ledger.formats.status_asked import usage_ask
-from vllm_ledger.notify.store import Delivery
+from vllm_ledger.notify.outbox import Delivery
 from vllm_ledger.read.zone import machine_zone
 from vllm_ledger.units import format_instant
 

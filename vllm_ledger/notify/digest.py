@@ -33,7 +33,8 @@ from zoneinfo import ZoneInfo
 from vllm_ledger.bot.usage_text import HostAnswer, Pricing, digest_text
 from vllm_ledger.errors import ConfigError, LedgerError
 from vllm_ledger.formats.status_asked import ASKS, Ask
-from vllm_ledger.notify.store import Once, Store
+from vllm_ledger.notify.dedupe import Once
+from vllm_ledger.notify.store import Store
 from vllm_ledger.read.zone import is_zone_name, machine_zone
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

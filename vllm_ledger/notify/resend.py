@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 from vllm_ledger.errors import BadArgument, LedgerError, RemoteError
 from vllm_ledger.http import client
+from vllm_ledger.notify.outbox import Resent
 from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from vllm_ledger.notify.store import Resent
 
 DEADLINE_S = 10.0
 MAX_ANSWER_BYTES = 64 * 1024

@@ -11,13 +11,15 @@ Threads, each with one job, none waiting on another's I/O:
   ``Damper``; a confirmed transition is stored and queued in one transaction (and taken as
   announced only once stored);
 - the HTTP endpoint verifies and stores commands (ours, and each inbound platform's from the
-  registry, one path; the reply is not built there) and queues Alertmanager's alerts;
+  registry, one path; the reply is not built there) and queues Alertmanager's alerts
+  (``notify/routes.py``);
 - the command worker answers stored commands past the cursor, in order, from the caches (a
   ``usage`` command asks the hosts, bounded: ``notify/asks.py``); a resend's copy, the answer
   and the cursor are one transaction;
 - the sender takes the oldest pending delivery, marks it ``sending``, posts it once, and
   records ``sent``, ``failed`` (no request reached the webhook, or it said no) or ``unknown``
-  (the request was sent and no answer came: it may have arrived). Nothing is ever retried.
+  (the request was sent and no answer came: it may have arrived). Nothing is ever retried
+  (``notify/sender.py``).
 
 Each loop is a ``watch.Loop``: an error of its store, its platform or our code is counted,
 logged once a minute and retried after a bounded backoff; ``healthz`` reports every loop and
@@ -27,11 +29,9 @@ read-only or full answers 503 with ``Retry-After``: nothing it answered 2xx is l
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -44,39 +44,25 @@ from vllm_ledger.bot.message import InstanceView, render_message
 from vllm_ledger.bot.poll import Fetcher, Poller, PollResult
 from vllm_ledger.bot.usage_text import usage_text
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, validate_usage
-from vllm_ledger.errors import BadArgument, ConfigError, LedgerError
+from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.formats.status_asked import ASKS
-from vllm_ledger.http import client
-from vllm_ledger.notify import alerts as alerts_mod
 from vllm_ledger.notify import budgets as budgets_mod
-from vllm_ledger.notify import chat, platforms, signing
+from vllm_ledger.notify import chat
 from vllm_ledger.notify.asks import Asker, ask_seconds, host_of, hosts_of
 from vllm_ledger.notify.config import NotifierConfig, check_exposure, notifier_config
 from vllm_ledger.notify.digest import STEP_S, DigestJob
-from vllm_ledger.notify.platforms.base import Challenge, NotACommand
-from vllm_ledger.notify.server import MAX_ALERT_BYTES, MAX_COMMAND_BYTES, Endpoint, Route
-from vllm_ledger.notify.store import (
-    BOUNDARIES,
-    MAX_PENDING,
-    BudgetLevel,
-    Command,
-    Delivery,
-    OutboxFull,
-    StoreUnavailable,
-    open_store,
-    state_path,
-)
+from vllm_ledger.notify.outbox import MAX_PENDING
+from vllm_ledger.notify.routes import Routes
+from vllm_ledger.notify.sender import Sender
+from vllm_ledger.notify.server import Endpoint
+from vllm_ledger.notify.state_file import StoreUnavailable, state_path
+from vllm_ledger.notify.state_read import BudgetLevel
+from vllm_ledger.notify.store import BOUNDARIES, Command, open_store
 from vllm_ledger.notify.watch import Damper, HealthWatch, Loop, make_observer
 
 HEALTH_PROBE_TIMEOUT_S = 3.0
 # the crash tests' hook, read once at start: a store boundary after whose commit to exit
 EXIT_AT_ENV = "VLLM_LEDGER_NOTIFIER_EXIT_AT"
-# a failed send whose request was written whole: the webhook may have taken it
-_MAYBE_ARRIVED = ("timeout", "connection")
-
-
-class _TooMany(LedgerError):
-    """The route's command rate is spent (raised inside the store's transaction)."""
 
 
 def load_config(
@@ -98,24 +84,48 @@ def load_config(
     return targets, refusals, notifier_config(doc, path, env)
 
 
-class RateLimit:
-    """At most ``per_minute`` events in any 60 s (by the monotonic clock)."""
+def _settings(
+    config_path: Path,
+    env: Mapping[str, str] | None,
+    listen: tuple[str, int] | None,
+    ssh_config: Path | None,
+) -> tuple[list[Target], list[Refusal], NotifierConfig]:
+    """``load_config``'s answer, the command line's ``--listen`` and ``--ssh-config`` winning;
+    an empty usage object is refused."""
+    targets, refusals, cfg = load_config(config_path, env)
+    if listen is not None:
+        cfg = dataclasses.replace(cfg, listen_host=listen[0], listen_port=listen[1])
+    if ssh_config is not None:
+        cfg = dataclasses.replace(cfg, ssh_config=ssh_config)
+    if not targets and not refusals:
+        raise ConfigError(f"{config_path}: the usage object is empty", key="usage")
+    return targets, refusals, cfg
 
-    def __init__(self, per_minute: float, monotonic: Callable[[], float] = time.monotonic) -> None:
-        self.limit = int(per_minute)
-        self.monotonic = monotonic
-        self._times: collections.deque[float] = collections.deque()
-        self._lock = threading.Lock()
 
-    def allow(self) -> bool:
-        now = self.monotonic()
-        with self._lock:
-            while self._times and now - self._times[0] >= 60.0:
-                self._times.popleft()
-            if len(self._times) >= self.limit:
-                return False
-            self._times.append(now)
-            return True
+def _exit_at(env: Mapping[str, str] | None) -> str | None:
+    """The crash tests' store boundary (``EXIT_AT_ENV``), if set; any other value refused."""
+    exit_at = (os.environ if env is None else env).get(EXIT_AT_ENV) or None
+    if exit_at is not None and exit_at not in BOUNDARIES:
+        raise ConfigError(f"{EXIT_AT_ENV}: give one of {', '.join(BOUNDARIES)}", key="env")
+    return exit_at
+
+
+def _loops(cfg: NotifierConfig, ask_s: float, monotonic: Callable[[], float]) -> dict[str, Loop]:
+    """Each loop with the seconds past which it counts as stuck (a digest loop with one)."""
+    loops = {
+        "sender": Loop("sender", stall_s=cfg.deliver_timeout_s + 60.0, monotonic=monotonic),
+        "commands": Loop(
+            "commands", stall_s=cfg.startup_wait_s + ask_s + 60.0, monotonic=monotonic
+        ),
+        "usage": Loop(
+            "usage",
+            stall_s=cfg.poll_interval_s + cfg.poll_deadline_s + 60.0,
+            monotonic=monotonic,
+        ),
+    }
+    if cfg.digest is not None:
+        loops["digest"] = Loop("digest", stall_s=STEP_S + ask_s + 60.0, monotonic=monotonic)
+    return loops
 
 
 class Notifier:
@@ -130,20 +140,11 @@ class Notifier:
         listen: tuple[str, int] | None = None,
         ssh_config: Path | None = None,
     ) -> None:
-        self.targets, self.refusals, self.cfg = load_config(config_path, env)
-        if listen is not None:  # the command line's --listen and --ssh-config win
-            self.cfg = dataclasses.replace(self.cfg, listen_host=listen[0], listen_port=listen[1])
-        if ssh_config is not None:
-            self.cfg = dataclasses.replace(self.cfg, ssh_config=ssh_config)
-        if not self.targets and not self.refusals:
-            raise ConfigError(f"{config_path}: the usage object is empty", key="usage")
+        self.targets, self.refusals, self.cfg = _settings(config_path, env, listen, ssh_config)
         check_exposure(self.cfg)
         self.clock = clock
         self.monotonic = monotonic
-        exit_at = (os.environ if env is None else env).get(EXIT_AT_ENV) or None
-        if exit_at is not None and exit_at not in BOUNDARIES:
-            raise ConfigError(f"{EXIT_AT_ENV}: give one of {', '.join(BOUNDARIES)}", key="env")
-        self.store = open_store(state_path(config_path), clock=clock, exit_at=exit_at)
+        self.store = open_store(state_path(config_path), clock=clock, exit_at=_exit_at(env))
         cfg = self.cfg
         options = ["-F", str(cfg.ssh_config)] if cfg.ssh_config is not None else []
         poll_fetch = Fetcher(ssh_options=options, deadline_s=cfg.poll_deadline_s, ssh=ssh)
@@ -165,31 +166,21 @@ class Notifier:
             interval_s=cfg.health_interval_s,
             monotonic=monotonic,
         )
-        # per route, counted only for a signed command not seen before
-        self.rates: dict[str, RateLimit] = {}
-        self.routes: dict[str, tuple[int, Route]] = {
-            "/command": (MAX_COMMAND_BYTES, self._guard(self.handle_command)),
-            "/resend": (MAX_COMMAND_BYTES, self._guard(self.handle_resend)),
-            "/alertmanager": (MAX_ALERT_BYTES, self._guard(self.handle_alerts)),
-        }
-        for p, inbound in platforms.inbound():
-            handler = self._guard(self.inbound_route(p.name, inbound))
-            self.routes[inbound.route] = (MAX_COMMAND_BYTES, handler)
-        self.endpoint = Endpoint(cfg.listen_host, cfg.listen_port, self.routes, health=self.healthz)
         self._stop = threading.Event()
         self._wake_sender = threading.Event()
         self._wake_worker = threading.Event()
-        self.loops: dict[str, Loop] = {
-            "sender": Loop("sender", stall_s=cfg.deliver_timeout_s + 60.0, monotonic=monotonic),
-            "commands": Loop(
-                "commands", stall_s=cfg.startup_wait_s + ask_s + 60.0, monotonic=monotonic
-            ),
-            "usage": Loop(
-                "usage",
-                stall_s=cfg.poll_interval_s + cfg.poll_deadline_s + 60.0,
-                monotonic=monotonic,
-            ),
-        }
+        self.http = Routes(
+            cfg,
+            self.store,
+            clock=clock,
+            monotonic=monotonic,
+            wake_sender=self._wake_sender.set,
+            wake_worker=self._wake_worker.set,
+        )
+        self.routes = self.http.table()
+        self.endpoint = Endpoint(cfg.listen_host, cfg.listen_port, self.routes, health=self.healthz)
+        self.sender = Sender(cfg, self.store, clock=clock, wake=self._wake_sender)
+        self.loops = _loops(cfg, ask_s, monotonic)
         self.digest: DigestJob | None = None
         if cfg.digest is not None:
             self.digest = DigestJob(
@@ -200,12 +191,7 @@ class Notifier:
                 clock=clock,
                 posted=self._wake_sender.set,
             )
-            self.loops["digest"] = Loop(
-                "digest", stall_s=STEP_S + ask_s + 60.0, monotonic=monotonic
-            )
         self._usage_rounds = 0
-        self._unsettled: tuple[int, str, str | None, int | None] | None = None
-        self._outbox = (0, 0)  # (pending, dropped ever), as the sender last read them
         self._started_monotonic = monotonic()
         self.interrupted: list[int] = []
 
@@ -214,7 +200,7 @@ class Notifier:
     def start(self) -> None:
         self.interrupted = self.store.mark_interrupted()
         self._started_monotonic = self.monotonic()
-        self.loops["sender"].start(self._send_step, self._stop)
+        self.loops["sender"].start(self.sender.step, self._stop)
         self.loops["commands"].start(self._command_step, self._stop)
         if self.digest is not None:
             self.loops["digest"].start(self.digest.step, self._stop)
@@ -240,19 +226,6 @@ class Notifier:
     def wait(self) -> None:
         self._stop.wait()
 
-    def _guard(self, route: Route) -> Route:
-        """A route whose store cannot take the request answers 503 (with ``Retry-After``)."""
-
-        def handle(body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-            try:
-                return route(body, headers)
-            except StoreUnavailable as exc:
-                return 503, {"error": f"state_{exc.reason}"}
-            except OutboxFull:
-                return 503, {"error": "outbox_full"}
-
-        return handle
-
     # ---- health of the notifier itself -------------------------------------------------
 
     def loop_reports(self) -> dict[str, dict[str, object]]:
@@ -270,7 +243,7 @@ class Notifier:
         """``GET /healthz``: 200 when every loop is ok, else 503 naming those that are not;
         with each loop's report and the outbox's depth and drops. Reads no SQLite."""
         loops = self.loop_reports()
-        depth, dropped = self._outbox
+        depth, dropped = self.sender.outbox
         doc: dict[str, Any] = {
             "status": "ok",
             "loops": loops,
@@ -323,97 +296,6 @@ class Notifier:
             self.loops["usage"].failed(exc)
 
     # ---- commands ---------------------------------------------------------------------
-
-    def _signed(self, body: bytes, headers: dict[str, str]) -> signing.Verdict:
-        """Our own signature (``signing``): the command and resend routes both need it."""
-        return signing.verify(
-            self.cfg.command_secret,
-            headers.get(signing.TIMESTAMP_HEADER.lower()),
-            headers.get(signing.SIGNATURE_HEADER.lower()),
-            body,
-            now_ts=self.clock(),
-        )
-
-    def handle_command(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        verdict = self._signed(body, headers)
-        if verdict != "ok":
-            return 401, {"error": verdict}
-        try:
-            doc = strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what="command")
-        except (ConfigError, UnicodeDecodeError):
-            return 400, {"error": "bad_command"}
-        return self._accept("/command", doc, accepted=202)
-
-    def _accept(self, route: str, doc: object, *, accepted: int) -> tuple[int, dict[str, Any]]:
-        """The one command path of every route, after its signature: parse, then store once
-        unless a duplicate or past the route's rate (a replay uses up none of the rate)."""
-        try:
-            req = chat.parse_request(doc, self.cfg.lang)
-        except chat.BadRequest:
-            return 400, {"error": "bad_command"}
-        rate = self.rates.setdefault(route, RateLimit(self.cfg.commands_per_minute, self.monotonic))
-
-        def admit() -> None:
-            if not rate.allow():
-                raise _TooMany()
-
-        try:
-            seq = self.store.accept(req.message_id, req.command, req.arg, req.lang, admit)
-        except _TooMany:
-            return 429, {"error": "too_many_commands"}
-        if seq is None:
-            return 200, {"status": "duplicate"}
-        self._wake_worker.set()
-        return accepted, {"status": "accepted", "seq": seq}
-
-    def inbound_route(self, name: str, inbound: platforms.Inbound) -> Route:
-        """The handler of platform ``name``'s own requests (Slack's Events API, DingTalk's
-        outgoing robot): answered at once with 200, the reply goes through the outbox."""
-
-        def handle(body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-            secret = self.cfg.inbound_secrets.get(name)
-            if secret is None:
-                return 404, {"error": f"{name}_not_configured"}
-            verdict = inbound.verify(headers, body, secret, self.clock())
-            if verdict != "ok":
-                return 401, {"error": verdict}
-            try:
-                found = inbound.parse(
-                    strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what=inbound.body_name)
-                )
-            except NotACommand:
-                return 200, {"status": "ignored"}
-            except (ConfigError, UnicodeDecodeError, ValueError):
-                return 400, {"error": f"bad_{inbound.body_name}"}
-            if isinstance(found, Challenge):
-                return 200, {"challenge": found.value}
-            return self._accept(inbound.route, found, accepted=200)
-
-        return handle
-
-    def handle_resend(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        verdict = self._signed(body, headers)
-        if verdict != "ok":
-            return 401, {"error": verdict}
-        try:
-            doc = strictjson.loads(body, max_bytes=MAX_COMMAND_BYTES, what="resend")
-            req = chat.parse_request(
-                {"message_id": doc["request_id"], "text": f"resend {int(doc['delivery_id'])}"}
-            )
-        except (ConfigError, chat.BadRequest, KeyError, TypeError, ValueError):
-            return 400, {"error": "bad_request"}
-        if req.arg is None:
-            return 400, {"error": "bad_request"}
-        done = self.store.resend(req.arg, request_id=req.message_id)
-        if done is None:
-            return 404, {"error": "no_such_delivery"}
-        if done.resend_of != req.arg:  # one request id, one delivery
-            return 409, {"error": "request_id_reused", "resend_of": done.resend_of}
-        answer = {"delivery_id": done.copy_id, "resend_of": done.resend_of, "state": done.state}
-        if done.already:
-            return 200, {"status": "already_queued", **answer}
-        self._wake_sender.set()
-        return 200, {"status": "queued", **answer}
 
     def reply(self, cmd: Command) -> str:
         """The reply to a help or status command (a resend's is built by ``answer``)."""
@@ -473,80 +355,5 @@ class Notifier:
             self._wake_sender.set()
         return 0.0
 
-    # ---- alerts -----------------------------------------------------------------------
 
-    def handle_alerts(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
-        token = self.cfg.alertmanager_token
-        if token is not None and not signing.equal(
-            token, signing.bearer_token(headers.get("authorization"))
-        ):
-            return 401, {"error": "bad_token"}
-        try:
-            doc = strictjson.loads(body, max_bytes=MAX_ALERT_BYTES, what="alerts", max_depth=8)
-            many = isinstance(doc, dict) and isinstance(doc.get("alerts"), list)
-            if many and len(doc["alerts"]) > alerts_mod.MAX_ALERTS:
-                return 413, {"error": "too_many_alerts", "limit": alerts_mod.MAX_ALERTS}
-            found = alerts_mod.parse_alerts(doc, self.cfg.lang)
-            note = alerts_mod.truncation_note(doc, found, self.cfg.lang)
-        except (ConfigError, alerts_mod.BadAlerts, UnicodeDecodeError):
-            return 400, {"error": "bad_alerts"}
-        noted = None if note is None else (note.key, note.text, note.count)
-        queued = self.store.queue_alerts([(a.key, a.text) for a in found], noted)
-        if queued.ids:
-            self._wake_sender.set()
-        answer: dict[str, Any] = {"queued": len(queued.ids), "alerts": len(found)}
-        if note is not None:
-            answer["not_shown"] = note.count
-        if queued.note_id is not None and note is not None:
-            print(
-                f"vllm-ledger notifier: Alertmanager left {note.count} alert(s) of one group out "
-                f"of its message (max_alerts): noted in the chat as #{queued.note_id}",
-                file=sys.stderr,
-                flush=True,
-            )
-        if queued.dropped:  # not recorded as seen: Alertmanager's retry or repeat brings them
-            return 503, {"error": "outbox_full", "dropped": queued.dropped, **answer}
-        return 200, answer
-
-    # ---- outbox -----------------------------------------------------------------------
-
-    def deliver(self, d: Delivery) -> tuple[str, str | None, int | None]:
-        """Post ``d`` once: (``sent``, ``failed`` or ``unknown``, the reason, the HTTP status).
-        ``unknown``: the request was written whole and no answer came (it may have arrived)."""
-        with client.track_sent() as sent:
-            try:
-                out = platforms.send(
-                    self.cfg.platform,
-                    self.cfg.webhook_url,
-                    d.text,
-                    secret=self.cfg.webhook_secret,
-                    timeout_s=self.cfg.deliver_timeout_s,
-                    clock=self.clock,
-                )
-            except Exception:  # a fault of ours: recorded, not retried
-                out = platforms.Outcome(False, "connection")
-        if out.ok:
-            return "sent", out.reason, out.http_status
-        if sent.value and out.reason in _MAYBE_ARRIVED:
-            return "unknown", out.reason, out.http_status
-        return "failed", out.reason, out.http_status
-
-    def _send_step(self) -> float:
-        """Settle what was sent (until that is stored, nothing else is sent), then send the
-        oldest pending delivery; the seconds to wait before the next step."""
-        if self._unsettled is not None:
-            self.store.settle(*self._unsettled)
-            self._unsettled = None
-        self._outbox = self.store.outbox()
-        d = self.store.next_pending()
-        if d is None:
-            self._wake_sender.wait(0.5)
-            self._wake_sender.clear()
-            return 0.0
-        self._unsettled = (d.id, *self.deliver(d))
-        self.store.settle(*self._unsettled)
-        self._unsettled = None
-        return 0.0
-
-
-__all__ = ["Notifier", "RateLimit", "load_config"]
+__all__ = ["Notifier", "load_config"]

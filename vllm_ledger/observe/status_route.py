@@ -9,7 +9,7 @@ document here (``bot/transport.py``, transport ``http``). The exporter is starte
   and nothing runs;
 - the answer is the stdout of the very command the forced command runs
   (``python -m vllm_ledger status --root ROOT ... [--budgets FILE] [--ask WORD]``, argv only,
-  ``bot.poll.run_capped``): at most ``MAX_OUTPUT_BYTES``, within ``deadline_s`` (default
+  ``bot.capped.run_capped``): at most ``MAX_OUTPUT_BYTES``, within ``deadline_s`` (default
   ``STATUS_DEADLINE_S``, below the notifier's 20 s), its process group killed past either
   (``504`` past the deadline, ``502`` past the cap or on a failed command); exit 0 and 3
   ("nothing matched", a whole document all the same) are ``200``;
@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from vllm_ledger.bot.poll import MAX_OUTPUT_BYTES, CappedRun, run_capped
+from vllm_ledger.bot.capped import MAX_OUTPUT_BYTES, CappedRun, run_capped
 from vllm_ledger.bot.transport import ASK_PARAM, read_token
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.status_asked import ASKS

@@ -4,31 +4,21 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from datetime import timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from tests.ledgers import ev, write_ledger
 from tests.unit.formats.test_status import GOOD, GOOD_ROWS
+from vllm_ledger.bot.capped import CappedRun
 from vllm_ledger.bot.health import Health, probe
-from vllm_ledger.bot.message import (
-    InstanceView,
-    display_width,
-    human_count,
-    human_rate,
-    human_speed,
-    ip_last_part,
-    render_message,
-    utc_offset,
-)
-from vllm_ledger.bot.poll import CacheEntry, CappedRun, Poller, PollResult, classify
+from vllm_ledger.bot.message import InstanceView, render_message
+from vllm_ledger.bot.poll import CacheEntry, Poller, PollResult, classify
 from vllm_ledger.bot.validate import Target
 from vllm_ledger.formats.status import render as status_render
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.ports import port_rows
 from vllm_ledger.read.report import build_report
-from vllm_ledger.units import format_duration, format_instant
 
 
 def _doc(**total: object) -> bytes:
@@ -239,43 +229,7 @@ def test_poller_cache_keeps_the_last_good_figures() -> None:
     assert entry.age_s(31.0) == 30.0 and not entry.stale(91.0) and entry.stale(91.5)
 
 
-@pytest.mark.parametrize(
-    ("n", "text"),
-    [
-        (0, "0"),
-        (999, "999"),
-        (1000, "1.0K"),
-        (1234, "1.2K"),
-        (99_949, "99.9K"),
-        (99_950, "100K"),
-        (123_456, "123K"),
-        (999_499, "999K"),
-        (999_500, "1.0M"),
-        (1_234_567, "1.2M"),
-        (12_345_678_901, "12.3B"),
-        (10**15, "1000T"),
-    ],
-)
-def test_human_count(n: int, text: str) -> None:
-    assert human_count(n) == text
-
-
-def test_human_other_numbers() -> None:
-    assert human_rate(None) == "-" and human_rate(0.6667) == "66.7%" and human_rate(1.0) == "100.0%"
-    assert human_speed(None) == "-" and human_speed(0.0) == "0.0" and human_speed(0.012) == "0.01"
-    assert human_speed(0.0027) == "<0.01"
-    assert human_speed(25.14) == "25.1" and human_speed(1234.5) == "1.2K"
-    assert format_duration(59, "rounded", units="smhd") == "59s"
-    assert format_duration(7200, "rounded", units="smhd") == "2h"
-    assert format_duration(3 * 86400, "rounded", units=("秒", "分", "时", "天")) == "3天"
-    assert display_width("24小时") == 6
-
-
 def test_only_the_last_part_of_an_ip_is_shown() -> None:
-    assert ip_last_part("10.0.0.12") == ".12"
-    assert ip_last_part("2001:db8::1") == ":1"
-    assert ip_last_part("example-primary") is None
-    assert ip_last_part(None) is None
     text = render_message([_view(19001, None, host="192.168.31.207")], now_monotonic=0.0)
     assert "── .207:19001 ──" in text and "192.168" not in text and "31" not in text
     assert "统计 尚未查询" in text
@@ -356,10 +310,10 @@ def test_background_polling_never_waits_for_a_hung_host() -> None:
 
 
 def test_a_missing_ssh_is_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vllm_ledger.bot import poll
+    from vllm_ledger.bot import poll, ssh_command
     from vllm_ledger.errors import RemoteError
 
-    monkeypatch.setattr(poll, "SSH", "/nonexistent/ssh")
+    monkeypatch.setattr(ssh_command, "SSH", "/nonexistent/ssh")
     with pytest.raises(RemoteError, match="is not installed here: install openssh-client"):
         poll.Fetcher()(Target(19001, "h", "/c", "/d"))
 
@@ -536,16 +490,3 @@ def test_a_key_name_that_is_not_a_keys_shape_makes_the_answer_unparseable(key: s
         text = render_message([_view(19001, r)], now_monotonic=101.0, lang=lang)
         assert "PWNED" not in text and "\u202e" not in text
         assert all(c == "\n" or unicodedata.category(c)[0] != "C" for c in text)
-
-
-@pytest.mark.parametrize(
-    ("offset_s", "written"),
-    [(28800, "+08:00"), (0, "+00:00"), (-12600, "-03:30"), (20700, "+05:45")],
-)
-def test_a_host_offset_is_written_as_every_other_printed_time(offset_s: int, written: str) -> None:
-    """The chat's times carry the offset as report, status and the logs print it (+08:00), not
-    a form of its own (UTC+8)."""
-    assert utc_offset(offset_s) == written
-    ts = 1_796_000_000  # 2026-11-30T01:33:20Z
-    at = format_instant(ts, timezone(timedelta(seconds=offset_s)))
-    assert at.endswith(" " + written)

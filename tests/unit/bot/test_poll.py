@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from vllm_ledger.bot.poll import CappedRun, classify
+from vllm_ledger.bot.capped import CappedRun
+from vllm_ledger.bot.poll import classify
 
 
 def _status_of_an_empty_root(root: Path) -> tuple[int, bytes]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 
 from tests.unit.formats.test_status import GOOD, _row
+from vllm_ledger.bot.capped import CappedRun
 from vllm_ledger.bot.health import Health
-from vllm_ledger.bot.poll import CappedRun, Poller, PollResult, classify
+from vllm_ledger.bot.poll import Poller, PollResult, classify
 from vllm_ledger.bot.validate import Target
 from vllm_ledger.commands.poll import render_once
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from vllm_ledger.formats.notifier_status import NotifierStatus, render_json, render_text
-from vllm_ledger.notify.store import BudgetLevel, Delivery
+from vllm_ledger.notify.outbox import Delivery
+from vllm_ledger.notify.state_read import BudgetLevel
 
 T = 1_795_000_000.0  # 2026-11-18 11:06:40 UTC
 SUMMARY = {

@@ -17,7 +17,7 @@ from tests.usage_hosts import Call, local_ssh, midday_zone, usage_entry, write_h
 from vllm_ledger.formats.status import parse
 from vllm_ledger.notify.budgets import budget_key, levels, notices
 from vllm_ledger.notify.service import Notifier
-from vllm_ledger.notify.store import read_budget_levels
+from vllm_ledger.notify.state_read import read_budget_levels
 
 SECRET = "unit-command-secret"
 
@@ -142,17 +142,17 @@ def test_notices_are_keyed_by_host_budget_period_and_level() -> None:
 def test_a_budget_dropped_for_a_full_outbox_is_announced_at_the_next_poll(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vllm_ledger.notify import store as store_mod
+    from vllm_ledger.notify import outbox
 
     now = time.time()
     root = tmp_path / "usage"
     write_host_root(root, "run-1", [Call(now - 600, "team-a", "tiny", prompt=900_000)])
     n = _notifier(tmp_path, root, _budgets(tmp_path / "budgets.toml", midday_zone(now)))
     try:
-        monkeypatch.setattr(store_mod, "MAX_PENDING", 0)
+        monkeypatch.setattr(outbox, "MAX_PENDING", 0)
         n.poller.poll_once()
         assert n.store.outbox()[1] == 2  # dropped (once per port), not recorded as made
-        monkeypatch.setattr(store_mod, "MAX_PENDING", 1000)
+        monkeypatch.setattr(outbox, "MAX_PENDING", 1000)
         n.poller.poll_once()
         assert [t[:12] for t in _drain(n)] == ["BUDGET SOFT:"]
         with sqlite3.connect(n.store.path) as db:

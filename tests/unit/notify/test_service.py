@@ -1,8 +1,8 @@
-"""``notify/service.py``: the ``Notifier``'s routes called as the endpoint calls them (body,
-lower-case headers) on a fake clock: what each accepts, refuses and answers, and what it
-stores or queues; the replies its command worker builds; a confirmed health change queued; and
-a started notifier answering over 127.0.0.1 into a chat platform stand-in (the project's own
-bounded HTTP server).
+"""``notify/service.py``: the ``Notifier``'s routes (``notify/routes.py``) called as the
+endpoint calls them (body, lower-case headers) on a fake clock: what each accepts, refuses and
+answers, and what it stores or queues; the replies its command worker builds; a confirmed
+health change queued; and a started notifier answering over 127.0.0.1 into a chat platform
+stand-in (the project's own bounded HTTP server).
 
 The usage target is reached over ``ssh`` only when the notifier runs: there ``/bin/false``
 stands in for the client, so every observation is ``unknown`` and queues nothing.
@@ -29,10 +29,10 @@ from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.http import server as http
 from vllm_ledger.notify import chat
 from vllm_ledger.notify.alerts import parse_alerts
+from vllm_ledger.notify.outbox import Delivery
 from vllm_ledger.notify.platforms import slack
-from vllm_ledger.notify.service import Notifier, RateLimit, load_config
+from vllm_ledger.notify.service import Notifier, load_config
 from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from vllm_ledger.notify.store import Delivery
 
 SECRET = b"unit-command-secret"
 SLACK_SECRET = b"unit-slack-signing-secret"
@@ -117,7 +117,7 @@ def pending(n: Notifier) -> list[tuple[int, str, str]]:
     return out
 
 
-# ---- the config and the rate --------------------------------------------------------------
+# ---- the config ----------------------------------------------------------------------------
 
 
 def test_load_config_gives_targets_refusals_and_settings(tmp_path: Path) -> None:
@@ -169,16 +169,6 @@ def test_listen_and_ssh_config_from_the_command_line_win(tmp_path: Path) -> None
         n.store.close()
 
 
-def test_the_rate_limit_holds_any_sixty_seconds() -> None:
-    mono = Clock(500.0)
-    rate = RateLimit(3.9, mono)  # a fraction of an event is none
-    assert [rate.allow() for _ in range(4)] == [True, True, True, False]
-    mono.t = 559.9
-    assert rate.allow() is False
-    mono.t = 560.0  # the first three are 60 s old
-    assert [rate.allow() for _ in range(4)] == [True, True, True, False]
-
-
 def test_the_routes_are_the_commands_resend_alerts_and_each_inbound_platform(
     make: Make,
 ) -> None:
@@ -199,10 +189,10 @@ def test_the_routes_are_the_commands_resend_alerts_and_each_inbound_platform(
 def test_a_signed_command_is_stored_once_and_answered_202(make: Make) -> None:
     n = make()
     body = command("m1", "@bot resend #4")
-    assert n.handle_command(body, signed(body)) == (202, {"status": "accepted", "seq": 1})
-    assert n.handle_command(body, signed(body)) == (200, {"status": "duplicate"})
+    assert n.http.handle_command(body, signed(body)) == (202, {"status": "accepted", "seq": 1})
+    assert n.http.handle_command(body, signed(body)) == (200, {"status": "duplicate"})
     other = command("m2", "状态")
-    assert n.handle_command(other, signed(other)) == (202, {"status": "accepted", "seq": 2})
+    assert n.http.handle_command(other, signed(other)) == (202, {"status": "accepted", "seq": 2})
     stored = [(c.seq, c.message_id, c.command, c.arg, c.lang) for c in n.store.unanswered()]
     assert stored == [(1, "m1", "resend", 4, "en"), (2, "m2", "status", None, "zh")]
     assert n.store.next_pending() is None  # nothing is sent from the route itself
@@ -211,15 +201,18 @@ def test_a_signed_command_is_stored_once_and_answered_202(make: Make) -> None:
 def test_a_command_is_refused_before_its_body_is_read(make: Make) -> None:
     n = make()
     body = command("m1")
-    assert n.handle_command(body, {}) == (401, {"error": "bad_timestamp"})
-    assert n.handle_command(body, signed(body, secret=b"other")) == (
+    assert n.http.handle_command(body, {}) == (401, {"error": "bad_timestamp"})
+    assert n.http.handle_command(body, signed(body, secret=b"other")) == (
         401,
         {"error": "bad_signature"},
     )
-    assert n.handle_command(body, signed(body, ts=NOW - 301)) == (401, {"error": "old_timestamp"})
-    assert n.handle_command(body + b" ", signed(body)) == (401, {"error": "bad_signature"})
+    assert n.http.handle_command(body, signed(body, ts=NOW - 301)) == (
+        401,
+        {"error": "old_timestamp"},
+    )
+    assert n.http.handle_command(body + b" ", signed(body)) == (401, {"error": "bad_signature"})
     for bad in (b"{", b"\xff\xfe", b"[]", b'{"message_id": "a b", "text": "help"}'):
-        assert n.handle_command(bad, signed(bad)) == (400, {"error": "bad_command"})
+        assert n.http.handle_command(bad, signed(bad)) == (400, {"error": "bad_command"})
     assert n.store.unanswered() == []
 
 
@@ -228,7 +221,7 @@ def test_commands_past_the_rate_are_refused_429_until_a_minute_passes(make: Make
     answers = []
     for i in range(3):
         body = command(f"m{i}")
-        answers.append(n.handle_command(body, signed(body)))
+        answers.append(n.http.handle_command(body, signed(body)))
     assert answers == [
         (202, {"status": "accepted", "seq": 1}),
         (202, {"status": "accepted", "seq": 2}),
@@ -237,7 +230,7 @@ def test_commands_past_the_rate_are_refused_429_until_a_minute_passes(make: Make
     assert isinstance(n.monotonic, Clock)
     n.monotonic.t += 60.0
     body = command("m2")  # the refused one, sent again, is taken
-    assert n.handle_command(body, signed(body)) == (202, {"status": "accepted", "seq": 3})
+    assert n.http.handle_command(body, signed(body)) == (202, {"status": "accepted", "seq": 3})
 
 
 # ---- resend -------------------------------------------------------------------------------
@@ -254,28 +247,28 @@ def test_a_signed_resend_queues_one_copy_per_request_and_answers_a_retry_with_it
     d = failed_delivery(n, text="DOWN: vLLM :19001 is not responding\n")
     body = resend_body("r1", d)
     copy = {"delivery_id": d + 1, "resend_of": d}
-    assert n.handle_resend(body, signed(body)) == (
+    assert n.http.handle_resend(body, signed(body)) == (
         200,
         {"status": "queued", **copy, "state": "pending"},
     )
-    assert n.handle_resend(body, signed(body, NOW + 1)) == (  # a retry: the same copy
+    assert n.http.handle_resend(body, signed(body, NOW + 1)) == (  # a retry: the same copy
         200,
         {"status": "already_queued", **copy, "state": "pending"},
     )
     text = "DOWN: vLLM :19001 is not responding\n"
     assert pending(n) == [(d + 1, "health", text)]  # one copy, now marked sending
     n.store.settle(d + 1, "sent", None, 200)
-    assert n.handle_resend(body, signed(body)) == (
+    assert n.http.handle_resend(body, signed(body)) == (
         200,
         {"status": "already_queued", **copy, "state": "sent"},
     )
     other = resend_body("r1", d + 1)  # the same request id for another delivery
-    assert n.handle_resend(other, signed(other)) == (
+    assert n.http.handle_resend(other, signed(other)) == (
         409,
         {"error": "request_id_reused", "resend_of": d},
     )
     again = resend_body("r2", str(d))  # a number as text is read as the number
-    assert n.handle_resend(again, signed(again)) == (
+    assert n.http.handle_resend(again, signed(again)) == (
         200,
         {"status": "queued", "delivery_id": d + 2, "resend_of": d, "state": "pending"},
     )
@@ -285,8 +278,8 @@ def test_a_signed_resend_queues_one_copy_per_request_and_answers_a_retry_with_it
 def test_a_bad_or_unknown_resend_is_refused(make: Make) -> None:
     n = make()
     body = resend_body("r1", 1)
-    assert n.handle_resend(body, {}) == (401, {"error": "bad_timestamp"})
-    assert n.handle_resend(body, signed(body)) == (404, {"error": "no_such_delivery"})
+    assert n.http.handle_resend(body, {}) == (401, {"error": "bad_timestamp"})
+    assert n.http.handle_resend(body, signed(body)) == (404, {"error": "no_such_delivery"})
     for bad in (
         b"{",
         b'{"delivery_id": 1}',
@@ -296,7 +289,7 @@ def test_a_bad_or_unknown_resend_is_refused(make: Make) -> None:
         resend_body("r5", -1),
         b"[1]",
     ):
-        assert n.handle_resend(bad, signed(bad)) == (400, {"error": "bad_request"}), bad
+        assert n.http.handle_resend(bad, signed(bad)) == (400, {"error": "bad_request"}), bad
     assert pending(n) == []
 
 
@@ -322,14 +315,17 @@ def alert_doc(status: str = "firing", fingerprint: str = "0123abcd") -> dict[str
 def test_alerts_need_the_token_and_are_queued_once(make: Make) -> None:
     n = make(env={"VLLM_LEDGER_ALERTMANAGER_TOKEN": TOKEN})
     body = json.dumps(alert_doc()).encode()
-    assert n.handle_alerts(body, {}) == (401, {"error": "bad_token"})
-    assert n.handle_alerts(body, {"authorization": "Bearer wrong"}) == (401, {"error": "bad_token"})
-    assert n.handle_alerts(body, {"authorization": TOKEN}) == (401, {"error": "bad_token"})
+    assert n.http.handle_alerts(body, {}) == (401, {"error": "bad_token"})
+    assert n.http.handle_alerts(body, {"authorization": "Bearer wrong"}) == (
+        401,
+        {"error": "bad_token"},
+    )
+    assert n.http.handle_alerts(body, {"authorization": TOKEN}) == (401, {"error": "bad_token"})
     auth = {"authorization": f"Bearer {TOKEN}"}
-    assert n.handle_alerts(body, auth) == (200, {"queued": 1, "alerts": 1})
-    assert n.handle_alerts(body, auth) == (200, {"queued": 0, "alerts": 1})
+    assert n.http.handle_alerts(body, auth) == (200, {"queued": 1, "alerts": 1})
+    assert n.http.handle_alerts(body, auth) == (200, {"queued": 0, "alerts": 1})
     resolved = json.dumps(alert_doc("resolved")).encode()
-    assert n.handle_alerts(resolved, auth) == (200, {"queued": 1, "alerts": 1})
+    assert n.http.handle_alerts(resolved, auth) == (200, {"queued": 1, "alerts": 1})
     (firing,) = parse_alerts(alert_doc(), "en")
     assert firing.text.startswith("FIRING: VLLMTargetDown\n")
     assert pending(n) == [
@@ -346,7 +342,7 @@ def test_the_bearer_scheme_is_read_in_any_case_and_a_wrong_token_still_refused(
         (f"Bearer {TOKEN}", f"bearer {TOKEN}", f"BEARER {TOKEN}", f"  bEaReR   {TOKEN}  ")
     ):
         body = json.dumps(alert_doc(fingerprint=f"{i:x}")).encode()
-        assert n.handle_alerts(body, {"authorization": value}) == (
+        assert n.http.handle_alerts(body, {"authorization": value}) == (
             200,
             {"queued": 1, "alerts": 1},
         ), value
@@ -362,7 +358,7 @@ def test_the_bearer_scheme_is_read_in_any_case_and_a_wrong_token_still_refused(
         "bearer",
         "",
     ):
-        assert n.handle_alerts(body, {"authorization": value}) == (
+        assert n.http.handle_alerts(body, {"authorization": value}) == (
             401,
             {"error": "bad_token"},
         ), value
@@ -399,21 +395,21 @@ def test_alerts_left_out_by_alertmanager_are_one_note_per_group_notification(
 ) -> None:
     n = make()
     body = json.dumps(many_alerts(0, 100, not_shown=30)).encode()
-    assert n.handle_alerts(body, {}) == (200, {"queued": 101, "alerts": 100, "not_shown": 30})
+    assert n.http.handle_alerts(body, {}) == (200, {"queued": 101, "alerts": 100, "not_shown": 30})
     sent = pending(n)
     assert [kind for _id, kind, _text in sent] == ["alert"] * 101
     assert sent[-1] == (101, "alert", NOTE_EN)  # after the alerts it is about
     # Alertmanager's repeat of the same notification: nothing, as for its alerts
-    assert n.handle_alerts(body, {}) == (200, {"queued": 0, "alerts": 100, "not_shown": 30})
+    assert n.http.handle_alerts(body, {}) == (200, {"queued": 0, "alerts": 100, "not_shown": 30})
     # the group grew past the cut: a new notification, a new count, a new note
     grown = json.dumps(many_alerts(0, 100, not_shown=45)).encode()
-    assert n.handle_alerts(grown, {}) == (200, {"queued": 1, "alerts": 100, "not_shown": 45})
+    assert n.http.handle_alerts(grown, {}) == (200, {"queued": 1, "alerts": 100, "not_shown": 45})
     assert pending(n)[0][2].startswith("NOT SHOWN: 45 alerts of this group (")
     assert n.store.summary()["not_shown_notes_total"] == 2
     assert n.store.summary()["not_shown_alerts_total"] == 75
     # none left out: no note
     whole = json.dumps(many_alerts(200, 3, not_shown=0)).encode()
-    assert n.handle_alerts(whole, {}) == (200, {"queued": 3, "alerts": 3})
+    assert n.http.handle_alerts(whole, {}) == (200, {"queued": 3, "alerts": 3})
     assert n.store.summary()["not_shown_notes_total"] == 2
 
 
@@ -422,13 +418,13 @@ def test_a_note_dropped_for_a_full_outbox_is_taken_on_alertmanagers_retry(make: 
     for i in range(999):
         assert n.store.queue("reply", f"r{i}") is not None
     body = json.dumps(many_alerts(0, 1, not_shown=7)).encode()
-    assert n.handle_alerts(body, {}) == (
+    assert n.http.handle_alerts(body, {}) == (
         503,
         {"error": "outbox_full", "dropped": 1, "queued": 1, "alerts": 1, "not_shown": 7},
     )
     assert n.store.summary()["not_shown_notes_total"] == 0  # not counted: not queued
     n.store.next_pending()  # one reply leaves
-    assert n.handle_alerts(body, {}) == (200, {"queued": 1, "alerts": 1, "not_shown": 7})
+    assert n.http.handle_alerts(body, {}) == (200, {"queued": 1, "alerts": 1, "not_shown": 7})
     summary = n.store.summary()
     assert (summary["not_shown_notes_total"], summary["not_shown_alerts_total"]) == (1, 7)
 
@@ -437,16 +433,16 @@ def test_a_bad_truncated_count_is_refused_whole(make: Make) -> None:
     n = make()
     for value in ("30", -1, True, 1.5, None, 10**10):
         body = json.dumps(many_alerts(0, 1, not_shown=0, truncatedAlerts=value)).encode()
-        assert n.handle_alerts(body, {}) == (400, {"error": "bad_alerts"}), value
+        assert n.http.handle_alerts(body, {}) == (400, {"error": "bad_alerts"}), value
     body = json.dumps(many_alerts(0, 1, not_shown=3, groupLabels=[1])).encode()
-    assert n.handle_alerts(body, {}) == (400, {"error": "bad_alerts"})
+    assert n.http.handle_alerts(body, {}) == (400, {"error": "bad_alerts"})
     assert pending(n) == []
 
 
 def test_without_a_token_any_caller_may_post_alerts_but_not_bad_ones(make: Make) -> None:
     n = make()
     body = json.dumps(alert_doc()).encode()
-    assert n.handle_alerts(body, {}) == (200, {"queued": 1, "alerts": 1})
+    assert n.http.handle_alerts(body, {}) == (200, {"queued": 1, "alerts": 1})
     for bad in (
         b"{",
         b"\xff",
@@ -454,7 +450,7 @@ def test_without_a_token_any_caller_may_post_alerts_but_not_bad_ones(make: Make)
         json.dumps(alert_doc(fingerprint="not hex")).encode(),
         json.dumps({"version": "4", "alerts": [[[[[[[[[[]]]]]]]]]]}).encode(),  # too deep
     ):
-        assert n.handle_alerts(bad, {}) == (400, {"error": "bad_alerts"}), bad
+        assert n.http.handle_alerts(bad, {}) == (400, {"error": "bad_alerts"}), bad
     assert [kind for _id, kind, _text in pending(n)] == ["alert"]
 
 
@@ -496,13 +492,13 @@ def test_the_rate_is_per_route_and_counts_only_new_commands(make: Make) -> None:
     n = make(env={"VLLM_LEDGER_SLACK_SIGNING_SECRET": SLACK_SECRET.decode()}, commands_per_minute=1)
     _bound, handle = n.routes["/slack/events"]
     body = command("m1")
-    assert n.handle_command(body, signed(body)) == (202, {"status": "accepted", "seq": 1})
+    assert n.http.handle_command(body, signed(body)) == (202, {"status": "accepted", "seq": 1})
     for _ in range(3):  # replays use up none of it
-        assert n.handle_command(body, signed(body)) == (200, {"status": "duplicate"})
+        assert n.http.handle_command(body, signed(body)) == (200, {"status": "duplicate"})
     mention = slack_event("Ev1", {"type": "app_mention", "text": "status"})
     assert handle(mention, slack_signed(mention)) == (200, {"status": "accepted", "seq": 2})
     other = command("m2")
-    assert n.handle_command(other, signed(other)) == (429, {"error": "too_many_commands"})
+    assert n.http.handle_command(other, signed(other)) == (429, {"error": "too_many_commands"})
 
 
 # ---- replies and health -------------------------------------------------------------------
@@ -513,9 +509,9 @@ def test_replies_to_help_resend_and_status(make: Make) -> None:
     d = failed_delivery(n)
     for mid, text in (("h", "@bot help"), ("r", f"@bot resend {d}"), ("x", "resend 99")):
         body = command(mid, text)
-        n.handle_command(body, signed(body))
+        n.http.handle_command(body, signed(body))
     body = command("s", "@bot status")
-    n.handle_command(body, signed(body))
+    n.http.handle_command(body, signed(body))
     help_cmd, resend_cmd, unknown_cmd, status_cmd = n.store.unanswered()
     assert n.reply(help_cmd) == chat.help_text("en")
     assert n.reply(help_cmd).startswith("Help\n@bot status: ")
@@ -679,7 +675,7 @@ def test_more_than_100_alerts_is_413_and_nothing_is_queued(make: Make) -> None:
     n = make()
     doc = alert_doc()
     doc["alerts"] = [{**doc["alerts"][0], "fingerprint": f"{i:x}"} for i in range(101)]
-    assert n.handle_alerts(json.dumps(doc).encode(), {}) == (
+    assert n.http.handle_alerts(json.dumps(doc).encode(), {}) == (
         413,
         {"error": "too_many_alerts", "limit": 100},
     )

@@ -23,22 +23,15 @@ import pytest
 from tests.rawhttp import RawServer, drip
 from vllm_ledger.bot.health import Health
 from vllm_ledger.errors import ConfigError
-from vllm_ledger.notify import platforms
-from vllm_ledger.notify import store as store_mod
+from vllm_ledger.notify import outbox, platforms
 from vllm_ledger.notify.alerts import BadAlerts, parse_alerts
 from vllm_ledger.notify.chat import BadRequest, parse_request
 from vllm_ledger.notify.config import notifier_config
+from vllm_ledger.notify.outbox import MAX_PENDING, OutboxFull, Resent
 from vllm_ledger.notify.signing import sign, verify
-from vllm_ledger.notify.store import (
-    MAX_PENDING,
-    OutboxFull,
-    Resent,
-    StateFileError,
-    Store,
-    StoreUnavailable,
-    open_store,
-    read_summary,
-)
+from vllm_ledger.notify.state_file import StateFileError, StoreUnavailable
+from vllm_ledger.notify.state_read import read_summary
+from vllm_ledger.notify.store import Store, open_store
 from vllm_ledger.notify.watch import Damper
 
 
@@ -434,7 +427,7 @@ def test_a_resend_request_committed_before_a_crash_is_answered_with_its_copy(
 def test_a_resend_request_is_forgotten_with_the_delivery_it_names(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_mod, "MAX_OUTBOX_ROWS", 4)
+    monkeypatch.setattr(outbox, "MAX_OUTBOX_ROWS", 4)
     d = store.queue("reply", "old")
     assert d is not None and store.next_pending() is not None
     store.settle(d, "failed", "http_status", 500)
@@ -469,30 +462,3 @@ def test_a_note_is_queued_once_and_counted(store: Store) -> None:
         "NOT SHOWN: 30",
         "NOT SHOWN: 31",
     ]
-
-
-def test_a_state_file_of_the_earlier_schema_gains_the_new_tables_and_keeps_its_rows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "state.sqlite"
-    with monkeypatch.context() as m:
-        m.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:2])
-        old = Store(path, clock=Clock())
-        assert old.queue("reply", "kept") == 1
-        old.close()
-    s = Store(path, clock=Clock())
-    try:
-        with s._lock:
-            names = [r[0] for r in s._db.execute("SELECT name FROM migrations ORDER BY name")]
-        assert names == [
-            "0001_initial",
-            "0002_outbox_topic",
-            "0003_resends_and_not_shown",
-            "0004_once_and_budget_levels",
-        ]
-        summary = s.summary()
-        assert summary["pending"] == 1
-        assert (summary["not_shown_notes_total"], summary["not_shown_alerts_total"]) == (0, 0)
-        assert s.resend(1, request_id="r1") == Resent(2, 1, "pending", already=False)
-    finally:
-        s.close()
