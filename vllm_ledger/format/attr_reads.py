@@ -30,8 +30,13 @@ _SUM_QUERIES = {
 # than SQLite's GROUP BY (a sort of every row), and judges the span's rows in one pass apart
 # (``checks``). A row whose label set the file does not name comes with a NULL reason.
 _CHECKS = f"{_NOT_INT}, {_LOWEST}, {_MOST}, {_OVER}"
+# A span's rows judged in one pass: a value that is not an integer makes its column's sum a
+# float (SQLite's sum() of anything else) or its count short (NULL); with no value negative,
+# each column's total bounds every value in it, so no per-value maximum is needed.
+_COUNTS = ", ".join(f"count({c})" for c in ATTR_COLUMNS)
 _CHECK_QUERIES = {
-    table: f"SELECT {_CHECKS}, {_SUMS} FROM {table} WHERE ts >= ? AND ts < ?"
+    table: f"SELECT count(*), {_COUNTS}, {_LOWEST}, {_OVER}, {_SUMS} FROM {table}"
+    " WHERE ts >= ? AND ts < ?"
     for table in ATTR_TABLES
 }
 _LABELLED_QUERIES = {
@@ -59,11 +64,17 @@ def sums(conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int) -> li
 
 
 def checks(conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int) -> tuple[Any, ...]:
-    """``(non_integer, lowest, most, over, *ATTR_COLUMNS sums)`` of every row of ``table`` in
-    ``[start_ts, end_ts)``: whether any value is not an integer, the lowest and the highest
-    value, whether any row has more cached than prompt tokens, and each column's total."""
-    row: tuple[Any, ...] = conn.execute(_CHECK_QUERIES[table], (start_ts, end_ts)).fetchone()
-    return row
+    """``(non_integer, lowest, over, *ATTR_COLUMNS sums)`` of every row of ``table`` in
+    ``[start_ts, end_ts)``: whether any value is not an integer, the lowest value, whether any
+    row has more cached than prompt tokens, and each column's total (0 for no rows). A sum
+    past 2^63 raises SQLite's integer overflow."""
+    n = len(ATTR_COLUMNS)
+    row = conn.execute(_CHECK_QUERIES[table], (start_ts, end_ts)).fetchone()
+    rows, counts, (lowest, over), sums = row[0], row[1 : 1 + n], row[1 + n : 3 + n], row[3 + n :]
+    non_int = any(c != rows for c in counts) or any(
+        s is not None and type(s) is not int for s in sums
+    )
+    return (non_int, lowest, over, *(s or 0 for s in sums))
 
 
 def labelled_rows(

@@ -87,13 +87,16 @@ class FileCredits:
         for label, c in other.by_label.items():
             self.by_label.setdefault(label, Credited()).add(c)
         mine = self.by_value
-        for key, counts in other.by_value.items():
-            got = mine.get(key)
-            if got is None:
-                mine[key] = list(counts)
-            else:
-                for i, n in enumerate(counts):
-                    got[i] += n
+        if not mine:  # the first: copied whole, one list each
+            self.by_value = {key: counts[:] for key, counts in other.by_value.items()}
+        else:
+            for key, counts in other.by_value.items():
+                got = mine.get(key)
+                if got is None:
+                    mine[key] = counts[:]
+                else:
+                    for i, n in enumerate(counts):
+                        got[i] += n
         for kind, n in other.folded.items():
             self.folded[kind] = self.folded.get(kind, 0) + n
         self.files += other.files
@@ -231,18 +234,13 @@ def _grouped(
     totals = [0] * 5
     for table, a, b in parts:
         checks = _rows(lambda t=table, x=a, y=b: [attr_reads.checks(conn, t, x, y)], table)[0]
-        non_int, lowest, most, over, *sums = checks
-        if (
-            non_int
-            or over
-            or (lowest is not None and lowest < 0)
-            or (most is not None and most > MAX_COUNT)
-        ):
-            _checked(table, (None, 0, 0, 0, 0, 0, non_int, lowest, most, over))
+        non_int, lowest, over, *sums = checks
+        if non_int or over or (lowest is not None and lowest < 0):
+            _checked(table, (None, 0, 0, 0, 0, 0, non_int, lowest, None, over))
         for i, n in enumerate(sums):
-            totals[i] += n or 0
+            totals[i] += n
         if max(totals) > MAX_COUNT:
-            raise BadValues(f"{table}: sums past any ledger's counts")
+            raise BadValues(f"{table}: sums of more than any ledger holds")
         for row in attr_reads.labelled_rows(conn, table, by, a, b):
             key = row[:2]
             got = get(key)

@@ -126,7 +126,8 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
         elif reason == "refused":
             refused += counts[4]
             refused_by_value[value] = refused_by_value.get(value, 0) + counts[4]
-    credited = Credited(*(sum(acc[i] for acc in rows.values()) for i in range(4)))
+    columns = zip(*rows.values(), strict=True)  # each row's four sums, column by column
+    credited = Credited(*(sum(column) for column in columns)) if rows else Credited()
     for c in reasons.values():
         credited.add(c)
     rest = Credited(
