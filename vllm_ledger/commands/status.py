@@ -12,16 +12,11 @@ from vllm_ledger.bot.health import probe_local
 from vllm_ledger.bot.host import asked, budgets_block
 from vllm_ledger.bot.message import LANGS, render_host
 from vllm_ledger.bot.usage_text import HostAnswer, Pricing, digest_text, usage_text
-from vllm_ledger.commands._common import (
-    add_filters,
-    add_roots,
-    add_time,
-    at_of,
-    file_flag,
-    input_file,
-    roots_of,
-    zone_of,
-)
+from vllm_ledger.commands._files import input_file
+from vllm_ledger.commands._ledger_flags import add_filters, add_roots, roots_of
+from vllm_ledger.commands._refusals import file_flag
+from vllm_ledger.commands._times import add_time, at_of
+from vllm_ledger.commands._zones import zone_of
 from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import status as status_format
