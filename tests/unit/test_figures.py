@@ -15,7 +15,7 @@ from vllm_ledger.figures import FIGURES, Figure
 from vllm_ledger.format import reads, schema
 from vllm_ledger.formats import csvout, status
 from vllm_ledger.formats.json import window_dict
-from vllm_ledger.observe import counters, exporter
+from vllm_ledger.observe import counters, families
 from vllm_ledger.plan import fleet
 from vllm_ledger.read import export, values
 from vllm_ledger.read.report import WindowReport, report_figures
@@ -171,10 +171,10 @@ def test_the_status_pins_its_own_windows_and_figures() -> None:
 
 
 def test_the_exporter_serves_a_counter_and_a_gauge_per_figure() -> None:
-    assert list(exporter._COUNTERS) == list(counters.COUNT_NAMES)
-    assert [c[0] for c in exporter._COUNTERS.values()] == [f.counter for f in FIGURES]
-    assert exporter._COUNTERS["decode_us"][2] == 1e-6
-    gauges = [g[0] for g in exporter._FIGURES[: len(FIGURES)]]
+    assert list(families._COUNTERS) == list(counters.COUNT_NAMES)
+    assert [c[0] for c in families._COUNTERS.values()] == [f.counter for f in FIGURES]
+    assert families._COUNTERS["decode_us"][2] == 1e-6
+    gauges = [g[0] for g in families._FIGURES[: len(FIGURES)]]
     assert gauges == [f.window_gauge for f in FIGURES]
     for f in FIGURES:
         assert f.window_gauge == f"{names.EXPORTER_PREFIX}_window_{f.report_name}"
