@@ -30,7 +30,6 @@ MODULE_EXCEPTIONS: dict[str, int] = {
     "vllm_ledger/deploy/preflight/rules.py": 442,
     "vllm_ledger/deploy/units.py": 441,
     "vllm_ledger/formats/html.py": 408,
-    "vllm_ledger/formats/status.py": 655,
     "vllm_ledger/http/client.py": 634,
     "vllm_ledger/http/server.py": 576,
     "vllm_ledger/notify/service.py": 552,

@@ -20,6 +20,7 @@ from vllm_ledger.commands._zones import zone_of
 from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import status as status_format
+from vllm_ledger.formats import status_render
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.status_asked import ASKS, Ask, ask_of_original
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
                 model=args.model,
             )
     health = None if args.no_health else probe_local([r.port for r in ports.rows])
-    document = status_format.render(
+    document = status_render.render(
         report, ports, health, tz_source=zone.source, keys=keys, budgets=budgets, asked=answer
     )
     if args.text:  # the bot's own renderer, over the document as the bot parses it
