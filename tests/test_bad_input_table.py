@@ -93,7 +93,7 @@ NUMERIC: list[tuple[str, str, str | None, bool]] = [
     ("doctor", "--expect-writers", None, True),
 ]
 
-# Every duration flag (one type, _common.Duration: 30s, 10m, 7d, 1h30m or plain seconds), and
+# Every duration flag (one type, _values.Duration: 30s, 10m, 7d, 1h30m or plain seconds), and
 # the old spellings kept for one release, which take the same values and name themselves.
 DURATIONS: list[tuple[str, str, str | None, bool]] = [
     ("advise", "--sample-for", "30000", False),

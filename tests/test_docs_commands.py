@@ -45,7 +45,7 @@ from tests.ledgers import ev, write_ledger
 from tests.test_readme_commands import VENV_BIN, printed_commands
 from vllm_ledger.cli import build_parser
 from vllm_ledger.commands import COMMANDS
-from vllm_ledger.commands._common import Renamed
+from vllm_ledger.commands._renamed import Renamed
 from vllm_ledger.plan.prices import CONFIG_FORMATS
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

@@ -19,12 +19,8 @@ import pytest
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.cli import build_parser, command_module, main
 from vllm_ledger.commands import exporter
-from vllm_ledger.commands._common import (
-    Duration,
-    Renamed,
-    duration,
-    listen,
-)
+from vllm_ledger.commands._renamed import Renamed
+from vllm_ledger.commands._values import Duration, duration, listen
 from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.plan.prices import load_config
 from vllm_ledger.read.periods import PERIOD_NAMES
@@ -377,7 +373,7 @@ def test_a_folder_is_output_dir_or_the_old_positional(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from vllm_ledger.commands._common import output_folder
+    from vllm_ledger.commands._files import output_folder
 
     folder = str(tmp_path / "out")
     a, err_a = _parsed(monkeypatch, capsys, [command, "--output", folder])

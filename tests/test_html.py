@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.formats import html as html_format
+from vllm_ledger.formats import html_chart
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.page import build_page
 from vllm_ledger.read.report import build_report
@@ -192,24 +193,24 @@ def test_chart_and_strip_follow_the_timeline(tmp_path: Path) -> None:
     tl = build_timeline([root], at_ts=AT + 0.5, tz=report.tz, clock=lambda: AT + 0.5)
     text = html_format.render(report, tl, [])
     p = parse(text)
-    colours = html_format.SERIES_COLORS
+    colours = html_chart.SERIES_COLORS
     bars = [r for r in p.rects if r["fill"] in colours.values()]
     # Three hours had traffic: one with cached input, all with uncached input and output.
     assert sorted(r["fill"] for r in bars) == sorted(
         [colours["cached"], colours["cached"]] + [colours["uncached"]] * 3 + [colours["output"]] * 3
     )
-    width = html_format.PLOT_X1 - html_format.PLOT_X0
+    width = html_chart.PLOT_X1 - html_chart.PLOT_X0
 
     def hour_of(rect: dict[str, str]) -> int:
-        return round((float(rect["x"]) - html_format.PLOT_X0) / width * 168)
+        return round((float(rect["x"]) - html_chart.PLOT_X0) / width * 168)
 
     assert sorted({hour_of(r) for r in bars}) == [128, 148, 165]
-    strip = [r for r in p.rects if r["fill"] in html_format.CAUSE_COLORS.values()]
+    strip = [r for r in p.rects if r["fill"] in html_chart.CAUSE_COLORS.values()]
     spans = [(u.start_ts - AT, u.end_ts - AT, u.cause) for u in tl.uncovered]
     # A dead writer's last second is not vouched for (coverage.TAIL_S).
     assert spans == [(-168 * H, -50 * H, "not_recording"), (-30 * H - 1, -28 * H, "unclean_exit")]
-    assert [r["fill"] for r in strip] == [html_format.CAUSE_COLORS[c] for *_x, c in spans]
-    assert float(strip[1]["x"]) == pytest.approx(html_format.PLOT_X0 + 138 / 168 * width, abs=0.01)
+    assert [r["fill"] for r in strip] == [html_chart.CAUSE_COLORS[c] for *_x, c in spans]
+    assert float(strip[1]["x"]) == pytest.approx(html_chart.PLOT_X0 + 138 / 168 * width, abs=0.01)
     assert 'data-cause="unclean_exit" data-seconds="7201"' in text
 
 

@@ -103,7 +103,7 @@ init_logger("vllm.entrypoints.openai.api_server").info("Starting vLLM API server
 """
 EXPORTER_LINE = """
 import logging
-from vllm_ledger.commands._common import service_logging
+from vllm_ledger.commands._service_log import service_logging
 service_logging()
 logging.getLogger("vllm_ledger.exporter").info("listening on %s", "127.0.0.1:9464")
 """

@@ -24,7 +24,8 @@ from tests.vllm_source import vllm_metric_names
 from vllm_ledger.notify.alerts import MAX_ALERTS
 from vllm_ledger.observe.alerts import MINIMAL
 from vllm_ledger.observe.dashboard import expressions, interpolate
-from vllm_ledger.observe.exporter import LedgerCollector, families
+from vllm_ledger.observe.exporter import LedgerCollector
+from vllm_ledger.observe.families import families
 from vllm_ledger.observe.gpu import GpuReading
 from vllm_ledger.read.report import build_report
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, run_cli
-from vllm_ledger.commands._common import wrote_line
+from vllm_ledger.commands._files import wrote_line
 
 HOST = REPO / "tests" / "data" / "render" / "cpu-bare.json"
 

@@ -127,7 +127,7 @@ def _parse(parser: argparse.ArgumentParser, args_in: list[str]) -> argparse.Name
 
 def _notes(args: argparse.Namespace) -> None:
     """One line on stderr per old flag spelling used (once each, however often it was given)."""
-    from vllm_ledger.commands._common import deprecation_notes  # the command imported it
+    from vllm_ledger.commands._renamed import deprecation_notes  # the command imported it
 
     for line in deprecation_notes(args):
         print(f"{PROG}: note: {printable(line)}", file=sys.stderr)

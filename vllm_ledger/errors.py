@@ -32,7 +32,7 @@ e.g. --at 1796000000``.
 Below the commands a ``BadArgument`` names no flag: it carries ``.argument`` (the parameter,
 ``"step"``; its message starts with that name), ``.value`` (what was given) and ``.example`` (a
 good value, printed after the hint as ``e.g. 1h``). A command words it for the command line
-(``commands/_common.py``, ``flagged``): ``step '1y' is not a duration: ..., e.g. 1h`` becomes
+(``commands/_refusals.py``, ``flagged``): ``step '1y' is not a duration: ..., e.g. 1h`` becomes
 ``--step '1y' is not a duration: ..., e.g. --step 1h``.
 
 The read side turns BadValues and NotARegularFile into a file's status (``bad_values``,

@@ -4,7 +4,7 @@ plain paths, and the environment variables the project reads.
 Standard library only (the write side imports it inside vLLM), and below everything but
 ``errors.py``. A value that is not one raises ``BadArgument`` worded without a flag: the value,
 what is wrong with it, a hint and ``.example`` (a good value). The commands put their flag in
-front (``commands/_common.py``); a library caller sees the same line without one. See
+front (``commands/_refusals.py``); a library caller sees the same line without one. See
 docs/cli.md ("Vocabulary").
 """
 

@@ -17,7 +17,7 @@ from PIL import Image
 
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.formats import html as html_format
+from vllm_ledger.formats import html_chart
 
 pytestmark = pytest.mark.e2e
 
@@ -33,8 +33,8 @@ def _hex(c: str) -> tuple[int, int, int]:
     return (int(c[1:3], 16), int(c[3:5], 16), int(c[5:7], 16))
 
 
-CHART_RGB = {_hex(c) for c in html_format.SERIES_COLORS.values()}
-STRIP_RGB = {_hex(c) for c in (html_format.COVERED_COLOR, *html_format.CAUSE_COLORS.values())}
+CHART_RGB = {_hex(c) for c in html_chart.SERIES_COLORS.values()}
+STRIP_RGB = {_hex(c) for c in (html_chart.COVERED_COLOR, *html_chart.CAUSE_COLORS.values())}
 
 
 def _history(root: Path) -> None:
@@ -185,8 +185,8 @@ def test_page_in_chromium(tmp_path: Path) -> None:
     px = img.convert("RGB").load()
     assert px is not None
     mid = (min(strip_rows) + max(strip_rows)) // 2
-    colour = {name: _hex(c) for name, c in html_format.CAUSE_COLORS.items()}
-    colour["covered"] = _hex(html_format.COVERED_COLOR)
+    colour = {name: _hex(c) for name, c in html_chart.CAUSE_COLORS.items()}
+    colour["covered"] = _hex(html_chart.COVERED_COLOR)
     expected = [
         (0, 68, "not_recording"),
         (68, 108, "covered"),

@@ -13,9 +13,9 @@ import pytest
 from vllm_ledger import bounds, figures, names
 from vllm_ledger.figures import FIGURES, Figure
 from vllm_ledger.format import reads, schema
-from vllm_ledger.formats import csvout, status
+from vllm_ledger.formats import csvout, status, status_render
 from vllm_ledger.formats.json import window_dict
-from vllm_ledger.observe import counters, exporter
+from vllm_ledger.observe import counters, families
 from vllm_ledger.plan import fleet_sums
 from vllm_ledger.read import export, values
 from vllm_ledger.read.report import WindowReport, report_figures
@@ -162,19 +162,19 @@ def test_the_status_pins_its_own_windows_and_figures() -> None:
     assert status.STATUS_WINDOWS == ("today", "24h", "3d", "7d", "total")
     assert status.STATUS_FIGURES == figures.BRIEF
     windows = tuple(dataclasses.replace(window(), name=n) for n in status.STATUS_WINDOWS)
-    doc = status._windows_dict(windows)
+    doc = status_render._windows_dict(windows)
     assert list(doc) == list(status.STATUS_WINDOWS)
     keys = figures.keys()
     assert [k for k in doc["total"] if k in keys] == list(figures.keys(figures.BRIEF))
     with pytest.raises(ValueError, match="needs the windows 7d"):
-        status._windows_dict(tuple(w for w in windows if w.name != "7d"))
+        status_render._windows_dict(tuple(w for w in windows if w.name != "7d"))
 
 
 def test_the_exporter_serves_a_counter_and_a_gauge_per_figure() -> None:
-    assert list(exporter._COUNTERS) == list(counters.COUNT_NAMES)
-    assert [c[0] for c in exporter._COUNTERS.values()] == [f.counter for f in FIGURES]
-    assert exporter._COUNTERS["decode_us"][2] == 1e-6
-    gauges = [g[0] for g in exporter._FIGURES[: len(FIGURES)]]
+    assert list(families._COUNTERS) == list(counters.COUNT_NAMES)
+    assert [c[0] for c in families._COUNTERS.values()] == [f.counter for f in FIGURES]
+    assert families._COUNTERS["decode_us"][2] == 1e-6
+    gauges = [g[0] for g in families._FIGURES[: len(FIGURES)]]
     assert gauges == [f.window_gauge for f in FIGURES]
     for f in FIGURES:
         assert f.window_gauge == f"{names.EXPORTER_PREFIX}_window_{f.report_name}"

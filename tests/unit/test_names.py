@@ -18,7 +18,8 @@ from vllm_ledger.bot import message, poll
 from vllm_ledger.format import overbudget
 from vllm_ledger.observe import alerts
 from vllm_ledger.observe.budgets import BudgetWatch
-from vllm_ledger.observe.exporter import LedgerCollector, families
+from vllm_ledger.observe.exporter import LedgerCollector
+from vllm_ledger.observe.families import families
 from vllm_ledger.observe.gpu import GpuReading
 from vllm_ledger.plan import advise, ramp, ramp_load
 from vllm_ledger.plan.budgets import load_budgets

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vllm_ledger import units
-from vllm_ledger.commands._common import flagged
+from vllm_ledger.commands._refusals import flagged
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.units import (
     duration_seconds,

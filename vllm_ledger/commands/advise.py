@@ -6,17 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import (
-    add_local_tz,
-    add_renamed_duration,
-    duration,
-    file_flag,
-    flag_names,
-    input_file,
-    local_zone_of,
-    number,
-    url,
-)
+from vllm_ledger.commands._files import input_file
+from vllm_ledger.commands._refusals import file_flag, flag_names
+from vllm_ledger.commands._renamed import add_renamed_duration
+from vllm_ledger.commands._values import duration, number, url
+from vllm_ledger.commands._zones import add_local_tz, local_zone_of
 from vllm_ledger.errors import BadArgument, RemoteError
 from vllm_ledger.formats.advise import (
     flags_line,

@@ -7,13 +7,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from vllm_ledger.commands._common import (
-    add_output_folder,
-    flag_names,
-    output_folder,
-    say_wrote,
-    tz_name,
-)
+from vllm_ledger.commands._files import add_output_folder, output_folder, say_wrote
+from vllm_ledger.commands._refusals import flag_names
+from vllm_ledger.commands._values import tz_name
 from vllm_ledger.deploy.bundle import bundle
 from vllm_ledger.formats.safe import printable
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from vllm_ledger.commands._common import add_roots, add_tz, roots_of, zone_of
+from vllm_ledger.commands._ledger_flags import add_roots, roots_of
+from vllm_ledger.commands._zones import add_tz, zone_of
 from vllm_ledger.formats.command_json import check_dict, dumps
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.check import check

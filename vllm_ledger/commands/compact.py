@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from vllm_ledger import maintenance
-from vllm_ledger.commands._common import add_roots, roots_of
+from vllm_ledger.commands._ledger_flags import add_roots, roots_of
 from vllm_ledger.progress import when_slow
 
 NAME = "compact"

@@ -7,20 +7,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from vllm_ledger.commands._common import (
-    add_roots,
-    add_time,
-    at_of,
-    deprecate,
-    file_flag,
-    input_file,
-    number,
-    roots_of,
-    text,
-    url,
-    with_flags,
-    zone_of,
-)
+from vllm_ledger.commands._files import input_file
+from vllm_ledger.commands._ledger_flags import add_roots, roots_of
+from vllm_ledger.commands._refusals import file_flag, with_flags
+from vllm_ledger.commands._renamed import deprecate
+from vllm_ledger.commands._times import add_time, at_of
+from vllm_ledger.commands._values import number, text, url
+from vllm_ledger.commands._zones import zone_of
 from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED, note_nothing_matched
 from vllm_ledger.errors import BadArgument, ConfigError, RemoteError
 from vllm_ledger.formats.cost import (

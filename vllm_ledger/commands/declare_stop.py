@@ -15,18 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from vllm_ledger.commands._common import (
-    TIME_FLAG_HELP,
-    add_roots,
-    add_tz,
-    flagged,
-    resolve_flag,
-    roots_of,
-    since_until_flags,
-    text,
-    time_flag,
-    zone_of,
-)
+from vllm_ledger.commands._ledger_flags import add_roots, roots_of
+from vllm_ledger.commands._refusals import flagged
+from vllm_ledger.commands._times import TIME_FLAG_HELP, resolve_flag, since_until_flags, time_flag
+from vllm_ledger.commands._values import text
+from vllm_ledger.commands._zones import add_tz, zone_of
 from vllm_ledger.errors import BadArgument, BadDeclaration
 from vllm_ledger.format import declarations
 from vllm_ledger.formats.safe import printable

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vllm_ledger.commands._common import add_roots, add_tz, duration, number, url
+from vllm_ledger.commands._ledger_flags import add_roots
+from vllm_ledger.commands._values import duration, number, url
+from vllm_ledger.commands._zones import add_tz
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.progress import quiet_stderr, say, when_slow
@@ -157,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, on_check: Callable[[str, int, int], None]) -> DoctorReport:
-    from vllm_ledger.commands._common import roots_of, zone_of
+    from vllm_ledger.commands._ledger_flags import roots_of
+    from vllm_ledger.commands._zones import zone_of
     from vllm_ledger.doctor import CHECKS, doctor
     from vllm_ledger.read.report import resolve_tz
 

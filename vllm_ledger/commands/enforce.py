@@ -12,12 +12,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from vllm_ledger.commands._common import (
-    TIME_FLAG_HELP,
-    resolve_flag,
-    service_logging,
-    time_flag,
-)
+from vllm_ledger.commands._service_log import service_logging
+from vllm_ledger.commands._times import TIME_FLAG_HELP, resolve_flag, time_flag
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.format.identity import default_root
 from vllm_ledger.formats.safe import printable

@@ -10,20 +10,12 @@ from collections.abc import Callable, Iterable
 from typing import IO
 from zoneinfo import ZoneInfo
 
-from vllm_ledger.commands._common import (
-    TIME_FLAG_HELP,
-    add_renamed,
-    add_roots,
-    add_tz,
-    add_zeros,
-    output_file,
-    roots_of,
-    say_wrote,
-    since_until_flags,
-    time_flag,
-    typed,
-    zone_of,
-)
+from vllm_ledger.commands._files import output_file, say_wrote
+from vllm_ledger.commands._ledger_flags import add_roots, add_zeros, roots_of
+from vllm_ledger.commands._refusals import typed
+from vllm_ledger.commands._renamed import add_renamed
+from vllm_ledger.commands._times import TIME_FLAG_HELP, since_until_flags, time_flag
+from vllm_ledger.commands._zones import add_tz, zone_of
 from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED, note_nothing_matched
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import csvout

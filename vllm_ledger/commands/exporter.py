@@ -8,19 +8,12 @@ import sys
 from pathlib import Path
 
 from vllm_ledger.bot.transport import status_argv
-from vllm_ledger.commands._common import (
-    add_renamed,
-    add_roots,
-    add_tz,
-    listen,
-    number,
-    port,
-    roots_of,
-    service_logging,
-    text,
-    typed,
-    zone_of,
-)
+from vllm_ledger.commands._ledger_flags import add_roots, roots_of
+from vllm_ledger.commands._refusals import typed
+from vllm_ledger.commands._renamed import add_renamed
+from vllm_ledger.commands._service_log import service_logging
+from vllm_ledger.commands._values import listen, number, port, text
+from vllm_ledger.commands._zones import add_tz, zone_of
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.names import (
     DEFAULT_ATTRIBUTION_LABELS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import duration, text, url
+from vllm_ledger.commands._values import duration, text, url
 from vllm_ledger.formats.command_json import SCHEMA, dumps
 from vllm_ledger.formats.fleet import fleet_dict, render_text, whose_dict
 from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, Fleet

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from vllm_ledger.commands._common import input_file
+from vllm_ledger.commands._files import input_file
 from vllm_ledger.deploy.keynames import (
     MAX_KEY_BYTES,
     key_label,

@@ -11,13 +11,10 @@ from pathlib import Path
 from types import FrameType
 
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES
-from vllm_ledger.commands._common import (
-    add_local_tz,
-    file_flag,
-    input_file,
-    local_zone_of,
-    service_logging,
-)
+from vllm_ledger.commands._files import input_file
+from vllm_ledger.commands._refusals import file_flag
+from vllm_ledger.commands._service_log import service_logging
+from vllm_ledger.commands._zones import add_local_tz, local_zone_of
 from vllm_ledger.errors import BadArgument, ConfigError, LedgerError, RemoteError
 from vllm_ledger.notify.config import DEFAULT_LISTEN, parse_listen
 

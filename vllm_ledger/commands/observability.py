@@ -9,15 +9,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from vllm_ledger.commands._common import (
-    add_output_folder,
-    duration,
-    number,
-    output_dir,
-    output_folder,
-    say_wrote,
-    url,
-)
+from vllm_ledger.commands._files import add_output_folder, output_dir, output_folder, say_wrote
+from vllm_ledger.commands._values import duration, number, url
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.observe.alerts import (

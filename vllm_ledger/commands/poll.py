@@ -17,12 +17,10 @@ from vllm_ledger.bot.poll import DEFAULT_DEADLINE_S, DEFAULT_INTERVAL_S, CacheEn
 from vllm_ledger.bot.ssh_command import DEFAULT_CONNECT_TIMEOUT_S
 from vllm_ledger.bot.transport import token_problems
 from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, load_usage
-from vllm_ledger.commands._common import (
-    add_renamed_duration,
-    duration,
-    file_flag,
-    input_file,
-)
+from vllm_ledger.commands._files import input_file
+from vllm_ledger.commands._refusals import file_flag
+from vllm_ledger.commands._renamed import add_renamed_duration
+from vllm_ledger.commands._values import duration
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.formats.status import doc_dict
 from vllm_ledger.names import POLL_STALE_AFTER_S

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import file_flag, input_file, text, with_flags
+from vllm_ledger.commands._files import input_file
+from vllm_ledger.commands._refusals import file_flag, with_flags
+from vllm_ledger.commands._values import text
 from vllm_ledger.errors import ConfigError
 
 NAME = "preflight"

@@ -8,17 +8,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vllm_ledger.commands._common import (
-    add_renamed,
-    duration,
-    file_flag,
-    input_file,
-    number,
-    output_dir,
-    say_wrote,
-    text,
-    url,
-)
+from vllm_ledger.commands._files import input_file, output_dir, say_wrote
+from vllm_ledger.commands._refusals import file_flag
+from vllm_ledger.commands._renamed import add_renamed
+from vllm_ledger.commands._values import duration, number, text, url
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.ramp import OUTPUT_NAMES, render_files, render_table
 from vllm_ledger.outfile import write_file

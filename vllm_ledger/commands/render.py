@@ -8,18 +8,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from vllm_ledger.commands._common import (
-    add_roots,
-    file_flag,
-    input_file,
-    listen,
-    output_dir,
-    output_file,
-    roots_of,
-    say_wrote,
-    tz_name,
-    with_flags,
-)
+from vllm_ledger.commands._files import input_file, output_dir, output_file, say_wrote
+from vllm_ledger.commands._ledger_flags import add_roots, roots_of
+from vllm_ledger.commands._refusals import file_flag, with_flags
+from vllm_ledger.commands._values import listen, tz_name
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import MODES, Host, load_host, schema_json
 from vllm_ledger.deploy.image import build_command, image_files

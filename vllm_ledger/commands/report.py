@@ -7,22 +7,12 @@ import sys
 from zoneinfo import ZoneInfo
 
 from vllm_ledger import names
-from vllm_ledger.commands._common import (
-    add_filters,
-    add_roots,
-    add_since_until,
-    add_time,
-    add_zeros,
-    at_of,
-    flag_names,
-    number,
-    output_file,
-    roots_of,
-    say_wrote,
-    since_until_flags,
-    typed,
-    zone_of,
-)
+from vllm_ledger.commands._files import output_file, say_wrote
+from vllm_ledger.commands._ledger_flags import add_filters, add_roots, add_zeros, roots_of
+from vllm_ledger.commands._refusals import flag_names, typed
+from vllm_ledger.commands._times import add_since_until, add_time, at_of, since_until_flags
+from vllm_ledger.commands._values import number
+from vllm_ledger.commands._zones import zone_of
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format

@@ -8,7 +8,7 @@ import sys
 
 from vllm_ledger.bot.ssh_command import status_command
 from vllm_ledger.bot.validate import check_path, check_python
-from vllm_ledger.commands._common import input_file
+from vllm_ledger.commands._files import input_file
 from vllm_ledger.errors import BadArgument, FieldError
 from vllm_ledger.infile import read_regular_text
 

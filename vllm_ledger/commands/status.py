@@ -13,19 +13,15 @@ from vllm_ledger.bot.host import asked, budgets_block
 from vllm_ledger.bot.message import render_host
 from vllm_ledger.bot.message_words import LANGS
 from vllm_ledger.bot.usage_text import HostAnswer, Pricing, digest_text, usage_text
-from vllm_ledger.commands._common import (
-    add_filters,
-    add_roots,
-    add_time,
-    at_of,
-    file_flag,
-    input_file,
-    roots_of,
-    zone_of,
-)
+from vllm_ledger.commands._files import input_file
+from vllm_ledger.commands._ledger_flags import add_filters, add_roots, roots_of
+from vllm_ledger.commands._refusals import file_flag
+from vllm_ledger.commands._times import add_time, at_of
+from vllm_ledger.commands._zones import zone_of
 from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats import status as status_format
+from vllm_ledger.formats import status_render
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.status_asked import ASKS, Ask, ask_of_original
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -160,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
                 model=args.model,
             )
     health = None if args.no_health else probe_local([r.port for r in ports.rows])
-    document = status_format.render(
+    document = status_render.render(
         report, ports, health, tz_source=zone.source, keys=keys, budgets=budgets, asked=answer
     )
     if args.text:  # the bot's own renderer, over the document as the bot parses it

@@ -8,19 +8,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from vllm_ledger.commands._common import (
-    add_filters,
-    add_roots,
-    add_time,
-    add_zeros,
-    at_of,
-    deprecate,
-    duration,
-    flag_names,
-    roots_of,
-    typed,
-    zone_of,
-)
+from vllm_ledger.commands._ledger_flags import add_filters, add_roots, add_zeros, roots_of
+from vllm_ledger.commands._refusals import flag_names, typed
+from vllm_ledger.commands._renamed import deprecate
+from vllm_ledger.commands._times import add_time, at_of
+from vllm_ledger.commands._values import duration
+from vllm_ledger.commands._zones import zone_of
 from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED, note_nothing_matched
 from vllm_ledger.errors import BadArgument, TooManySteps
 from vllm_ledger.formats.text import nothing_matched_lines

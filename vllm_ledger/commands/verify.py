@@ -5,16 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vllm_ledger.commands._common import (
-    add_roots,
-    add_tz,
-    duration,
-    flag_names,
-    roots_of,
-    text,
-    url,
-    zone_of,
-)
+from vllm_ledger.commands._ledger_flags import add_roots, roots_of
+from vllm_ledger.commands._refusals import flag_names
+from vllm_ledger.commands._values import duration, text, url
+from vllm_ledger.commands._zones import add_tz, zone_of
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.read.report import resolve_tz
 from vllm_ledger.read.verify import verify

@@ -1,60 +1,45 @@
-"""The bounded status document the bot reads over SSH, and its strict parser. Standard library.
+"""The bounded status document the bot reads over SSH: its shape, its limits and its strict
+parser. Standard library. ``formats/status_render.py`` writes it from a report.
 
-``render(report, ports)`` writes one line of ASCII JSON with fixed keys, numbers only (counts
-are integers, ratios floats or null), problem codes from ``coverage.PROBLEM_CODES``, the host's
-clock and a schema version, and the zone "today" was cut in (``tz_offset`` at the cutoff,
-``tz`` its IANA name, ``tz_source`` the level of the zone rule that chose it: the forced
-command passes no ``--tz``, so ``VLLM_LEDGER_TZ`` or the root's zone file decide);
-``instances`` adds the same figures per API port (at most
-``MAX_STATUS_INSTANCES``, the rest counted in ``instances_truncated``), so the bot's line for a
-node port shows that port's instance even when several share a data dir. Each row may carry
-``health``: the deployment host's own ``GET /health`` of 127.0.0.1 at that port (a state from
-``REMOTE_HEALTH_STATES`` and the HTTP status), so a bot that has only an SSH target still sees
-whether vLLM answers. ``keys_today`` (``formats/status_keys.py``) holds the top keys of
-today by input tokens and today's not-attributed tokens, where the ledgers keep whose tokens.
-With ``--by`` a ``breakdown`` (keys are ledger text, ASCII-escaped and cut to
-``MAX_KEY_CHARS``; the bot never reads it) is added. Its size is bounded by construction: the
-document without rows stays under ``MAX_BASE_BYTES``, ``keys_today`` under ``MAX_KEYS_BYTES``,
-and rows are dropped (and counted: breakdown rows, then key rows, then port rows) until the
-whole is at most ``MAX_STATUS_BYTES``, below what the bot reads (64 KiB).
-
-``parse(data)`` is the other side: it takes bytes from a remote host that may be hostile and
-returns a ``StatusDoc`` holding only range-checked numbers, this module's own constant
-strings and a zone name shaped like one (``tz``: at most 64 of ``[A-Za-z0-9_+-/]``), or
-raises ``StatusParseError``. Unknown keys are ignored (keys are only ever added
-within a schema version); a known key that is missing, of the wrong type or out of range
-rejects the whole document: a value that cannot be trusted is unknown, never 0. So does an
-``instances`` list longer than ``MAX_STATUS_INSTANCES``, a port given twice, or a port's count
-above the whole data dir's in the same window. The ``breakdown`` is never read; the keys of
-``keys_today`` are the only remote text kept, each shape-checked (``status_keys.KEY_SHAPE``).
+``parse(data)`` takes bytes from a remote host that may be hostile and
+returns a ``StatusDoc`` holding only range-checked numbers (``formats/status_fields.py``), this
+module's own constant strings and a zone name shaped like one (``tz``: at most 64 of
+``[A-Za-z0-9_+-/]``), or raises ``StatusParseError``. Unknown keys are ignored (keys are only
+ever added within a schema version); a known key that is missing, of the wrong type or out of
+range rejects the whole document: a value that cannot be trusted is unknown, never 0. So does
+an ``instances`` list longer than ``MAX_STATUS_INSTANCES``, a port given twice, or a port's
+count above the whole data dir's in the same window. The ``breakdown`` is never read; the keys
+of ``keys_today`` are the only remote text kept, each shape-checked (``status_keys.KEY_SHAPE``).
 """
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
-from vllm_ledger import figures, strictjson
-from vllm_ledger.errors import ConfigError, StatusParseError
+from vllm_ledger import figures
+from vllm_ledger.errors import StatusParseError
 from vllm_ledger.figures import Figure
-from vllm_ledger.formats import status_asked, status_budgets
-from vllm_ledger.formats.status_asked import Ask, Asked, asked_dict, parse_asked_parts
+from vllm_ledger.formats.status_asked import Ask, parse_asked_parts
 from vllm_ledger.formats.status_budgets import StatusBudgets, parse_budgets, parsed_budgets_dict
+from vllm_ledger.formats.status_fields import (
+    MAX_COUNT,
+    field_bool,
+    field_codes,
+    field_float,
+    field_int,
+    field_obj,
+    loads,
+)
 from vllm_ledger.formats.status_keys import (
     MAX_KEYS_BYTES,
     StatusKeys,
-    keys_dict,
     parse_keys,
     parsed_keys_dict,
 )
 from vllm_ledger.read.coverage import PROBLEM_CODES
-from vllm_ledger.read.ports import MAX_PORT_ROWS, PortRow, PortRows
-from vllm_ledger.read.report import Report, WindowReport
-from vllm_ledger.read.whose import WhoseWindow
+from vllm_ledger.read.ports import MAX_PORT_ROWS
 from vllm_ledger.read.zone import MAX_ZONE_CHARS, ZONE_NAME_RE, ZONE_SOURCES, ZoneSource
 
 STATUS_SCHEMA = 1
@@ -74,14 +59,11 @@ WRITER_STATES: tuple[str, ...] = ("alive", "closed", "stale", "crashed", "missin
 REMOTE_HEALTH_STATES: tuple[str, ...] = ("healthy", "unhealthy", "down")
 
 # Range checks for what a remote host may claim.
-MAX_COUNT = 10**15  # tokens, requests, files: ~30 years at 1M tokens/s
 MAX_SECONDS = 10**10  # durations (300+ years)
 MIN_CLOCK_TS = 10**9  # 2001-09-09: a host clock before this is broken
 MAX_CLOCK_TS = 10**10  # 2286
 MAX_SPEED = 10**9  # tokens per second
 MAX_TZ_OFFSET_S = 18 * 3600
-MAX_NUMBER_CHARS = 32  # no numeral in a valid document is longer
-STATUS_MAX_DEPTH = 8  # a valid document nests seven deep (breakdown -> rows -> windows ...)
 
 
 @dataclass(frozen=True)
@@ -167,255 +149,17 @@ class StatusDoc:
         return None
 
 
-# ---- producing -------------------------------------------------------------------------
-
-
-def _ratio(x: float | None) -> float | None:
-    return None if x is None else round(x, 6)
-
-
-def _window_dict(w: WindowReport) -> dict[str, Any]:
-    return {
-        "start": int(w.start_ts),
-        "cutoff": int(w.cutoff_ts),
-        **{f.key: int(getattr(w, f.report_name)) for f in STATUS_FIGURES},
-        "hit_rate": _ratio(w.hit_rate),
-        "avg_speed": _ratio(w.avg_speed),
-        "gen_speed": _ratio(w.gen_speed),
-        "uncovered_seconds": int(w.uncovered_seconds),
-        "complete": bool(w.complete),
-        "problems": {c: int(w.problems[c]) for c in PROBLEM_CODES if w.problems.get(c)},
-    }
-
-
-def _tz_offset_seconds(report: Report) -> int:
-    from zoneinfo import ZoneInfo
-
-    local = datetime.fromtimestamp(report.cutoff_ts, timezone.utc).astimezone(ZoneInfo(report.tz))
-    off = local.utcoffset()
-    return int(off.total_seconds()) if off is not None else 0
-
-
-def _windows_dict(windows: tuple[WindowReport, ...]) -> dict[str, Any]:
-    """``STATUS_WINDOWS``, each from the report's window of that name."""
-    by_name = {w.name: w for w in windows}
-    missing = [n for n in STATUS_WINDOWS if n not in by_name]
-    if missing:
-        raise ValueError(f"a status document needs the windows {', '.join(missing)}")
-    return {n: _window_dict(by_name[n]) for n in STATUS_WINDOWS}
-
-
-PortHealth = Mapping[int, tuple[str, int | None]]
-
-
-def _port_dict(row: PortRow, health: PortHealth | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "port": int(row.port),
-        "runs": int(row.runs),
-        "writers": {s: int(row.writers.get(s, 0)) for s in WRITER_STATES},
-        "windows": _windows_dict(row.windows),
-    }
-    probed = (health or {}).get(int(row.port))
-    if probed is not None and probed[0] in REMOTE_HEALTH_STATES:
-        code = probed[1] if probed[1] is not None and 100 <= probed[1] <= 599 else None
-        out["health"] = {"state": probed[0], "http_status": code}
-    return out
-
-
-def status_dict(
-    report: Report,
-    ports: PortRows | None = None,
-    health: PortHealth | None = None,
-    *,
-    tz_source: ZoneSource | None = None,
-    keys: WhoseWindow | None = None,
-    budgets: dict[str, Any] | None = None,
-    asked: Asked | None = None,
-) -> dict[str, Any]:
-    """The status document as a dict (see docs/bot-status.md for every key), before the byte
-    bound (``render`` applies it). ``health`` maps a port to its probe's (state, HTTP status);
-    a row whose port it names carries it. ``keys``: today's rows by key (``keys_today``);
-    ``budgets``: ``status_budgets.budgets_dict``'s block; ``asked``: what an ask found."""
-    writers = {s: 0 for s in WRITER_STATES}
-    for w in report.writers:
-        if w.state in writers:
-            writers[w.state] += 1
-    out: dict[str, Any] = {
-        "schema": STATUS_SCHEMA,
-        "clock": round(report.generated_ts, 3),
-        "cutoff": int(report.cutoff_ts),
-        "tz_offset": _tz_offset_seconds(report),
-        "tz": report.tz,  # the zone "today" was cut in (the rule: docs/ledger.md)
-        **({"tz_source": tz_source} if tz_source in ZONE_SOURCES else {}),
-        "runs": int(report.runs),
-        "files_bad": len(report.files),
-        "writers": writers,
-        "windows": _windows_dict(report.windows),
-    }
-    if report.nothing_matched is not None:
-        nm = report.nothing_matched
-        out["nothing_matched"] = {
-            "reason": nm.reason,
-            "models": [m[:MAX_KEY_CHARS] for m in nm.models[:MAX_NAMES]],
-            "instances": [i[:MAX_KEY_CHARS] for i in nm.instances[:MAX_NAMES]],
-        }
-    if keys is not None:
-        out["keys_today"] = keys_dict(keys)
-    if budgets is not None:
-        out["budgets"] = budgets
-    if asked is not None:
-        out["asked"] = asked_dict(asked, _window_dict(asked.window))
-    if ports is not None:
-        rows = ports.rows[:MAX_STATUS_INSTANCES]
-        out["instances"] = [_port_dict(r, health) for r in rows]
-        out["instances_truncated"] = int(ports.truncated) + len(ports.rows) - len(rows)
-    if report.breakdown_by is not None:
-        rows_ = report.breakdown[:MAX_BREAKDOWN_ROWS]
-        out["breakdown"] = {
-            "by": report.breakdown_by,
-            "rows": [
-                {"key": r.key[:MAX_KEY_CHARS], "windows": _windows_dict(r.windows)} for r in rows_
-            ],
-            "truncated": len(report.breakdown) - len(rows_),
-        }
-    return out
-
-
-def _dumps(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
-def _drop_rows(doc: dict[str, Any], block: str) -> bool:
-    """Drop the last row of a ``{rows, truncated}`` block, counted; False when none is left."""
-    got = doc.get(block)
-    if not got or not got["rows"]:
-        return False
-    got["rows"].pop()
-    got["truncated"] += 1
-    return True
-
-
-def _drop_port(doc: dict[str, Any]) -> bool:
-    """Drop the highest port row, counted; False when none is left."""
-    if not doc.get("instances"):
-        return False
-    doc["instances"].pop()
-    doc["instances_truncated"] += 1
-    return True
-
-
-def _drop_budget(doc: dict[str, Any]) -> bool:
-    return "budgets" in doc and status_budgets.drop_last(doc["budgets"])
-
-
-def _drop_asked(doc: dict[str, Any]) -> bool:
-    return "asked" in doc and status_asked.drop_last(doc["asked"])
-
-
-def render(
-    report: Report,
-    ports: PortRows | None = None,
-    health: PortHealth | None = None,
-    *,
-    tz_source: ZoneSource | None = None,
-    keys: WhoseWindow | None = None,
-    budgets: dict[str, Any] | None = None,
-    asked: Asked | None = None,
-) -> str:
-    """One line of ASCII JSON of at most ``MAX_STATUS_BYTES``: rows are dropped and counted
-    until it fits, in this order: breakdown rows, today's keys, the least urgent budgets,
-    then the highest ports (16 port rows and the top keys fit even with every count at its
-    largest: tested). A document that answers an ask is read for that answer only, so its
-    ports and budgets go before the answer's rows, which go last."""
-    doc = status_dict(
-        report, ports, health, tz_source=tz_source, keys=keys, budgets=budgets, asked=asked
-    )
-    steps: list[Callable[[dict[str, Any]], bool]] = [
-        lambda d: _drop_rows(d, "breakdown"),
-        lambda d: _drop_rows(d, "keys_today"),
-        _drop_budget,
-        _drop_port,
-        _drop_asked,
-    ]
-    text = _dumps(doc)
-    while len(text) + 1 > MAX_STATUS_BYTES:
-        if not any(step(doc) for step in steps):  # pragma: no cover  (bounded far below)
-            raise AssertionError("status document over its bound without rows")
-        text = _dumps(doc)
-    return text + "\n"
-
-
 # ---- parsing (remote bytes) -----------------------------------------------------------
 
 
-def _parse_float(text: str) -> float:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise StatusParseError("number too long")
-    x = float(text)
-    if not math.isfinite(x):
-        raise StatusParseError("non-finite number")
-    return x
-
-
-def _parse_int(text: str) -> int:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise StatusParseError("number too long")
-    return int(text)
-
-
-def _obj(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    v = parent.get(key)
-    if not isinstance(v, dict):
-        raise StatusParseError(f"{key}: not an object")
-    return v
-
-
-def _int(parent: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
-    v = parent.get(key)
-    if type(v) is not int or not lo <= v <= hi:
-        raise StatusParseError(f"{key}: not an integer in range")
-    return v
-
-
-def _float(
-    parent: Mapping[str, Any], key: str, lo: float, hi: float, nullable: bool = False
-) -> float | None:
-    v = parent.get(key)
-    if v is None and nullable and key in parent:
-        return None
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        raise StatusParseError(f"{key}: not a number")
-    if not math.isfinite(v) or not lo <= v <= hi:
-        raise StatusParseError(f"{key}: not a number in range")
-    return float(v)
-
-
-def _bool(parent: Mapping[str, Any], key: str) -> bool:
-    v = parent.get(key)
-    if type(v) is not bool:
-        raise StatusParseError(f"{key}: not a boolean")
-    return v
-
-
-def _codes(
-    parent: Mapping[str, Any], key: str, allowed: tuple[str, ...], require_all: bool
-) -> tuple[tuple[str, int], ...]:
-    obj = _obj(parent, key)
-    if any(k not in allowed for k in obj):
-        raise StatusParseError(f"{key}: unknown code")
-    # The names kept are this module's own constants, never the remote's strings.
-    out = tuple(
-        (code, _int(obj, code, 0, MAX_COUNT)) for code in allowed if require_all or code in obj
-    )
-    return out
-
-
 def _window(name: str, d: Mapping[str, Any]) -> StatusWindow:
-    start = _int(d, "start", 0, MAX_CLOCK_TS)
-    cutoff = _int(d, "cutoff", 0, MAX_CLOCK_TS)
+    start = field_int(d, "start", 0, MAX_CLOCK_TS)
+    cutoff = field_int(d, "cutoff", 0, MAX_CLOCK_TS)
     if start > cutoff:
         raise StatusParseError("window: start after cutoff")
-    counts: dict[str, Any] = {f.report_name: _int(d, f.key, 0, MAX_COUNT) for f in STATUS_FIGURES}
+    counts: dict[str, Any] = {
+        f.report_name: field_int(d, f.key, 0, MAX_COUNT) for f in STATUS_FIGURES
+    }
     for part, whole in figures.parts(STATUS_FIGURES):
         if counts[part.report_name] > counts[whole.report_name]:
             raise StatusParseError(f"window: {part.key} above {whole.key}")
@@ -424,62 +168,42 @@ def _window(name: str, d: Mapping[str, Any]) -> StatusWindow:
         start_ts=start,
         cutoff_ts=cutoff,
         **counts,
-        hit_rate=_float(d, "hit_rate", 0.0, 1.0, nullable=True),
-        avg_speed=_float(d, "avg_speed", 0.0, MAX_SPEED, nullable=True),
-        gen_speed=_float(d, "gen_speed", 0.0, MAX_SPEED, nullable=True),
-        uncovered_seconds=_int(d, "uncovered_seconds", 0, MAX_SECONDS),
-        complete=_bool(d, "complete"),
-        problems=_codes(d, "problems", PROBLEM_CODES, require_all=False),
+        hit_rate=field_float(d, "hit_rate", 0.0, 1.0, nullable=True),
+        avg_speed=field_float(d, "avg_speed", 0.0, MAX_SPEED, nullable=True),
+        gen_speed=field_float(d, "gen_speed", 0.0, MAX_SPEED, nullable=True),
+        uncovered_seconds=field_int(d, "uncovered_seconds", 0, MAX_SECONDS),
+        complete=field_bool(d, "complete"),
+        problems=field_codes(d, "problems", PROBLEM_CODES, require_all=False),
     )
-
-
-def _loads(data: bytes) -> Any:
-    try:
-        text = data.decode("ascii")  # render() writes ASCII only; anything else is foreign
-    except UnicodeDecodeError as exc:
-        raise StatusParseError("not ASCII") from exc
-    if any(c < " " and c not in "\n\r\t" for c in text):
-        raise StatusParseError("control character")
-    try:
-        return strictjson.loads(
-            text,
-            max_bytes=len(data),  # the caller has bounded the bytes
-            what="status",
-            max_depth=STATUS_MAX_DEPTH,
-            parse_float=_parse_float,
-            parse_int=_parse_int,
-        )
-    except ConfigError as exc:
-        raise StatusParseError(exc.what) from exc
 
 
 def parse(data: bytes, max_bytes: int = 64 * 1024) -> StatusDoc:
     """A status document from untrusted bytes, or ``StatusParseError``."""
     if len(data) > max_bytes:
         raise StatusParseError("too long")
-    doc = _loads(data.strip())
+    doc = loads(data.strip())
     if not isinstance(doc, dict):
         raise StatusParseError("not an object")
-    schema = _int(doc, "schema", 0, 10**6)
+    schema = field_int(doc, "schema", 0, 10**6)
     if schema != STATUS_SCHEMA:
         raise StatusParseError("unsupported schema")
-    windows_obj = _obj(doc, "windows")
-    clock = _float(doc, "clock", MIN_CLOCK_TS, MAX_CLOCK_TS)
+    windows_obj = field_obj(doc, "windows")
+    clock = field_float(doc, "clock", MIN_CLOCK_TS, MAX_CLOCK_TS)
     assert clock is not None
-    windows = tuple(_window(n, _obj(windows_obj, n)) for n in STATUS_WINDOWS)
+    windows = tuple(_window(n, field_obj(windows_obj, n)) for n in STATUS_WINDOWS)
     instances = None
     truncated = 0
     if "instances" in doc:
         instances = _instances(doc["instances"], windows)
-        truncated = _int(doc, "instances_truncated", 0, MAX_COUNT)
+        truncated = field_int(doc, "instances_truncated", 0, MAX_COUNT)
     return StatusDoc(
         schema=schema,
         clock_ts=clock,
-        cutoff_ts=_int(doc, "cutoff", MIN_CLOCK_TS, MAX_CLOCK_TS),
-        tz_offset_seconds=_int(doc, "tz_offset", -MAX_TZ_OFFSET_S, MAX_TZ_OFFSET_S),
-        runs=_int(doc, "runs", 0, MAX_COUNT),
-        files_bad=_int(doc, "files_bad", 0, MAX_COUNT),
-        writers=_codes(doc, "writers", WRITER_STATES, require_all=True),
+        cutoff_ts=field_int(doc, "cutoff", MIN_CLOCK_TS, MAX_CLOCK_TS),
+        tz_offset_seconds=field_int(doc, "tz_offset", -MAX_TZ_OFFSET_S, MAX_TZ_OFFSET_S),
+        runs=field_int(doc, "runs", 0, MAX_COUNT),
+        files_bad=field_int(doc, "files_bad", 0, MAX_COUNT),
+        writers=field_codes(doc, "writers", WRITER_STATES, require_all=True),
         windows=windows,
         instances=instances,
         instances_truncated=truncated,
@@ -535,11 +259,11 @@ def _instances(value: object, whole: tuple[StatusWindow, ...]) -> tuple[StatusIn
     for item in value:
         if not isinstance(item, dict):
             raise StatusParseError("instances: not an object")
-        port = _int(item, "port", 1, 65535)
+        port = field_int(item, "port", 1, 65535)
         if any(i.port == port for i in out):
             raise StatusParseError("instances: a port given twice")
-        windows_obj = _obj(item, "windows")
-        windows = tuple(_window(n, _obj(windows_obj, n)) for n in STATUS_WINDOWS)
+        windows_obj = field_obj(item, "windows")
+        windows = tuple(_window(n, field_obj(windows_obj, n)) for n in STATUS_WINDOWS)
         for part, all_ in zip(windows, whole, strict=True):
             if any(
                 getattr(part, f.report_name) > getattr(all_, f.report_name) for f in STATUS_FIGURES
@@ -548,8 +272,8 @@ def _instances(value: object, whole: tuple[StatusWindow, ...]) -> tuple[StatusIn
         out.append(
             StatusInstance(
                 port=port,
-                runs=_int(item, "runs", 0, MAX_COUNT),
-                writers=_codes(item, "writers", WRITER_STATES, require_all=True),
+                runs=field_int(item, "runs", 0, MAX_COUNT),
+                writers=field_codes(item, "writers", WRITER_STATES, require_all=True),
                 windows=windows,
                 health=_row_health(item),
             )
@@ -561,7 +285,7 @@ def _row_health(item: Mapping[str, Any]) -> tuple[str, int | None] | None:
     """A row's optional ``health``: a state of our own set and an HTTP status or null."""
     if "health" not in item:
         return None
-    h = _obj(item, "health")
+    h = field_obj(item, "health")
     state = h.get("state")
     if not isinstance(state, str) or state not in REMOTE_HEALTH_STATES or len(h) != 2:
         raise StatusParseError("health: not a known state")
@@ -650,6 +374,4 @@ __all__ = [
     "StatusWindow",
     "doc_dict",
     "parse",
-    "render",
-    "status_dict",
 ]

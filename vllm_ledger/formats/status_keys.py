@@ -30,7 +30,7 @@ from vllm_ledger.read.whose import WhoseWindow
 
 MAX_STATUS_KEYS = 5
 MAX_KEYS_BYTES = 1536
-MAX_COUNT = 10**15  # as formats/status.py
+MAX_COUNT = 10**15  # as formats/status_fields.py
 # An operator's name (write/keys.py's names file), a keyed hash, ``other``, or none.
 KEY_SHAPE = re.compile(r"|key:[0-9a-f]{8}|[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}", re.ASCII)
 # Any label the document shows (a key, an adapter, a user, a tenant): a key's shape, or a

@@ -15,7 +15,7 @@ from vllm_ledger.bot.health import Health, probe
 from vllm_ledger.bot.message import InstanceView, render_message
 from vllm_ledger.bot.poll import CacheEntry, Poller, PollResult, classify
 from vllm_ledger.bot.validate import Target
-from vllm_ledger.formats.status import render as status_render
+from vllm_ledger.formats.status_render import render as status_render
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.ports import port_rows
 from vllm_ledger.read.report import build_report

@@ -19,8 +19,8 @@ from vllm_ledger.formats.status import (
     MAX_STATUS_INSTANCES,
     StatusParseError,
     parse,
-    render,
 )
+from vllm_ledger.formats.status_render import render
 from vllm_ledger.read.coverage import PROBLEM_CODES
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.ports import PortRow, PortRows, port_rows

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.credited_ledgers import Call, write_credited_ledger
 from tests.unit.formats.test_status import GOOD, _worst_ports, _worst_report
-from vllm_ledger.formats.status import MAX_STATUS_BYTES, StatusParseError, doc_dict, parse, render
+from vllm_ledger.formats.status import MAX_STATUS_BYTES, StatusParseError, doc_dict, parse
 from vllm_ledger.formats.status_asked import (
     ASKS,
     MAX_ASKED_BYTES,
@@ -22,6 +22,7 @@ from vllm_ledger.formats.status_asked import (
     ask_of_original,
     asked_dict,
 )
+from vllm_ledger.formats.status_render import render
 from vllm_ledger.read.attribution import Credited
 from vllm_ledger.read.report import WindowReport
 from vllm_ledger.read.whose import NotAttributed, WhoseRow, WhoseWindow

@@ -13,12 +13,13 @@ from tests.conftest import run_cli
 from tests.credited_ledgers import Call, write_credited_ledger
 from tests.unit.formats.test_status import GOOD, _worst_ports, _worst_report
 from vllm_ledger.enforcer import judge
-from vllm_ledger.formats.status import MAX_STATUS_BYTES, StatusParseError, doc_dict, parse, render
+from vllm_ledger.formats.status import MAX_STATUS_BYTES, StatusParseError, doc_dict, parse
 from vllm_ledger.formats.status_budgets import (
     MAX_BUDGETS_BYTES,
     MAX_STATUS_BUDGETS,
     budgets_dict,
 )
+from vllm_ledger.formats.status_render import render
 from vllm_ledger.plan.budgets import Budget, BudgetState, load_budgets
 
 T0 = 1_796_000_000  # 2026-11-30 00:53:20 UTC

@@ -18,13 +18,13 @@ from vllm_ledger.formats.status import (
     StatusParseError,
     doc_dict,
     parse,
-    render,
 )
 from vllm_ledger.formats.status_keys import (
     MAX_KEYS_BYTES,
     MAX_STATUS_KEYS,
     keys_dict,
 )
+from vllm_ledger.formats.status_render import render
 from vllm_ledger.read.attribution import Credited
 from vllm_ledger.read.report import WindowReport
 from vllm_ledger.read.whose import NotAttributed, WhoseRow, WhoseWindow

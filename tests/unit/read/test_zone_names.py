@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from vllm_ledger.commands._common import tz_name
+from vllm_ledger.commands._values import tz_name
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read.zone import (
     ZONE_ENV,
