@@ -209,7 +209,7 @@ def used(budget: Budget, credits: FileCredits, rates: Rates | None) -> float:
     """What the budget's label was credited in these credits, in the budget's figure."""
     place = _PLACE[budget.kind]
     inp = out = cached = 0
-    counts = credits.values(place).get((budget.value, ""))
+    counts = credits.values(place).get("", {}).get(budget.value)
     if counts is not None:
         inp, out, cached = counts[0], counts[1], counts[2]
     if budget.figure == "input":

@@ -66,9 +66,25 @@ class Credited:
         self.events += e
 
 
-# A read by one label (``file_credits(..., by=...)``): (value of that label, reason) ->
-# [input, output, cached, requests, events], one list per value and reason.
-ByValue = dict[tuple[str, str], list[int]]
+# A read by one label (``file_credits(..., by=...)``): reason -> value of that label ->
+# [input, output, cached, requests, events], one list per reason and value.
+ByValue = dict[str, dict[str, list[int]]]
+
+
+def add_by_value(mine: ByValue, other: ByValue) -> None:
+    """``other``'s sums added into ``mine`` (lists copied, never shared)."""
+    for reason, values in other.items():
+        into = mine.get(reason)
+        if into is None:
+            mine[reason] = {v: counts[:] for v, counts in values.items()}
+            continue
+        for v, counts in values.items():
+            got = into.get(v)
+            if got is None:
+                into[v] = counts[:]
+            else:
+                for i, n in enumerate(counts):
+                    got[i] += n
 
 
 @dataclass
@@ -86,37 +102,23 @@ class FileCredits:
     def add(self, other: FileCredits) -> None:
         for label, c in other.by_label.items():
             self.by_label.setdefault(label, Credited()).add(c)
-        mine = self.by_value
-        if not mine:  # the first: copied whole, one list each
-            self.by_value = {key: counts[:] for key, counts in other.by_value.items()}
-        else:
-            for key, counts in other.by_value.items():
-                got = mine.get(key)
-                if got is None:
-                    mine[key] = counts[:]
-                else:
-                    for i, n in enumerate(counts):
-                        got[i] += n
+        add_by_value(self.by_value, other.by_value)
         for kind, n in other.folded.items():
             self.folded[kind] = self.folded.get(kind, 0) + n
         self.files += other.files
         self.without += other.without
 
     def values(self, place: int) -> ByValue:
-        """By the label at ``place`` (0 key, 1 adapter, 2 user, 3 tenant) and the reason: the
+        """By the reason and the label at ``place`` (0 key, 1 adapter, 2 user, 3 tenant): the
         read by one label as it is, a read of every label set summed so."""
         if not self.by_label:
             return self.by_value
         out: ByValue = {}
         for label, c in self.by_label.items():
-            key = (label[place], label[4])
-            got = out.setdefault(key, [0, 0, 0, 0, 0])
+            got = out.setdefault(label[4], {}).setdefault(label[place], [0, 0, 0, 0, 0])
             for i, n in enumerate(c.counts()):
                 got[i] += n
-        for key, counts in self.by_value.items():
-            got = out.setdefault(key, [0, 0, 0, 0, 0])
-            for i, n in enumerate(counts):
-                got[i] += n
+        add_by_value(out, self.by_value)
         return out
 
 
@@ -230,7 +232,6 @@ def _grouped(
     value and reason; each value and reason judged once."""
     start, parts = _parts(snap, w)
     acc = out.by_value
-    get = acc.get
     totals = [0] * 5
     for table, a, b in parts:
         checks = _rows(lambda t=table, x=a, y=b: [attr_reads.checks(conn, t, x, y)], table)[0]
@@ -241,20 +242,25 @@ def _grouped(
             totals[i] += n
         if max(totals) > MAX_COUNT:
             raise BadValues(f"{table}: sums of more than any ledger holds")
-        for row in attr_reads.labelled_rows(conn, table, by, a, b):
-            key = row[:2]
-            got = get(key)
+        for value, reason, p, g, c, r, e in attr_reads.labelled_rows(conn, table, by, a, b):
+            into = acc.get(reason)
+            if into is None:
+                into = acc[reason] = {}
+            got = into.get(value)
             if got is None:
-                acc[key] = list(row[2:])
+                into[value] = [p, g, c, r, e]
             else:
-                got[0] += row[2]
-                got[1] += row[3]
-                got[2] += row[4]
-                got[3] += row[5]
-                got[4] += row[6]
-    for value, reason in acc:
-        if type(value) is not str or len(value) > MAX_LABEL_CHARS or reason not in REASONS:
-            _bad_label(by, value, reason)
+                got[0] += p
+                got[1] += g
+                got[2] += c
+                got[3] += r
+                got[4] += e
+    for reason, values in acc.items():
+        if reason not in REASONS:
+            _bad_label(by, next(iter(values)), reason)
+        for value in values:
+            if type(value) is not str or len(value) > MAX_LABEL_CHARS:
+                _bad_label(by, value, reason)
     _add_folded(out, conn, start, folded_end or w.cutoff_ts)
 
 

@@ -99,35 +99,20 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
     """The window's rows by ``by`` and its not-attributed row; the two add up to the window's
     input, output, cached tokens and finished requests exactly. ``top`` (0: all): only the
     first rows are made, the others counted in ``more`` (a table of twenty out of 24,000)."""
-    place = _PLACE[by]
-    rows: dict[str, list[int]] = {}  # value -> [input, output, cached, requests]
-    aborted_by_value: dict[str, int] = {}
-    refused_by_value: dict[str, int] = {}
+    values = credits.values(_PLACE[by])  # reason -> value -> sums; read here, never changed
+    credited_rows = values.get("", {})
     reasons: dict[str, Credited] = {r: Credited() for r in STORED_REASONS}
-    requests_aborted = faults = refused = 0
-    get = rows.get
-    for (value, reason), counts in credits.values(place).items():
-        if reason == "":
-            acc = get(value)
-            if acc is None:
-                rows[value] = counts[:4]
-            else:
-                acc[0] += counts[0]
-                acc[1] += counts[1]
-                acc[2] += counts[2]
-                acc[3] += counts[3]
-        elif reason in reasons:
-            reasons[reason].add_counts(*counts)
-        elif reason == "aborted":
-            requests_aborted += counts[4]
-            aborted_by_value[value] = aborted_by_value.get(value, 0) + counts[4]
-        elif reason == "fault":
-            faults += counts[4]
-        elif reason == "refused":
-            refused += counts[4]
-            refused_by_value[value] = refused_by_value.get(value, 0) + counts[4]
-    columns = zip(*rows.values(), strict=True)  # each row's four sums, column by column
-    credited = Credited(*(sum(column) for column in columns)) if rows else Credited()
+    for reason, into in reasons.items():
+        for counts in values.get(reason, {}).values():
+            into.add_counts(*counts)
+    aborted_by_value = {v: c[4] for v, c in values.get("aborted", {}).items()}
+    refused_by_value = {v: c[4] for v, c in values.get("refused", {}).items()}
+    requests_aborted = sum(aborted_by_value.values())
+    refused = sum(refused_by_value.values())
+    faults = sum(c[4] for c in values.get("fault", {}).values())
+    columns = zip(*credited_rows.values(), strict=True)  # the rows' sums, column by column
+    sums = [sum(column) for column in columns][:4] if credited_rows else [0, 0, 0, 0]
+    credited = Credited(*sums)
     for c in reasons.values():
         credited.add(c)
     rest = Credited(
@@ -141,9 +126,9 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
     outside = Credited()
     for c in reasons.values():
         outside.add(c)
-    for v in (*aborted_by_value, *refused_by_value):
-        if v not in rows:
-            rows[v] = [0, 0, 0, 0]
+    # A value with only aborted or refused requests has a row too, with no tokens.
+    extra = {v: [0, 0, 0, 0] for v in (*aborted_by_value, *refused_by_value)}
+    rows = {**extra, **credited_rows} if extra else credited_rows
     aborted_get, refused_get = aborted_by_value.get, refused_by_value.get
     items, more = _first(rows, top)
     out_rows = [
@@ -174,7 +159,7 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
     )
 
 
-def _first(rows: dict[str, list[int]], top: int) -> tuple[list[tuple[str, list[int]]], int]:
+def _first(rows: Mapping[str, list[int]], top: int) -> tuple[list[tuple[str, list[int]]], int]:
     """The ``top`` rows with the most input (then output, then by name; 0: all), and how many
     are left out."""
     if not 0 < top < len(rows):

@@ -56,9 +56,9 @@ def test_by_label_set_and_grouped_by_one_label_agree(tmp_path: Path) -> None:
     assert full.by_label[("k1", "tiny-b", "bob", "", "")] == Credited(20, 3, 1, 1, 0)
     for by, place in (("key", 0), ("adapter", 1), ("user", 2)):
         grouped = file_credits(snap, conn, ALL, by=by)
-        want: dict[tuple[str, str], list[int]] = {}
+        want: dict[str, dict[str, list[int]]] = {}
         for label, c in full.by_label.items():
-            got = want.setdefault((label[place], label[4]), [0] * 5)
+            got = want.setdefault(label[4], {}).setdefault(label[place], [0] * 5)
             for i, n in enumerate(c.counts()):
                 got[i] += n
         assert grouped.by_label == {}
