@@ -27,7 +27,6 @@ MODULE_EXCEPTIONS: dict[str, int] = {
     "vllm_ledger/commands/render.py": 408,
     "vllm_ledger/deploy/host.py": 731,
     "vllm_ledger/deploy/kubernetes.py": 585,
-    "vllm_ledger/deploy/launch.py": 421,
     "vllm_ledger/deploy/preflight/facts.py": 582,
     "vllm_ledger/deploy/preflight/rules.py": 442,
     "vllm_ledger/deploy/units.py": 441,

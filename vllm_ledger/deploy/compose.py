@@ -39,7 +39,7 @@ from vllm_ledger.deploy.budgets import (
 )
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.kubernetes import exporter_args
-from vllm_ledger.deploy.launch import (
+from vllm_ledger.deploy.serve import (
     CONTAINER_LEDGER_DIR,
     CONTAINER_PLUGIN_DIR,
     DOCKER_STOP_MARGIN_S,

@@ -62,7 +62,7 @@ from vllm_ledger.deploy.kubernetes_budgets import (
     budgets_rule_doc,
     budgets_volume,
 )
-from vllm_ledger.deploy.launch import (
+from vllm_ledger.deploy.serve import (
     CONTAINER_LEDGER_DIR,
     DOCKER_STOP_MARGIN_S,
     check_tz,

@@ -43,8 +43,8 @@ from pathlib import Path
 from vllm_ledger import __version__
 from vllm_ledger.deploy.budgets import BudgetsFile, budgets_for
 from vllm_ledger.deploy.host import Host, check_for
-from vllm_ledger.deploy.launch import (
-    BUNDLE_MARKER,
+from vllm_ledger.deploy.limits import check_unit_lines, check_unit_name, path_problem
+from vllm_ledger.deploy.serve import (
     DOCKER_STOP_MARGIN_S,
     bare_environment,
     check_tz,
@@ -54,8 +54,8 @@ from vllm_ledger.deploy.launch import (
     serve_args,
     shutdown_timeout_s,
 )
-from vllm_ledger.deploy.limits import check_unit_lines, check_unit_name, path_problem
 from vllm_ledger.errors import ConfigError
+from vllm_ledger.format.zonefile import BUNDLE_MARKER
 from vllm_ledger.notify.unit import unit_text
 from vllm_ledger.units import LOG_FORMAT_ENV, is_plain_path
 from vllm_ledger.write.keys import NAMES_ENV

@@ -21,7 +21,7 @@ from vllm_ledger.deploy.kubernetes import (
     shm_quantity,
     to_yaml,
 )
-from vllm_ledger.deploy.launch import serve_args, shutdown_timeout_s
+from vllm_ledger.deploy.serve import serve_args, shutdown_timeout_s
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S
 

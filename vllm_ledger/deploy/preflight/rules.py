@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Literal
 
 from vllm_ledger.deploy.host import Host
-from vllm_ledger.deploy.launch import LEDGER_SUBDIR
 from vllm_ledger.deploy.preflight.facts import (
     GIB,
     MIB,
@@ -29,6 +28,7 @@ from vllm_ledger.deploy.preflight.facts import (
     hub_cache,
     mount_of,
 )
+from vllm_ledger.deploy.serve import LEDGER_SUBDIR
 from vllm_ledger.observe.gpu import GpuReading
 
 Result = Literal["pass", "warn", "BLOCKER", "n/a"]
