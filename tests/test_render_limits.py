@@ -19,7 +19,8 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.unit.deploy.test_limits import long_path
-from vllm_ledger.deploy.host import ARTIFACTS_DIR_MAX_BYTES, load_host, parse_host
+from vllm_ledger.deploy.host import load_host, parse_host
+from vllm_ledger.deploy.hostschema import ARTIFACTS_DIR_MAX_BYTES
 from vllm_ledger.deploy.launch import render_script
 from vllm_ledger.deploy.limits import (
     ARG_MAX_BYTES,

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from vllm_ledger.commands._common import say_wrote, with_flags
 from vllm_ledger.deploy.compose import compose_file
-from vllm_ledger.deploy.host import MODES, Host
+from vllm_ledger.deploy.host import Host
+from vllm_ledger.deploy.hostschema import MODES
 from vllm_ledger.deploy.image import build_command, image_files
 from vllm_ledger.deploy.kubernetes import manifest_files, manifests_yaml
 from vllm_ledger.deploy.launch import render_script

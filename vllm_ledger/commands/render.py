@@ -29,7 +29,8 @@ from vllm_ledger.commands._render_write import (
     write_main,
     write_units,
 )
-from vllm_ledger.deploy.host import MODES, Host, load_host, schema_json
+from vllm_ledger.deploy.host import Host, load_host
+from vllm_ledger.deploy.hostschema import MODES, schema_json
 from vllm_ledger.deploy.tuning import (
     WORKLOADS,
     Calibration,

@@ -12,7 +12,8 @@ import re
 
 from vllm_ledger.deploy.attribution import MIDDLEWARE, MIDDLEWARE_FLAG, attribution_env
 from vllm_ledger.deploy.budgets import budgets_env
-from vllm_ledger.deploy.host import ENV_NAME_PATTERN, Host
+from vllm_ledger.deploy.host import Host
+from vllm_ledger.deploy.hostschema import ENV_NAME_PATTERN
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.format.zonefile import check_zone
 from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
