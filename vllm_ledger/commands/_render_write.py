@@ -19,14 +19,9 @@ from vllm_ledger.deploy.hostschema import MODES
 from vllm_ledger.deploy.image import build_command, image_files
 from vllm_ledger.deploy.kubernetes import manifest_files, manifests_yaml
 from vllm_ledger.deploy.launch import render_script
+from vllm_ledger.deploy.ledger_units import ledger_units
 from vllm_ledger.deploy.supervisor import conf_name, program_section
-from vllm_ledger.deploy.units import (
-    SYSUSERS_FILE,
-    ledger_units,
-    sysusers_text,
-    unit_name,
-    vllm_unit,
-)
+from vllm_ledger.deploy.units import SYSUSERS_FILE, sysusers_text, unit_name, vllm_unit
 from vllm_ledger.deploy.vllmflags import check_host
 from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.formats.safe import printable
