@@ -14,14 +14,7 @@ import pytest
 
 from vllm_ledger.deploy.host import parse_host
 from vllm_ledger.deploy.preflight import Facts, GpuFacts, ModelSize, judge, preflight
-from vllm_ledger.deploy.preflight.facts import (
-    PythonFacts,
-    SystemFacts,
-    cudnn_in_ldconfig,
-    cudnn_text,
-    interpreter_of,
-    os_release,
-)
+from vllm_ledger.deploy.preflight.facts import SystemFacts, os_release
 from vllm_ledger.deploy.preflight.rules import (
     LAUNCH_REQUIREMENTS,
     Finding,
@@ -30,6 +23,12 @@ from vllm_ledger.deploy.preflight.rules import (
     python_satisfies,
     system,
     toolkit,
+)
+from vllm_ledger.deploy.preflight.software import (
+    PythonFacts,
+    cudnn_in_ldconfig,
+    cudnn_text,
+    interpreter_of,
 )
 
 REPO = Path(__file__).resolve().parents[3]

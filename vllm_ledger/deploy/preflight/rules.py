@@ -18,16 +18,9 @@ from pathlib import Path
 from typing import Literal
 
 from vllm_ledger.deploy.host import Host
-from vllm_ledger.deploy.preflight.facts import (
-    GIB,
-    MIB,
-    Facts,
-    can_access,
-    existing,
-    gib_text,
-    hub_cache,
-    mount_of,
-)
+from vllm_ledger.deploy.preflight.facts import Facts, can_access, existing, mount_of
+from vllm_ledger.deploy.preflight.model import hub_cache
+from vllm_ledger.deploy.preflight.sizes import GIB, MIB, gib_text
 from vllm_ledger.deploy.serve import LEDGER_SUBDIR
 from vllm_ledger.observe.gpu import GpuReading
 
