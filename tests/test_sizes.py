@@ -24,7 +24,6 @@ MODULE_EXCEPTIONS: dict[str, int] = {
     "vllm_ledger/bot/poll.py": 460,
     "vllm_ledger/commands/_common.py": 746,
     "vllm_ledger/commands/observability.py": 552,
-    "vllm_ledger/deploy/preflight/rules.py": 442,
     "vllm_ledger/formats/html.py": 408,
     "vllm_ledger/formats/status.py": 655,
     "vllm_ledger/http/client.py": 634,

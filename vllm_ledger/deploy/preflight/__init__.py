@@ -28,8 +28,9 @@ from vllm_ledger.deploy.preflight.facts import (
     meminfo,
     mount_of,
 )
+from vllm_ledger.deploy.preflight.findings import Finding, Preflight, Result
 from vllm_ledger.deploy.preflight.model import ModelSize, model_size, safetensors_params
-from vllm_ledger.deploy.preflight.rules import RULES, Finding, Preflight, Result, judge
+from vllm_ledger.deploy.preflight.rules import RULES, judge
 from vllm_ledger.deploy.preflight.sizes import GIB, MIB
 
 
