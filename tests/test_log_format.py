@@ -20,9 +20,11 @@ from tests.conftest import REPO
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import parse_host
 from vllm_ledger.deploy.kubernetes import manifests
-from vllm_ledger.deploy.launch import JSON_LOGS_FLAG, render_script, serve_args
+from vllm_ledger.deploy.launch import render_script
+from vllm_ledger.deploy.ledger_units import ledger_units, notifier_unit
+from vllm_ledger.deploy.serve import JSON_LOGS_FLAG, serve_args
 from vllm_ledger.deploy.supervisor import program_section
-from vllm_ledger.deploy.units import ledger_units, notifier_unit, vllm_unit
+from vllm_ledger.deploy.units import vllm_unit
 from vllm_ledger.doctor.vllmparse import parse_serve_argvs
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.units import LOG_FORMAT_ENV

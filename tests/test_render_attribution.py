@@ -34,10 +34,13 @@ from vllm_ledger.deploy.attribution import CONTAINER_KEY_NAMES, MIDDLEWARE
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import Host, load_host, parse_host
 from vllm_ledger.deploy.image import dockerfile
-from vllm_ledger.deploy.kubernetes import manifests, statefulset, to_yaml
-from vllm_ledger.deploy.launch import render_script, serve_args
+from vllm_ledger.deploy.kubernetes import manifests
+from vllm_ledger.deploy.kubernetes_pod import statefulset
+from vllm_ledger.deploy.launch import render_script
+from vllm_ledger.deploy.serve import serve_args
 from vllm_ledger.deploy.supervisor import program_section
 from vllm_ledger.deploy.units import vllm_unit
+from vllm_ledger.deploy.yamltext import to_yaml
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.write.middleware import LedgerMiddleware
 

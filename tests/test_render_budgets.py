@@ -32,10 +32,11 @@ from tests.unit.deploy.test_launch import fake_bin, run_script  # noqa: F401 (a 
 from vllm_ledger.deploy.budgets import BudgetsFile, read_budgets_file
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import Host, load_host, parse_host
-from vllm_ledger.deploy.kubernetes import manifests, to_yaml
+from vllm_ledger.deploy.kubernetes import manifests
 from vllm_ledger.deploy.launch import render_script
 from vllm_ledger.deploy.supervisor import program_section
 from vllm_ledger.deploy.units import vllm_unit
+from vllm_ledger.deploy.yamltext import to_yaml
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.observe.budget_alerts import budget_rules_document
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from vllm_ledger.deploy.host import schema_json
+from vllm_ledger.deploy.hostschema import schema_json
 
 DATA = Path(__file__).resolve().parent / "data" / "render"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

@@ -25,8 +25,9 @@ from vllm_ledger.deploy.image import derived_image, image_files
 from vllm_ledger.deploy.imageref import reference_problem
 from vllm_ledger.deploy.kubernetes import manifests_yaml
 from vllm_ledger.deploy.launch import render_script
+from vllm_ledger.deploy.ledger_units import ledger_units
 from vllm_ledger.deploy.supervisor import program_section
-from vllm_ledger.deploy.units import ledger_units, vllm_unit
+from vllm_ledger.deploy.units import vllm_unit
 from vllm_ledger.errors import ConfigError
 
 BASE: dict[str, Any] = {

@@ -19,8 +19,10 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.unit.deploy.test_limits import long_path
-from vllm_ledger.deploy.host import ARTIFACTS_DIR_MAX_BYTES, load_host, parse_host
+from vllm_ledger.deploy.host import load_host, parse_host
+from vllm_ledger.deploy.hostschema import ARTIFACTS_DIR_MAX_BYTES
 from vllm_ledger.deploy.launch import render_script
+from vllm_ledger.deploy.ledger_units import ledger_units
 from vllm_ledger.deploy.limits import (
     ARG_MAX_BYTES,
     NAME_MAX_BYTES,
@@ -29,7 +31,7 @@ from vllm_ledger.deploy.limits import (
     UNIT_NAME_MAX_CHARS,
     logical_lines,
 )
-from vllm_ledger.deploy.units import ledger_units, vllm_unit
+from vllm_ledger.deploy.units import vllm_unit
 from vllm_ledger.errors import ConfigError
 
 DATA = REPO / "tests" / "data" / "render"

@@ -12,7 +12,8 @@ import pytest
 from tests.conftest import run_cli
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import parse_host
-from vllm_ledger.deploy.launch import render_script, serve_args
+from vllm_ledger.deploy.launch import render_script
+from vllm_ledger.deploy.serve import serve_args
 from vllm_ledger.deploy.units import vllm_unit
 from vllm_ledger.errors import ConfigError
 

@@ -26,7 +26,7 @@ import pytest
 
 from tests.conftest import REPO
 from vllm_ledger.deploy.host import Host, load_host
-from vllm_ledger.deploy.launch import serve_args
+from vllm_ledger.deploy.serve import serve_args
 from vllm_ledger.deploy.supervisor import program_section
 
 SUPERVISORD = shutil.which("supervisord")

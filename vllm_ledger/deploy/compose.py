@@ -38,8 +38,8 @@ from vllm_ledger.deploy.budgets import (
     container_mounts,
 )
 from vllm_ledger.deploy.host import Host, check_for
-from vllm_ledger.deploy.kubernetes import exporter_args
-from vllm_ledger.deploy.launch import (
+from vllm_ledger.deploy.kubernetes_pod import exporter_args
+from vllm_ledger.deploy.serve import (
     CONTAINER_LEDGER_DIR,
     CONTAINER_PLUGIN_DIR,
     DOCKER_STOP_MARGIN_S,

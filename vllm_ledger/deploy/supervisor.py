@@ -33,7 +33,7 @@ import shlex
 from vllm_ledger import __version__
 from vllm_ledger.deploy.budgets import BudgetsFile, budgets_for
 from vllm_ledger.deploy.host import Host, check_for
-from vllm_ledger.deploy.launch import (
+from vllm_ledger.deploy.serve import (
     bare_environment,
     check_tz,
     env_name,
@@ -41,7 +41,7 @@ from vllm_ledger.deploy.launch import (
     plugin_dir,
     serve_args,
 )
-from vllm_ledger.deploy.launch import shutdown_timeout_s as vllm_shutdown_timeout_s
+from vllm_ledger.deploy.serve import shutdown_timeout_s as vllm_shutdown_timeout_s
 from vllm_ledger.deploy.units import DEFAULT_HOME, DEFAULT_USER
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.units import BUDGETS_ENV

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vllm_ledger.deploy.host import Host
-from vllm_ledger.deploy.launch import serve_args
+from vllm_ledger.deploy.serve import serve_args
 from vllm_ledger.deploy.tuning import Hint, hint_args
 from vllm_ledger.doctor.vllmparse import (
     CHECK_ENV,

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, run_cli
-from vllm_ledger.deploy.host import SCHEMA, Host, load_host, parse_host
+from vllm_ledger.deploy.host import Host, load_host, parse_host
+from vllm_ledger.deploy.hostschema import SCHEMA
 from vllm_ledger.deploy.launch import render_script
 from vllm_ledger.errors import BadArgument, ConfigError
 
@@ -649,11 +650,12 @@ def test_shellcheck_passes_on_rendered_scripts(name: str, tmp_path: Path) -> Non
 
 
 def test_every_host_default_is_the_schemas() -> None:
-    """deploy/host.py's schema is the one source of defaults: a Host built in code with only a
-    model equals one read from a host file with only a model, key by key."""
+    """deploy/hostschema.py's schema is the one source of defaults: a Host built in code with
+    only a model equals one read from a host file with only a model, key by key."""
     import dataclasses
 
-    from vllm_ledger.deploy.host import SCHEMA, Host, host_data, parse_host
+    from vllm_ledger.deploy.host import Host, host_data, parse_host
+    from vllm_ledger.deploy.hostschema import SCHEMA
 
     assert Host(model="m") == parse_host({"model": "m"})
     props = SCHEMA["properties"]

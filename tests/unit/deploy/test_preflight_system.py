@@ -14,17 +14,16 @@ import pytest
 
 from vllm_ledger.deploy.host import parse_host
 from vllm_ledger.deploy.preflight import Facts, GpuFacts, ModelSize, judge, preflight
-from vllm_ledger.deploy.preflight.facts import (
+from vllm_ledger.deploy.preflight.facts import SystemFacts, os_release
+from vllm_ledger.deploy.preflight.findings import Finding
+from vllm_ledger.deploy.preflight.software import (
     PythonFacts,
-    SystemFacts,
     cudnn_in_ldconfig,
     cudnn_text,
     interpreter_of,
-    os_release,
 )
-from vllm_ledger.deploy.preflight.rules import (
+from vllm_ledger.deploy.preflight.softwarerules import (
     LAUNCH_REQUIREMENTS,
-    Finding,
     cudnn,
     python,
     python_satisfies,
@@ -72,7 +71,7 @@ FACTS = Facts(
 
 
 def _one(rule: Any, facts: Facts, **host: Any) -> Finding:
-    from vllm_ledger.deploy.preflight.rules import Context
+    from vllm_ledger.deploy.preflight.findings import Context
 
     (f,) = rule(Context(_host(**host), facts))
     return f

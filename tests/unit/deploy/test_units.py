@@ -24,13 +24,8 @@ from tests.conftest import REPO, run_cli
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import Host, load_host, parse_host
 from vllm_ledger.deploy.launch import Raw, docker_run_words
-from vllm_ledger.deploy.units import (
-    ledger_units,
-    sd_word,
-    sysusers_text,
-    vllm_unit,
-    writable_paths,
-)
+from vllm_ledger.deploy.ledger_units import ledger_units
+from vllm_ledger.deploy.units import sysusers_text, vllm_unit, writable_paths
 from vllm_ledger.errors import ConfigError
 
 DATA = REPO / "tests" / "data" / "render"
@@ -107,15 +102,6 @@ def test_hostile_values_verify_and_stay_quoted(tmp_path: Path) -> None:
     assert '  \\; \\\n  "--x=$$(id)" "100%%"\n' in text
     assert 'Environment="A=va$l %%h \\"q\\"\\\\"\n' in text  # no $ expansion in Environment=
     assert "Environment=PYTHONPATH=/srv/art/ledger-plugin:/opt/py\n" in text
-
-
-def test_sd_word() -> None:
-    assert sd_word("/srv/a-b_c.d:e,f=g+h@i") == "/srv/a-b_c.d:e,f=g+h@i"
-    assert sd_word("") == '""'
-    assert sd_word(";") == "\\;"
-    assert sd_word("a b") == '"a b"'
-    assert sd_word('$X %i "q" \\ \n\t') == '"$$X %%i \\"q\\" \\\\ \\n\\t"'
-    assert sd_word("$X %i", command=False) == '"$X %%i"'
 
 
 @needs_systemd

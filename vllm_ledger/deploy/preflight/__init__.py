@@ -1,8 +1,10 @@
 """Check a host before launch, from its host file: can this machine serve that model, there?
 
 Two halves: ``facts.py`` reads this machine once (NVML, ``/proc``, ``statvfs``, a bind test,
-Docker, the clock), ``rules.py`` judges those facts against the host file, one function per
-row, each naming where its requirement is written down (docs/doctor.md#host-requirements).
+Docker, the clock; the model through ``model.py``, vLLM's Python, cuDNN and the container
+toolkit through ``software.py``), ``rules.py`` judges those facts against the host file, one
+function per row, each naming where its requirement is written down
+(docs/doctor.md#host-requirements).
 ``preflight`` is both; ``table`` renders the result through the one check table.
 """
 
@@ -15,11 +17,8 @@ from typing import Any
 
 from vllm_ledger.deploy.host import Host
 from vllm_ledger.deploy.preflight.facts import (
-    GIB,
-    MIB,
     Facts,
     GpuFacts,
-    ModelSize,
     _load_pynvml,
     can_access,
     cpu_facts,
@@ -27,11 +26,12 @@ from vllm_ledger.deploy.preflight.facts import (
     gather,
     gpu_facts,
     meminfo,
-    model_size,
     mount_of,
-    safetensors_params,
 )
-from vllm_ledger.deploy.preflight.rules import RULES, Finding, Preflight, Result, judge
+from vllm_ledger.deploy.preflight.findings import Finding, Preflight, Result
+from vllm_ledger.deploy.preflight.model import ModelSize, model_size, safetensors_params
+from vllm_ledger.deploy.preflight.rules import RULES, judge
+from vllm_ledger.deploy.preflight.sizes import GIB, MIB
 
 
 def preflight(

