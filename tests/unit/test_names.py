@@ -71,7 +71,7 @@ def test_the_two_time_per_output_token_histograms_are_told_apart() -> None:
     assert (
         names.VLLM_INTER_TOKEN_LATENCY_SECONDS != names.VLLM_REQUEST_TIME_PER_OUTPUT_TOKEN_SECONDS
     )
-    from vllm_ledger.observe.dashboard import TPOT
+    from vllm_ledger.observe.panels_vllm import TPOT
 
     assert TPOT == names.VLLM_INTER_TOKEN_LATENCY_SECONDS + "_bucket"
     source = inspect.getsource(ramp_load.server_counters)

@@ -3,7 +3,8 @@
 - ``stack``: the files of the stack (prometheus.yml, alerts.yml, dashboard, compose.yaml) as
   data; ``stack_write`` writes them; ``targets``: the scrape addresses as given
 - ``alerts``: the alert rules and their thresholds
-- ``dashboard``: the Grafana dashboard model
+- ``dashboard``: the Grafana dashboard model; ``panels``: a panel as data, and its rows in
+  ``panels_vllm``, ``panels_host``, ``panels_ledger``
 - ``exporter``: the ledger's Prometheus exporter (its own process)
 - ``counters``: the exporter's memory that keeps its counters from ever going down
 - ``server``: the exporter's /metrics, a route of the one bounded server (``vllm_ledger.http``)
