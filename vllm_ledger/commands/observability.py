@@ -20,12 +20,8 @@ from vllm_ledger.commands._common import (
 )
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.safe import printable
-from vllm_ledger.observe.alerts import (
-    ALERT_SETS,
-    DEFAULT_RUNBOOK,
-    MINIMAL,
-    Thresholds,
-)
+from vllm_ledger.observe.alert_rule import Thresholds
+from vllm_ledger.observe.alerts import ALERT_SETS, DEFAULT_RUNBOOK, MINIMAL
 from vllm_ledger.observe.budget_alerts import DEFAULT_BUDGETS_RUNBOOK
 from vllm_ledger.observe.dashboard import DEFAULT_MAX_MODEL_LEN
 from vllm_ledger.observe.stack import (

@@ -46,12 +46,7 @@ from vllm_ledger.deploy.attribution import (
     KEY_NAMES_FILE,
     container_key_names,
 )
-from vllm_ledger.deploy.budgets import (
-    BudgetsFile,
-    budgets_env,
-    budgets_for,
-    container_budgets,
-)
+from vllm_ledger.deploy.budgets import BudgetsFile, budgets_env, budgets_for, container_budgets
 from vllm_ledger.deploy.host import Host, check_for
 from vllm_ledger.deploy.image import derived_image, require_image
 from vllm_ledger.deploy.kubernetes_autoscale import adapter_configmap, adapter_rules, autoscaler
@@ -72,8 +67,9 @@ from vllm_ledger.deploy.launch import (
     shutdown_timeout_s,
 )
 from vllm_ledger.errors import ConfigError
-from vllm_ledger.observe.alerts import EXPORTER_JOB, VLLM_JOB, rules_document
+from vllm_ledger.observe.alerts import rules_document
 from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
+from vllm_ledger.observe.signals import EXPORTER_JOB, VLLM_JOB
 from vllm_ledger.observe.stack import EXPORTER_PORT
 from vllm_ledger.units import LOG_FORMAT_ENV, PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 from vllm_ledger.write.recorder import DRAIN_TIMEOUT_S

@@ -39,11 +39,11 @@ from vllm_ledger.names import (
     MODEL_NAME_LABEL,
     VLLM_NUM_REQUESTS_RUNNING,
 )
-from vllm_ledger.observe.alerts import DEFAULT_LEDGER_MOUNTPOINT, VLLM_JOB
 from vllm_ledger.observe.panels import Panel, Row
 from vllm_ledger.observe.panels_host import GPU_ROW, host_row
 from vllm_ledger.observe.panels_ledger import LEDGER_ROWS
 from vllm_ledger.observe.panels_vllm import VLLM_ROWS
+from vllm_ledger.observe.signals import DEFAULT_LEDGER_MOUNTPOINT, VLLM_JOB
 
 SCHEMA_VERSION = 39
 DASHBOARD_UID = "vllm-ledger"

@@ -17,7 +17,8 @@ from vllm_ledger.names import (
     LEDGER_GPU_TEMPERATURE_CELSIUS,
     LEDGER_GPU_UTILIZATION_PERCENT,
 )
-from vllm_ledger.observe.alerts import (
+from vllm_ledger.observe.panels import G, Panel, Row
+from vllm_ledger.observe.signals import (
     CADVISOR_JOB,
     CONTAINER_CPU_USAGE_SECONDS_TOTAL,
     CONTAINER_MEMORY_WORKING_SET_BYTES,
@@ -29,7 +30,6 @@ from vllm_ledger.observe.alerts import (
     disk_free_fraction,
     memory_available_fraction,
 )
-from vllm_ledger.observe.panels import G, Panel, Row
 
 VLLM_CONTAINERS = 'name=~"vllm.*"'  # docker's container name: the host file's vllm-PORT or own
 

@@ -25,8 +25,8 @@ from vllm_ledger.names import (
     LEDGER_WRITERS_ALIVE,
     LEDGER_WRITERS_EXPECTED,
 )
-from vllm_ledger.observe.alerts import EXPORTER_JOB
 from vllm_ledger.observe.panels import LM, TOKENS_PER_S, G, L, Panel, Row
+from vllm_ledger.observe.signals import EXPORTER_JOB
 
 HOST_OF_LEDGER = '"host", "$1", "ledger_instance", "(.+):[0-9]+"'
 

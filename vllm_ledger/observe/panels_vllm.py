@@ -20,8 +20,8 @@ from vllm_ledger.names import (
     VLLM_REQUEST_SUCCESS_TOTAL,
     VLLM_TIME_TO_FIRST_TOKEN_SECONDS,
 )
-from vllm_ledger.observe.alerts import VLLM_JOB, http_error_fraction
 from vllm_ledger.observe.panels import TOKENS_PER_S, VM, L, Panel, Row, V
+from vllm_ledger.observe.signals import VLLM_JOB, http_error_fraction
 
 TTFT = f"{VLLM_TIME_TO_FIRST_TOKEN_SECONDS}_bucket"
 # The TPOT panel: vLLM's inter-token latency, one observation per gap between streamed tokens
