@@ -61,7 +61,6 @@ FUNCTION_EXCEPTIONS: dict[str, int] = {
     "vllm_ledger/notify/service.py::__init__": 89,
     "vllm_ledger/observe/counters.py::observe": 86,
     "vllm_ledger/observe/exporter.py::_report_families": 116,
-    "vllm_ledger/observe/stack_compose.py::compose": 99,
     "vllm_ledger/plan/fleet.py::build_fleet": 110,
     "vllm_ledger/read/check.py::check_file": 83,
     "vllm_ledger/read/coverage.py::build": 156,
