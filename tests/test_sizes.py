@@ -59,7 +59,6 @@ FUNCTION_EXCEPTIONS: dict[str, int] = {
     "vllm_ledger/deploy/units.py::vllm_unit": 81,
     "vllm_ledger/formats/html.py::chart_svg": 97,
     "vllm_ledger/notify/service.py::__init__": 89,
-    "vllm_ledger/observe/counters.py::observe": 86,
     "vllm_ledger/observe/exporter.py::_report_families": 116,
     "vllm_ledger/plan/fleet.py::build_fleet": 110,
     "vllm_ledger/read/check.py::check_file": 83,
