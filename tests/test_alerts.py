@@ -13,7 +13,8 @@ import yaml
 
 from tests.conftest import REPO, run_cli
 from tests.e2e.prom import promtool
-from vllm_ledger.observe.alerts import MINIMAL, SEVERITIES, Thresholds, alert_rules
+from vllm_ledger.observe.alert_rule import Thresholds
+from vllm_ledger.observe.alerts import MINIMAL, SEVERITIES, alert_rules
 
 # The labels each fired alert must carry besides severity: the instance, and the model
 # where the metric has one. promtool compares labels exactly, so these are proven present.

@@ -22,8 +22,10 @@ import yaml
 from devtools.ports import free_port
 from tests.conftest import REPO, run_cli
 from tests.e2e.prom import Prometheus, metric_names, node_exporter, promtool
-from vllm_ledger.observe.alerts import Thresholds, alert_rules, memory_available_fraction
+from vllm_ledger.observe.alert_rule import Thresholds
+from vllm_ledger.observe.alerts import alert_rules
 from vllm_ledger.observe.dashboard import dashboard, expressions, interpolate
+from vllm_ledger.observe.signals import memory_available_fraction
 
 # cAdvisor's container series the dashboard reads (cAdvisor's docs, "Prometheus metrics").
 CADVISOR_SERIES = {"container_cpu_usage_seconds_total", "container_memory_working_set_bytes"}

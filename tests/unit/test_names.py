@@ -16,7 +16,7 @@ from tests.vllm_source import vllm_metric_names
 from vllm_ledger import names
 from vllm_ledger.bot import message, poll
 from vllm_ledger.format import overbudget
-from vllm_ledger.observe import alerts
+from vllm_ledger.observe import alert_rule
 from vllm_ledger.observe.budgets import BudgetWatch
 from vllm_ledger.observe.exporter import LedgerCollector
 from vllm_ledger.observe.families import families
@@ -72,7 +72,7 @@ def test_the_two_time_per_output_token_histograms_are_told_apart() -> None:
     assert (
         names.VLLM_INTER_TOKEN_LATENCY_SECONDS != names.VLLM_REQUEST_TIME_PER_OUTPUT_TOKEN_SECONDS
     )
-    from vllm_ledger.observe.dashboard import TPOT
+    from vllm_ledger.observe.panels_vllm import TPOT
 
     assert TPOT == names.VLLM_INTER_TOKEN_LATENCY_SECONDS + "_bucket"
     source = inspect.getsource(ramp_load.server_counters)
@@ -139,14 +139,14 @@ def _default(fn: Any, param: str) -> Any:
 
 def test_kv_cache_full_is_one_number_for_alerts_advise_and_ramp() -> None:
     full = names.KV_CACHE_FULL_FRACTION
-    assert alerts.Thresholds().kv_cache_fraction is full
+    assert alert_rule.Thresholds().kv_cache_fraction is full
     assert advise.Thresholds().kv_usage is full
     assert _default(ramp.find_knee, "kv") is full
 
 
 def test_slow_ttft_is_one_number_for_alerts_and_advise() -> None:
     slow = names.TTFT_P99_SLOW_SECONDS
-    assert alerts.Thresholds().ttft_p99_seconds is slow
+    assert alert_rule.Thresholds().ttft_p99_seconds is slow
     assert advise.Thresholds().ttft_p99_seconds is slow
 
 

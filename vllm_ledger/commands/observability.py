@@ -10,15 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vllm_ledger.commands._files import add_output_folder, output_dir, output_folder, say_wrote
-from vllm_ledger.commands._values import duration, number, url
+from vllm_ledger.commands._thresholds import add_threshold_flags, duration_flag, thresholds_of
+from vllm_ledger.commands._values import number, url
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.safe import printable
-from vllm_ledger.observe.alerts import (
-    ALERT_SETS,
-    DEFAULT_RUNBOOK,
-    MINIMAL,
-    Thresholds,
-)
+from vllm_ledger.observe.alert_rule import Thresholds
+from vllm_ledger.observe.alerts import ALERT_SETS, DEFAULT_RUNBOOK, MINIMAL
 from vllm_ledger.observe.budget_alerts import DEFAULT_BUDGETS_RUNBOOK
 from vllm_ledger.observe.dashboard import DEFAULT_MAX_MODEL_LEN
 from vllm_ledger.observe.stack import (
@@ -39,7 +36,6 @@ from vllm_ledger.observe.stack_write import documents, write_stack
 from vllm_ledger.observe.targets import check_named_target, check_target, is_loopback
 from vllm_ledger.outfile import check_target as check_output
 from vllm_ledger.plan.budgets import load_budgets
-from vllm_ledger.units import duration_seconds, format_duration
 
 NAME = "observability"
 HELP = "write prometheus.yml, alert rules, alertmanager.yml, a Grafana dashboard and compose.yaml"
@@ -65,27 +61,6 @@ flag, target or output folder
 """
 
 
-def _fraction(flag: str, example: str) -> Callable[[str], float]:
-    return number(flag, 0, 1, example, unit="a fraction", lo_open=True, fraction=True)
-
-
-def _duration(flag: str, lo_s: float, hi_s: float, example: str) -> Callable[[str], str]:
-    """A duration as every command takes one (30s, 5m, 1h30m, plain seconds), from ``lo_s`` to
-    ``hi_s`` seconds, written as Prometheus reads it: as given when it already is a Prometheus
-    duration, else in its units (``90`` -> ``1m30s``, ``1.5s`` -> ``1500ms``)."""
-    seconds = duration(flag, lo_s, hi_s, example)
-
-    def parse(value: str) -> str:
-        x = seconds(value)
-        text = value.strip()
-        if duration_seconds(text, form="prometheus") is not None:
-            return text
-        return format_duration(x, "prometheus")
-
-    return parse
-
-
-WEEK_S = 7 * 86400
 RUNBOOK_EXAMPLE = "https://git.example.com/ops/vllm-ledger/blob/main/docs/runbook.md"
 
 
@@ -126,6 +101,30 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="OUT_DIR",
         help="folder to write the stack to (each file a regular file, replaced whole)",
     )
+    _add_targets(p, d)
+    _add_alerting(p)
+    _add_budgets(p)
+    _add_remote_write(p)
+    p.add_argument(
+        "--max-model-len",
+        type=number("--max-model-len", 1, 1e8, "32768", unit="tokens", integer=True),
+        default=DEFAULT_MAX_MODEL_LEN,
+        metavar="TOKENS",
+        help="the vLLM's --max-model-len, drawn against the mean tokens per request (default "
+        f"{DEFAULT_MAX_MODEL_LEN}; the dashboard's max_model_len box changes it later)",
+    )
+    p.add_argument(
+        "--scrape-interval",
+        type=duration_flag("--scrape-interval", 1, 3600, "15s"),
+        default="15s",
+        metavar="DURATION",
+        help="Prometheus scrape and rule interval (default 15s)",
+    )
+    add_threshold_flags(p, d)
+
+
+def _add_targets(p: argparse.ArgumentParser, d: Thresholds) -> None:
+    """What Prometheus scrapes: vLLM, DCGM, the node exporter, cAdvisor, the ledger exporter."""
     p.add_argument(
         "--vllm",
         action="append",
@@ -171,6 +170,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_EXPORTER_TARGET,
         help=f"the `vllm-ledger exporter` (default {DEFAULT_EXPORTER_TARGET})",
     )
+
+
+def _add_alerting(p: argparse.ArgumentParser) -> None:
+    """Where alerts go (Alertmanager, the notifier's webhook and its token), which, and their
+    runbook."""
     p.add_argument(
         "--alertmanager",
         metavar="HOST:PORT",
@@ -212,6 +216,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         f"{RUNBOOK_EXAMPLE} (default {DEFAULT_RUNBOOK}#alertname, a path in this project that "
         "a chat cannot open; docs/observability.md)",
     )
+
+
+def _add_budgets(p: argparse.ArgumentParser) -> None:
+    """The budgets' rules (budgets.yml) and their runbook."""
     p.add_argument(
         "--budgets",
         type=Path,
@@ -228,6 +236,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         f"budget alert's runbook_url is URL#alertname (default {DEFAULT_BUDGETS_RUNBOOK}"
         "#alertname)",
     )
+
+
+def _add_remote_write(p: argparse.ArgumentParser) -> None:
+    """Where Prometheus also sends every series, and the name it sends them under."""
     p.add_argument(
         "--remote-write",
         type=url("--remote-write", "http://192.168.1.5:8428/api/v1/write"),
@@ -242,168 +254,6 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="this Prometheus's external label, on every series it sends away and every alert "
         f"(default: this host's name; {PROMETHEUS_LABEL}=NAME)",
-    )
-    p.add_argument(
-        "--max-model-len",
-        type=number("--max-model-len", 1, 1e8, "32768", unit="tokens", integer=True),
-        default=DEFAULT_MAX_MODEL_LEN,
-        metavar="TOKENS",
-        help="the vLLM's --max-model-len, drawn against the mean tokens per request (default "
-        f"{DEFAULT_MAX_MODEL_LEN}; the dashboard's max_model_len box changes it later)",
-    )
-    p.add_argument(
-        "--scrape-interval",
-        type=_duration("--scrape-interval", 1, 3600, "15s"),
-        default="15s",
-        metavar="DURATION",
-        help="Prometheus scrape and rule interval (default 15s)",
-    )
-    a = p.add_argument_group("alert thresholds (defaults: docs/observability.md, the alerts)")
-    a.add_argument(
-        "--kv-cache-threshold",
-        type=_fraction("--kv-cache-threshold", "0.90"),
-        default=d.kv_cache_fraction,
-        metavar="FRACTION",
-        help=f"KV cache use that trips (default {d.kv_cache_fraction:.2f})",
-    )
-    a.add_argument(
-        "--kv-cache-for",
-        type=_duration("--kv-cache-for", 0, WEEK_S, "10m"),
-        default=d.kv_cache_for,
-        metavar="DURATION",
-        help=f"averaged over and held for (default {d.kv_cache_for})",
-    )
-    a.add_argument(
-        "--ttft-p99-seconds",
-        type=duration("--ttft-p99-seconds", 0, 600, "3", lo_open=True),
-        default=d.ttft_p99_seconds,
-        metavar="DURATION",
-        help=f"TTFT P99 that trips (default {d.ttft_p99_seconds:g})",
-    )
-    a.add_argument(
-        "--ttft-for",
-        type=_duration("--ttft-for", 0, WEEK_S, "5m"),
-        default=d.ttft_for,
-        metavar="DURATION",
-        help=f"held for (default {d.ttft_for})",
-    )
-    a.add_argument(
-        "--gpu-mem-threshold",
-        type=_fraction("--gpu-mem-threshold", "0.95"),
-        default=d.gpu_memory_fraction,
-        metavar="FRACTION",
-        help=f"GPU memory used that trips (default {d.gpu_memory_fraction:.2f})",
-    )
-    a.add_argument(
-        "--gpu-mem-for",
-        type=_duration("--gpu-mem-for", 0, WEEK_S, "5m"),
-        default=d.gpu_memory_for,
-        metavar="DURATION",
-        help=f"held for (default {d.gpu_memory_for})",
-    )
-    a.add_argument(
-        "--queue-waiting",
-        type=number("--queue-waiting", 0, 1e6, "0", unit="requests"),
-        default=d.queue_waiting,
-        metavar="N",
-        help=f"waiting requests above which the queue is building (default {d.queue_waiting:g})",
-    )
-    a.add_argument(
-        "--queue-for",
-        type=_duration("--queue-for", 0, WEEK_S, "5m"),
-        default=d.queue_for,
-        metavar="DURATION",
-        help=f"held for (default {d.queue_for})",
-    )
-    a.add_argument(
-        "--down-for",
-        type=_duration("--down-for", 0, WEEK_S, "1m"),
-        default=d.down_for,
-        metavar="DURATION",
-        help=f"a vLLM or exporter target not answering for this long trips (default {d.down_for})",
-    )
-    a.add_argument(
-        "--gpu-temp-celsius",
-        type=number("--gpu-temp-celsius", 1, 200, "85", unit="degrees Celsius"),
-        default=d.gpu_temperature_celsius,
-        metavar="C",
-        help=f"GPU temperature that trips (default {d.gpu_temperature_celsius:g})",
-    )
-    a.add_argument(
-        "--gpu-temp-for",
-        type=_duration("--gpu-temp-for", 0, WEEK_S, "3m"),
-        default=d.gpu_temperature_for,
-        metavar="DURATION",
-        help=f"held for (default {d.gpu_temperature_for})",
-    )
-    a.add_argument(
-        "--error-threshold",
-        type=_fraction("--error-threshold", "0.05"),
-        default=d.error_fraction,
-        metavar="FRACTION",
-        help=f"share of HTTP requests answered 5xx that trips (default {d.error_fraction:g})",
-    )
-    a.add_argument(
-        "--error-for",
-        type=_duration("--error-for", 0, WEEK_S, "5m"),
-        default=d.error_for,
-        metavar="DURATION",
-        help=f"held for (default {d.error_for})",
-    )
-    a.add_argument(
-        "--ledger-uncovered-seconds",
-        type=duration("--ledger-uncovered-seconds", 0, WEEK_S, "60"),
-        default=d.ledger_uncovered_seconds,
-        metavar="DURATION",
-        help=f"newly uncovered ledger seconds that trip (default {d.ledger_uncovered_seconds:g})",
-    )
-    a.add_argument(
-        "--ledger-uncovered-range",
-        type=_duration("--ledger-uncovered-range", 60, WEEK_S, "15m"),
-        default=d.ledger_uncovered_range,
-        metavar="DURATION",
-        help=f"... within this range (default {d.ledger_uncovered_range})",
-    )
-    a.add_argument(
-        "--ledger-writer-for",
-        type=_duration("--ledger-writer-for", 0, WEEK_S, "5m"),
-        default=d.ledger_writer_for,
-        metavar="DURATION",
-        help=f"a writer missing or stale for this long trips (default {d.ledger_writer_for})",
-    )
-    add_host_thresholds(a, d)
-
-
-def add_host_thresholds(a: argparse._ArgumentGroup, d: Thresholds) -> None:
-    a.add_argument(
-        "--disk-free-threshold",
-        type=_fraction("--disk-free-threshold", "0.10"),
-        default=d.disk_free_fraction,
-        metavar="FRACTION",
-        help=f"free share of the ledger's file system below which it trips "
-        f"(default {d.disk_free_fraction:g})",
-    )
-    a.add_argument(
-        "--disk-for",
-        type=_duration("--disk-for", 0, WEEK_S, "10m"),
-        default=d.disk_for,
-        metavar="DURATION",
-        help=f"held for (default {d.disk_for})",
-    )
-    a.add_argument(
-        "--memory-available-threshold",
-        type=_fraction("--memory-available-threshold", "0.05"),
-        default=d.memory_available_fraction,
-        metavar="FRACTION",
-        help=f"available share of the host's memory below which it trips "
-        f"(default {d.memory_available_fraction:g})",
-    )
-    a.add_argument(
-        "--memory-for",
-        type=_duration("--memory-for", 0, WEEK_S, "5m"),
-        default=d.memory_for,
-        metavar="DURATION",
-        help=f"held for (default {d.memory_for})",
     )
 
 
@@ -458,29 +308,7 @@ def spec_of(args: argparse.Namespace) -> StackSpec:
         prometheus_name=args.prometheus_name or _label_value(socket.gethostname()),
         remote_write_url=args.remote_write,
         max_model_len=int(args.max_model_len),
-        thresholds=Thresholds(
-            kv_cache_fraction=args.kv_cache_threshold,
-            kv_cache_for=args.kv_cache_for,
-            ttft_p99_seconds=args.ttft_p99_seconds,
-            ttft_for=args.ttft_for,
-            gpu_memory_fraction=args.gpu_mem_threshold,
-            gpu_memory_for=args.gpu_mem_for,
-            queue_waiting=args.queue_waiting,
-            queue_for=args.queue_for,
-            down_for=args.down_for,
-            gpu_temperature_celsius=args.gpu_temp_celsius,
-            gpu_temperature_for=args.gpu_temp_for,
-            error_fraction=args.error_threshold,
-            error_for=args.error_for,
-            ledger_uncovered_seconds=args.ledger_uncovered_seconds,
-            ledger_uncovered_range=args.ledger_uncovered_range,
-            ledger_writer_for=args.ledger_writer_for,
-            disk_free_fraction=args.disk_free_threshold,
-            disk_for=args.disk_for,
-            ledger_mountpoint=args.ledger_mountpoint,
-            memory_available_fraction=args.memory_available_threshold,
-            memory_for=args.memory_for,
-        ),
+        thresholds=thresholds_of(args),
     )
 
 

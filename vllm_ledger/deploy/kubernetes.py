@@ -54,8 +54,9 @@ from vllm_ledger.deploy.kubernetes_names import (
 from vllm_ledger.deploy.kubernetes_pod import SECRET_KEY, statefulset
 from vllm_ledger.deploy.serve import check_tz
 from vllm_ledger.deploy.yamltext import to_yaml
-from vllm_ledger.observe.alerts import EXPORTER_JOB, VLLM_JOB, rules_document
+from vllm_ledger.observe.alerts import rules_document
 from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN, dashboard
+from vllm_ledger.observe.signals import EXPORTER_JOB, VLLM_JOB
 from vllm_ledger.observe.stack import EXPORTER_PORT
 
 RULE_NAME = "vllm-ledger-alerts"

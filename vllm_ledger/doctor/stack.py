@@ -22,7 +22,8 @@ from typing import Any
 
 from vllm_ledger.doctor.base import Row
 from vllm_ledger.errors import ConfigError, RemoteError
-from vllm_ledger.observe.alerts import EXPORTER_JOB, GROUP_NAME, VLLM_JOB
+from vllm_ledger.observe.alerts import GROUP_NAME
+from vllm_ledger.observe.signals import EXPORTER_JOB, VLLM_JOB
 from vllm_ledger.plan.prom import MAX_ANSWER_BYTES, Target, http_get, targets
 from vllm_ledger.strictjson import loads
 

@@ -40,7 +40,8 @@ from vllm_ledger.names import (
     LEDGER_BUDGET_LIMIT,
     LEDGER_ENFORCER_FAILS_OPEN,
 )
-from vllm_ledger.observe.alerts import EXPORTER_JOB, AlertRule, runbook_link
+from vllm_ledger.observe.alert_rule import AlertRule, runbook_link
+from vllm_ledger.observe.signals import EXPORTER_JOB
 from vllm_ledger.plan.budgets import Budget, BudgetConfig
 
 BUDGET_GROUP_NAME = "vllm-ledger-budgets"

@@ -230,6 +230,29 @@ class CounterMemory:
         by_run: dict[str, dict[FileKey, FileCounts]] = {}
         for f in seen.files:
             by_run.setdefault(f.run_id, {})[(f.writer_rank, f.generation)] = f
+        newly_shrank = self._take_in(by_run)
+        held, vanished, newly_vanished, returned = self._account(seen, by_run)
+        if self._tracked > self.max_files:
+            self._fold()
+        by_labels = _by_labels(
+            item for run in self._runs.values() for item in run.by_labels().items()
+        )
+        self.last = Held(
+            counts=_sum((_zero(self.width), *by_labels.values())),
+            files_held=held,
+            vanished_runs=tuple(sorted(vanished, key=lambda v: v.run_id)),
+            tracked_files=self._tracked,
+            folded_runs=sum(1 for r in self._runs.values() if r.folded is not None),
+            newly_vanished=tuple(sorted(newly_vanished)),
+            returned=tuple(sorted(returned)),
+            newly_shrank=tuple(sorted(newly_shrank)),
+            by_labels=tuple(sorted(by_labels.items())),
+        )
+        return self.last
+
+    def _take_in(self, by_run: dict[str, dict[FileKey, FileCounts]]) -> list[tuple[str, int, int]]:
+        """Raise each file's memo (a folded run's: its run's) to what the file holds now, never
+        lowering it; return the files that newly read below their memo."""
         newly_shrank: list[tuple[str, int, int]] = []
         for run_id, files in by_run.items():
             run = self._runs.get(run_id)
@@ -256,7 +279,13 @@ class CounterMemory:
                     newly_shrank.append((run_id, *key))
                 memo.reason = "shrank" if shrank else None
                 memo.by_labels = _max_by_labels(memo.by_labels, rows)
+        return newly_shrank
 
+    def _account(
+        self, seen: Sighting, by_run: dict[str, dict[FileKey, FileCounts]]
+    ) -> tuple[dict[HoldReason, int], list[VanishedRun], list[str], list[str]]:
+        """Why each file not served as read is held (its run vanished, it could not be read, it
+        shrank), the runs gone, and the runs that newly vanished or came back."""
         held = dict.fromkeys(HOLD_REASONS, 0)
         vanished: list[VanishedRun] = []
         newly_vanished: list[str] = []
@@ -294,23 +323,7 @@ class CounterMemory:
                 )
                 memo.reason = gone
                 held[gone] += 1
-        if self._tracked > self.max_files:
-            self._fold()
-        by_labels = _by_labels(
-            item for run in self._runs.values() for item in run.by_labels().items()
-        )
-        self.last = Held(
-            counts=_sum((_zero(self.width), *by_labels.values())),
-            files_held=held,
-            vanished_runs=tuple(sorted(vanished, key=lambda v: v.run_id)),
-            tracked_files=self._tracked,
-            folded_runs=sum(1 for r in self._runs.values() if r.folded is not None),
-            newly_vanished=tuple(sorted(newly_vanished)),
-            returned=tuple(sorted(returned)),
-            newly_shrank=tuple(sorted(newly_shrank)),
-            by_labels=tuple(sorted(by_labels.items())),
-        )
-        return self.last
+        return held, vanished, newly_vanished, returned
 
     def _fold(self) -> None:
         """Fold the runs that ended longest ago into one total each, down to 3/4 of the cap."""

@@ -24,18 +24,11 @@ from typing import Any
 
 from vllm_ledger import names
 from vllm_ledger.names import BUDGET_LABEL, LEDGER_INSTANCE_LABEL, MODEL_NAME_LABEL
-from vllm_ledger.observe.alerts import (
-    CADVISOR_JOB,
-    DCGM_JOB,
-    DEFAULT_RUNBOOK,
-    EXPORTER_JOB,
-    NODE_JOB,
-    VLLM_JOB,
-    AlertSet,
-    Thresholds,
-)
+from vllm_ledger.observe.alert_rule import Thresholds
+from vllm_ledger.observe.alerts import DEFAULT_RUNBOOK, AlertSet
 from vllm_ledger.observe.budget_alerts import DEFAULT_BUDGETS_RUNBOOK
 from vllm_ledger.observe.dashboard import DASHBOARD_UID, DEFAULT_MAX_MODEL_LEN
+from vllm_ledger.observe.signals import CADVISOR_JOB, DCGM_JOB, EXPORTER_JOB, NODE_JOB, VLLM_JOB
 from vllm_ledger.observe.targets import Target
 from vllm_ledger.plan.budgets import BudgetConfig
 
