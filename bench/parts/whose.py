@@ -105,10 +105,12 @@ def bench_whose(
         f"into other; medians of {args.repeats} fresh processes each, interleaved"
     )
     note(
-        "whose: past report's own time, report --by user reads every label set's sums of each "
-        "window from its file and labels (read/attribution.py, through LedgerSet.credits) and "
-        "makes a row per value (read/whose.py): about 24,000 rows a window here, in Python; "
-        "windows that read the same of every file share one (read/whose_report.py)"
+        "whose: past report's own time, report --by user judges each span's rows in one SQL "
+        "pass (counts, lowest value, sums), reads them with their label and sums them per "
+        "reason and value in Python (read/attribution.py; SQLite's GROUP BY sorted every row "
+        "and cost more); windows of one cutoff that nest (today, 24h, 3d, ...) are read ring "
+        "by ring, each row once (CreditReads); windows that read the same of every file share "
+        "their rows (read/whose_report.py); about 24,000 label sets a day here"
     )
     for name, xs in t.items():
         q = sorted(xs)
