@@ -147,10 +147,10 @@ class Recorder:
         book: TagBook = BOOK,
     ) -> None:
         self.root = Path(root)
-        # Whose tokens: the join of finished requests to the middleware's tags, and the sums
-        # of what it credits until the next commit (``write/tags.py``, ``write/credits.py``).
+        # Whose tokens: finished requests joined to the middleware's tags (``write/tags.py``).
         self.book = book
-        self._credits = CreditSums()
+        self._credits = CreditSums()  # what they credit until the next commit
+        self._marker = smallfiles.MarkerWriter()  # the open file's .seq, kept open
         self._dim_ids: dict[tuple[str, ...], int] = {}  # attr_dims ids in the open file
         self._taken_record = 0  # the newest record() whose event was taken in
         self.identity = identity
@@ -350,9 +350,7 @@ class Recorder:
                 self._clean = True
         except Exception as exc:
             self._internal_fault(exc)
-        if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
+        self._close_connection()
 
     def _take_in(self, deadline_mono: float = math.inf) -> int:
         """Sum what is buffered into the buckets, ``TAKE_IN_SLICE`` items at a time with the
@@ -576,7 +574,7 @@ class Recorder:
         self._span_end_ts = now_ts
         if self.path is not None:
             with contextlib.suppress(OSError):
-                smallfiles.write_sequence_marker(self.path, seq, now_ts)
+                self._marker.write(self.path, seq, now_ts)
 
     def _on_commit_failure(self, exc: BaseException) -> None:
         self._dim_ids = {}  # ids named in the rolled-back transaction are gone
@@ -628,6 +626,7 @@ class Recorder:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
         self._conn = None
+        self._marker.close()
 
     def _connection(self, now_ts: float) -> sqlite3.Connection:
         if self._conn is not None:

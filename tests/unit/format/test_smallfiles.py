@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ from tests.unit.test_infile import returns_within
 from vllm_ledger.errors import NotARegularFile
 from vllm_ledger.format.smallfiles import (
     MARKER_MAX_BYTES,
+    MARKER_RECORD_BYTES,
+    MarkerWriter,
+    marker_record,
     read_sequence_marker,
     write_sequence_marker,
 )
@@ -24,8 +28,61 @@ def test_the_sequence_marker_round_trips(tmp_path: Path) -> None:
     write_sequence_marker(ledger, 41, NOW)
     write_sequence_marker(ledger, 42, NOW + 1)
     assert read_sequence_marker(ledger) == (42, NOW + 1)
-    assert Path(f"{ledger}.seq").read_text() == f"42 {NOW + 1!r}\n"
+    body = f"42 {NOW + 1!r}"
+    want = f"{body} {zlib.crc32(body.encode()):08x}".ljust(MARKER_RECORD_BYTES - 1) + "\n"
+    assert Path(f"{ledger}.seq").read_text() == want
     assert sorted(os.listdir(tmp_path)) == ["w0.g0.ledger.sqlite.seq"]  # no temp file left
+
+
+def test_an_earlier_writers_marker_of_two_fields_is_read(tmp_path: Path) -> None:
+    ledger = tmp_path / "w0.g0.ledger.sqlite"
+    Path(f"{ledger}.seq").write_text(f"7 {NOW!r}\n")
+    assert read_sequence_marker(ledger) == (7, NOW)
+
+
+def test_the_writer_keeps_it_open_and_writes_over_it_in_place(tmp_path: Path) -> None:
+    ledger = tmp_path / "w0.g0.ledger.sqlite"
+    marker = MarkerWriter()
+    marker.write(ledger, 9_223_372_036_854_775_807, NOW)  # the widest sequence number
+    inode = os.stat(f"{ledger}.seq").st_ino
+    for seq in range(1, 200):
+        marker.write(ledger, seq, NOW + seq)
+        assert read_sequence_marker(ledger) == (seq, NOW + seq)
+    assert os.stat(f"{ledger}.seq").st_ino == inode  # the same file: never renamed over
+    assert os.path.getsize(f"{ledger}.seq") == MARKER_RECORD_BYTES
+    rotated = tmp_path / "w0.g1.ledger.sqlite"
+    marker.write(rotated, 1, NOW)  # a new file after a rotation: its own marker
+    assert read_sequence_marker(rotated) == (1, NOW)
+    assert read_sequence_marker(ledger) == (199, NOW + 199)
+    marker.close()
+
+
+def test_a_record_met_halfway_through_a_write_is_no_marker(tmp_path: Path) -> None:
+    """Bytes of the next record over the first half of the last one: the checksum fails."""
+    ledger = tmp_path / "w0.g0.ledger.sqlite"
+    old, new = marker_record(199, NOW), marker_record(200, NOW + 1)
+    for cut in range(1, MARKER_RECORD_BYTES - 1):
+        torn = new[:cut] + old[cut:]
+        Path(f"{ledger}.seq").write_bytes(torn)
+        assert read_sequence_marker(ledger) in (None, (199, NOW), (200, NOW + 1))
+
+
+def test_a_link_or_fifo_in_place_of_the_marker_is_replaced_never_written_through(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("precious\n")
+    ledger = tmp_path / "w0.g0.ledger.sqlite"
+    os.symlink(target, f"{ledger}.seq")
+    other = tmp_path / "w1.g0.ledger.sqlite"
+    os.mkfifo(f"{other}.seq")
+    marker = MarkerWriter()
+    marker.write(ledger, 3, NOW)
+    assert target.read_text() == "precious\n"  # not written through the link
+    assert read_sequence_marker(ledger) == (3, NOW)  # the link itself replaced by a file
+    returns_within(5.0, lambda: marker.write(other, 4, NOW))  # a FIFO is never waited on
+    assert read_sequence_marker(other) == (4, NOW)
+    marker.close()
 
 
 @pytest.mark.parametrize(
