@@ -21,7 +21,8 @@ class Req:
     (its tokens counted, no finished stats: the client cut it). ``n`` copies share one id;
     ``untagged``: no tag (a route the middleware does not see); ``fault``: the middleware
     faulted and let it through untagged; ``rid``: its ``X-Request-Id`` (two requests that
-    share one while in flight are ambiguous, ``shared``)."""
+    share one while in flight are ambiguous, ``shared``); ``refused``: answered 429 over a
+    hard budget by the middleware."""
 
     ts: float
     key: str = ""
@@ -36,6 +37,7 @@ class Req:
     untagged: bool = False
     fault: bool = False
     rid: str | None = None
+    refused: bool = False  # answered 429 over a hard budget: counted under its labels, no tokens
 
 
 def write_whose_ledger(
@@ -89,6 +91,10 @@ def write_whose_ledger(
 
 def _one(rec: Recorder, book: TagBook, r: Req, x: str) -> None:
     rid = r.rid or x
+    if r.refused:  # never reached the engine: only the book counts it
+        book.refused((r.key, r.adapter, r.user, r.tenant))
+        rec.submit((r.ts, 0, 0, 0, 0, (), book.tick()))
+        return
     if r.fault:
         book.fault()
         entry = None

@@ -44,6 +44,7 @@ FIELDS: tuple[str, ...] = (
     "cached",
     "requests",
     "requests_aborted",
+    "requests_refused",
     "faults",
     "folded",
     "files_without_attribution",
@@ -106,6 +107,7 @@ class WhoseExportRow:
     cached_tokens: int
     requests: int
     requests_aborted: int
+    requests_refused: int  # answered 429 over a hard budget (docs/budgets.md): no tokens
     faults: int
     folded: int
     files_without: int
@@ -155,7 +157,7 @@ def step_rows(step: export.ExportRow, ww: WhoseWindow) -> Iterator[WhoseExportRo
     """One step's rows: a credited row per value, a not-attributed row per reason."""
 
     def row(
-        kind: str, value: str, reason: str, c: Credited, aborted: int, faults: int
+        kind: str, value: str, reason: str, c: Credited, aborted: int, faults: int, refused: int
     ) -> WhoseExportRow:
         return WhoseExportRow(
             step=step,
@@ -168,6 +170,7 @@ def step_rows(step: export.ExportRow, ww: WhoseWindow) -> Iterator[WhoseExportRo
             cached_tokens=c.cached_tokens,
             requests=c.requests,
             requests_aborted=aborted,
+            requests_refused=refused,
             faults=faults,
             folded=ww.folded,
             files_without=ww.files_without,
@@ -176,12 +179,13 @@ def step_rows(step: export.ExportRow, ww: WhoseWindow) -> Iterator[WhoseExportRo
 
     for r in ww.rows:
         c = Credited(r.input_tokens, r.output_tokens, r.cached_tokens, r.requests)
-        yield row("credited", r.value, "", c, r.requests_aborted, 0)
+        yield row("credited", r.value, "", c, r.requests_aborted, 0, r.requests_refused)
     na = ww.not_attributed
     for reason in REASONS:
         c = na.reasons.get(reason, Credited())
         aborted = na.requests_aborted if reason == "aborted" else 0
-        yield row("not_attributed", "", reason, c, aborted, na.faults if reason == "fault" else 0)
+        faults = na.faults if reason == "fault" else 0
+        yield row("not_attributed", "", reason, c, aborted, faults, 0)
 
 
 def row_dict(row: WhoseExportRow, tz: ZoneInfo) -> dict[str, object]:
@@ -203,6 +207,7 @@ def row_dict(row: WhoseExportRow, tz: ZoneInfo) -> dict[str, object]:
         "cached": row.cached_tokens,
         "requests": row.requests,
         "requests_aborted": row.requests_aborted,
+        "requests_refused": row.requests_refused,
         "faults": row.faults,
         "folded": row.folded,
         "files_without_attribution": row.files_without,

@@ -42,6 +42,8 @@ def _ledgers(root: Path) -> None:
         model="qwen",
         requests=[
             Req(T + 10.5, "team-a", "qwen", "alice", prompt=100, gen=10, cached=16),
+            Req(T + 900.5, "team-a", "qwen", "alice", refused=True),
+            Req(T + 901.5, "team-c", "qwen", "carol", refused=True),
             Req(T + 3700.5, "team-a", "qwen-lora", "bob", prompt=50, gen=5, n=2),
             Req(T + 3800.5, "key:1a2b3c4d", "qwen", "alice", prompt=30, gen=3, aborted=True),
             Req(T + 5000.5, prompt=7, gen=1, untagged=True),
@@ -92,6 +94,7 @@ def test_the_period_alone_is_the_report_row_for_row(
                 int(r["cached"]),
                 int(r["requests"]),
                 int(r["requests_aborted"]),
+                int(r["requests_refused"]),
             )
             for r in credited
         ] == [
@@ -102,6 +105,7 @@ def test_the_period_alone_is_the_report_row_for_row(
                 v.cached_tokens,
                 v.requests,
                 v.requests_aborted,
+                v.requests_refused,
             )
             for v in ww.rows
         ], by
@@ -113,6 +117,8 @@ def test_the_period_alone_is_the_report_row_for_row(
                 c.output_tokens,
             )
         assert int(na["aborted"]["requests_aborted"]) == ww.not_attributed.requests_aborted == 1
+        refused = sum(int(r["requests_refused"]) for r in rows)
+        assert refused == ww.not_attributed.requests_refused == 2  # each on its value's row
         for fig in FIGS:
             assert sum(int(r[fig]) for r in rows) == getattr(
                 ww.total, f"{fig}_tokens" if fig != "requests" else fig
@@ -125,7 +131,10 @@ def test_the_period_alone_is_the_report_row_for_row(
         ("team-a", "150"),
         ("team-b", "9"),
         ("key:1a2b3c4d", "0"),
+        ("team-c", "0"),  # refused over a hard budget, nothing served: a row of its own
     ]
+    refused = {r["value"]: r["requests_refused"] for r in key_rows if r["kind"] == "credited"}
+    assert refused == {"team-a": "1", "team-b": "0", "key:1a2b3c4d": "0", "team-c": "1"}
     assert sum(int(r["input"]) for r in key_rows) == 100 + 2 * 50 + 30 + 7 + 9 == 246
 
 
@@ -156,6 +165,7 @@ def test_hours_add_up_to_each_step_and_to_the_period(
     assert first == [
         ("credited", "team-a", "100"),
         ("credited", "team-b", "9"),
+        ("credited", "team-c", "0"),
         ("not_attributed", "untagged", "0"),
         ("not_attributed", "ambiguous", "0"),
         ("not_attributed", "copies", "0"),
