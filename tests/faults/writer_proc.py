@@ -45,7 +45,7 @@ def acknowledge_commits(rec: Recorder) -> None:
     orig = rec._commit
 
     def commit(conn: Any, now_ts: float, final: bool) -> None:
-        total = rec.committed_events_total + rec._pending_events
+        total = rec.committed_events_total + rec._batch.pending_events
         out(f"PRE {rec._seq + 1} {total}")
         orig(conn, now_ts, final)
         out(f"ACK {rec._seq} {total}")
