@@ -12,13 +12,15 @@ buffer crosses its high-water mark, or on ``close()``:
   stored rows (``ON CONFLICT DO UPDATE SET x = x + excluded.x``), never overwrites them;
 * the writer's vouched span is extended on every commit and at least every 5 s
   (the heartbeat; 2 s after a commit that held events), so readers can tell a live writer
-  from a stale or crashed one, and a live report's watermark soon passes the last event;
+  from a stale or crashed one, and a live report's watermark soon passes the last event
+  (``write/span.py``);
 * a commit that fails is retried with the same batch; after ``max_retries`` the batch is
   counted as ``lost_events`` per second and the span is broken, so that stretch reads as
   uncovered;
 * a ledger file SQLite calls damaged is left byte-for-byte as it is, and a new file of the
   next generation is opened for the same writer (``write/ledgerfile.py``);
-* on ``close()`` the buffer is drained within a time limit and a clean-close marker written.
+* on ``close()`` the buffer is drained within a time limit and a clean-close marker written;
+* a fault of its own is counted and logged at most once a minute (``write/faultlog.py``).
 
 Standard library only: this runs inside vLLM.
 """
@@ -34,16 +36,17 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from vllm_ledger import bounds
-from vllm_ledger.format import smallfiles, writes
 from vllm_ledger.format.identity import WriterIdentity
 from vllm_ledger.write import compaction, faults, schedule
 from vllm_ledger.write.batch import Batch
-from vllm_ledger.write.buckets import DROPPED, REJECTED, fold, second_rows
+from vllm_ledger.write.buckets import DROPPED, REJECTED
+from vllm_ledger.write.faultlog import FaultLog
 from vllm_ledger.write.iteration import IterationEvent
 from vllm_ledger.write.ledgerfile import LedgerFile, is_damage
+from vllm_ledger.write.span import SPAN_BREAK_S, Span
 from vllm_ledger.write.tags import BOOK, TagBook
 
 logger = logging.getLogger("vllm.ledger.recorder")
@@ -58,25 +61,8 @@ PROVE_AFTER_EVENTS_S = schedule.Cadence.prove_after_events_s
 TAKE_IN_SLICE = 256
 DRAIN_TIMEOUT_S = 5.0
 MAX_RETRIES = 3
-SPAN_BREAK_S = 30.0  # a gap between commits longer than this starts a new span
-FAILURE_LOG_INTERVAL_S = 60.0  # a failing writer (or a fault inside it) logs at most this often
 INTEGRITY_CHECK_INTERVAL_S = 60.0  # PRAGMA quick_check on a fresh read-only connection
 COMPACTION_INTERVAL_S = 3600.0
-
-
-class Waker(Protocol):
-    """What the recorder thread sleeps on: ``threading.Event`` (tests pass one on fake time)."""
-
-    def wait(self, timeout: float | None = None) -> bool: ...
-
-    def set(self) -> None: ...
-
-    def clear(self) -> None: ...
-
-
-def high_water_mark(capacity: int) -> int:
-    """Three quarters of the buffer: room left for a burst while the recorder wakes."""
-    return max(1, capacity * 3 // 4)
 
 
 class Recorder:
@@ -104,9 +90,9 @@ class Recorder:
         # and neither notifies anyone. The check can only err towards room, never overfill.
         self.buffer: deque[Any] = deque()
         self.queue_size = queue_size
-        self.high_water = high_water_mark(queue_size)
+        self.high_water = schedule.high_water_mark(queue_size)
         # Set only by the append that crosses the high-water mark, and by close().
-        self.wake: Waker = threading.Event()
+        self.wake: schedule.Waker = threading.Event()
         self.flush_interval_s = flush_interval_s
         self.heartbeat_interval_s = heartbeat_interval_s
         self.cadence = schedule.Cadence(
@@ -118,8 +104,6 @@ class Recorder:
         self.max_retries = max_retries
         self.clock = clock
         self.monotonic = monotonic
-        self.integrity_check_interval_s = integrity_check_interval_s
-        self.span_break_s = span_break_s
 
         # Touched only by the submitting thread (vLLM's output loop).
         self._faults = faults.SubmitFaults()
@@ -147,18 +131,12 @@ class Recorder:
         # Faults inside the recorder itself (a bad event, an unexpected error in a flush):
         # counted, logged at most once a minute with the count, never the end of the thread.
         self.internal_faults_total = 0
-        self._internal_faults_unlogged = 0
-        self._next_internal_log = -math.inf
-        self._seq = 0
-        self._span_id: int | None = None
-        self._span_end_ts = 0.0
+        self._log = FaultLog()
+        self._span = Span(span_break_s)
         self._failed_attempts = 0
         self._stop = threading.Event()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
-        self._logged: set[str] = set()
-        self._next_failure_log = -math.inf
-        self._failures_unlogged = 0
 
     # ---- the hot path (vLLM's output loop) -------------------------------------------
 
@@ -340,19 +318,8 @@ class Recorder:
     def _internal_fault(self, exc: BaseException) -> None:
         """A fault inside the recorder: counted, logged at most once a minute with a count."""
         self.internal_faults_total += 1
-        self._internal_faults_unlogged += 1
         self.last_error = f"{type(exc).__name__}: {exc}"
-        now = self.monotonic()
-        if now < self._next_internal_log:
-            return
-        self._next_internal_log = now + FAILURE_LOG_INTERVAL_S
-        logger.error(
-            "vllm-ledger: recorder fault (%d time(s) since the last such message): %s; the "
-            "recorder goes on, the event or batch concerned is counted as rejected or lost",
-            self._internal_faults_unlogged,
-            self.last_error,
-        )
-        self._internal_faults_unlogged = 0
+        self._log.internal_fault(self.last_error, self.monotonic())
 
     def compact(self) -> int:
         """Drop this writer's per-second rows older than the horizon (on its own thread)."""
@@ -362,7 +329,7 @@ class Recorder:
         try:
             return compaction.compact_connection(conn, compaction.horizon_ts(self.clock()))
         except sqlite3.Error as exc:
-            self._log_once(f"compact:{exc}", "vllm-ledger: compaction failed: %s", exc)
+            self._log.once(f"compact:{exc}", "vllm-ledger: compaction failed: %s", exc)
             return 0
 
     # ---- watching the file --------------------------------------------------------------
@@ -398,44 +365,15 @@ class Recorder:
         return True
 
     def _commit(self, conn: sqlite3.Connection, now_ts: float, final: bool) -> None:
-        batch = self._batch
-        rows, hours = second_rows(batch.buckets)
-        problem_rows = faults.problem_rows(batch.fault_seconds, now_ts)
-        seq = self._seq + 1
-        # A new span starts after a failure, a clock step back, or a long silence.
-        new_span = (
-            self._span_id is None
-            or now_ts < self._span_end_ts - 1.0
-            or now_ts - self._span_end_ts > self.span_break_s
-        )
-        span_id = writes.commit_batch(
-            conn,
-            seconds=rows,
-            hours=[(t, e, *c) for (t, e), c in hours.items()],
-            days=[(t, e, *c) for (t, e), c in fold(hours, 86400).items()],
-            problems=problem_rows,
-            span_id=None if new_span else self._span_id,
-            now_ts=now_ts,
-            seq=seq,
-            final=final,
-            attribution=batch.credits.rows(),
-            folded=batch.credits.folded_rows(),
-            dim_ids=self._file.dim_ids,
-        )
-        self._seq = seq
-        self._span_id = span_id
-        self._span_end_ts = now_ts
-        path = self._file.path
-        if path is not None:
-            with contextlib.suppress(OSError):
-                smallfiles.write_sequence_marker(path, seq, now_ts)
+        """One transaction: the batch into the file, the span extended (``write/span.py``)."""
+        self._span.commit(conn, self._batch, self._file, now_ts, final)
 
     def _on_commit_failure(self, exc: BaseException) -> None:
         self._file.dim_ids = {}  # ids named in the rolled-back transaction are gone
         self.commit_failures_total += 1
         self._failed_attempts += 1
         self.last_error = f"{type(exc).__name__}: {exc}"
-        self._log_failure()
+        self._log.write_failed(self.last_error, self.monotonic())
         if is_damage(exc):
             self._rotate()
             return
@@ -444,7 +382,7 @@ class Recorder:
             # fault counts already kept per second stay for the next commit).
             self.lost_events_total += self._batch.give_up()
             self._failed_attempts = 0
-            self._span_id = None  # the given-up stretch is not vouched for
+            self._span.broken()  # the given-up stretch is not vouched for
             self._file.close()
 
     def _rotate(self) -> None:
@@ -456,25 +394,4 @@ class Recorder:
             self.last_error,
         )
         self._file.leave()
-        self._span_id = None
-        self._seq = 0
-
-    def _log_failure(self) -> None:
-        """An error in vLLM's log at most once a minute while commits keep failing."""
-        self._failures_unlogged += 1
-        now = self.monotonic()
-        if now < self._next_failure_log:
-            return
-        self._next_failure_log = now + FAILURE_LOG_INTERVAL_S
-        logger.error(
-            "vllm-ledger: write failed (%d time(s) since the last such message): %s; "
-            "the events are kept for a retry, then counted as lost (write_failed)",
-            self._failures_unlogged,
-            self.last_error,
-        )
-        self._failures_unlogged = 0
-
-    def _log_once(self, key: str, msg: str, *args: object) -> None:
-        if key not in self._logged and len(self._logged) < 100:
-            self._logged.add(key)
-            logger.warning(msg, *args)
+        self._span.new_file()
