@@ -40,10 +40,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
-from vllm_ledger import units
+from vllm_ledger import timespec, units
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.format.identity import default_root
 from vllm_ledger.formats.safe import printable
+from vllm_ledger.hostport import Address, host_port
 from vllm_ledger.outfile import check_target, kind_of
 from vllm_ledger.read.windows import DEFAULT_TZ
 from vllm_ledger.read.zone import (
@@ -59,10 +60,8 @@ from vllm_ledger.units import (
     DURATION_FORMS,
     MAX_TEXT,
     ZONE_ENV,
-    Address,
     duration_seconds,
     format_duration,
-    host_port,
 )
 
 T = TypeVar("T")
@@ -243,7 +242,7 @@ def duration(
 
 
 def listen(flag: str = "--listen", example: str = "127.0.0.1:9464") -> Callable[[str], Address]:
-    """A listen address, ``HOST:PORT`` (``units.host_port``: ``[::1]:9464`` for IPv6; port 0:
+    """A listen address, ``HOST:PORT`` (``hostport.host_port``: ``[::1]:9464`` for IPv6; port 0:
     the system picks one), returned as ``(host, port)``. A bare ``:PORT`` is refused."""
     return typed(flag, lambda value: host_port(value, example=example))
 
@@ -669,16 +668,16 @@ def add_time(p: argparse.ArgumentParser) -> None:
     )
 
 
-def time_flag(flag: str) -> Callable[[str], units.TimeSpec]:
+def time_flag(flag: str) -> Callable[[str], timespec.TimeSpec]:
     """Every flag that takes a time (``--since``, ``--until``, ``--at``, ``--from``) as
-    argparse's ``type``: ``units.time_spec`` (every form of ``units.TIME_FORMS``), resolved once
-    the zone and the cutoff are known (``resolve_flag``, ``read.periods.period_between``); one
-    line naming ``flag`` otherwise."""
-    return typed(flag, units.time_spec)
+    argparse's ``type``: ``timespec.time_spec`` (every form of ``timespec.TIME_FORMS``),
+    resolved once the zone and the cutoff are known (``resolve_flag``,
+    ``read.periods.period_between``); one line naming ``flag`` otherwise."""
+    return typed(flag, timespec.time_spec)
 
 
 def resolve_flag(
-    spec: units.TimeSpec | None, flag: str, zone: str, now_ts: float | None = None
+    spec: timespec.TimeSpec | None, flag: str, zone: str, now_ts: float | None = None
 ) -> float | None:
     """A time flag's value (``time_flag``) as Unix seconds: read in ``zone`` and, for ``7d``,
     ``today`` and ``yesterday``, as of ``now_ts`` (default: the clock); None when not given. A
