@@ -9,7 +9,8 @@ from pathlib import Path
 from vllm_ledger.format import connect
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read.discovery import discover_paths
-from vllm_ledger.write.recorder import IterationEvent, Recorder
+from vllm_ledger.write.iteration import IterationEvent
+from vllm_ledger.write.recorder import Recorder
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from tests.conftest import REPO, run_cli
-from vllm_ledger.units import host_port
+from vllm_ledger.hostport import host_port
 
 DATA = REPO / "tests" / "data" / "render"
 HOST_FILE = DATA / "gpu-node.json"

@@ -22,7 +22,8 @@ from tests.ledgers import FakeClock, ev
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.windows import WINDOW_NAMES
-from vllm_ledger.write.recorder import IterationEvent, Recorder
+from vllm_ledger.write.iteration import IterationEvent
+from vllm_ledger.write.recorder import Recorder
 
 AT = 1_800_000_000  # 2027-01-15 08:00:00 UTC; every writer has closed by then
 H = 3600

@@ -53,7 +53,8 @@ from hypothesis import strategies as st
 
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read.report import build_report
-from vllm_ledger.write.recorder import IterationEvent, Recorder
+from vllm_ledger.write.iteration import IterationEvent
+from vllm_ledger.write.recorder import Recorder
 
 REPO = Path(__file__).resolve().parent.parent
 AT_BASE = 1_796_000_000  # 2026-11-30 00:53:20 UTC; each example shifts it by up to a day

@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.cli import build_parser
-from vllm_ledger.units import TIME_FORMS
+from vllm_ledger.timespec import TIME_FORMS
 
 END_TS = 1_796_000_000.0  # 2026-11-29T21:33:20Z
 START_TS = END_TS - 2 * 86400

@@ -14,9 +14,9 @@ import pytest
 from tests.conftest import run_cli
 from vllm_ledger.cli import build_parser
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.units import TimeSpec
+from vllm_ledger.timespec import TimeSpec
 
-# (form, kind, what it means): every form of units.TIME_FORMS.
+# (form, kind, what it means): every form of timespec.TIME_FORMS.
 TAKEN: list[tuple[str, str, Any]] = [
     ("2026-12-01", "local", datetime(2026, 12, 1)),
     ("20261201", "local", datetime(2026, 12, 1)),

@@ -22,7 +22,8 @@ from vllm_ledger.read import timeline as timeline_module
 from vllm_ledger.read.report import build_report
 from vllm_ledger.read.timeline import build_timeline, step_edges
 from vllm_ledger.units import whole_duration
-from vllm_ledger.write.recorder import IterationEvent, Recorder
+from vllm_ledger.write.iteration import IterationEvent
+from vllm_ledger.write.recorder import Recorder
 
 SH = ZoneInfo("Asia/Shanghai")
 AT = int(datetime(2026, 11, 29, 10, 0, 0, tzinfo=SH).timestamp())  # on the hour

@@ -1,7 +1,7 @@
 """The one table of bounds: what each value the ledger keeps may be, for both sides.
 
 The write side checks every value it takes from vLLM against these bounds before it counts
-(``write/plugin.py``, ``write/recorder.py``): an event outside them is counted as rejected
+(``write/plugin.py``, ``write/iteration.py``): an event outside them is counted as rejected
 input, never committed. The read side refuses a file whose values pass them
 (``read/values.py``: the whole file is ``bad_values``). Both take them from here, so no value
 a sound writer commits can make a file unreadable, and no bound moves on one side alone.

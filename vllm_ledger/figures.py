@@ -243,7 +243,7 @@ def with_figure_fields(
 
 
 _NAMED = by_name()
-# The figures the recorder fills one by one (write/recorder.py: where each number comes from).
+# The figures the recorder fills one by one (write/batch.py: where each number comes from).
 INPUT_TOKENS = _NAMED["input_tokens"]
 OUTPUT_TOKENS = _NAMED["output_tokens"]
 CACHED_TOKENS = _NAMED["cached_tokens"]

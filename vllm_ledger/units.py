@@ -1,5 +1,6 @@
-"""The one vocabulary every layer speaks: durations, instants, numbers, short texts, HOST:PORT,
-plain paths, and the environment variables the project reads.
+"""The one vocabulary every layer speaks: durations, instants, numbers, short texts, plain
+paths, and the environment variables the project reads (HOST:PORT: ``hostport.py``; times as
+people type them: ``timespec.py``).
 
 Standard library only (the write side imports it inside vLLM), and below everything but
 ``errors.py``. A value that is not one raises ``BadArgument`` worded without a flag: the value,
@@ -14,7 +15,6 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Literal
 
@@ -258,7 +258,7 @@ def instant(value: str | float) -> float:
         ts = _iso_seconds(value, refuse)
     if not math.isfinite(ts):
         raise refuse("is not a time")
-    if ts > LATEST_AT and _digits(value) and EARLIEST_AT <= ts / 1000 <= LATEST_AT:
+    if ts > LATEST_AT and digits_only(value) and EARLIEST_AT <= ts / 1000 <= LATEST_AT:
         raise BadArgument(
             f"{value!r} looks like milliseconds",
             hint="give seconds",
@@ -277,7 +277,7 @@ def instant(value: str | float) -> float:
     return ts
 
 
-def _digits(value: str | float) -> bool:
+def digits_only(value: str | float) -> bool:
     """``value`` is written as milliseconds are: digits only (a whole number, given as one)."""
     if isinstance(value, str):
         return value.strip().isascii() and value.strip().isdigit()
@@ -298,114 +298,7 @@ def _iso_seconds(value: str, refuse: Callable[[str], BadArgument]) -> float:
         raise refuse("is outside 2000-2100") from exc
 
 
-# ---- times as people type them ----------------------------------------------------------------
-
-TIME_FORMS = (
-    "a date (2026-12-01 or 20261201), a month (2026-12), a local time (2026-12-01T08:00), "
-    "ISO 8601 with an offset, Unix seconds, today, yesterday or a duration ago (7d)"
-)
-TimeKind = Literal["instant", "local", "day", "ago"]
-_DATE8 = re.compile(r"[0-9]{8}")  # YYYYMMDD (ccusage's form): never Unix seconds, all before 2000
-_MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")
-_SECONDS = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_TIME_EXAMPLE = "2026-11-29"
-
-
-@dataclass(frozen=True)
-class TimeSpec:
-    """A point in time as typed, before the zone and the cutoff are known (``time_spec``).
-
-    ``kind``: ``instant`` (``ts``, Unix seconds), ``local`` (``local``, a wall-clock time in the
-    report's zone; ``date_only`` for a date or a month, meaning its first instant), ``day``
-    (``days_back``: 0 today, 1 yesterday, from local midnight) or ``ago`` (``seconds`` before
-    the cutoff, at most a century). ``read.periods.resolve_time`` turns it into Unix seconds
-    (``ago`` for a duration: one that reaches back before 2000-01-01 is refused, as a date
-    before 2000 is)."""
-
-    text: str
-    kind: TimeKind
-    ts: float = 0.0
-    local: datetime | None = None
-    date_only: bool = False
-    days_back: int = 0
-    seconds: float = 0.0
-
-
-def time_spec(value: str) -> TimeSpec:
-    """Every flag that takes a time (``--since``, ``--until``, ``--at``, ``--from``), as people
-    type it (``TIME_FORMS``): ``2026-12-01`` or ``20261201`` (a date: its local midnight),
-    ``2026-12`` (a month: its first local midnight), ``2026-12-01T08:00`` or ``2026-12-01
-    08:00`` (any ISO 8601 time without an offset: a local time), ``2026-12-01T08:00:00+08:00``
-    or ``...Z``, ``1796000000`` (Unix seconds), ``today``, ``yesterday``, ``7d`` (a duration in
-    the ``units`` form, ago). Everything within 2000-2100; refused with one line otherwise (a
-    duration longer than 2000-2100 at once). A local time is checked against the zone, and a
-    duration against 2000-01-01, when it is resolved (``read.periods.resolve_time``)."""
-    text = value.strip()
-
-    def refuse(problem: str) -> BadArgument:
-        return BadArgument(
-            f"{value[:60]!r} {problem}",
-            hint=f"give {TIME_FORMS}",
-            value=value,
-            example=_TIME_EXAMPLE,
-        )
-
-    if text in ("today", "yesterday"):
-        return TimeSpec(text, "day", days_back=0 if text == "today" else 1)
-    seconds = duration_seconds(text)
-    if seconds is not None:
-        if seconds <= 0:
-            raise refuse("is not a duration above 0")
-        if seconds > LATEST_AT - EARLIEST_AT:  # before 2000 from any cutoff
-            raise _before_2000(text)
-        return TimeSpec(text, "ago", seconds=seconds)
-    if _DATE8.fullmatch(text) or _MONTH.fullmatch(text):
-        digits = text.replace("-", "")  # YYYYMMDD or YYYYMM
-        year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:] or 1)
-        try:
-            local = datetime(year, month, day)
-        except ValueError:
-            raise refuse("is not a date") from None
-        return TimeSpec(text, "local", local=_in_bounds(local, refuse), date_only=True)
-    if _SECONDS.fullmatch(text):
-        return TimeSpec(text, "instant", ts=_bounded(float(text), value, refuse))
-    try:
-        # Python 3.10's fromisoformat does not take a trailing Z.
-        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
-    except ValueError:
-        date = re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text)
-        raise refuse("is not a date" if date else "is not a time") from None
-    if parsed.tzinfo is None:
-        date_only = "T" not in text and " " not in text  # a date alone: its midnight
-        return TimeSpec(text, "local", local=_in_bounds(parsed, refuse), date_only=date_only)
-    try:
-        ts = parsed.timestamp()
-    except (OverflowError, OSError, ValueError):  # year 1 with an offset, say
-        raise refuse("is outside 2000-2100") from None
-    return TimeSpec(text, "instant", ts=_bounded(ts, value, refuse))
-
-
-def _in_bounds(local: datetime, refuse: Callable[[str], BadArgument]) -> datetime:
-    if not 2000 <= local.year < 2100:
-        raise refuse("is outside 2000-2100")
-    return local
-
-
-def _bounded(ts: float, value: str | float, refuse: Callable[[str], BadArgument]) -> float:
-    """``ts`` if it is an instant within 2000-2100; one written as milliseconds are (digits
-    only, in range once divided by 1000) is refused as such, the rest as outside."""
-    if not math.isfinite(ts):
-        raise refuse("is not a time")
-    if ts > LATEST_AT and _digits(value) and EARLIEST_AT <= ts / 1000 <= LATEST_AT:
-        raise BadArgument(
-            f"{value!r} looks like milliseconds",
-            hint="give seconds",
-            value=value,
-            example=f"{ts / 1000:.0f}",
-        )
-    if not EARLIEST_AT <= ts <= LATEST_AT:
-        raise refuse("is outside 2000-2100")
-    return ts
+# ---- a duration ago ---------------------------------------------------------------------------
 
 
 def ago(cutoff_ts: float, seconds: float, *, text: str = "", argument: str = "") -> float:
@@ -416,11 +309,12 @@ def ago(cutoff_ts: float, seconds: float, *, text: str = "", argument: str = "")
     ts = cutoff_ts - seconds
     if not ts >= EARLIEST_AT:  # NaN too
         shown = text or (format_duration(seconds) if math.isfinite(seconds) else str(seconds))
-        raise _before_2000(shown, argument)
+        raise before_2000(shown, argument)
     return ts
 
 
-def _before_2000(text: str, argument: str = "") -> BadArgument:
+def before_2000(text: str, argument: str = "") -> BadArgument:
+    """The refusal of a duration that reaches back before 2000-01-01."""
     return BadArgument(
         f"{argument} {text[:60]!r} reaches back before 2000-01-01".lstrip(),
         hint="give a shorter duration",
@@ -428,40 +322,6 @@ def _before_2000(text: str, argument: str = "") -> BadArgument:
         value=text,
         example="7d",
     )
-
-
-# ---- HOST:PORT -------------------------------------------------------------------------------
-
-_HOST = re.compile(r"[A-Za-z0-9_.-]{1,253}")
-_IPV6 = re.compile(r"[0-9A-Fa-f:.]{2,45}(?:%[A-Za-z0-9_.-]{1,32})?")
-Address = tuple[str, int]  # (host, port)
-
-
-def host_port(value: str, *, zero: bool = True, example: str = "127.0.0.1:9464") -> Address:
-    """``HOST:PORT`` -> ``(host, port)`` (``[::1]:9464`` for IPv6, returned without brackets;
-    port 0 with ``zero``: the system picks one). A bare ``:PORT`` is refused: say which host."""
-    shown = f"{value[:60]!r}"
-    host, sep, port_text = value.rpartition(":")
-    wanted = f"{example} (0.0.0.0:PORT listens on every interface)"
-    if host.startswith("[") and host.endswith("]") and _IPV6.fullmatch(host[1:-1]):
-        host = host[1:-1]
-    elif ":" in host:
-        raise BadArgument(
-            shown, hint="put an IPv6 address in brackets", value=value, example="[::1]:9464"
-        )
-    elif not sep or not _HOST.fullmatch(host):
-        raise BadArgument(
-            f"{shown} is not HOST:PORT", hint="give HOST:PORT", value=value, example=wanted
-        )
-    try:
-        return host, port(port_text, zero=zero)
-    except BadArgument:
-        raise BadArgument(
-            f"{shown}: the port {port_text[:20]!r} is not {0 if zero else 1} to 65535",
-            hint="give HOST:PORT",
-            value=value,
-            example=wanted,
-        ) from None
 
 
 # ---- plain paths -----------------------------------------------------------------------------
@@ -497,25 +357,21 @@ __all__ = [
     "ROOT_ENV",
     "RUN_ID_ENV",
     "TENANT_HEADER_ENV",
-    "TIME_FORMS",
     "TRACEBACK_ENV",
     "WRITERS_ENV",
     "ZONE_ENV",
-    "Address",
     "DurationForm",
     "DurationStyle",
-    "TimeKind",
-    "TimeSpec",
     "ago",
+    "before_2000",
+    "digits_only",
     "duration_seconds",
     "format_duration",
-    "host_port",
     "instant",
     "is_plain_path",
     "number",
     "number_text",
     "port",
     "short_text",
-    "time_spec",
     "whole_duration",
 ]

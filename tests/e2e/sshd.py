@@ -24,7 +24,8 @@ from pathlib import Path
 
 from devtools.ports import free_port
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.write.recorder import IterationEvent, Recorder
+from vllm_ledger.write.iteration import IterationEvent
+from vllm_ledger.write.recorder import Recorder
 
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")  # Debian's sshd refuses to start without it

@@ -132,7 +132,7 @@ def test_damage_under_a_live_writer(tmp_path: Path, kind: str) -> None:
         DAMAGE[kind](g0)
         damaged_sha = sha256(g0)
         wait_for(lambda: rec.files_rotated_total >= 1, what="rotation")
-        wait_for(lambda: rec.path != g0 and rec._seq >= 3, what="commits to the new file")
+        wait_for(lambda: rec.path != g0 and rec._span.seq >= 3, what="commits to the new file")
     finally:
         feeder.join()
         clean = rec.close()
@@ -227,7 +227,7 @@ def test_damage_is_noticed_under_steady_traffic(tmp_path: Path) -> None:
     rec.start()
     feeder = _Feeder(rec)  # never idle
     try:
-        wait_for(lambda: rec._seq >= 5, what="commits")
+        wait_for(lambda: rec._span.seq >= 5, what="commits")
         assert rec.path is not None
         _zero_header(rec.path)
         wait_for(lambda: rec.files_rotated_total >= 1, timeout_s=5, what="rotation")

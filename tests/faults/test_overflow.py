@@ -34,7 +34,7 @@ def _blocked_and_flooded(root: Path):
     p = plugin()
     rec = p.recorder
     assert rec is not None
-    wait_for(lambda: rec._seq >= 1, what="first heartbeat")
+    wait_for(lambda: rec._span.seq >= 1, what="first heartbeat")
     entered, release = _hang_commits(rec)
     s0 = int(time.time()) - 30
     p.record(None, iteration(s0 - 1 + 0.5, prompt=100, gen=1), engine_idx=0)  # starts a flush

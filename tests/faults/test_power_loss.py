@@ -46,7 +46,7 @@ def test_power_loss_drops_the_unsynced_tail(tmp_path: Path, cut: str) -> None:
         assert rec.pump()
         per_commit.append(7 * n)
     src = ledger_files(live)[0]
-    assert rec._seq == COMMITS
+    assert rec._span.seq == COMMITS
 
     # The machine loses power: what reached the disk is an earlier prefix of the WAL.
     after = tmp_path / "after-power-loss"

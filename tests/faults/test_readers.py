@@ -69,14 +69,14 @@ def test_long_read_transaction_does_not_stop_the_writer(tmp_path: Path) -> None:
         with connect.open_read_only(rec.path) as conn:
             conn.execute("BEGIN")
             held = conn.execute("SELECT sum(prompt_tokens) FROM buckets").fetchone()[0]
-            seq_at_start = rec._seq
+            seq_at_start = rec._span.seq
             for i in range(200):
                 rec.submit((time.time(), 0, 5, 1, 0, ()))
                 if i % 20 == 0:
                     time.sleep(0.1)
             wait_for(lambda: rec.committed_events_total == 201, what="commits during the read")
             # The writer kept committing; the reader's snapshot did not move.
-            assert rec._seq > seq_at_start
+            assert rec._span.seq > seq_at_start
             assert conn.execute("SELECT sum(prompt_tokens) FROM buckets").fetchone()[0] == held
             conn.execute("COMMIT")
         assert rec.commit_failures_total == 0

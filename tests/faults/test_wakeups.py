@@ -25,7 +25,7 @@ def test_10000_record_calls_in_one_second_wake_the_recorder_a_handful_of_times(
     p = plugin()
     rec = p.recorder
     assert rec is not None
-    wait_for(lambda: rec._seq >= 1, what="first heartbeat")
+    wait_for(lambda: rec._span.seq >= 1, what="first heartbeat")
     items = [
         iteration(0.0, prompt=3, cached=1, gen=1, finished=((2, 0.5),) if i % 100 == 0 else ())
         for i in range(CALLS)

@@ -22,9 +22,9 @@ def test_writer_thread_dies(ledger_env: Path) -> None:
     p = plugin()
     rec = p.recorder
     assert rec is not None
-    wait_for(lambda: rec._seq >= 1, what="first heartbeat")
+    wait_for(lambda: rec._span.seq >= 1, what="first heartbeat")
     p.record(None, iteration(time.time(), prompt=1, gen=1), engine_idx=0)
-    wait_for(lambda: rec._seq >= 2, what="a second commit")  # a span of non-zero length
+    wait_for(lambda: rec._span.seq >= 2, what="a second commit")  # a span of non-zero length
 
     def boom(final: bool = False) -> bool:
         raise SystemExit("injected: the writer thread dies")  # past what the thread survives

@@ -45,10 +45,10 @@ def acknowledge_commits(rec: Recorder) -> None:
     orig = rec._commit
 
     def commit(conn: Any, now_ts: float, final: bool) -> None:
-        total = rec.committed_events_total + rec._pending_events
-        out(f"PRE {rec._seq + 1} {total}")
+        total = rec.committed_events_total + rec._batch.pending_events
+        out(f"PRE {rec._span.seq + 1} {total}")
         orig(conn, now_ts, final)
-        out(f"ACK {rec._seq} {total}")
+        out(f"ACK {rec._span.seq} {total}")
 
     rec._commit = commit  # type: ignore[method-assign]
 
@@ -150,9 +150,9 @@ def run_plugin(a: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     out(f"READY {os.getpid()}")
-    while rec._seq < 1:
+    while rec._span.seq < 1:
         time.sleep(0.01)
-    first_ts = math.ceil(rec._span_end_ts)
+    first_ts = math.ceil(rec._span.end_ts)
     while time.time() < first_ts + 0.05:
         time.sleep(0.01)
     gq.gate.clear()

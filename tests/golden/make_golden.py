@@ -37,7 +37,7 @@ from tests.ledgers import FakeClock, ev
 from tests.whose_ledgers import Req, drop_attribution, write_whose_ledger
 from vllm_ledger import maintenance
 from vllm_ledger.format import identity, smallfiles
-from vllm_ledger.write import recorder
+from vllm_ledger.write import iteration, recorder
 
 SH = "Asia/Shanghai"
 NY = "America/New_York"
@@ -62,7 +62,7 @@ def write_writer(
     *,
     start_ts: float,
     end_ts: float,
-    events: Sequence[recorder.IterationEvent] = (),
+    events: Sequence[iteration.IterationEvent] = (),
     rank: int = 0,
     expected: int = 1,
     clean: bool = True,

@@ -1,5 +1,5 @@
 """The flags that take a time (``--since``, ``--until``, ``--at``, ``--from``): one grammar
-(``units.TIME_FORMS``), resolved in the command's zone, refusals worded with the flags."""
+(``timespec.TIME_FORMS``), resolved in the command's zone, refusals worded with the flags."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from vllm_ledger import units
+from vllm_ledger import timespec
 from vllm_ledger.commands._refusals import flag_names, flagged, typed, with_flags
 from vllm_ledger.commands._zones import add_tz
 from vllm_ledger.errors import BadArgument
@@ -25,16 +25,16 @@ def add_time(p: argparse.ArgumentParser) -> None:
     )
 
 
-def time_flag(flag: str) -> Callable[[str], units.TimeSpec]:
+def time_flag(flag: str) -> Callable[[str], timespec.TimeSpec]:
     """Every flag that takes a time (``--since``, ``--until``, ``--at``, ``--from``) as
-    argparse's ``type``: ``units.time_spec`` (every form of ``units.TIME_FORMS``), resolved once
-    the zone and the cutoff are known (``resolve_flag``, ``read.periods.period_between``); one
-    line naming ``flag`` otherwise."""
-    return typed(flag, units.time_spec)
+    argparse's ``type``: ``timespec.time_spec`` (every form of ``timespec.TIME_FORMS``),
+    resolved once the zone and the cutoff are known (``resolve_flag``,
+    ``read.periods.period_between``); one line naming ``flag`` otherwise."""
+    return typed(flag, timespec.time_spec)
 
 
 def resolve_flag(
-    spec: units.TimeSpec | None, flag: str, zone: str, now_ts: float | None = None
+    spec: timespec.TimeSpec | None, flag: str, zone: str, now_ts: float | None = None
 ) -> float | None:
     """A time flag's value (``time_flag``) as Unix seconds: read in ``zone`` and, for ``7d``,
     ``today`` and ``yesterday``, as of ``now_ts`` (default: the clock); None when not given. A

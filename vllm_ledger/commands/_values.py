@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from vllm_ledger import units
 from vllm_ledger.commands._refusals import typed
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.hostport import Address, host_port
 from vllm_ledger.read.zone import (
     zone_hint,
     zone_problem,
@@ -38,10 +39,8 @@ from vllm_ledger.read.zone import (
 from vllm_ledger.units import (
     DURATION_FORMS,
     MAX_TEXT,
-    Address,
     duration_seconds,
     format_duration,
-    host_port,
 )
 
 # ---- numbers -------------------------------------------------------------------------------------
@@ -151,7 +150,7 @@ def duration(
 
 
 def listen(flag: str = "--listen", example: str = "127.0.0.1:9464") -> Callable[[str], Address]:
-    """A listen address, ``HOST:PORT`` (``units.host_port``: ``[::1]:9464`` for IPv6; port 0:
+    """A listen address, ``HOST:PORT`` (``hostport.host_port``: ``[::1]:9464`` for IPv6; port 0:
     the system picks one), returned as ``(host, port)``. A bare ``:PORT`` is refused."""
     return typed(flag, lambda value: host_port(value, example=example))
 

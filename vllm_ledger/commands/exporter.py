@@ -15,6 +15,7 @@ from vllm_ledger.commands._service_log import service_logging
 from vllm_ledger.commands._values import listen, number, port, text
 from vllm_ledger.commands._zones import add_tz, zone_of
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.hostport import Address
 from vllm_ledger.names import (
     DEFAULT_ATTRIBUTION_LABELS,
     DEFAULT_ATTRIBUTION_SERIES,
@@ -26,7 +27,7 @@ from vllm_ledger.observe.exporter import serve
 from vllm_ledger.observe.status_route import STATUS_FLAG, StatusRoute, load_token
 from vllm_ledger.observe.whose import AttributionConfig, parse_labels
 from vllm_ledger.plan.budgets import load_budgets
-from vllm_ledger.units import BUDGETS_ENV, Address
+from vllm_ledger.units import BUDGETS_ENV
 
 NAME = "exporter"
 HELP = "serve restart-proof token counters, windows, coverage and GPU readings on /metrics"

@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.errors import BadArgument, ConfigError, NotARegularFile
+from vllm_ledger.hostport import Address, host_port
 from vllm_ledger.infile import read_regular_text
 from vllm_ledger.notify import platforms
 from vllm_ledger.notify.digest import DigestSettings, digest_settings
-from vllm_ledger.units import Address, host_port
 
 PLATFORMS: tuple[str, ...] = platforms.names()
 DEFAULT_PORT = 9095
@@ -171,7 +171,7 @@ def _number(section: Mapping[str, Any], name: str) -> float:
 
 
 def parse_listen(value: object) -> Address:
-    """``HOST:PORT`` (``units.host_port``; ``[::1]:9095`` for IPv6), port 1-65535."""
+    """``HOST:PORT`` (``hostport.host_port``; ``[::1]:9095`` for IPv6), port 1-65535."""
     try:
         if isinstance(value, str):
             return host_port(value, zero=False)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import re
 
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.units import host_port
+from vllm_ledger.hostport import host_port
 
 _PORT_DIGITS = re.compile(r"[0-9]{1,5}")
 _LOOPBACK = re.compile(r"^(127\.[0-9.]+|localhost|\[::1\])$")
 
 
 def check_target(value: str) -> str:
-    """HOST:PORT as Prometheus wants a static target (``units.host_port``, port 1-65535 in plain
+    """HOST:PORT as Prometheus wants a static target (``hostport.host_port``, port 1-65535 in plain
     digits, no IPv6 zone), returned as given; raises BadArgument otherwise."""
     if not _is_target(value):
         raise BadArgument(

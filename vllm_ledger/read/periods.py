@@ -1,7 +1,7 @@
 """Billing periods beyond the five windows: yesterday, this and last month, 30 days, and an
 arbitrary ``--since/--until``. Pure functions over integer Unix seconds and a zone.
 
-``--since/--until`` arrive as ``units.TimeSpec`` (parsed before the zone is known) and are
+``--since/--until`` arrive as ``timespec.TimeSpec`` (parsed before the zone is known) and are
 resolved here, once the zone and the cutoff are: a date is its local midnight, a local time
 is read in the zone (one that a DST jump skips is refused; one that happens twice is the
 earlier), ``today``/``yesterday`` are local midnights as of the cutoff, ``7d`` is the cutoff
@@ -22,7 +22,8 @@ from zoneinfo import ZoneInfo
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.read.windows import ROLLING_HOURS, Window, local_midnight_ts
-from vllm_ledger.units import TimeSpec, ago, format_instant
+from vllm_ledger.timespec import TimeSpec
+from vllm_ledger.units import ago, format_instant
 
 # Every window name a command accepts, in one order (the five of the report first).
 PERIOD_NAMES: tuple[str, ...] = (

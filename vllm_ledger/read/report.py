@@ -34,7 +34,7 @@ from vllm_ledger.read.run_coverage import WriterStatus
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, describe_never_committed
 from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
 from vllm_ledger.read.zone import zone_info
-from vllm_ledger.units import TimeSpec
+from vllm_ledger.timespec import TimeSpec
 
 SCHEMA_VERSION = 1
 BREAKDOWN_KEYS = ("instance", "model", "run", "engine")
@@ -276,7 +276,7 @@ def build_report(
     ``total`` row), or one of each (``day,model``); see ``parse_by``.
     ``strict``: ignore declared stops (the ledger's rule alone: every stop is uncovered).
     ``periods`` (names from ``read.periods.PERIOD_NAMES``) and ``since``/``until`` (a window
-    named ``period``: Unix seconds, or a ``units.TimeSpec`` resolved in ``tz`` as of the cutoff
+    named ``period``: Unix seconds, or a ``timespec.TimeSpec`` resolved in ``tz`` as of the cutoff
     by ``read.periods.period_between``) replace the five windows, in that order."""
     zone = resolve_tz(tz)
     for name in periods:

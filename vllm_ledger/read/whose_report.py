@@ -31,7 +31,7 @@ from vllm_ledger.read.report import (
 from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.read.whose import BY_KEYS, By, WhoseWindow, whose
 from vllm_ledger.read.windows import DEFAULT_TZ, Window
-from vllm_ledger.units import TimeSpec
+from vllm_ledger.timespec import TimeSpec
 
 WHOSE_KEYS: tuple[By, ...] = BY_KEYS
 S = TypeVar("S", bound=Source)

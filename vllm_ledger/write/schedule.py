@@ -21,7 +21,7 @@ Standard library only: this runs inside vLLM.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 WakeReason = Literal["cadence", "high_water", "shutdown"]
 WAKE_REASONS: tuple[WakeReason, ...] = ("cadence", "high_water", "shutdown")
@@ -119,6 +119,21 @@ def step(
     if compact:
         new = replace(new, compaction_mono=now_mono + cadence.compaction_interval_s)
     return Step(commit=commit, check_file=check_file, compact=compact), new
+
+
+class Waker(Protocol):
+    """What the recorder thread sleeps on: ``threading.Event`` (tests pass one on fake time)."""
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+    def set(self) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+def high_water_mark(capacity: int) -> int:
+    """Three quarters of the buffer: room left for a burst while the recorder wakes."""
+    return max(1, capacity * 3 // 4)
 
 
 def crosses_high_water(buffered_before_append: int, high_water: int) -> bool:

@@ -133,8 +133,10 @@ def test_the_period_alone_is_the_report_row_for_row(
         ("key:1a2b3c4d", "0"),
         ("team-c", "0"),  # refused over a hard budget, nothing served: a row of its own
     ]
-    refused = {r["value"]: r["requests_refused"] for r in key_rows if r["kind"] == "credited"}
-    assert refused == {"team-a": "1", "team-b": "0", "key:1a2b3c4d": "0", "team-c": "1"}
+    refused_by_key = {
+        r["value"]: r["requests_refused"] for r in key_rows if r["kind"] == "credited"
+    }
+    assert refused_by_key == {"team-a": "1", "team-b": "0", "key:1a2b3c4d": "0", "team-c": "1"}
     assert sum(int(r["input"]) for r in key_rows) == 100 + 2 * 50 + 30 + 7 + 9 == 246
 
 

@@ -7,7 +7,7 @@ what a wake does is decided by the deadlines alone.
 from __future__ import annotations
 
 from vllm_ledger.write import schedule
-from vllm_ledger.write.recorder import QUEUE_SIZE, high_water_mark
+from vllm_ledger.write.recorder import QUEUE_SIZE
 
 C = schedule.Cadence()  # 1 s flush, 5 s heartbeat, proof 2 s after events, hourly compaction
 
@@ -77,7 +77,7 @@ def test_a_late_wake_catches_up_without_a_burst_of_commits() -> None:
 
 
 def test_the_high_water_mark_wakes_once_per_crossing_never_per_call() -> None:
-    mark = high_water_mark(QUEUE_SIZE)
+    mark = schedule.high_water_mark(QUEUE_SIZE)
     assert mark == 3072
     # A producer appending 10,000 events into a buffer nobody drains: one wake, at the
     # append that finds exactly `mark` items (crossing to mark + 1).
