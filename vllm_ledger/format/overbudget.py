@@ -19,7 +19,6 @@ period (a refusal's ``Retry-After``). A file older than ``fresh_s`` (the enforce
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_ledger.bounds import EARLIEST_AT, LATEST_AT
+from vllm_ledger.format.smallfiles import write_whole
 
 OVER_BUDGET_FILE = ".vllm-ledger-over-budget.json"
 MAX_FILE_BYTES = 1 << 20
@@ -67,18 +67,7 @@ def write(root: Path, over: Iterable[Over], written_ts: float, fresh_s: float = 
     """Publish ``over`` whole: a temporary file in the root, then a rename over the old one."""
     path = path_in(root)
     tmp = root / f"{OVER_BUDGET_FILE}.{os.getpid()}.tmp"
-    data = dumps(over, written_ts, fresh_s).encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    try:
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    write_whole(path, dumps(over, written_ts, fresh_s).encode(), tmp=tmp, mode=0o644)
     return path
 
 

@@ -1,9 +1,11 @@
-"""The sequence marker each ledger keeps beside it (``<file>.seq``), read through
-``infile.py`` (a regular file only, bounded). Standard library only.
+"""The small files kept beside the ledgers: each written whole (``write_whole``: a temporary
+file, then a rename), and the sequence marker each ledger keeps beside it (``<file>.seq``),
+read through ``infile.py`` (a regular file only, bounded). Standard library only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -11,12 +13,27 @@ from vllm_ledger.errors import NotARegularFile
 from vllm_ledger.infile import read_regular_file
 
 
+def write_whole(path: Path, data: bytes, *, tmp: Path, mode: int = 0o666) -> None:
+    """``data`` at ``path`` whole: written to ``tmp`` (created with ``mode``, less the umask),
+    then renamed over ``path``, so a reader sees the old file or the new one; ``tmp`` is
+    removed when either step fails. No fsync: what is written this way is a hint or is
+    written again."""
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def write_sequence_marker(path: Path, seq: int, ts: float) -> None:
     """Record the last committed sequence number beside the ledger (no fsync: a hint)."""
-    marker = Path(f"{path}.seq")
-    tmp = Path(f"{path}.seq.tmp")
-    tmp.write_text(f"{seq} {ts!r}\n")
-    os.replace(tmp, marker)
+    write_whole(Path(f"{path}.seq"), f"{seq} {ts!r}\n".encode(), tmp=Path(f"{path}.seq.tmp"))
 
 
 MARKER_MAX_BYTES = 256
