@@ -4,6 +4,7 @@ with one line, at every place a user or a remote hands us JSON."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -17,7 +18,15 @@ from vllm_ledger.deploy.host import load_host
 from vllm_ledger.errors import ConfigError, RemoteError, StatusParseError
 from vllm_ledger.formats.status import parse as parse_status
 from vllm_ledger.plan.prom import instant_query
-from vllm_ledger.strictjson import MAX_DEPTH, depth, load_file, loads, within_depth
+from vllm_ledger.strictjson import (
+    MAX_DEPTH,
+    depth,
+    is_number,
+    load_file,
+    loads,
+    number_in,
+    within_depth,
+)
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -216,3 +225,24 @@ def test_prometheus_answer_is_strict() -> None:
     assert str(answer(no_list)) == "http://prom:9090 answered 'up' without a result list"
     ok = b'{"status": "success", "data": {"resultType": "vector", "result": []}}'
     assert instant_query("http://prom:9090", "up", fetch=lambda _url: ok) == []
+
+
+def test_a_number_is_an_int_or_a_float_finite_never_a_bool() -> None:
+    assert [is_number(v) for v in (0, 1.5, -2, True, "1", None, math.inf, math.nan)] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+        False,
+    ]
+    assert [number_in(v, 0, 10) for v in (0, 10, 10.5, -1, False, math.inf)] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
