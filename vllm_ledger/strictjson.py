@@ -18,7 +18,8 @@ without blocking) and at most ``max_bytes + 1`` bytes of it; ``OSError`` is the 
 
 ``is_number(v)`` and ``number_in(v, lo, hi)`` are the one check of a decoded value that must
 be a number (each caller words its own refusal): an ``int`` or ``float``, never a ``bool``
-(JSON's ``true`` decodes to one), finite.
+(JSON's ``true`` decodes to one), finite; ``whole_in(v, lo, hi)`` of one that must be an
+``int`` (not a ``bool``) from ``lo`` to ``hi``.
 """
 
 from __future__ import annotations
@@ -211,6 +212,11 @@ def number_in(value: object, lo: float, hi: float) -> bool:
     return is_number(value) and lo <= value <= hi
 
 
+def whole_in(value: object, lo: float, hi: float) -> TypeGuard[int]:
+    """Whether a decoded ``value`` is an ``int`` (not a ``bool``) from ``lo`` to ``hi``."""
+    return type(value) is int and lo <= value <= hi
+
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_NUMBER_CHARS",
@@ -220,5 +226,6 @@ __all__ = [
     "loads",
     "number_in",
     "shown_key",
+    "whole_in",
     "within_depth",
 ]

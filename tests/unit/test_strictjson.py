@@ -25,6 +25,7 @@ from vllm_ledger.strictjson import (
     load_file,
     loads,
     number_in,
+    whole_in,
     within_depth,
 )
 
@@ -239,6 +240,17 @@ def test_a_number_is_an_int_or_a_float_finite_never_a_bool() -> None:
         False,
     ]
     assert [number_in(v, 0, 10) for v in (0, 10, 10.5, -1, False, math.inf)] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_a_whole_number_is_an_int_in_range_never_a_bool() -> None:
+    assert [whole_in(v, 0, 10) for v in (0, 10, 11, 5.0, True, "5")] == [
         True,
         True,
         False,

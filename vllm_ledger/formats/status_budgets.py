@@ -33,7 +33,7 @@ from vllm_ledger.errors import StatusParseError
 from vllm_ledger.formats.status_keys import VALUE_SHAPE
 from vllm_ledger.plan.budgets import FIGURES as TOKEN_FIGURES
 from vllm_ledger.plan.budgets import KINDS, BudgetState
-from vllm_ledger.strictjson import is_number
+from vllm_ledger.strictjson import is_number, whole_in
 
 MAX_STATUS_BUDGETS = 16
 MAX_BUDGETS_BYTES = 6 * 1024
@@ -164,7 +164,7 @@ def _num(parent: Mapping[str, Any], key: str, lo: float, hi: float) -> float:
 
 def _int(parent: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
     v = parent.get(key)
-    if type(v) is not int or not lo <= v <= hi:
+    if not whole_in(v, lo, hi):
         raise StatusParseError(f"{_WHERE}: {key} not an integer in range")
     return v
 

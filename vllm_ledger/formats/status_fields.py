@@ -41,7 +41,7 @@ def field_obj(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 def field_int(parent: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
     v = parent.get(key)
-    if type(v) is not int or not lo <= v <= hi:
+    if not strictjson.whole_in(v, lo, hi):
         raise StatusParseError(f"{key}: not an integer in range")
     return v
 
