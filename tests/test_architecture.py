@@ -346,6 +346,8 @@ def _where(module: str) -> str:
 _WIDTH_SPEC = re.compile(r"^(?:.?[<>^=])?[+\- ]?z?#?(?P<zero>0)?(?:[1-9]|\{)")
 # ``"%-12s" % x``, ``"%8d" % n``: a width in printf style (``%%`` and ``%08d`` are not one).
 _PRINTF_WIDTH = re.compile(r"(?<!%)%(?:\([^)]*\))?[-+ #]*[1-9]\d*[sdifeEgGxXr]")
+# ``"{:<12}".format(x)``, ``"{0:>8}"``: a width in a replacement field of ``str.format``.
+_FORMAT_FIELD_WIDTH = re.compile(r"(?<!\{)\{[^{}:]*:(?:.?[<>^=])?[+\- ]?z?#?[1-9]")
 
 # Fixed widths outside the aligner, each with its reason.
 WIDTHS_ALLOWED = {
@@ -382,6 +384,26 @@ def _fixed_widths(module: str) -> list[str]:
             and _PRINTF_WIDTH.search(node.left.value)
         ):
             found.append(f"{_where(module)}:{node.lineno}: {node.left.value!r} % …")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and isinstance(node.func.value, ast.Constant)
+            and isinstance(node.func.value.value, str)
+            and _FORMAT_FIELD_WIDTH.search(node.func.value.value)
+        ):
+            found.append(f"{_where(module)}:{node.lineno}: {node.func.value.value!r}.format(…)")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "format"
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and (m := _WIDTH_SPEC.match(node.args[1].value))
+            and not m["zero"]
+        ):
+            found.append(f"{_where(module)}:{node.lineno}: format(…, {node.args[1].value!r})")
     return found
 
 
