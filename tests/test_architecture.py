@@ -488,3 +488,53 @@ def test_write_transactions_go_through_the_one_helper() -> None:
         "vllm_ledger.format.schema": {"BEGIN IMMEDIATE"},
         "vllm_ledger.format.connect": {"BEGIN"},
     }
+
+
+# The served names as one label: ``format/identity.model_label`` (``",".join(names) or "?"``).
+MODEL_LABEL_ALLOWED = {
+    "vllm_ledger.format.identity",
+    # The read side is being split; these three are to call identity.model_label after it.
+    "vllm_ledger.read.export",
+    "vllm_ledger.read.ledgerset",
+    "vllm_ledger.read.report",
+}
+
+
+def _spells_the_model_label(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or)):
+        return False
+    first, *rest = node.values
+    return (
+        isinstance(first, ast.Call)
+        and isinstance(first.func, ast.Attribute)
+        and first.func.attr == "join"
+        and isinstance(first.func.value, ast.Constant)
+        and first.func.value.value == ","
+        and any(isinstance(v, ast.Constant) and v.value == "?" for v in rest)
+    )
+
+
+# An IPv6 address in brackets: ``http/urls.url_host`` (``f"[{h}]" if ":" in h else h``).
+def _brackets_an_address(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.IfExp)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Constant)
+        and node.test.left.value == ":"
+        and isinstance(node.test.ops[0], ast.In)
+        and isinstance(node.body, ast.JoinedStr)
+        and isinstance(node.body.values[0], ast.Constant)
+        and str(node.body.values[0].value).startswith("[")
+    )
+
+
+def test_the_model_label_and_the_url_host_are_spelled_once() -> None:
+    label, brackets = set(), set()
+    for m, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if _spells_the_model_label(node):
+                label.add(m)
+            if _brackets_an_address(node):
+                brackets.add(m)
+    assert label <= MODEL_LABEL_ALLOWED  # the read side's three may go; no other may come
+    assert brackets == {"vllm_ledger.http.urls"}
