@@ -473,7 +473,7 @@ _BEGIN = re.compile(r"^\s*BEGIN\b", re.IGNORECASE)
 # writes nothing, held until the reader closes).
 
 
-def test_write_transactions_go_through_the_one_helper() -> None:
+def test_write_transactions_go_through_the_one_transaction() -> None:
     """A write transaction is ``format/schema.transaction``; SQL that opens one is nowhere else."""
     found: dict[str, set[str]] = {}
     for m, path in MODULES.items():
