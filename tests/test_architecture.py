@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -333,3 +334,209 @@ def test_unit_tests_are_laid_out_like_the_package() -> None:
         if not candidates & modules:
             stray.append(str(rel))
     assert stray == []
+
+
+# ---- one home each: the aligner, the CSV writer, the HTTP client, the write transaction ----
+
+
+def _where(module: str) -> str:
+    return str(MODULES[module].relative_to(PKG.parent))
+
+
+# A width in a format spec (``{x:<12}``, ``{x:>{w}}``); a zero-filled number (``{n:02d}``,
+# ``{n:016x}``) is a number's digits, not a column, and is not one.
+_WIDTH_SPEC = re.compile(r"^(?:.?[<>^=])?[+\- ]?z?#?(?P<zero>0)?(?:[1-9]|\{)")
+# ``"%-12s" % x``, ``"%8d" % n``: a width in printf style (``%%`` and ``%08d`` are not one).
+_PRINTF_WIDTH = re.compile(r"(?<!%)%(?:\([^)]*\))?[-+ #]*[1-9]\d*[sdifeEgGxXr]")
+# ``"{:<12}".format(x)``, ``"{0:>8}"``: a width in a replacement field of ``str.format``.
+_FORMAT_FIELD_WIDTH = re.compile(r"(?<!\{)\{[^{}:]*:(?:.?[<>^=])?[+\- ]?z?#?[1-9]")
+
+# Fixed widths outside the aligner, each with its reason.
+WIDTHS_ALLOWED = {
+    # The aligner itself.
+    "vllm_ledger.formats.table",
+    # A progress bar's label (``concurrency  8``), kept three wide so the bar does not jump;
+    # no table, and plan/ sits below formats/ (it may not import the aligner).
+    "vllm_ledger.plan.ramp_load",
+}
+
+
+def _fixed_widths(module: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("ljust", "rjust", "center")
+        ):
+            found.append(f"{_where(module)}:{node.lineno}: .{node.func.attr}()")
+        elif isinstance(node, ast.FormattedValue) and isinstance(node.format_spec, ast.JoinedStr):
+            spec = "".join(
+                str(v.value) if isinstance(v, ast.Constant) else "{"
+                for v in node.format_spec.values
+            )
+            m = _WIDTH_SPEC.match(spec)
+            if m and not m["zero"]:
+                found.append(f"{_where(module)}:{node.lineno}: {{…:{spec}}}")
+        elif (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.left.value, str)
+            and _PRINTF_WIDTH.search(node.left.value)
+        ):
+            found.append(f"{_where(module)}:{node.lineno}: {node.left.value!r} % …")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and isinstance(node.func.value, ast.Constant)
+            and isinstance(node.func.value.value, str)
+            and _FORMAT_FIELD_WIDTH.search(node.func.value.value)
+        ):
+            found.append(f"{_where(module)}:{node.lineno}: {node.func.value.value!r}.format(…)")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "format"
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and (m := _WIDTH_SPEC.match(node.args[1].value))
+            and not m["zero"]
+        ):
+            found.append(f"{_where(module)}:{node.lineno}: format(…, {node.args[1].value!r})")
+    return found
+
+
+def test_columns_are_lined_up_by_the_one_aligner() -> None:
+    """Terminal tables line up through ``formats/table.py`` (``aligned``, or ``pad`` for a fixed
+    width): display widths, so a CJK name takes its two columns. No hand-made widths."""
+    found = [f for m in sorted(MODULES) if m not in WIDTHS_ALLOWED for f in _fixed_widths(m)]
+    assert found == []
+
+
+def _imported_names(module: str) -> set[str]:
+    """Every module name ``module`` imports (any package), at the top or inside a function."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+def _importers(wanted: tuple[str, ...]) -> set[str]:
+    return {
+        m
+        for m in MODULES
+        if any(n == w or n.startswith(w + ".") for n in _imported_names(m) for w in wanted)
+    }
+
+
+def test_csv_is_written_by_the_one_writer() -> None:
+    """``formats/csvout.py`` is the one CSV dialect: formula-safe cells, one line ending."""
+    assert _importers(("csv",)) == {"vllm_ledger.formats.csvout"}
+
+
+HTTP_LIBRARIES = (
+    "http.client",
+    "http.server",
+    "urllib.request",
+    "httpx",
+    "requests",
+    "aiohttp",
+    "urllib3",
+)
+HTTP_ALLOWED = {
+    # The load ramp's completions: TTFT is the first chunk's time, so each answer is read as
+    # it streams, which the one client (an answer whole, within a deadline) does not do.
+    "vllm_ledger.plan.ramp_load",
+}
+
+
+def test_http_goes_through_the_one_client_and_server() -> None:
+    """``vllm_ledger.http`` holds the one client (deadline, byte cap, redirects) and server."""
+    outside = {
+        m
+        for m in _importers(HTTP_LIBRARIES)
+        if m != "vllm_ledger.http" and not m.startswith("vllm_ledger.http.")
+    }
+    assert outside == HTTP_ALLOWED
+
+
+# SQL that opens a transaction: ``BEGIN``, ``BEGIN IMMEDIATE``, ``BEGIN EXCLUSIVE``, ...
+_BEGIN = re.compile(r"^\s*BEGIN\b", re.IGNORECASE)
+# Where one is opened: ``format/schema.transaction`` is the one write transaction (BEGIN
+# IMMEDIATE, COMMIT, ROLLBACK on error), which format/writes.py, the migrations beside it and
+# notify/store.py call; ``format/connect.py`` opens a reader's snapshot (a deferred BEGIN that
+# writes nothing, held until the reader closes).
+
+
+def test_write_transactions_go_through_the_one_transaction() -> None:
+    """A write transaction is ``format/schema.transaction``; SQL that opens one is nowhere else."""
+    found: dict[str, set[str]] = {}
+    for m, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and _BEGIN.match(node.value)
+            ):
+                found.setdefault(m, set()).add(" ".join(node.value.split()).upper())
+    assert found == {
+        "vllm_ledger.format.schema": {"BEGIN IMMEDIATE"},
+        "vllm_ledger.format.connect": {"BEGIN"},
+    }
+
+
+# The served names as one label: ``format/identity.model_label`` (``",".join(names) or "?"``).
+MODEL_LABEL_ALLOWED = {
+    "vllm_ledger.format.identity",
+    # The read side is being split; these three are to call identity.model_label after it.
+    "vllm_ledger.read.export",
+    "vllm_ledger.read.ledgerset",
+    "vllm_ledger.read.report",
+}
+
+
+def _spells_the_model_label(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or)):
+        return False
+    first, *rest = node.values
+    return (
+        isinstance(first, ast.Call)
+        and isinstance(first.func, ast.Attribute)
+        and first.func.attr == "join"
+        and isinstance(first.func.value, ast.Constant)
+        and first.func.value.value == ","
+        and any(isinstance(v, ast.Constant) and v.value == "?" for v in rest)
+    )
+
+
+# An IPv6 address in brackets: ``http/urls.url_host`` (``f"[{h}]" if ":" in h else h``).
+def _brackets_an_address(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.IfExp)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Constant)
+        and node.test.left.value == ":"
+        and isinstance(node.test.ops[0], ast.In)
+        and isinstance(node.body, ast.JoinedStr)
+        and isinstance(node.body.values[0], ast.Constant)
+        and str(node.body.values[0].value).startswith("[")
+    )
+
+
+def test_the_model_label_and_the_url_host_are_spelled_once() -> None:
+    label, brackets = set(), set()
+    for m, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if _spells_the_model_label(node):
+                label.add(m)
+            if _brackets_an_address(node):
+                brackets.add(m)
+    assert label <= MODEL_LABEL_ALLOWED  # the read side's three may go; no other may come
+    assert brackets == {"vllm_ledger.http.urls"}

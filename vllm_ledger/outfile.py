@@ -20,7 +20,7 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from vllm_ledger.errors import BadArgument
 
@@ -73,22 +73,8 @@ def write_file(
     path: str | os.PathLike[str], data: bytes, *, flag: str, example: str, mode: int = 0o644
 ) -> Path:
     """Write ``data`` to ``path`` whole (temporary file, then rename); returns the real path."""
-    real = check_target(path, flag=flag, example=example)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
-    except OSError as exc:
-        raise BadArgument(f"{flag} {path}: cannot write in {real.parent}: {exc.strerror}") from exc
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-        # Checked again just before the rename: a FIFO or device put there meanwhile stays.
-        check_target(path, flag=flag, example=example)
-        os.replace(tmp, real)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with _whole(path, flag=flag, example=example, mode=mode, text=False) as (real, f):
+        f.write(data)
     return real
 
 
@@ -98,16 +84,28 @@ def writing(
 ) -> Iterator[IO[str]]:
     """A text file to stream into, that appears at ``path`` whole when the block ends without
     an error (temporary file, then rename), and not at all otherwise."""
+    with _whole(path, flag=flag, example=example, mode=mode, text=True) as (_real, f):
+        yield f
+
+
+@contextlib.contextmanager
+def _whole(
+    path: str | os.PathLike[str], *, flag: str, example: str, mode: int, text: bool
+) -> Iterator[tuple[Path, IO[Any]]]:
+    """The one temporary-file-then-rename: a file in the target's folder to write, renamed over
+    the real target when the block ends without an error, removed otherwise."""
     real = check_target(path, flag=flag, example=example)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
     except OSError as exc:
         raise BadArgument(f"{flag} {path}: cannot write in {real.parent}: {exc.strerror}") from exc
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            yield f
+        opened = os.fdopen(fd, "w", encoding="utf-8", newline="") if text else os.fdopen(fd, "wb")
+        with opened as f:
+            yield real, f
             f.flush()
             os.fchmod(f.fileno(), mode)
+        # Checked again just before the rename: a FIFO or device put there meanwhile stays.
         check_target(path, flag=flag, example=example)
         os.replace(tmp, real)
     except BaseException:

@@ -15,6 +15,11 @@ line that starts with ``what``:
 
 ``load_file(path, ...)`` reads a regular file only (a FIFO, device or directory is refused
 without blocking) and at most ``max_bytes + 1`` bytes of it; ``OSError`` is the caller's.
+
+``is_number(v)`` and ``number_in(v, lo, hi)`` are the one check of a decoded value that must
+be a number (each caller words its own refusal): an ``int`` or ``float``, never a ``bool``
+(JSON's ``true`` decodes to one), finite; ``whole_in(v, lo, hi)`` of one that must be an
+``int`` (not a ``bool``) from ``lo`` to ``hi``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import operator
 from collections.abc import Callable
 from itertools import accumulate, count
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from vllm_ledger.errors import ConfigError, DuplicateKey, NotARegularFile
 from vllm_ledger.infile import open_regular, read_up_to
@@ -197,12 +202,30 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+def is_number(value: object) -> TypeGuard[int | float]:
+    """Whether a decoded ``value`` is a number: ``int`` or ``float``, not ``bool``, finite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def number_in(value: object, lo: float, hi: float) -> bool:
+    """Whether a decoded ``value`` is a number (``is_number``) from ``lo`` to ``hi``."""
+    return is_number(value) and lo <= value <= hi
+
+
+def whole_in(value: object, lo: float, hi: float) -> TypeGuard[int]:
+    """Whether a decoded ``value`` is an ``int`` (not a ``bool``) from ``lo`` to ``hi``."""
+    return type(value) is int and lo <= value <= hi
+
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_NUMBER_CHARS",
     "depth",
+    "is_number",
     "load_file",
     "loads",
+    "number_in",
     "shown_key",
+    "whole_in",
     "within_depth",
 ]

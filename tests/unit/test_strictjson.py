@@ -4,6 +4,7 @@ with one line, at every place a user or a remote hands us JSON."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -17,7 +18,16 @@ from vllm_ledger.deploy.host import load_host
 from vllm_ledger.errors import ConfigError, RemoteError, StatusParseError
 from vllm_ledger.formats.status import parse as parse_status
 from vllm_ledger.plan.prom import instant_query
-from vllm_ledger.strictjson import MAX_DEPTH, depth, load_file, loads, within_depth
+from vllm_ledger.strictjson import (
+    MAX_DEPTH,
+    depth,
+    is_number,
+    load_file,
+    loads,
+    number_in,
+    whole_in,
+    within_depth,
+)
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -216,3 +226,13 @@ def test_prometheus_answer_is_strict() -> None:
     assert str(answer(no_list)) == "http://prom:9090 answered 'up' without a result list"
     ok = b'{"status": "success", "data": {"resultType": "vector", "result": []}}'
     assert instant_query("http://prom:9090", "up", fetch=lambda _url: ok) == []
+
+
+def test_a_number_is_an_int_or_a_float_finite_never_a_bool() -> None:
+    values = (0, 1.5, -2, True, "1", None, math.inf, math.nan)
+    assert [v for v in values if is_number(v)] == [0, 1.5, -2]
+    assert [v for v in (0, 10, 10.5, -1, False, math.inf) if number_in(v, 0, 10)] == [0, 10]
+
+
+def test_a_whole_number_is_an_int_in_range_never_a_bool() -> None:
+    assert [v for v in (0, 10, 11, 5.0, True, "5") if whole_in(v, 0, 10)] == [0, 10]

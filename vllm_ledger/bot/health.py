@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from vllm_ledger.bot.validate import Target
 from vllm_ledger.errors import RemoteError
 from vllm_ledger.http import client
+from vllm_ledger.http.urls import url_host
 
 DEFAULT_TIMEOUT_S = 3.0
 MAX_PARALLEL_PROBES = 8
@@ -45,10 +46,9 @@ def probe(
 ) -> Health:
     """One GET, all of it within ``timeout_s``; redirects are not followed (a 3xx is
     ``unhealthy``); the body is read at most 1 KiB and dropped."""
-    where = f"[{host}]" if ":" in host else host
     try:
         answer = client.get(
-            f"http://{where}:{port}{path}",
+            f"http://{url_host(host)}:{port}{path}",
             deadline_s=timeout_s,
             max_bytes=MAX_BODY_BYTES,
             truncate=True,

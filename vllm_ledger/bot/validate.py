@@ -245,9 +245,10 @@ def validate_usage(usage: object) -> tuple[list[Target], list[Refusal]]:
     return sorted(targets, key=lambda t: t.port), refusals
 
 
-def load_usage(path: Path) -> tuple[list[Target], list[Refusal]]:
-    """Read a notification config file (JSON with a ``usage`` object) and validate it; a file
-    that cannot be read is a ``BadArgument`` naming ``path``."""
+def read_config(path: Path) -> Mapping[str, Any]:
+    """A notification config file read whole: a JSON object with a ``usage`` object (not yet
+    validated); a file that cannot be read is a ``BadArgument`` naming ``path``. The one reader
+    of the file: ``load_usage`` here, ``notify/service.load_config`` for the notifier."""
     try:
         doc: Any = load_file(
             path, max_bytes=MAX_CONFIG_BYTES, hint="is it the notification config?"
@@ -262,7 +263,13 @@ def load_usage(path: Path) -> tuple[list[Target], list[Refusal]]:
             key="usage",
             hint='add {"usage": {"PORT": {"target": ..., "code_dir": ..., "data_dir": ...}}}',
         )
-    return validate_usage(doc["usage"])
+    return doc
+
+
+def load_usage(path: Path) -> tuple[list[Target], list[Refusal]]:
+    """Read a notification config file (JSON with a ``usage`` object) and validate it; a file
+    that cannot be read is a ``BadArgument`` naming ``path``."""
+    return validate_usage(read_config(path)["usage"])
 
 
 __all__ = [
@@ -274,5 +281,6 @@ __all__ = [
     "check_entry",
     "check_url",
     "load_usage",
+    "read_config",
     "validate_usage",
 ]

@@ -26,6 +26,7 @@ from vllm_ledger.deploy.units import SYSUSERS_FILE, sysusers_text, unit_name, vl
 from vllm_ledger.deploy.vllmflags import check_host
 from vllm_ledger.errors import BadArgument, ConfigError
 from vllm_ledger.formats.safe import printable
+from vllm_ledger.http.urls import url_host
 from vllm_ledger.observe.stack import EXPORTER_LISTEN, EXPORTER_PORT
 from vllm_ledger.outfile import write_file
 
@@ -159,10 +160,11 @@ def write_units(args: argparse.Namespace, host: Host) -> None:
     """The ledger's systemd units into ``--units DIR`` (created if missing)."""
     folder: Path = args.units
     listen_at = args.exporter_listen or (DEFAULT_EXPORTER_LISTEN.rpartition(":")[0], EXPORTER_PORT)
-    address = f"[{listen_at[0]}]" if ":" in listen_at[0] else listen_at[0]
     try:
         units = ledger_units(
-            host, listen=f"{address}:{listen_at[1]}", notifier_config=args.notifier_config
+            host,
+            listen=f"{url_host(listen_at[0])}:{listen_at[1]}",
+            notifier_config=args.notifier_config,
         )
     except ConfigError as exc:
         raise ConfigError(f"host file {args.host}: {with_flags(str(exc), USAGE)}", exc.key) from exc

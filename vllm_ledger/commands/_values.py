@@ -24,7 +24,6 @@ the flag (``_refusals.flagged``).
 from __future__ import annotations
 
 import math
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,6 +31,7 @@ from vllm_ledger import units
 from vllm_ledger.commands._refusals import typed
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.hostport import Address, host_port
+from vllm_ledger.http.urls import url_problem
 from vllm_ledger.read.zone import (
     zone_hint,
     zone_problem,
@@ -197,19 +197,9 @@ def url(flag: str, example: str) -> Callable[[str], str]:
     """An http(s) URL with a host (and a valid port, if any)."""
 
     def parse(value: str) -> str:
-        problem = ""
-        try:
-            parts = urllib.parse.urlsplit(value)
-            parts.port  # noqa: B018  (raises ValueError on a port out of range)
-        except ValueError:
+        problem = url_problem(value)
+        if len(value) > 2048 or not value.isprintable() or any(c.isspace() for c in value):
             problem = "is not a URL"
-        else:
-            if len(value) > 2048 or not value.isprintable() or any(c.isspace() for c in value):
-                problem = "is not a URL"
-            elif parts.scheme not in ("http", "https"):
-                problem = "is not an http:// or https:// URL"
-            elif not parts.hostname:
-                problem = "names no host"
         if problem:
             raise BadArgument(f"{flag} {value[:80]!r} {problem}: give e.g. {flag} {example}")
         return value

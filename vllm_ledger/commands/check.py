@@ -10,6 +10,7 @@ from vllm_ledger.commands._ledger_flags import add_roots, roots_of
 from vllm_ledger.commands._zones import add_tz, zone_of
 from vllm_ledger.formats.command_json import check_dict, dumps
 from vllm_ledger.formats.safe import printable
+from vllm_ledger.formats.table import pad
 from vllm_ledger.read.check import check
 from vllm_ledger.read.matched import root_hint
 from vllm_ledger.read.report import resolve_tz
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for v in verdicts:
         verdict = v.verdict.upper() if not v.ok else "ok"
-        print(f"{verdict:<13} {printable(v.path)}  {printable(v.detail)}")
+        print(f"{pad(verdict, 13)} {printable(v.path)}  {printable(v.detail)}")
     files = [v for v in verdicts if not v.root]
     bad = sum(1 for v in files if not v.ok)
     beyond = len(verdicts) - len(files)

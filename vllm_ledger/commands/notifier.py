@@ -15,7 +15,8 @@ from vllm_ledger.commands._files import input_file
 from vllm_ledger.commands._refusals import file_flag
 from vllm_ledger.commands._service_log import service_logging
 from vllm_ledger.commands._zones import add_local_tz, local_zone_of
-from vllm_ledger.errors import BadArgument, ConfigError, LedgerError, RemoteError
+from vllm_ledger.errors import BadArgument, ConfigError, LedgerError
+from vllm_ledger.http.urls import local_host
 from vllm_ledger.notify.config import DEFAULT_LISTEN, parse_listen
 
 NAME = "notifier"
@@ -176,27 +177,12 @@ def _address(config: Path, listen: tuple[str, int] | None) -> tuple[str, int] | 
         except LedgerError:
             return None
         host, port = cfg.listen_host, cfg.listen_port
-    return {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host), port
-
-
-def _live(address: tuple[str, int]) -> dict[str, dict[str, object]] | None:
-    """The running notifier's loops from its ``/healthz``; None when it does not answer."""
-    from vllm_ledger.http import client
-
-    host, port = address
-    where = f"[{host}]" if ":" in host else host
-    try:
-        answer = client.get(f"http://{where}:{port}/healthz", deadline_s=3.0, max_bytes=65536)
-        loops = json.loads(answer.body)["loops"]
-    except (RemoteError, ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(loops, dict):
-        return None
-    return {str(k): dict(v) for k, v in loops.items() if isinstance(v, dict)}
+    return local_host(host), port
 
 
 def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool, tz: tzinfo) -> int:
     from vllm_ledger.formats.notifier_status import NotifierStatus, render_text, status_dict
+    from vllm_ledger.notify.healthz import live_loops
     from vllm_ledger.notify.outbox import MAX_PENDING
     from vllm_ledger.notify.state_file import state_path
     from vllm_ledger.notify.state_read import (
@@ -215,7 +201,7 @@ def _status(config: Path, listen: tuple[str, int] | None, *, as_json: bool, tz: 
             f"no notifier state at {path}", hint="start `vllm-ledger notifier --config FILE` first"
         )
     address = _address(config, listen)
-    live = None if address is None else _live(address)
+    live = None if address is None else live_loops(*address)
     unreachable = None
     if address is not None and live is None:
         unreachable = f"{address[0]}:{address[1]}"
@@ -248,8 +234,7 @@ def _resend(config: Path, delivery_id: int, listen: tuple[str, int] | None) -> i
     with file_flag("path", "--config FILE"):
         _targets, _refusals, cfg = load_config(config)
     listen_host, listen_port = listen or (cfg.listen_host, cfg.listen_port)
-    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(listen_host, listen_host)
-    done = request_resend(cfg.command_secret, host, listen_port, delivery_id)
+    done = request_resend(cfg.command_secret, local_host(listen_host), listen_port, delivery_id)
     if not done.already:
         print(f"delivery #{delivery_id} queued again as #{done.copy_id}")
         return 0

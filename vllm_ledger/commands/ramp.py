@@ -14,6 +14,7 @@ from vllm_ledger.commands._renamed import add_renamed
 from vllm_ledger.commands._values import duration, number, text, url
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.formats.ramp import OUTPUT_NAMES, render_files, render_table
+from vllm_ledger.http.urls import local_host, url_host
 from vllm_ledger.outfile import write_file
 from vllm_ledger.plan.ramp import errors_verdict, find_knee
 
@@ -199,9 +200,7 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Host | None]:
             host = load_host(args.host)
     base, model = args.url, args.model
     if host is not None:
-        addr = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(host.host, host.host)
-        addr = f"[{addr}]" if ":" in addr and not addr.startswith("[") else addr
-        base = base or f"http://{addr}:{host.port}"
+        base = base or f"http://{url_host(local_host(host.host))}:{host.port}"
         model = model or host.served_model_name or host.model
     if base is None or model is None:
         missing = " and ".join(f for f, v in (("--url", base), ("--model", model)) if v is None)

@@ -62,6 +62,7 @@ from vllm_ledger.deploy.serve import (
 )
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.format.zonefile import BUNDLE_MARKER
+from vllm_ledger.http.urls import url_host
 from vllm_ledger.units import PORT_ENV, ROOT_ENV, WRITERS_ENV, ZONE_ENV
 
 
@@ -94,7 +95,7 @@ def report_command(host: Host) -> str:
 def verify_command(host: Host) -> str:
     """The check of the ledger against vLLM's /metrics, as a shell line."""
     address = "127.0.0.1" if host.host in ("0.0.0.0", "::") else host.host
-    url = f"http://{_publish_address(address)}:{host.port}/metrics"
+    url = f"http://{url_host(address)}:{host.port}/metrics"
     return f"{ledger_cli(host)} verify --metrics-url {q(url)} --root {q(ledger_dir(host))}"
 
 
@@ -243,7 +244,7 @@ def docker_run_words(
     timeout = shutdown_timeout_s(host, usage)
     if timeout is not None:
         groups.append(["--stop-timeout", str(timeout + DOCKER_STOP_MARGIN_S)])
-    groups.append(["--publish", f"{_publish_address(host.host)}:{host.port}:{host.port}"])
+    groups.append(["--publish", f"{url_host(host.host)}:{host.port}:{host.port}"])
     for v in host.volumes:
         groups.append(["--volume", f"{v.host}:{v.container}:{'ro' if v.read_only else 'rw'}"])
     if usage:
@@ -281,10 +282,6 @@ def docker_run_words(
     groups.append([*args[:2]])
     groups += _flag_groups(args[2:])
     return groups
-
-
-def _publish_address(address: str) -> str:
-    return f"[{address}]" if ":" in address else address
 
 
 def _flag_groups(args: list[str]) -> list[list[Word]]:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from vllm_ledger.formats.table import display_width, pad
 from vllm_ledger.observe.gpu import GpuReading
 
 Workload = Literal["interactive", "batch"]
@@ -207,12 +208,11 @@ def explain_text(
 ) -> str:
     """The text ``render --explain`` prints; ``notes``: hints left out and the flag check."""
     lines = [f"Tuning hints, {workload} workload (GPUs: {gpu_source})", ""]
-    width = max(len(h.key) for h in hints)
+    width = max(display_width(h.key) for h in hints)
     for h in hints:
-        lines.append(
-            f"  {h.key:<{width}}  {h.value if h.value is not None else 'unknown':<9} {h.why}"
-        )
-        lines.append(f"  {'':<{width}}  {'':<9} rule: {h.rule}")
+        value = h.value if h.value is not None else "unknown"
+        lines.append(f"  {pad(h.key, width)}  {pad(value, 9)} {h.why}")
+        lines.append(f"  {pad('', width)}  {pad('', 9)} rule: {h.rule}")
     lines += [f"  {note}" for note in (*SKIPPED.values(), *notes)]
     if calib is not None:
         lines += [

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_ledger.errors import BadDeclaration
+from vllm_ledger.strictjson import whole_in
 from vllm_ledger.units import EARLIEST_AT, LATEST_AT
 
 DECLARATIONS_NAME = "declared-stops.jsonl"
@@ -56,7 +57,7 @@ def check(d: Declaration) -> Declaration:
             example="gpu1:8000",
         )
     for name, v in (("from", d.from_ts), ("until", d.until_ts)):
-        if isinstance(v, bool) or not isinstance(v, int) or not EARLIEST_AT <= v <= LATEST_AT:
+        if not whole_in(v, EARLIEST_AT, LATEST_AT):
             raise BadDeclaration(f"{name} {v!r} is not whole Unix seconds between 2000 and 2100")
     if d.until_ts <= d.from_ts:
         raise BadDeclaration(f"until {d.until_ts} is not after from {d.from_ts}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,12 @@ from vllm_ledger.units import ROOT_ENV, WRITERS_ENV
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def model_label(names: Sequence[str]) -> str:
+    """The served model names as one label (``report --by model``, the exporter's
+    ``model_name``): joined by commas, ``?`` when there are none."""
+    return ",".join(names) or "?"
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,7 @@ class InstanceInfo:
         """The instance a run belongs to: host and port (or model when no port is known)."""
         if self.port is not None:
             return f"{self.host_name}:{self.port}"
-        return f"{self.host_name}:{','.join(self.served_model_names) or '?'}"
+        return f"{self.host_name}:{model_label(self.served_model_names)}"
 
     def to_meta(self) -> dict[str, str]:
         d = asdict(self)

@@ -19,7 +19,6 @@ period (a refusal's ``Retry-After``). A file older than ``fresh_s`` (the enforce
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -29,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger.bounds import EARLIEST_AT, LATEST_AT
+from vllm_ledger.bounds import instant_ok
+from vllm_ledger.format.smallfiles import write_whole
+from vllm_ledger.strictjson import is_number
 
 OVER_BUDGET_FILE = ".vllm-ledger-over-budget.json"
 MAX_FILE_BYTES = 1 << 20
@@ -67,18 +68,7 @@ def write(root: Path, over: Iterable[Over], written_ts: float, fresh_s: float = 
     """Publish ``over`` whole: a temporary file in the root, then a rename over the old one."""
     path = path_in(root)
     tmp = root / f"{OVER_BUDGET_FILE}.{os.getpid()}.tmp"
-    data = dumps(over, written_ts, fresh_s).encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    try:
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    write_whole(path, dumps(over, written_ts, fresh_s).encode(), tmp=tmp, mode=0o644)
     return path
 
 
@@ -89,7 +79,7 @@ def parse(data: bytes) -> tuple[float, float, dict[tuple[str, str], Over]]:
         raise ValueError("not a version 1 over-budget document")
     written: Any = doc.get("written_ts")
     fresh: Any = doc.get("fresh_s")
-    if not _instant(written) or type(fresh) not in (int, float) or not 0 < fresh <= 3600:
+    if not instant_ok(written) or not is_number(fresh) or not 0 < fresh <= 3600:
         raise ValueError("written_ts or fresh_s out of range")
     entries = doc.get("over")
     if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
@@ -102,14 +92,10 @@ def parse(data: bytes) -> tuple[float, float, dict[tuple[str, str], Over]]:
         until: Any = e.get("until_ts")
         if kind not in KINDS or not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
             raise ValueError("an entry's kind or value is not one a budget names")
-        if not _instant(until) or not isinstance(budget, str) or len(budget) > MAX_VALUE_CHARS:
+        if not instant_ok(until) or not isinstance(budget, str) or len(budget) > MAX_VALUE_CHARS:
             raise ValueError("an entry's until_ts or budget is out of range")
         out[(kind, value)] = Over(kind, value, float(until), budget)
     return float(written), float(fresh), out
-
-
-def _instant(v: Any) -> bool:
-    return type(v) in (int, float) and math.isfinite(v) and EARLIEST_AT <= v < LATEST_AT
 
 
 class OverBudget:

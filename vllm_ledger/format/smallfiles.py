@@ -1,5 +1,6 @@
-"""The sequence marker each ledger keeps beside it (``<file>.seq``), read through
-``infile.py`` (a regular file only, bounded). Standard library only.
+"""The small files kept beside the ledgers: each written whole (``write_whole``: a temporary
+file, then a rename), and the sequence marker each ledger keeps beside it (``<file>.seq``),
+read through ``infile.py`` (a regular file only, bounded). Standard library only.
 
 A marker is one record, ``SEQ TS CRC`` padded to ``MARKER_RECORD_BYTES``: the last committed
 sequence number, the commit's time and a CRC-32 of the two. Its writer keeps it open and writes
@@ -30,13 +31,28 @@ def marker_record(seq: int, ts: float) -> bytes:
     return f"{body} {zlib.crc32(body.encode()):08x}".ljust(MARKER_RECORD_BYTES - 1).encode() + b"\n"
 
 
+def write_whole(path: Path, data: bytes, *, tmp: Path, mode: int = 0o666) -> None:
+    """``data`` at ``path`` whole: written to ``tmp`` (created with ``mode``, less the umask),
+    then renamed over ``path``, so a reader sees the old file or the new one; ``tmp`` is
+    removed when either step fails. No fsync: what is written this way is a hint or is
+    written again."""
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def write_sequence_marker(path: Path, seq: int, ts: float) -> None:
-    """Record the last committed sequence number beside the ledger (no fsync: a hint), through
-    a temporary file and a rename: what a writer does where it cannot keep the marker open."""
-    marker = Path(f"{path}.seq")
-    tmp = Path(f"{path}.seq.tmp")
-    tmp.write_bytes(marker_record(seq, ts))
-    os.replace(tmp, marker)
+    """Record the last committed sequence number beside the ledger (no fsync: a hint), whole
+    (``write_whole``): what a writer does where it cannot keep the marker open."""
+    write_whole(Path(f"{path}.seq"), marker_record(seq, ts), tmp=Path(f"{path}.seq.tmp"))
 
 
 class MarkerWriter:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import timezone, tzinfo
 from typing import Any
 
-from vllm_ledger.formats.table import aligned
+from vllm_ledger.formats.table import aligned, pad
 from vllm_ledger.plan.advise import Advice
 from vllm_ledger.plan.baseline import (
     MIN_HISTORY_S,
@@ -68,7 +68,7 @@ def render_text(a: Advice) -> str:
         ),
     ]
     lines = [f"readings over {r.seconds:.1f} s from {r.source}"]
-    lines += [f"  {k:<18}{v}" for k, v in rows]
+    lines += [f"  {pad(k, 18)}{v}" for k, v in rows]
     lines.append("")
     for v in a.verdicts:
         lines.append(f"[{LABELS.get(v.state, v.state)}] {v.rule.name}: {v.rule.when} ({v.why})")

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from vllm_ledger.formats.json import round_or_none
+from vllm_ledger.formats.table import pad
 from vllm_ledger.plan.cost import BreakEven, Cost, PlannedLoad
 from vllm_ledger.plan.usage import Measured
 from vllm_ledger.read.report import resolve_tz
@@ -35,16 +36,33 @@ def _when(ts: int, tz: str) -> str:
     return format_instant(ts, resolve_tz(tz))
 
 
+_MONEY_WIDTHS = (14, 16, 16)  # after the basis, 12 wide on the left
+
+
+def _money_row(basis: str, *amounts: str) -> str:
+    """One row of the money table: fixed widths, the amounts on the right."""
+    cells = (pad(a, w, right=True) for a, w in zip(amounts, _MONEY_WIDTHS, strict=True))
+    return pad(basis, 12) + "".join(cells)
+
+
 def _money_lines(c: Cost, cost_header: str, period: str) -> list[str]:
     return [
         f"per hour: electricity {c.electricity_per_hour:.4f} + depreciation "
         f"{c.depreciation_per_hour:.4f} + operations {c.ops_per_hour:.4f} = {c.per_hour:.4f}",
         "",
-        f"{'basis':<12}{cost_header:>14}{'per M output':>16}{'per M total':>16}",
-        f"{'allocation':<12}{_amount(c.allocation_cost):>14}"
-        f"{_money(c.allocation_per_million_output):>16}{_money(c.allocation_per_million_total):>16}",
-        f"{'usage':<12}{_amount(c.usage_cost):>14}"
-        f"{_money(c.usage_per_million_output):>16}{_money(c.usage_per_million_total):>16}",
+        _money_row("basis", cost_header, "per M output", "per M total"),
+        _money_row(
+            "allocation",
+            _amount(c.allocation_cost),
+            _money(c.allocation_per_million_output),
+            _money(c.allocation_per_million_total),
+        ),
+        _money_row(
+            "usage",
+            _amount(c.usage_cost),
+            _money(c.usage_per_million_output),
+            _money(c.usage_per_million_total),
+        ),
         f"  allocation: every hour of {period}, idle included; usage: electricity of busy seconds",
     ]
 

@@ -24,7 +24,6 @@ is refused with the whole document.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from vllm_ledger.errors import StatusParseError
 from vllm_ledger.formats.status_keys import VALUE_SHAPE
 from vllm_ledger.plan.budgets import FIGURES as TOKEN_FIGURES
 from vllm_ledger.plan.budgets import KINDS, BudgetState
+from vllm_ledger.strictjson import is_number, whole_in
 
 MAX_STATUS_BUDGETS = 16
 MAX_BUDGETS_BYTES = 6 * 1024
@@ -155,7 +155,7 @@ _WHERE = "budgets"
 
 def _num(parent: Mapping[str, Any], key: str, lo: float, hi: float) -> float:
     v = parent.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+    if not is_number(v):
         raise StatusParseError(f"{_WHERE}: {key} not a number")
     if not lo <= v <= hi:
         raise StatusParseError(f"{_WHERE}: {key} not a number in range")
@@ -164,7 +164,7 @@ def _num(parent: Mapping[str, Any], key: str, lo: float, hi: float) -> float:
 
 def _int(parent: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
     v = parent.get(key)
-    if type(v) is not int or not lo <= v <= hi:
+    if not whole_in(v, lo, hi):
         raise StatusParseError(f"{_WHERE}: {key} not an integer in range")
     return v
 

@@ -41,7 +41,7 @@ def field_obj(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 def field_int(parent: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
     v = parent.get(key)
-    if type(v) is not int or not lo <= v <= hi:
+    if not strictjson.whole_in(v, lo, hi):
         raise StatusParseError(f"{key}: not an integer in range")
     return v
 
@@ -54,7 +54,7 @@ def field_float(
         return None
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         raise StatusParseError(f"{key}: not a number")
-    if not math.isfinite(v) or not lo <= v <= hi:
+    if not strictjson.number_in(v, lo, hi):  # an infinity is a number here, out of range
         raise StatusParseError(f"{key}: not a number in range")
     return float(v)
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from vllm_ledger.errors import StatusParseError
 from vllm_ledger.read.whose import WhoseWindow
+from vllm_ledger.strictjson import whole_in
 
 MAX_STATUS_KEYS = 5
 MAX_KEYS_BYTES = 1536
@@ -99,7 +100,7 @@ def keys_dict(today: WhoseWindow) -> dict[str, Any]:
 
 def _int(parent: Mapping[str, Any], key: str, lo: int, hi: int, where: str) -> int:
     v = parent.get(key)
-    if type(v) is not int or not lo <= v <= hi:
+    if not whole_in(v, lo, hi):
         raise StatusParseError(f"{where}: {key} not an integer in range")
     return v
 

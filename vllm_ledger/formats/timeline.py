@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 from vllm_ledger.formats import csvout
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.formats.safe import printable
+from vllm_ledger.formats.table import pad
 from vllm_ledger.formats.text import UNKNOWN, figure_cells, partial_note
 from vllm_ledger.read.report import SCHEMA_VERSION, WindowReport
 from vllm_ledger.read.timeline import Timeline, UncoveredSpan
@@ -143,8 +144,8 @@ STEP_HEADER = ("step start", "input", "output", "cached", "hit", "avg/s", "uncov
 
 def _row(*cells: str) -> str:
     widths = (18, 11, 10, 10, 6, 8, 11)  # within 80 columns
-    first = cells[0].ljust(widths[0])
-    rest = [c.rjust(wd) for c, wd in zip(cells[1:], widths[1:], strict=True)]
+    first = pad(cells[0], widths[0])
+    rest = [pad(c, wd, right=True) for c, wd in zip(cells[1:], widths[1:], strict=True)]
     return " ".join([first, *rest]).rstrip()
 
 
@@ -205,7 +206,7 @@ def render_text(tl: Timeline, zone: ZoneChoice | None = None, zeros: bool = Fals
         for u in tl.uncovered[-MAX_SPANS_SHOWN:]:
             lines.append(
                 f"  {label(u.start_ts, tz)} -> {label(u.end_ts, tz)}  "
-                f"{format_duration(u.seconds, 'words'):>12}  {u.cause}"
+                f"{pad(format_duration(u.seconds, 'words'), 12, right=True)}  {u.cause}"
             )
         if len(tl.uncovered) > MAX_SPANS_SHOWN:
             lines.append(
@@ -234,14 +235,15 @@ def _chart(tl: Timeline, tz: ZoneInfo) -> list[str]:
     )
     for name, values in series:
         top = max(values)
-        lines.append(f"{name:<8} {sparkline([float(v) for v in values], top)}  max {compact(top)}")
+        line = sparkline([float(v) for v in values], top)
+        lines.append(f"{pad(name, 8)} {line}  max {compact(top)}")
     fractions = [
         sum(s.uncovered_seconds for s in c) / max(1, sum(s.wall_seconds for s in c)) for c in cols
     ]
-    lines.append(f"{'uncov.':<8} {sparkline(fractions, 1.0)}  of time")
+    lines.append(f"{pad('uncov.', 8)} {sparkline(fractions, 1.0)}  of time")
     left, right = label(tl.steps[0].start_ts, tz), label(tl.window.cutoff_ts, tz)
     gap = max(1, len(cols) - len(left) - len(right))
-    lines.append(f"{'':<8} {left}{' ' * gap}{right}")
+    lines.append(f"{pad('', 8)} {left}{' ' * gap}{right}")
     return lines
 
 
@@ -266,7 +268,7 @@ def _rows_text(tl: Timeline, tz: ZoneInfo, zeros: bool) -> list[str]:
             _per, cols = _columns(r.steps, CHART_COLUMNS)
             values = [float(sum(s.output_tokens for s in c)) for c in cols]
             top = max(values)
-            lines.append(f"{'output':<8} {sparkline(values, top)}  max {compact(top)}")
+            lines.append(f"{pad('output', 8)} {sparkline(values, top)}  max {compact(top)}")
     return lines
 
 

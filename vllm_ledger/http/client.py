@@ -53,6 +53,7 @@ from vllm_ledger.http.answer import Reader, read_answer
 from vllm_ledger.http.connect import connect, wrap_tls
 from vllm_ledger.http.limits import Limits
 from vllm_ledger.http.redirects import REDIRECT_STATUSES, next_url
+from vllm_ledger.http.urls import url_host, url_problem
 
 Method = Literal["GET", "POST"]
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -240,19 +241,15 @@ def _exchange(
     limits: Limits,
     context: ssl.SSLContext | None,
 ) -> Response:
-    parts = urllib.parse.urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
+    if url_problem(url) is not None:
         raise RemoteError(
             f"cannot read {limits.url}: not an http(s) URL with a host",
             limits.url,
             hint=limits.hint,
         )
-    host = parts.hostname
-    port = port or (443 if parts.scheme == "https" else 80)
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
     sock = connect(host, port, limits)
     sent = False
     try:
@@ -290,9 +287,7 @@ def _head(
     if parts.query:
         target += "?" + parts.query
     target = urllib.parse.quote(target, safe="!#$%&'()*+,/:;=?@[]~")
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
+    host = url_host(parts.hostname or "")
     if parts.port is not None:
         host += f":{parts.port}"
     lines = {

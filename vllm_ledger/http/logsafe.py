@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from vllm_ledger.http.urls import url_host
+
 _UNSAFE = re.compile(r"[^\x20-\x7e]")
 
 
@@ -31,7 +33,7 @@ def peer(client_address: Any) -> str:
         host, port = str(client_address[0]), int(client_address[1])
     except (TypeError, ValueError, IndexError):
         return safe(client_address)
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"{url_host(host)}:{port}"
 
 
 __all__ = ["peer", "safe"]

@@ -34,6 +34,7 @@ from typing import Any
 
 from vllm_ledger import names
 from vllm_ledger.errors import LedgerError
+from vllm_ledger.strictjson import whole_in
 
 MAX_ALERTS = names.MAX_ALERTS_PER_POST
 MAX_VALUE_CHARS = 120
@@ -132,7 +133,7 @@ def _group_labels(doc: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str
 def not_shown_count(doc: Mapping[str, Any]) -> int:
     """``truncatedAlerts`` of a webhook body: 0 when absent (Alertmanager before 0.22)."""
     n = doc.get("truncatedAlerts", 0)
-    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_NOT_SHOWN:
+    if not whole_in(n, 0, MAX_NOT_SHOWN):
         raise BadAlerts("truncatedAlerts: a count")
     return n
 

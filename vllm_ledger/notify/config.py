@@ -42,6 +42,7 @@ from vllm_ledger.hostport import Address, host_port
 from vllm_ledger.infile import read_regular_text
 from vllm_ledger.notify import platforms
 from vllm_ledger.notify.digest import DigestSettings, digest_settings
+from vllm_ledger.strictjson import number_in
 
 PLATFORMS: tuple[str, ...] = platforms.names()
 DEFAULT_PORT = 9095
@@ -165,7 +166,7 @@ def _inbound_secrets(
 def _number(section: Mapping[str, Any], name: str) -> float:
     lo, hi, default = NUMBERS[name]
     value = section.get(name, default)
-    if type(value) not in (int, float) or not lo <= value <= hi:
+    if not number_in(value, lo, hi):
         raise _bad(name, f"give a number from {lo:g} to {hi:g} (default {default:g})")
     return float(value)
 

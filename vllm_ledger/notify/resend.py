@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from vllm_ledger.errors import BadArgument, LedgerError, RemoteError
 from vllm_ledger.http import client
+from vllm_ledger.http.urls import url_host
 from vllm_ledger.notify.outbox import Resent
 from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
@@ -57,7 +58,7 @@ def request_resend(
     """Ask the notifier at ``host:port`` to resend ``delivery_id``, signed with ``secret``.
     ``NotifierUnreachable`` when it does not answer, ``BadArgument`` when it keeps no such
     delivery, ``LedgerError`` for any other refusal."""
-    where = f"[{host}]" if ":" in host else host
+    where = url_host(host)
     data = body(delivery_id)
     ts = str(int(clock()))
     try:

@@ -38,13 +38,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from vllm_ledger import strictjson
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.message import InstanceView, render_message
 from vllm_ledger.bot.poll import Fetcher, Poller, PollResult
 from vllm_ledger.bot.usage_text import usage_text
-from vllm_ledger.bot.validate import MAX_CONFIG_BYTES, Refusal, Target, validate_usage
-from vllm_ledger.errors import BadArgument, ConfigError
+from vllm_ledger.bot.validate import Refusal, Target, read_config, validate_usage
+from vllm_ledger.errors import ConfigError
 from vllm_ledger.formats.status_asked import ASKS
 from vllm_ledger.notify import budgets as budgets_mod
 from vllm_ledger.notify import chat
@@ -70,16 +69,7 @@ def load_config(
 ) -> tuple[list[Target], list[Refusal], NotifierConfig]:
     """The usage targets, the refused entries and the notifier's settings of one file; a file
     that cannot be read is a ``BadArgument`` naming ``path``."""
-    try:
-        doc: Any = strictjson.load_file(
-            path, max_bytes=MAX_CONFIG_BYTES, hint="is it the notification config?"
-        )
-    except OSError as exc:
-        raise BadArgument(
-            f"cannot read {path}: {exc.strerror}", argument="path", value=path
-        ) from exc
-    if not isinstance(doc, dict) or "usage" not in doc:
-        raise ConfigError(f'{path} has no "usage" object', key="usage")
+    doc = read_config(path)
     targets, refusals = validate_usage(doc["usage"])
     return targets, refusals, notifier_config(doc, path, env)
 

@@ -5,19 +5,14 @@ pair's windows (``pair_rows``), and each ledger file's counts for the counters' 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vllm_ledger.format.identity import model_label
 from vllm_ledger.observe.counters import COUNT_NAMES, FileCounts, Labels, Sighting
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.report import Report, WindowReport, report_figures
 from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
 from vllm_ledger.read.windows import Window
-
-
-def model_key(names: Sequence[str]) -> str:
-    """The ``model_name`` label: the served model names as ``report --by model`` names them."""
-    return ",".join(names) or "?"
 
 
 @dataclass(frozen=True)
@@ -37,7 +32,7 @@ def pair_rows(ledgers: LedgerSet, report: Report) -> tuple[PairRow, ...]:
     groups: dict[Labels, list[LedgerSnapshot]] = {}
     for s in ledgers.snapshots:
         if s.ok:
-            pair: Labels = (s.instance.key, model_key(s.instance.served_model_names))
+            pair: Labels = (s.instance.key, model_label(s.instance.served_model_names))
             groups.setdefault(pair, []).append(s)
     out: list[PairRow] = []
     for labels in sorted(groups):
@@ -78,7 +73,7 @@ def sighting(ledgers: LedgerSet, report: Report) -> Sighting:
                         tuple(getattr(sums, name) for name in COUNT_NAMES),
                         snap.spans[0][0] if snap.spans else snap.first_bucket_ts,
                         snap.last_proof_ts if snap.spans else snap.last_end_ts,
-                        (snap.instance.key, model_key(snap.instance.served_model_names)),
+                        (snap.instance.key, model_label(snap.instance.served_model_names)),
                     )
                 )
                 continue

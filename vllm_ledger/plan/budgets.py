@@ -36,6 +36,7 @@ from vllm_ledger.plan.prices import load_config, read_document
 from vllm_ledger.read.attribution import FileCredits
 from vllm_ledger.read.periods import next_edge, period
 from vllm_ledger.read.windows import Window
+from vllm_ledger.strictjson import is_number
 
 Kind = Literal["key", "adapter", "user", "tenant"]
 Period = Literal["day", "month"]
@@ -176,7 +177,7 @@ def _budget(path: Path, i: int, e: Any, enforce: bool) -> Budget:
 
 
 def _number(where: str, key: str, value: Any, most: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+    if not is_number(value) or not 0 < value <= most:
         raise ConfigError(f"{where}: {key} must be a number above 0 and at most {most:g}", key)
     return float(value)
 

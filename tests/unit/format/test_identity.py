@@ -12,9 +12,15 @@ from vllm_ledger.format.identity import (
     default_root,
     derive_run_id,
     expected_writers_from_env,
+    model_label,
     process_start_ts,
     sanitize_run_id,
 )
+
+
+def test_the_model_label_joins_the_served_names() -> None:
+    assert model_label(("a", "b")) == "a,b"
+    assert model_label(()) == "?"
 
 
 def test_instance_key_comes_from_port_and_host() -> None:

@@ -1,4 +1,4 @@
-"""``format/smallfiles.py``: the ``.seq`` marker beside each ledger."""
+"""``format/smallfiles.py``: small files written whole, the ``.seq`` marker beside each ledger."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from vllm_ledger.format.smallfiles import (
     marker_record,
     read_sequence_marker,
     write_sequence_marker,
+    write_whole,
 )
 
 NOW = 1_764_400_000.123456
@@ -105,3 +106,13 @@ def test_a_fifo_or_directory_in_place_of_the_marker_is_raised(tmp_path: Path) ->
     os.mkdir(f"{other}.seq")
     with pytest.raises(NotARegularFile):
         read_sequence_marker(other)
+
+
+def test_a_small_file_is_written_whole_and_its_temporary_never_stays(tmp_path: Path) -> None:
+    write_whole(tmp_path / "f", b"one\n", tmp=tmp_path / "f.tmp")
+    write_whole(tmp_path / "f", b"two\n", tmp=tmp_path / "f.tmp")
+    assert (tmp_path / "f").read_bytes() == b"two\n"
+    (tmp_path / "d").mkdir()  # a rename over a folder fails: the temporary goes
+    with pytest.raises(OSError):
+        write_whole(tmp_path / "d", b"x", tmp=tmp_path / "d.tmp")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "f"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.ledgers import ev, write_ledger
-from vllm_ledger.observe.pairs import model_key, pair_rows, sighting
+from vllm_ledger.observe.pairs import pair_rows, sighting
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.report import build_report
 
@@ -18,11 +18,6 @@ def _two_instances(root: Path) -> None:
     write_ledger(
         root, "r2", start_ts=T0, end_ts=T0 + 60, port=8001, model="big", events=[ev(T0 + 9, 3, 2)]
     )
-
-
-def test_model_key_joins_the_served_names() -> None:
-    assert model_key(("a", "b")) == "a,b"
-    assert model_key(()) == "?"
 
 
 def test_the_pairs_add_up_to_the_report(tmp_path: Path) -> None:
