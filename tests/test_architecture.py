@@ -358,6 +358,9 @@ WIDTHS_ALLOWED = {
     # A progress bar's label (``concurrency  8``), kept three wide so the bar does not jump;
     # no table, and plan/ sits below formats/ (it may not import the aligner).
     "vllm_ledger.plan.ramp_load",
+    # The .seq marker's record, padded to a fixed length on disk so its writer can write each
+    # commit's record over the last in place; a file format, not a column.
+    "vllm_ledger.format.smallfiles",
 }
 
 
