@@ -65,7 +65,7 @@ def test_every_module_and_function_within_its_limit() -> None:
         *_over(modules, MAX_MODULE_LINES, MODULE_EXCEPTIONS),
         *_over(functions, MAX_FUNCTION_LINES, FUNCTION_EXCEPTIONS),
     ]
-    assert not over, "split by concept (docs/contributing.md, "Small rooms"):\n" + "\n".join(over)
+    assert not over, "split by concept (docs/contributing.md, 'Small rooms'):\n" + "\n".join(over)
 
 
 def test_no_exception_outlives_its_reason() -> None:
