@@ -32,7 +32,6 @@ MODULE_EXCEPTIONS: dict[str, int] = {
     "vllm_ledger/observe/dashboard.py": 1035,
     "vllm_ledger/observe/exporter.py": 734,
     "vllm_ledger/read/coverage.py": 405,
-    "vllm_ledger/read/ledgerset.py": 682,
     "vllm_ledger/read/report.py": 436,
     "vllm_ledger/read/snapshot.py": 590,
     "vllm_ledger/read/summary.py": 443,

@@ -20,8 +20,8 @@ from vllm_ledger.errors import BadArgument
 from vllm_ledger.figures import FIGURES, Figure, with_figure_fields
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read.known import FiguresKnown, counted, figures_known
-from vllm_ledger.read.ledgerset import LedgerSet, NothingMatched, Source, gc_paused
-from vllm_ledger.read.matched import period_matched
+from vllm_ledger.read.ledgerset import LedgerSet, Source, gc_paused
+from vllm_ledger.read.matched import NothingMatched, period_matched
 from vllm_ledger.read.periods import (
     CALENDAR_GRAINS,
     PERIOD_NAMES,
@@ -150,7 +150,7 @@ class Report:
     calendar: str | None = None
     instance_filter: int | str | None = None
     model_filter: str | None = None
-    # Set when the roots hold nothing the report was asked for (``ledgerset.nothing_matched``):
+    # Set when the roots hold nothing the report was asked for (``matched.nothing_matched``):
     # every figure is then zero for a reason no figure shows.
     nothing_matched: NothingMatched | None = None
 
