@@ -27,14 +27,9 @@ from vllm_ledger.format import connect, paths, reads
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Unseen, discover
 from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.open_ledger import describe_never_committed, read_ledger
 from vllm_ledger.read.report import build_report
-from vllm_ledger.read.snapshot import (
-    LedgerSnapshot,
-    RollupMismatch,
-    describe_never_committed,
-    read_ledger,
-    rollup_mismatches,
-)
+from vllm_ledger.read.snapshot import LedgerSnapshot, RollupMismatch, rollup_mismatches
 from vllm_ledger.units import format_instant
 
 

@@ -7,7 +7,7 @@ import sqlite3
 from collections import OrderedDict
 from pathlib import Path
 
-from vllm_ledger.read.snapshot import reopen
+from vllm_ledger.read.open_ledger import reopen
 
 
 class Connections:

@@ -15,7 +15,9 @@ from vllm_ledger.format import paths
 from vllm_ledger.read import summary
 from vllm_ledger.read.connections import Connections
 from vllm_ledger.read.discovery import Found, Unseen, discover_runs
-from vllm_ledger.read.snapshot import LedgerSnapshot, open_snapshot
+from vllm_ledger.read.open_ledger import open_snapshot
+from vllm_ledger.read.snapshot import LedgerSnapshot
+from vllm_ledger.read.summary_entry import snapshot_from
 from vllm_ledger.read.summary_run import SummaryRun
 
 
@@ -79,7 +81,7 @@ class Gathered:
     def one(self, found: Found) -> LedgerSnapshot:
         """One file's snapshot: from its summary entry where that still matches, else opened."""
         entries = self.indexes[found.root].entries(found.run_name)
-        snap = summary.snapshot_from(found, entries) if entries else None
+        snap = snapshot_from(found, entries) if entries else None
         if snap is None:
             snap, conn = open_snapshot(
                 found.path,

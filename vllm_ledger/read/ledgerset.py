@@ -36,11 +36,11 @@ from vllm_ledger.read.attribution import CreditReads, FileCredits
 from vllm_ledger.read.connections import Connections
 from vllm_ledger.read.declared_stops import load_declarations
 from vllm_ledger.read.gathered import Gathered, gather
+from vllm_ledger.read.open_ledger import classify_error
 from vllm_ledger.read.snapshot import (
     LedgerSnapshot,
     Sums,
     SumsByEngine,
-    classify_error,
 )
 from vllm_ledger.read.summary_run import SummaryRun
 from vllm_ledger.read.values import BadValues
@@ -277,7 +277,7 @@ class LedgerSet:
 
     @property
     def starting(self) -> int:
-        """Files created moments ago that hold no commit yet (``snapshot.EMPTY_GRACE_S``)."""
+        """Files created moments ago that hold no commit yet (``open_ledger.EMPTY_GRACE_S``)."""
         return self._read.starting
 
     @property
