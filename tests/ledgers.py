@@ -90,3 +90,23 @@ def second_rows(root: Path) -> int:
         with connect.open_read_only(p) as conn:
             n += conn.execute("SELECT count(*) FROM buckets").fetchone()[0]
     return n
+
+
+def closed_file(root: Path, t0: float) -> Path:
+    """Writer 1 of 2, run-a on :8001, from t0 to t0+60, heartbeats every 5 s: two events, one
+    per engine, at t0+5 and t0+7.5."""
+    write_ledger(
+        root,
+        "run-a",
+        start_ts=t0,
+        end_ts=t0 + 60,
+        events=[
+            ev(t0 + 5, prompt=10, gen=2, cached=4, engine=0),
+            ev(t0 + 7.5, prompt=3, engine=1, finished=[(5, 0.25)]),
+        ],
+        rank=1,
+        expected=2,
+        port=8001,
+        model="m",
+    )
+    return root / "run-a" / "w1.g0.ledger.sqlite"

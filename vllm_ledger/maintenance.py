@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_ledger.read import summary, writer_state
-from vllm_ledger.read.snapshot import LedgerSnapshot, read_ledger
+from vllm_ledger.read.open_ledger import read_ledger
+from vllm_ledger.read.snapshot import LedgerSnapshot
 from vllm_ledger.write import compaction
 
 LOCK_NAME = ".vllm-ledger-maintenance.lock"

@@ -21,6 +21,7 @@ from vllm_ledger.format import connect
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read import snapshot as reader
 from vllm_ledger.read.discovery import discover_paths
+from vllm_ledger.read.open_ledger import read_ledger
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write.recorder import Recorder
 
@@ -67,7 +68,7 @@ def ledger_files(root: Path) -> list[Path]:
 
 
 def snapshot(path: Path, now_ts: float | None = None) -> reader.LedgerSnapshot:
-    return reader.read_ledger(path, [ALL_TIME], now_ts=now_ts)
+    return read_ledger(path, [ALL_TIME], now_ts=now_ts)
 
 
 def total_sums(snap: reader.LedgerSnapshot) -> reader.Sums:

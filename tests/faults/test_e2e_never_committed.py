@@ -13,7 +13,7 @@ import pytest
 from devtools.traffic import send_mix
 from tests.conftest import run_cli
 from tests.faults.helpers import fill_disk, tmpfs, wait_for
-from vllm_ledger.read.snapshot import EMPTY_GRACE_S
+from vllm_ledger.read.open_ledger import EMPTY_GRACE_S
 
 pytestmark = pytest.mark.e2e
 

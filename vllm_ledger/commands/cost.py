@@ -32,7 +32,8 @@ from vllm_ledger.plan.prices import (
     load_prices,
 )
 from vllm_ledger.plan.usage import measure
-from vllm_ledger.read.ledgerset import LedgerSet, nothing_matched
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.matched import nothing_matched
 from vllm_ledger.read.periods import PERIOD_NAMES
 from vllm_ledger.read.zone import zone_info
 

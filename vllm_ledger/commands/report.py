@@ -18,7 +18,8 @@ from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import text as text_format
 from vllm_ledger.formats import whose_text
 from vllm_ledger.formats.whose_text import DEFAULT_TOP
-from vllm_ledger.read.ledgerset import LedgerSet, NothingMatched
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.matched import NothingMatched
 from vllm_ledger.read.periods import PERIOD_NAMES
 from vllm_ledger.read.whose_report import REPORT_BY_KEYS, WhoseReport, parse_by, report_by
 from vllm_ledger.read.zone import zone_info

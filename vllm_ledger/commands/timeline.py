@@ -18,7 +18,8 @@ from vllm_ledger.commands.report import EXIT_NOTHING_MATCHED, note_nothing_match
 from vllm_ledger.errors import BadArgument, TooManySteps
 from vllm_ledger.formats.text import nothing_matched_lines
 from vllm_ledger.formats.timeline import render_csv, render_json, render_text
-from vllm_ledger.read.ledgerset import LedgerSet, nothing_matched
+from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.matched import nothing_matched
 from vllm_ledger.read.periods import GRAINS, PERIOD_NAMES
 from vllm_ledger.read.timeline import (
     DEFAULT_STEP,

@@ -24,7 +24,8 @@ from typing import Any
 
 from vllm_ledger.doctor.base import Row, quiet_ledger_log
 from vllm_ledger.read.discovery import discover_paths
-from vllm_ledger.read.snapshot import Sums, read_ledger
+from vllm_ledger.read.open_ledger import read_ledger
+from vllm_ledger.read.snapshot import Sums
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write.shape import StatsShape, detect_shape
 

@@ -15,7 +15,7 @@ from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from vllm_ledger import figures
-from vllm_ledger.read.ledgerset import NothingMatched
+from vllm_ledger.read.matched import NothingMatched
 from vllm_ledger.read.report import Report, WindowReport, WriterStatus
 from vllm_ledger.read.whose import WhoseWindow
 from vllm_ledger.read.whose_report import WhoseReport

@@ -13,8 +13,7 @@ from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import aligned
-from vllm_ledger.read.ledgerset import NothingMatched
-from vllm_ledger.read.matched import root_hint
+from vllm_ledger.read.matched import NothingMatched, root_hint
 from vllm_ledger.read.periods import is_edge
 from vllm_ledger.read.report import Report, WindowReport
 from vllm_ledger.read.zone import ZoneChoice

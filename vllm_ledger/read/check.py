@@ -27,14 +27,9 @@ from vllm_ledger.format import connect, paths, reads
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Unseen, discover
 from vllm_ledger.read.ledgerset import LedgerSet
+from vllm_ledger.read.open_ledger import describe_never_committed, read_ledger
 from vllm_ledger.read.report import build_report
-from vllm_ledger.read.snapshot import (
-    LedgerSnapshot,
-    RollupMismatch,
-    describe_never_committed,
-    read_ledger,
-    rollup_mismatches,
-)
+from vllm_ledger.read.snapshot import LedgerSnapshot, RollupMismatch, rollup_mismatches
 from vllm_ledger.units import format_instant
 
 
@@ -167,6 +162,14 @@ def check_file(
             "sequence_gap",
             f"{who}: {snap.missing_commits} committed batch(es) missing after seq {snap.last_seq}",
         )
+    return _state_verdict(path, snap, now_ts, latest_run, who)
+
+
+def _state_verdict(
+    path: Path, snap: LedgerSnapshot, now_ts: float, latest_run: bool, who: str
+) -> FileVerdict:
+    """A sound file's verdict by its writer's state: closed or alive is ok; silent past the
+    stale limit and not yet finished is stale; any other is an unclean exit."""
     last = snap.last_proof_ts
     state = writer_state.writer_state(
         clean_close_ts=snap.clean_close_ts, last_proof_ts=last, at_ts=now_ts, latest_run=latest_run

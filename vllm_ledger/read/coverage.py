@@ -26,9 +26,9 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 from vllm_ledger.read import intervals as iv
+from vllm_ledger.read.hidden_time import never_committed_spans, unreadable_spans
 from vllm_ledger.read.run_coverage import (
     TAIL_S,
     ClosedRun,
@@ -203,13 +203,65 @@ def build(
     snapshots = [x for x in ledgers if isinstance(x, LedgerSnapshot)]
     closed_runs = [x for x in ledgers if isinstance(x, ClosedRun)]
     ok = [s for s in snapshots if s.ok]
+    cutoff = math.floor(at_ts)
+    runs = _runs_of(ledgers, ok)
+    # Writers with a file that could not be read: their vouched time is not fully known.
+    doubtful = {(s.run_id, s.writer_rank) for s in snapshots if not s.ok and s.run_id}
+    writers, cover, active = _instances(runs, at_ts, cutoff, doubtful)
+    problem_seconds = sorted(
+        ps
+        for x in ledgers
+        for ps in (x.problem_seconds if isinstance(x, ClosedRun) or x.ok else ())
+    )
+    bad = iv.normalize((ts, ts + 1) for ts, *_ in problem_seconds)
+    covered = iv.subtract(_covered(cover, active), bad)
+    never_committed = never_committed_spans(snapshots, runs.start, runs.instance, runs.by_writer)
+    unreadable = unreadable_spans(snapshots, runs.start, runs.instance, runs.by_writer)
+    first_seconds = first_record_seconds(ok)
+    first_seconds += [c.first_record_ts for c in closed_runs if c.first_record_ts is not None]
+    # An unreadable file's run start counts as a record: `total` must reach back over it.
+    first_seconds += [math.floor(a) for a, _b in unreadable if math.isfinite(a)]
+    first_seconds += [math.floor(a) for a, _b in never_committed if math.isfinite(a)]
+    first_seconds += [problem_seconds[0][0]] if problem_seconds else []
+    alive_proofs = [w.last_ts for w in writers if w.state == "alive" and w.last_ts is not None]
+    watermark = min(cutoff, math.floor(min(alive_proofs) - TAIL_S)) if alive_proofs else None
+    return CoverageModel(
+        declared=_declared_idle(declared, cover, active, covered, bad),
+        watermark_ts=watermark,
+        writers=writers,
+        covered=covered,
+        problem_seconds=problem_seconds,
+        unreadable=unreadable,
+        gaps=[g for x in ledgers for g in (x.gaps if isinstance(x, ClosedRun) else gaps([x]))],
+        busy=sum(1 for s in snapshots if s.status == "busy"),
+        never_committed=never_committed,
+        first_record_ts=min(first_seconds) if first_seconds else None,
+        no_ledger=no_ledger,
+        rollups=sorted(rollups),
+    )
+
+
+@dataclass
+class _Runs:
+    """The runs the ledgers name: each writer's readable files, each run's files by rank, its
+    start and instance, the coverage already known of closed runs, and each instance's latest
+    run (a non-closed writer of it is "stale", of older runs "crashed")."""
+
+    by_writer: dict[tuple[str, int], list[LedgerSnapshot]]
+    files: dict[str, dict[int, list[LedgerSnapshot]]]
+    start: dict[str, float]
+    instance: dict[str, str]
+    known: dict[str, RunCoverage]
+    latest: dict[str, str]
+
+
+def _runs_of(ledgers: Sequence[LedgerSnapshot | ClosedRun], ok: Sequence[LedgerSnapshot]) -> _Runs:
     by_writer: dict[tuple[str, int], list[LedgerSnapshot]] = defaultdict(list)
     for s in ok:
         by_writer[s.writer_key].append(s)
     runs: dict[str, dict[int, list[LedgerSnapshot]]] = defaultdict(dict)
     for (run_id, rank), snaps in by_writer.items():
         runs[run_id][rank] = snaps
-    cutoff = math.floor(at_ts)
     # Each run's start and instance, in the order the ledgers name them (the first of two runs
     # of an instance that start together counts as the earlier).
     run_start: dict[str, float] = {}
@@ -224,25 +276,29 @@ def build(
             ranks = runs[x.run_id]
             run_start[x.run_id] = run_start_ts(s for snaps in ranks.values() for s in snaps)
             run_instance[x.run_id] = x.instance.key
-    # The latest run per instance: a non-closed writer of it is "stale", of older runs "crashed".
     latest_for_instance: dict[str, str] = {}
     for run_id, inst in run_instance.items():
         cur = latest_for_instance.get(inst)
         if cur is None or run_start[run_id] > run_start[cur]:
             latest_for_instance[inst] = run_id
+    return _Runs(by_writer, runs, run_start, run_instance, known, latest_for_instance)
 
-    # Writers with a file that could not be read: their vouched time is not fully known.
-    doubtful = {(s.run_id, s.writer_rank) for s in snapshots if not s.ok and s.run_id}
+
+def _instances(
+    runs: _Runs, at_ts: float, cutoff: int, doubtful: set[tuple[str, int]]
+) -> tuple[list[WriterStatus], dict[str, list[iv.Interval]], dict[str, list[iv.Interval]]]:
+    """Every writer's status, and per instance the time its runs vouch for and the stretch it
+    was there (from its first run's start to where its latest run ends)."""
     writers: list[WriterStatus] = []
     instance_cover: dict[str, list[iv.Interval]] = defaultdict(list)
     instance_active: dict[str, list[iv.Interval]] = defaultdict(list)
-    for run_id in sorted(run_instance):
-        inst = run_instance[run_id]
-        latest = latest_for_instance[inst] == run_id
-        rc = known.get(run_id) or run_coverage(
+    for run_id in sorted(runs.instance):
+        inst = runs.instance[run_id]
+        latest = runs.latest[inst] == run_id
+        rc = runs.known.get(run_id) or run_coverage(
             run_id,
-            runs[run_id],
-            start_ts=run_start[run_id],
+            runs.files[run_id],
+            start_ts=runs.start[run_id],
             instance_key=inst,
             at_ts=at_ts,
             cutoff=cutoff,
@@ -263,143 +319,48 @@ def build(
         first = min(s for s, _ in spans_)
         last = max(e for _, e in spans_)
         instance_active[inst] = [(first, last)] if last > first else []
-    # A second is covered when some instance was there and every instance there could vouch.
+    return writers, instance_cover, instance_active
+
+
+def _covered(
+    instance_cover: dict[str, list[iv.Interval]], instance_active: dict[str, list[iv.Interval]]
+) -> list[iv.Interval]:
+    """A second is covered when some instance was there and every instance there could vouch."""
     all_cover = iv.normalize(c for v in instance_cover.values() for c in v)
     not_vouched = iv.normalize(
         u
         for inst, active in instance_active.items()
         for u in iv.subtract(iv.normalize(active), iv.normalize(instance_cover[inst]))
     )
-    covered = iv.subtract(all_cover, not_vouched)
-    problem_seconds = sorted(
-        ps
-        for x in ledgers
-        for ps in (x.problem_seconds if isinstance(x, ClosedRun) or x.ok else ())
-    )
-    bad = iv.normalize((ts, ts + 1) for ts, *_ in problem_seconds)
-    covered = iv.subtract(covered, bad)
+    return iv.subtract(all_cover, not_vouched)
 
-    # Declared idle: where each instance there either vouches or was declared stopped (and
-    # one was declared), minus what is covered anyway. Whole seconds only.
+
+def _declared_idle(
+    declared: Sequence[tuple[str, float, float]],
+    instance_cover: dict[str, list[iv.Interval]],
+    instance_active: dict[str, list[iv.Interval]],
+    covered: list[iv.Interval],
+    bad: list[iv.Interval],
+) -> list[iv.Interval]:
+    """Declared idle: where each instance there either vouches or was declared stopped (and
+    one was declared), minus what is covered anyway and the problem seconds. Whole seconds
+    only; only instances the ledgers know count."""
     decl: dict[str, list[iv.Interval]] = defaultdict(list)
     for inst, lo, hi in declared:
         if inst in instance_active or inst in instance_cover:
             decl[inst].append((float(math.ceil(lo)), float(math.floor(hi))))
-    declared_idle: list[iv.Interval] = []
-    if decl:
-        ok_by_inst = {
-            inst: iv.normalize([*instance_cover.get(inst, []), *decl.get(inst, [])])
-            for inst in set(instance_active) | set(decl)
-        }
-        accounted = iv.subtract(
-            iv.normalize(c for v in ok_by_inst.values() for c in v),
-            iv.normalize(
-                u
-                for inst, active in instance_active.items()
-                for u in iv.subtract(iv.normalize(active), ok_by_inst.get(inst, []))
-            ),
-        )
-        declared_idle = iv.subtract(iv.subtract(accounted, covered), bad)
-    never_committed = [
-        _never_committed_span(s, run_start, run_instance, by_writer)
-        for s in snapshots
-        if s.status == "never_committed"
-    ]
-    unreadable = [
-        (
-            _run_start_estimate(s.run_id, run_start),
-            min(
-                _next_launch(s.run_id, run_start, run_instance),
-                _next_generation(s, by_writer.get(s.writer_key, [])),
-            ),
-        )
-        for s in snapshots
-        if s.status in ("unreadable", "denied", "bad_values")
-    ]
-    first_seconds = first_record_seconds(ok)
-    first_seconds += [c.first_record_ts for c in closed_runs if c.first_record_ts is not None]
-    # An unreadable file's run start counts as a record: `total` must reach back over it.
-    first_seconds += [math.floor(a) for a, _b in unreadable if math.isfinite(a)]
-    first_seconds += [math.floor(a) for a, _b in never_committed if math.isfinite(a)]
-    first_seconds += [problem_seconds[0][0]] if problem_seconds else []
-    first_record = min(first_seconds) if first_seconds else None
-    alive_proofs = [w.last_ts for w in writers if w.state == "alive" and w.last_ts is not None]
-    watermark = min(cutoff, math.floor(min(alive_proofs) - TAIL_S)) if alive_proofs else None
-    return CoverageModel(
-        declared=declared_idle,
-        watermark_ts=watermark,
-        writers=writers,
-        covered=covered,
-        problem_seconds=problem_seconds,
-        unreadable=unreadable,
-        gaps=[g for x in ledgers for g in (x.gaps if isinstance(x, ClosedRun) else gaps([x]))],
-        busy=sum(1 for s in snapshots if s.status == "busy"),
-        never_committed=never_committed,
-        first_record_ts=first_record,
-        no_ledger=no_ledger,
-        rollups=sorted(rollups),
+    if not decl:
+        return []
+    ok_by_inst = {
+        inst: iv.normalize([*instance_cover.get(inst, []), *decl.get(inst, [])])
+        for inst in set(instance_active) | set(decl)
+    }
+    accounted = iv.subtract(
+        iv.normalize(c for v in ok_by_inst.values() for c in v),
+        iv.normalize(
+            u
+            for inst, active in instance_active.items()
+            for u in iv.subtract(iv.normalize(active), ok_by_inst.get(inst, []))
+        ),
     )
-
-
-def _next_launch(run_id: str, run_start: dict[str, float], run_instance: dict[str, str]) -> float:
-    """Where a run's time ends at the latest: the start of its instance's next run (a port
-    serves one launch at a time). Unknown (inf) when none of the run's files could be read."""
-    inst = run_instance.get(run_id)
-    if inst is None:
-        return math.inf
-    start = run_start.get(run_id, math.inf)
-    later = [
-        t for r, t in run_start.items() if run_instance.get(r) == inst and start < t < math.inf
-    ]
-    return min(later, default=math.inf)
-
-
-def _never_committed_span(
-    s: LedgerSnapshot,
-    run_start: dict[str, float],
-    run_instance: dict[str, str],
-    by_writer: dict[tuple[str, int], list[LedgerSnapshot]],
-) -> tuple[float, float]:
-    """The time a writer that never committed may hide: from its file's creation (else its
-    run's start) to its next generation's first proof, its instance's next launch or, while no
-    file of its run says which instance it served, the next launch on the host its run id
-    names (inf: unknown, it may be failing still)."""
-    since = s.created_ts if s.created_ts is not None else _run_start_estimate(s.run_id, run_start)
-    end = _next_generation(s, by_writer.get(s.writer_key, []))
-    if s.run_id in run_instance:
-        return since, min(end, _next_launch(s.run_id, run_start, run_instance))
-    host = _run_host(s.run_id)
-    later = [
-        t
-        for r, t in run_start.items()
-        if host is not None and _run_host(r) == host and since < t < math.inf
-    ]
-    return since, min(end, min(later, default=math.inf))
-
-
-def _run_host(run_id: str) -> str | None:
-    """The host part of a run id as the plugin derives it (``STAMP-HOST-PID``), else None."""
-    stamp, _, rest = run_id.partition("-")
-    host, _, pid = rest.rpartition("-")
-    return host if len(stamp) == 16 and host and pid.isdigit() else None
-
-
-def _next_generation(bad: LedgerSnapshot, same_writer: Sequence[LedgerSnapshot]) -> float:
-    """A writer writes one file at a time: a damaged file's time ends where the same writer's
-    next generation begins (its first proof). inf when there is none."""
-    return min(
-        (a for s in same_writer if s.generation > bad.generation for a, _b in s.spans),
-        default=math.inf,
-    )
-
-
-def _run_start_estimate(run_id: str, run_start: dict[str, float]) -> float:
-    """When a run whose file cannot be read began: from its other files or its id."""
-    known = run_start.get(run_id, math.inf)
-    if known < math.inf:
-        return known
-    try:
-        stamp = datetime.strptime(run_id[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
-    except ValueError:
-        return -math.inf
-    return stamp.timestamp()
+    return iv.subtract(iv.subtract(accounted, covered), bad)

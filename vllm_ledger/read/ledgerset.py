@@ -26,27 +26,21 @@ import gc
 import math
 import sqlite3
 import time
-from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, TypeVar
+from typing import TypeVar
 
-from vllm_ledger import infile
-from vllm_ledger.format import declarations, paths
 from vllm_ledger.read import coverage as cov
-from vllm_ledger.read import summary
 from vllm_ledger.read.attribution import CreditReads, FileCredits
-from vllm_ledger.read.discovery import Found, Unseen, discover_runs
-from vllm_ledger.read.periods import is_future
+from vllm_ledger.read.connections import Connections
+from vllm_ledger.read.declared_stops import load_declarations
+from vllm_ledger.read.gathered import Gathered, gather
+from vllm_ledger.read.open_ledger import classify_error
 from vllm_ledger.read.snapshot import (
     LedgerSnapshot,
     Sums,
     SumsByEngine,
-    classify_error,
-    open_snapshot,
-    reopen,
 )
 from vllm_ledger.read.summary_run import SummaryRun
 from vllm_ledger.read.values import BadValues
@@ -89,139 +83,7 @@ def _gc_release() -> None:
         _frozen_by_reads = False
 
 
-class _Connections:
-    """The open read-only connections, least recently used first."""
-
-    def __init__(self, busy_timeout_s: float, max_open: int) -> None:
-        self.busy_timeout_s = busy_timeout_s
-        self.max_open = max_open
-        self._open: OrderedDict[Path, sqlite3.Connection] = OrderedDict()
-        self.opens = 0
-
-    def adopt(self, path: Path, conn: sqlite3.Connection) -> None:
-        self.opens += 1
-        self._open[path] = conn
-        self._trim()
-
-    def get(self, path: Path) -> sqlite3.Connection:
-        conn = self._open.get(path)
-        if conn is not None:
-            self._open.move_to_end(path)
-            return conn
-        conn = reopen(path, self.busy_timeout_s)
-        self.adopt(path, conn)
-        return conn
-
-    def _trim(self) -> None:
-        while len(self._open) > self.max_open:
-            _path, conn = self._open.popitem(last=False)
-            conn.close()
-
-    def close(self) -> None:
-        while self._open:
-            _path, conn = self._open.popitem()
-            conn.close()
-
-
 Source = LedgerSnapshot | SummaryRun  # what a view reads: a file, or a run answered whole
-
-
-class _Read:
-    """What one read found, in discovery's order: readable files (de-duplicated) and runs
-    answered whole, files that could not be read (with their place in discovery), and what
-    could not be listed. Takes a summarised run's files when first asked."""
-
-    def __init__(
-        self, now_ts: float, connections: _Connections, indexes: dict[Path, summary.Index]
-    ) -> None:
-        self.now_ts = now_ts
-        self.connections = connections
-        self.indexes = indexes
-        self.items: dict[object, Source] = {}  # by (run, writer, generation), or the run's id
-        self.failed: list[tuple[int, LedgerSnapshot]] = []  # (place in discovery, file)
-        self.starting = 0  # files created in the last moments, nothing committed yet
-        self.unseen: list[LedgerSnapshot] = []
-        self.place: dict[int, int] = {}  # a SummaryRun's place in discovery, by id
-        self.files: dict[int, list[LedgerSnapshot]] = {}  # a SummaryRun's readable files, by id
-        self.broken: set[int] = set()  # runs with a file that could not be read when taken
-
-    def one(self, found: Found) -> LedgerSnapshot:
-        """One file's snapshot: from its summary entry where that still matches, else opened."""
-        entries = self.indexes[found.root].entries(found.run_name)
-        snap = summary.snapshot_from(found, entries) if entries else None
-        if snap is None:
-            snap, conn = open_snapshot(
-                found.path,
-                now_ts=self.now_ts,
-                busy_timeout_s=self.connections.busy_timeout_s,
-                st=found.stat,
-            )
-            if conn is not None:
-                self.connections.adopt(found.path, conn)
-        if snap.ok:
-            snap._connect = _connector(self.connections, found.path)
-        return snap
-
-    def add(self, place: int, snap: LedgerSnapshot) -> None:
-        if not snap.ok:
-            if snap.status != "starting":
-                self.failed.append((place, snap))
-            else:
-                self.starting += 1
-            return
-        key = (snap.run_id, snap.writer_rank, snap.generation)
-        prev = self.items.get(key)
-        if not isinstance(prev, LedgerSnapshot) or snap.last_seq > prev.last_seq:
-            self.items[key] = snap
-
-    def add_run(self, place: int, run: SummaryRun) -> None:
-        self.items[id(run)] = run
-        self.place[id(run)] = place
-
-    def files_of(self, run: SummaryRun) -> list[LedgerSnapshot]:
-        """The run's readable files, taken one by one (once). A file that cannot be read
-        marks the run ``broken`` and goes among the failed files, at its place."""
-        got = self.files.get(id(run))
-        if got is None:
-            got = []
-            place = self.place[id(run)]
-            for i, found in enumerate(run.found):
-                snap = self.one(found)
-                if snap.ok:
-                    got.append(snap)
-                else:
-                    self.broken.add(id(run))
-                    if snap.status != "starting":
-                        self.failed.append((place + i, snap))
-            self.files[id(run)] = got
-        return got
-
-    def intact(self, run: SummaryRun) -> bool:
-        """Whether the run still stands for all of its files, each readable."""
-        if id(run) in self.broken:
-            return False
-        return all(s.ok for s in self.files.get(id(run), ()))
-
-    def snapshots(self) -> list[LedgerSnapshot]:
-        out: list[LedgerSnapshot] = []
-        for x in self.items.values():
-            if isinstance(x, SummaryRun):
-                out += self.files_of(x)
-            else:
-                out.append(x)
-        return [*out, *self.failed_in_order(), *self.unseen]
-
-    def sources(self) -> list[Source]:
-        out: list[Source] = []
-        for x in self.items.values():
-            if isinstance(x, SummaryRun) and not self.intact(x):
-                out += self.files_of(x)
-            else:
-                out.append(x)
-        return [*out, *self.failed_in_order(), *self.unseen]
-
-    def failed_in_order(self) -> list[LedgerSnapshot]:
-        return [snap for _place, snap in sorted(self.failed, key=lambda p: p[0])]
 
 
 class LedgerSet:
@@ -231,8 +93,8 @@ class LedgerSet:
         self,
         roots: Sequence[Path],
         now_ts: float,
-        read: _Read,
-        connections: _Connections,
+        read: Gathered,
+        connections: Connections,
     ) -> None:
         self.roots = tuple(Path(r) for r in roots)
         self.now_ts = now_ts
@@ -244,7 +106,7 @@ class LedgerSet:
         self.late_failures = 0  # files that failed when a window was first asked of them
         # Declared stops under the roots (``format/declarations.py``), and the lines refused;
         # ``strict`` ignores every declaration (the ledger's rule alone).
-        self.declarations, self.declaration_errors = _load_declarations(self.roots)
+        self.declarations, self.declaration_errors = load_declarations(self.roots)
         self.strict = False
 
     @classmethod
@@ -259,42 +121,10 @@ class LedgerSet:
         """Read every ledger under ``roots``, de-duplicated by run, writer and generation."""
         roots = [Path(r) for r in roots]
         now = clock()
-        connections = _Connections(busy_timeout_s, max_open_files)
-        indexes: dict[Path, summary.Index] = {}
-        unseen: list[Unseen] = []
-        read = _Read(now, connections, indexes)
+        connections = Connections(busy_timeout_s, max_open_files)
         try:
             with gc_paused():
-                found: list[tuple[int, Source]] = []
-                place = 0
-                for files in discover_runs(roots, unseen):
-                    root = files[0].root
-                    if root not in indexes:
-                        indexes[root] = summary.read_index(root)
-                    whole = indexes[root].summary_run(files) if indexes[root] else None
-                    if whole is not None:
-                        found.append((place, whole))
-                    else:
-                        found += ((place + i, read.one(f)) for i, f in enumerate(files))
-                    place += len(files)
-                read.unseen = [_unseen_snapshot(u, roots) for u in unseen]
-                # A run answered whole must be the only source of its id: where another file
-                # or run claims it (a copy under a second root, a file that cannot be read),
-                # its files are taken one by one, as without a summary.
-                claims = Counter(
-                    x.run_id
-                    for _place, x in found
-                    if isinstance(x, SummaryRun) or x.status != "starting"
-                )
-                claims.update(s.run_id for s in read.unseen)
-                for at, x in found:
-                    if not isinstance(x, SummaryRun):
-                        read.add(at, x)
-                    elif claims[x.run_id] == 1:
-                        read.add_run(at, x)
-                    else:
-                        for i, f in enumerate(x.found):
-                            read.add(at + i, read.one(f))
+                read = gather(roots, now, connections)
         except BaseException:
             connections.close()
             raise
@@ -447,7 +277,7 @@ class LedgerSet:
 
     @property
     def starting(self) -> int:
-        """Files created moments ago that hold no commit yet (``snapshot.EMPTY_GRACE_S``)."""
+        """Files created moments ago that hold no commit yet (``open_ledger.EMPTY_GRACE_S``)."""
         return self._read.starting
 
     @property
@@ -497,107 +327,6 @@ class LedgerSet:
         return got
 
 
-MatchReason = Literal["no_ledger", "never_committed", "no_match", "no_run_in_period"]
-MAX_KNOWN_NAMES = 20  # names listed of each kind; the rest are counted
-
-
-@dataclass(frozen=True)
-class NothingMatched:
-    """Why a view over the roots holds nothing at all, and what the roots do hold.
-
-    ``reason``: ``no_ledger`` (no ledger file, nothing unreadable: the plugin is off or the
-    root is wrong), ``never_committed`` (ledger files, each created by a writer that never
-    committed to it: a full disk, no permission, a crash before the first commit), ``no_match``
-    (ledgers, none of the instance or model asked for) or ``no_run_in_period`` (none of the
-    matching runs recorded in the period asked for).
-    ``models`` and ``instances``: every model and instance the readable ledgers name (at most
-    ``MAX_KNOWN_NAMES`` of each, ``more_models``/``more_instances`` counting the rest);
-    ``unreadable``: files or folders that could not be read (they may hold what was asked);
-    ``never_committed``: of those, files their writer created and never committed to, and
-    ``never_since_ts`` the earliest of their creations (None: unknown); ``starting``: files
-    created moments ago with no commit yet (not counted elsewhere: a writer starting)."""
-
-    reason: MatchReason
-    roots: tuple[str, ...]
-    instance: int | str | None
-    model: str | None
-    since_ts: float | None
-    until_ts: float | None
-    models: tuple[str, ...]
-    instances: tuple[str, ...]
-    more_models: int = 0
-    more_instances: int = 0
-    unreadable: int = 0
-    never_committed: int = 0
-    never_since_ts: float | None = None
-    starting: int = 0
-
-
-def nothing_matched(
-    ls: LedgerSet,
-    *,
-    instance: int | str | None = None,
-    model: str | None = None,
-    since_ts: float | None = None,
-    until_ts: float | None = None,
-    at_ts: float | None = None,
-    cutoff_ts: int | None = None,
-) -> NothingMatched | None:
-    """None when the roots hold a readable ledger of ``instance`` and ``model`` (each None:
-    any) with a run that recorded in ``[since_ts, until_ts)`` (None: no bound); else why not.
-    With ``cutoff_ts``, a period that starts at or after it (``periods.is_future``) holds
-    nothing any run can have recorded yet, a live one and unreadable files included.
-
-    The one decision every view's command makes before it prints figures that would all be
-    zero for no reason the figures show (``report``, ``timeline``, ``export``, ``cost``,
-    ``status``). A run counts from its first proof to its last (a live or stale one: on to
-    the end of time); a file that could not be read never makes it "nothing"."""
-    every = ls.sources()
-    readable = [s for s in every if s.ok]
-    unreadable = len(every) - len(readable)
-    never = [s for s in every if isinstance(s, LedgerSnapshot) and s.status == "never_committed"]
-    births = [s.created_ts for s in never if s.created_ts is not None]
-    models = sorted({",".join(s.instance.served_model_names) or "?" for s in readable})
-    instances = sorted({s.instance.key for s in readable})
-
-    def made(reason: MatchReason) -> NothingMatched:
-        return NothingMatched(
-            reason=reason,
-            roots=tuple(str(r) for r in ls.roots),
-            instance=instance,
-            model=model,
-            since_ts=since_ts,
-            until_ts=until_ts,
-            models=tuple(models[:MAX_KNOWN_NAMES]),
-            instances=tuple(instances[:MAX_KNOWN_NAMES]),
-            more_models=max(0, len(models) - MAX_KNOWN_NAMES),
-            more_instances=max(0, len(instances) - MAX_KNOWN_NAMES),
-            unreadable=unreadable,
-            never_committed=len(never),
-            never_since_ts=min(births, default=None),
-            starting=ls.starting,
-        )
-
-    if ls.no_ledger:
-        return made("no_ledger")
-    if never and len(never) == unreadable:
-        # Files, and not one commit in any: whatever the writers saw is unknown.
-        return made("never_committed")
-    chosen = ls.sources(instance, model)
-    if (instance is not None or model is not None) and not any(s.ok for s in chosen):
-        return made("no_match")
-    if since_ts is None and until_ts is None:
-        return None
-    if cutoff_ts is not None and since_ts is not None and is_future(since_ts, cutoff_ts):
-        return made("no_run_in_period")
-    if unreadable:  # it may hold the period
-        return None
-    lo = -math.inf if since_ts is None else since_ts
-    hi = math.inf if until_ts is None else until_ts
-    model_ = ls.coverage(chosen, ls.now_ts if at_ts is None else at_ts)
-    return None if model_.recorded_in(lo, hi) else made("no_run_in_period")
-
-
 def _reaches(source: Source, w: Window) -> bool:
     """Whether a file's records or proofs reach into ``w`` (a summarised run: whether the
     window holds any of it). A file that ended before the window, or began after it, credits
@@ -633,50 +362,3 @@ def instance_matches(instance: int | str, snap: Source) -> bool:
 def model_matches(model: str, snap: Source) -> bool:
     names = snap.instance.served_model_names
     return model in names or (len(names) > 1 and model == ",".join(names))
-
-
-def _load_declarations(
-    roots: Sequence[Path],
-) -> tuple[list[declarations.Declaration], list[tuple[Path, str]]]:
-    found: list[declarations.Declaration] = []
-    errors: list[tuple[Path, str]] = []
-    for root in roots:
-        path = declarations.path_in(root)
-        try:
-            data = infile.read_regular_file(path, declarations.MAX_FILE_BYTES)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            errors.append((path, f"cannot read: {exc.strerror or exc}"))
-            continue
-        got, bad = declarations.parse(data)
-        found += got
-        errors += [(path, f"refused {e}") for e in bad]
-    return found, errors
-
-
-def _connector(connections: _Connections, path: Path) -> Callable[[], sqlite3.Connection]:
-    return lambda: connections.get(path)
-
-
-def _unseen_snapshot(u: Unseen, roots: Sequence[Path]) -> LedgerSnapshot:
-    """A directory the reader could not list, as a file that could not be read: named, and the
-    time it may hide uncovered (its run's, where its name says; otherwise all of it)."""
-    denied = isinstance(u.error, PermissionError)
-    named = paths.parse_ledger_name(u.path.name)
-    if named is not None:  # a ledger file (one whose marker outlived it, or one gone stat'ing)
-        return LedgerSnapshot(
-            path=u.path,
-            status="denied" if denied else "unreadable",
-            detail=f"cannot read: {u.error.strerror or u.error}",
-            run_id=u.path.parent.name,
-            writer_rank=named[0],
-            generation=named[1],
-        )
-    run_id = "" if u.path in roots else u.path.name
-    return LedgerSnapshot(
-        path=u.path,
-        status="denied" if denied else "unreadable",
-        detail=f"cannot list: {u.error.strerror or u.error}",
-        run_id=run_id,
-    )

@@ -20,25 +20,22 @@ from vllm_ledger.errors import BadArgument
 from vllm_ledger.figures import FIGURES, Figure, with_figure_fields
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read.known import FiguresKnown, counted, figures_known
-from vllm_ledger.read.ledgerset import LedgerSet, NothingMatched, Source, gc_paused
-from vllm_ledger.read.matched import period_matched
+from vllm_ledger.read.ledgerset import LedgerSet, Source, gc_paused
+from vllm_ledger.read.matched import NothingMatched, period_matched
+from vllm_ledger.read.open_ledger import describe_never_committed
 from vllm_ledger.read.periods import (
     CALENDAR_GRAINS,
     PERIOD_NAMES,
-    period,
-    period_between,
-    resolve_time,
-    steps,
 )
+from vllm_ledger.read.report_windows import ChosenWindows, time_spec
 from vllm_ledger.read.run_coverage import WriterStatus
-from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, describe_never_committed
-from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window, windows_at
+from vllm_ledger.read.snapshot import LedgerSnapshot, Sums
+from vllm_ledger.read.windows import DEFAULT_TZ, WINDOW_NAMES, Window
 from vllm_ledger.read.zone import zone_info
 from vllm_ledger.timespec import TimeSpec
 
 SCHEMA_VERSION = 1
 BREAKDOWN_KEYS = ("instance", "model", "run", "engine")
-TOTAL_ROW = "total"  # with a calendar step, the row that sums the steps' period
 
 
 def parse_by(text: str | None) -> tuple[str | None, str | None]:
@@ -150,7 +147,7 @@ class Report:
     calendar: str | None = None
     instance_filter: int | str | None = None
     model_filter: str | None = None
-    # Set when the roots hold nothing the report was asked for (``ledgerset.nothing_matched``):
+    # Set when the roots hold nothing the report was asked for (``matched.nothing_matched``):
     # every figure is then zero for a reason no figure shows.
     nothing_matched: NothingMatched | None = None
 
@@ -290,7 +287,7 @@ def build_report(
             argument="by",
             value=by,
         )
-    chosen = _Chosen(tuple(periods), _spec(since), _spec(until), grain)
+    chosen = ChosenWindows(tuple(periods), time_spec(since), time_spec(until), grain)
     with as_ledger_set(ledgers, clock, busy_timeout_s) as ls, gc_paused():
         ls.set_strict(strict)
         for _attempt in range(2):  # once more if a file failed while its sums were read
@@ -301,48 +298,6 @@ def build_report(
         return report
 
 
-@dataclass(frozen=True)
-class _Chosen:
-    """The windows a report shows: the five, or named periods and a --since/--until one."""
-
-    periods: tuple[str, ...] = ()
-    since: TimeSpec | None = None
-    until: TimeSpec | None = None
-    grain: str | None = None  # day or month: the one period cut into calendar steps
-
-    def windows(self, cutoff: int, zone: ZoneInfo, first_record_ts: int | None) -> list[Window]:
-        if self.grain is not None:
-            # the one period (all recorded time by default), a row per step, a total row
-            if self.since is not None:
-                whole = period_between(self.since, self.until, cutoff, zone)
-            else:
-                whole = period((*self.periods, "total")[0], cutoff, zone, first_record_ts)
-            rows = list(steps(whole.start_ts, whole.cutoff_ts, self.grain, zone))
-            return [*rows, Window(TOTAL_ROW, whole.start_ts, whole.cutoff_ts)]
-        if not self.periods and self.since is None:
-            return windows_at(cutoff, zone, first_record_ts)
-        out = [period(n, cutoff, zone, first_record_ts) for n in self.periods]
-        if self.since is not None:
-            out.append(period_between(self.since, self.until, cutoff, zone))
-        return out
-
-    def between(self, cutoff: int, zone: ZoneInfo) -> tuple[float | None, float | None]:
-        """``since`` and ``until`` as Unix seconds (``None`` where not given)."""
-        if self.since is None:
-            return None, None
-        since = resolve_time(self.since, cutoff, zone, argument="since")
-        until = (
-            None if self.until is None else resolve_time(self.until, cutoff, zone, argument="until")
-        )
-        return since, until
-
-
-def _spec(value: TimeSpec | float | None) -> TimeSpec | None:
-    if value is None or isinstance(value, TimeSpec):
-        return value
-    return TimeSpec(f"{value:.0f}", "instant", ts=float(value))
-
-
 def _build(
     ls: LedgerSet,
     zone: ZoneInfo,
@@ -351,14 +306,14 @@ def _build(
     instance: int | str | None,
     model: str | None,
     at_ts: float | None,
-    chosen: _Chosen | None = None,
+    chosen: ChosenWindows | None = None,
 ) -> Report:
     at = ls.now_ts if at_ts is None else at_ts
     snaps = ls.sources(instance, model)
     model_ = ls.coverage(snaps, at)
     # A live report ends at the watermark: the last instant every alive writer has proven.
     cutoff = model_.cutoff_at(at)
-    chosen = chosen or _Chosen()
+    chosen = chosen or ChosenWindows()
     five = chosen.windows(cutoff, zone, model_.first_record_ts)
     since_ts, until_ts = chosen.between(cutoff, zone)
     windows = _windows_for(ls, snaps, five, model_)
@@ -422,7 +377,6 @@ def _build(
 
 
 __all__ = [
-    "TOTAL_ROW",
     "WINDOW_NAMES",
     "BreakdownRow",
     "FileStatus",

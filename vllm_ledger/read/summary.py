@@ -35,12 +35,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import itertools
 import json
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +46,9 @@ from vllm_ledger import infile, strictjson
 from vllm_ledger.format.identity import InstanceInfo
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Found, discover_runs
-from vllm_ledger.read.snapshot import LedgerSnapshot, Sums, SumsByEngine, read_ledger
+from vllm_ledger.read.open_ledger import read_ledger
+from vllm_ledger.read.snapshot import LedgerSnapshot, SumsByEngine
+from vllm_ledger.read.summary_entry import Entry, encode, found_wal, snapshot_from, wal_stamp
 from vllm_ledger.read.summary_run import SummaryRun, from_record, instance_from, summarise
 from vllm_ledger.read.windows import Window
 
@@ -59,16 +59,6 @@ EVERYTHING = Window("total", 0, 2**62)
 # The summary is written 6 deep at most (a run's record, its vouched stretches, one of them);
 # a line nested deeper is damage, refused before ``json.loads`` recurses into it.
 MAX_NESTING = strictjson.MAX_DEPTH
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One finished file as the summary holds it."""
-
-    size: int
-    mtime_ns: int
-    wal: Any  # the -wal's [size, mtime_ns] when the entry was made, or None
-    facts: Any  # as ``_encode`` wrote them; checked when decoded
 
 
 class Index:
@@ -135,7 +125,7 @@ class Index:
                 st = found.stat
                 if found.file_name != name or st.st_size != size or st.st_mtime_ns != mtime_ns:
                     return None
-                if (found.wal or wal is not None) and _found_wal(found) != wal:
+                if (found.wal or wal is not None) and found_wal(found) != wal:
                     return None  # commits landed in the -wal since the record was made
             return from_record(rec["run"], self.instances(), files)
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -222,118 +212,6 @@ def load(root: Path) -> dict[str, Entry]:
     }
 
 
-def snapshot_from(found: Found, entries: dict[str, Entry]) -> LedgerSnapshot | None:
-    """The file's facts and whole-file totals from its summary entry (``Index.entries``),
-    without opening the file, or None when the entry is missing, stale or fails the reader's
-    checks (the file must then be opened).
-
-    A window that holds all of the file's counts, or none, is answered from the totals; any
-    other window opens the file (``LedgerSnapshot.window_sums``).
-    """
-    entry = entries.get(found.file_name)
-    if entry is None:
-        return None
-    st = found.stat
-    if st.st_size != entry.size or st.st_mtime_ns != entry.mtime_ns:
-        return None
-    if _found_wal(found) != entry.wal:
-        return None  # commits landed in the -wal since the entry was made
-    try:
-        return _decode(found.path, entry.facts)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None  # a malformed entry (wrong types or values): read the file itself
-
-
-def _encode(snap: LedgerSnapshot, totals: SumsByEngine) -> dict[str, Any]:
-    return {
-        "run_id": snap.run_id,
-        "writer_rank": snap.writer_rank,
-        "generation": snap.generation,
-        "expected_writers": snap.expected_writers,
-        "instance": snap.instance.to_meta(),
-        "created_ts": snap.created_ts,
-        "clean_close_ts": snap.clean_close_ts,
-        "last_seq": snap.last_seq,
-        "spans": snap.spans,
-        "problem_seconds": snap.problem_seconds,
-        "first_bucket_ts": snap.first_bucket_ts,
-        "last_end_ts": snap.last_end_ts,
-        "compacted_before_ts": snap.compacted_before_ts,
-        "has_daily": snap.has_daily,
-        "missing_commits": snap.missing_commits,
-        "marker_ts": snap.marker_ts,
-        "totals": {str(e): s.as_list() for e, s in totals.items()},
-    }
-
-
-def _decode(path: Path, d: Any) -> LedgerSnapshot:
-    """``_encode``'s facts, each through the check the reader applies to the file's own."""
-    spans = values.check_spans(_list(d["spans"]))
-    if any(b[0] < a[0] for a, b in itertools.pairwise(spans)):
-        raise values.BadValues("spans out of order")  # the reader gets them by start
-    return LedgerSnapshot(
-        path=path,
-        status="ok",
-        run_id=values.check_text("run id", d["run_id"]),
-        writer_rank=values.check_count("writer rank", d["writer_rank"], values.MAX_WRITER_RANK),
-        generation=values.check_count("generation", d["generation"], values.MAX_GENERATION),
-        expected_writers=_expected_writers(d["expected_writers"]),
-        instance=InstanceInfo.from_meta(values.check_meta("instance", d["instance"])),
-        created_ts=values.check_optional_instant("created_ts", d["created_ts"]),
-        clean_close_ts=values.check_optional_instant("clean_close_ts", d["clean_close_ts"]),
-        last_seq=values.check_count("last_seq", d["last_seq"], values.MAX_COUNT),
-        spans=spans,
-        problem_seconds=values.check_problem_seconds(_list(d["problem_seconds"])),
-        first_bucket_ts=values.check_optional_second("first counted second", d["first_bucket_ts"]),
-        last_end_ts=values.check_optional_instant("last counted second", d["last_end_ts"]),
-        compacted_before_ts=values.check_optional_second(
-            "compacted_before_ts", d["compacted_before_ts"]
-        ),
-        has_daily=values.check_bool("has_daily", d["has_daily"]),
-        missing_commits=values.check_count(
-            "missing commits", d["missing_commits"], values.MAX_COUNT
-        ),
-        marker_ts=_marker_ts(d["marker_ts"]),
-        _totals={e: Sums.from_list(v) for e, v in values.check_totals(d["totals"]).items()},
-    )
-
-
-def _expected_writers(value: Any) -> int:
-    """1 to ``MAX_EXPECTED_WRITERS``: what a snapshot holds (the reader reads a 0 as 1)."""
-    if values.check_count("expected writers", value, values.MAX_EXPECTED_WRITERS) == 0:
-        raise values.BadValues("expected writers 0: a snapshot holds at least 1")
-    return int(value)
-
-
-def _list(rows: Any) -> list[Any]:
-    if type(rows) is not list:
-        raise values.BadValues(f"{rows!r:.40} is not a list")
-    return rows
-
-
-def _marker_ts(value: Any) -> float | None:
-    """The sequence marker's time: any finite number (the reader takes it as written)."""
-    if value is None:
-        return None
-    if type(value) not in (int, float) or not math.isfinite(value):
-        raise values.BadValues(f"marker time {value!r:.40} is not a number")
-    return float(value)
-
-
-def _found_wal(found: Found) -> list[int] | None:
-    """``_wal_stamp`` of a found file; no look of its own where its directory had no -wal."""
-    return _wal_stamp(found.name) if found.wal else None
-
-
-def _wal_stamp(path: Path | str) -> list[int] | None:
-    """Size and mtime of the file's -wal, or None when there is none."""
-    try:
-        st = os.stat(f"{path}-wal")
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns]
-
-
 Prepare = Callable[[LedgerSnapshot], LedgerSnapshot]
 
 
@@ -370,7 +248,7 @@ def refresh(root: Path, now_ts: float, prepare: Prepare | None = None) -> tuple[
                 continue
             stamp, whole = made
             stamps.append([found.file_name, *stamp])
-            facts[found.file_name] = _encode(snap, whole)
+            facts[found.file_name] = encode(snap, whole)
             snaps.append(snap)
             totals.append(whole)
         if not stamps:
@@ -403,7 +281,7 @@ def _file_entry(snap: LedgerSnapshot, now_ts: float) -> tuple[list[Any], SumsByE
         return None
     # Taken from the summary (a file unchanged since), or summed when the file was read.
     whole = snap._totals if snap._totals is not None else snap.window_sums(EVERYTHING)
-    return [st.st_size, st.st_mtime_ns, _wal_stamp(snap.path)], whole
+    return [st.st_size, st.st_mtime_ns, wal_stamp(snap.path)], whole
 
 
 def _write(

@@ -13,7 +13,7 @@ from tests.whose_ledgers import Req, many_users, write_whose_ledger
 from vllm_ledger.errors import BadValues
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read.attribution import Credited, CreditReads, file_credits
-from vllm_ledger.read.snapshot import open_snapshot
+from vllm_ledger.read.open_ledger import open_snapshot
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write.recorder import Recorder
 from vllm_ledger.write.tags import TagBook

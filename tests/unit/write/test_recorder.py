@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
+from vllm_ledger.read.open_ledger import read_ledger
 from vllm_ledger.read.report import build_report
-from vllm_ledger.read.snapshot import read_ledger
 from vllm_ledger.write.recorder import Recorder
 
 T0 = 1_800_000_000.0
