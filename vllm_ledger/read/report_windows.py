@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from vllm_ledger.read.periods import period, period_between, resolve_time, steps
 from vllm_ledger.read.windows import Window, windows_at
-from vllm_ledger.units import TimeSpec
+from vllm_ledger.timespec import TimeSpec
 
 TOTAL_ROW = "total"  # with a calendar step, the row that sums the steps' period
 
