@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from vllm_ledger.commands._common import flagged
 
+from vllm_ledger.commands._refusals import flagged
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.hostport import host_port
 
