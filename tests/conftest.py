@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -74,6 +75,21 @@ def vllm_server(tiny_model: Path, plugin_bundle: Path, tmp_path: Path) -> Iterat
     yield start
     for s in started:
         s.stop()
+
+
+SRV_RUN = "20261201-080000-a1b2"
+
+
+@pytest.fixture
+def srv(tmp_path: Path) -> Path:
+    """``srv/usage`` is the root: one closed run (``SRV_RUN``, three hours ago) in it."""
+    from tests.ledgers import ev, write_ledger
+
+    start = float(int(time.time()) - 3 * 3600)
+    root = tmp_path / "srv" / "usage"
+    root.mkdir(parents=True)
+    write_ledger(root, SRV_RUN, start_ts=start, end_ts=start + 60, events=[ev(start + 10, 100, 20)])
+    return root
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
