@@ -36,6 +36,8 @@ from tests.e2e.notifier_fakes import (
 )
 from tests.rawhttp import RawServer, drip
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def platform() -> Iterator[FakePlatform]:

@@ -31,6 +31,8 @@ from vllm_ledger.notify.service import EXIT_AT_ENV
 from vllm_ledger.notify.state_file import state_path
 from vllm_ledger.notify.store import BOUNDARIES, Store
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def platform() -> Iterator[FakePlatform]:

@@ -27,6 +27,8 @@ from tests.e2e.notifier_fakes import (
     write_config,
 )
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def platform() -> Iterator[FakePlatform]:
