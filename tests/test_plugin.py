@@ -30,16 +30,6 @@ def _iteration(
     return iteration(ts, prompt, cached, gen, tuple(finished), request_id="req-secret-42")
 
 
-@pytest.fixture
-def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "ledger"
-    monkeypatch.setenv("VLLM_LEDGER_DIR", str(root))
-    monkeypatch.delenv("VLLM_LEDGER_DISABLE", raising=False)
-    monkeypatch.delenv("VLLM_LEDGER_WRITERS", raising=False)
-    monkeypatch.setenv("VLLM_LEDGER_RUN_ID", "run-a")
-    return root
-
-
 def test_is_an_aggregate_stat_logger() -> None:
     assert issubclass(LedgerStatLogger, AggregateStatLoggerBase)
 

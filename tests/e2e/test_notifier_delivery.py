@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +36,6 @@ from tests.e2e.notifier_fakes import (
 from tests.rawhttp import RawServer, drip
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def platform() -> Iterator[FakePlatform]:
-    p = FakePlatform()
-    yield p
-    p.close()
 
 
 def _setup(
