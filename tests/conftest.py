@@ -23,6 +23,7 @@ from vllm_ledger.deploy.bundle import bundle  # noqa: E402
 
 if TYPE_CHECKING:
     from tests.e2e.notifier_fakes import FakePlatform
+    from tests.rawhttp import DripServer
     from vllm_ledger.observe.server import MetricsServer
 
 # render parses its vllm serve argv with the installed vLLM (about 10 s a render here): off for
@@ -114,6 +115,18 @@ def servers() -> Iterator[list[MetricsServer]]:
     yield made
     for s in made:
         s.stop()
+
+
+@pytest.fixture
+def drip_server(request: pytest.FixtureRequest) -> Iterator[DripServer]:
+    """A ``tests.rawhttp.DripServer`` answering with ``request.param``, a (head, drip) pair
+    (``HEADERS_DRIP``, ``BODY_DRIP``); closed at the end."""
+    from tests.rawhttp import DripServer
+
+    head, drip = request.param
+    server = DripServer(head, drip)
+    yield server
+    server.close()
 
 
 SRV_RUN = "20261201-080000-a1b2"

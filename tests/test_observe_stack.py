@@ -1,7 +1,7 @@
 """`vllm-ledger observability`: the generated stack passes promtool and amtool, Prometheus
 sends its alerts to an Alertmanager that routes them to a webhook, and the dashboard is a valid
 Grafana model in the import format, every panel filtered by its variables. (The alert rules
-themselves are tested in tests/test_alerts.py.)"""
+themselves are tested in tests/unit/observe/test_alerts.py.)"""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.e2e.prom import metric_names, observability_stack, promtool, rule_test_series
 from vllm_ledger import names
 from vllm_ledger.observe.budget_alerts import budget_rules
@@ -257,7 +257,7 @@ def test_the_stack_loads_mounts_and_groups_the_budget_rules(tmp_path: Path) -> N
         f"{url}#budgetsnotserved",
     }  # fmt: skip
     alerts = {r["alert"] for r in rules}
-    docs = (Path(__file__).parent.parent / "docs" / "budgets.md").read_text()
+    docs = (REPO / "docs" / "budgets.md").read_text()
     for name in alerts:
         assert f"\n### {name}\n" in docs, name
 
