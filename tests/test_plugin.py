@@ -30,6 +30,14 @@ def _iteration(
     return iteration(ts, prompt, cached, gen, tuple(finished), request_id="req-secret-42")
 
 
+@pytest.fixture
+def ledger_env(ledger_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """tests/conftest.py's root, with the rank-0 maintenance pass left on: it is what the entry
+    point adds to the write side's logger."""
+    monkeypatch.delenv("VLLM_LEDGER_MAINTENANCE", raising=False)
+    return ledger_env
+
+
 def test_is_an_aggregate_stat_logger() -> None:
     assert issubclass(LedgerStatLogger, AggregateStatLoggerBase)
 
