@@ -1,7 +1,7 @@
 """``vllm-ledger exporter``: where it listens (``address_of``) and the budgets it serves
 (``budgets_of``), each settled before anything is served. The old ``--host``/``--port``
 spellings and their notes are tests/test_flag_vocabulary.py's; the server is
-tests/unit/observe/test_exporter_server.py's."""
+tests/unit/observe/test_server.py's."""
 
 from __future__ import annotations
 
