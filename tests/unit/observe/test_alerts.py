@@ -503,7 +503,7 @@ def test_the_default_is_the_three_to_start_with_and_full_is_one_flag_away(tmp_pa
 def test_three_levels_info_an_early_sign(tmp_path: Path) -> None:
     """Every rule is info, warning or critical; the queue building, the leading indicator,
     is info; each level has its own route in alertmanager.yml and a critical alert holds back
-    its instance's warnings and infos (amtool: tests/test_observe_stack.py)."""
+    its instance's warnings and infos (amtool: tests/unit/observe/test_stack.py)."""
     rules = _rules(_stack(tmp_path))
     levels = {n: r["labels"]["severity"] for n, r in rules.items()}
     assert set(levels.values()) == set(SEVERITIES) == {"info", "warning", "critical"}
