@@ -1,4 +1,4 @@
-"""The key helpers behind ``keys hash`` and ``keys label`` (deploy/keynames.py): the key read
+"""The key functions behind ``keys hash`` and ``keys label`` (deploy/keynames.py): the key read
 as the middleware reads a bearer token, the names file's line for it, and the label the ledger
 shows. The command itself is tests/unit/commands/test_keys.py's."""
 
