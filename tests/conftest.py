@@ -1,11 +1,15 @@
-"""Fixtures shared by the tests: the tiny model, a plugin bundle, real vLLM servers."""
+"""Fixtures shared by the tests: the tiny model, a plugin bundle, real vLLM servers; an
+isolated root for the in-process plugin, a ledger root with one closed run, a fake chat
+platform, the exporter's servers to stop."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
@@ -16,6 +20,11 @@ sys.path.insert(0, str(REPO))
 from devtools.tiny_model import make_tiny_model  # noqa: E402
 from devtools.vllm_server import VllmServer, free_port  # noqa: E402
 from vllm_ledger.deploy.bundle import bundle  # noqa: E402
+
+if TYPE_CHECKING:
+    from tests.e2e.notifier_fakes import FakePlatform
+    from tests.rawhttp import DripServer
+    from vllm_ledger.observe.server import MetricsServer
 
 # render parses its vllm serve argv with the installed vLLM (about 10 s a render here): off for
 # the suite, on in tests/test_vllm_flags.py, which parses every golden render's argv at once.
@@ -74,6 +83,65 @@ def vllm_server(tiny_model: Path, plugin_bundle: Path, tmp_path: Path) -> Iterat
     yield start
     for s in started:
         s.stop()
+
+
+@pytest.fixture
+def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An isolated ledger root for the in-process plugin: run ``run-a``, no maintenance pass,
+    the ledger neither disabled nor told how many writers to expect."""
+    root = tmp_path / "ledger"
+    monkeypatch.setenv("VLLM_LEDGER_DIR", str(root))
+    monkeypatch.setenv("VLLM_LEDGER_RUN_ID", "run-a")
+    monkeypatch.setenv("VLLM_LEDGER_MAINTENANCE", "0")
+    monkeypatch.delenv("VLLM_LEDGER_DISABLE", raising=False)
+    monkeypatch.delenv("VLLM_LEDGER_WRITERS", raising=False)
+    return root
+
+
+@pytest.fixture
+def platform() -> Iterator[FakePlatform]:
+    """A fake chat platform (a real HTTP server on 127.0.0.1) that records what is posted."""
+    from tests.e2e.notifier_fakes import FakePlatform
+
+    p = FakePlatform()
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def servers() -> Iterator[list[MetricsServer]]:
+    """The exporter's servers a test started (appended here): each stopped at the end."""
+    made: list[MetricsServer] = []
+    yield made
+    for s in made:
+        s.stop()
+
+
+@pytest.fixture
+def drip_server(request: pytest.FixtureRequest) -> Iterator[DripServer]:
+    """A ``tests.rawhttp.DripServer`` answering with ``request.param``, a (head, drip) pair
+    (``HEADERS_DRIP``, ``BODY_DRIP``); closed at the end."""
+    from tests.rawhttp import DripServer
+
+    head, drip = request.param
+    server = DripServer(head, drip)
+    yield server
+    server.close()
+
+
+SRV_RUN = "20261201-080000-a1b2"
+
+
+@pytest.fixture
+def srv(tmp_path: Path) -> Path:
+    """``srv/usage`` is the root: one closed run (``SRV_RUN``, three hours ago) in it."""
+    from tests.ledgers import ev, write_ledger
+
+    start = float(int(time.time()) - 3 * 3600)
+    root = tmp_path / "srv" / "usage"
+    root.mkdir(parents=True)
+    write_ledger(root, SRV_RUN, start_ts=start, end_ts=start + 60, events=[ev(start + 10, 100, 20)])
+    return root
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.ledgers import FakeClock
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.write import compaction
 from vllm_ledger.write.recorder import Recorder
@@ -29,14 +30,6 @@ from vllm_ledger.write.recorder import Recorder
 HOUR = 3600
 DETAIL_S = compaction.HORIZON_S  # per-second events for the span that keeps seconds
 COMMIT_EVERY_S = 300  # fewer, larger commits than live (1 s) to generate quickly
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def _write_run(
@@ -49,7 +42,7 @@ def _write_run(
     now: int,
     rnd: random.Random,
 ) -> None:
-    clock = Clock(start)
+    clock = FakeClock(start)
     rec = Recorder(
         root,
         WriterIdentity(

@@ -4,6 +4,8 @@ a body dripped a byte every 0.2 s, a status line that is not HTTP, 101 headers, 
 Each connection runs ``answer(conn, request)`` on its own thread, ``request`` being the request
 line, headers and ``Content-Length`` body it read (``b""`` with ``read=False``: the answer reads
 for itself, as a TLS server does after its handshake); the server keeps every request it read.
+``DripServer`` answers every connection with a head, then drips a byte every 0.2 s until the
+client goes away, whatever it was asked.
 """
 
 from __future__ import annotations
@@ -119,3 +121,47 @@ def response(status: str, body: bytes = b"", headers: tuple[str, ...] = ()) -> b
     """``HTTP/1.1 {status}`` with ``headers``, a Content-Length and ``body``."""
     lines = [f"HTTP/1.1 {status}", *headers, f"Content-Length: {len(body)}", "", ""]
     return "\r\n".join(lines).encode() + body
+
+
+class DripServer:
+    """Answers every connection with ``head``, then drips ``drip`` a byte every 0.2 s until the
+    client goes away."""
+
+    def __init__(self, head: bytes, drip: bytes) -> None:
+        self.head, self.drip = head, drip
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            try:
+                conn.sendall(self.head)
+                i = 0
+                while not self.stop.wait(0.2):
+                    conn.sendall(self.drip[i % len(self.drip) : i % len(self.drip) + 1])
+                    i += 1
+            except OSError:
+                return  # the client hung up: what we want
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+# What a DripServer answers: headers that never end, or a body that never ends.
+HEADERS_DRIP = (b"HTTP/1.1 200 OK\r\n", b"X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n")
+BODY_DRIP = (b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", b"{")

@@ -482,6 +482,7 @@ def _notifier(tmp: Path, env: dict[str, str]) -> Iterator[str]:
     assert "Traceback" not in (tmp / "notifier.log").read_text()
 
 
+@pytest.mark.e2e  # a notifier process
 def test_the_notifier_serves_every_documented_path(scratch: Path) -> None:
     env = _scene(scratch)
     paths, _exporter_paths = doc_paths()
@@ -495,6 +496,7 @@ def test_the_notifier_serves_every_documented_path(scratch: Path) -> None:
 NOTIFIER_PRINTED = [p for p in PRINTED if any(k in p.command for k in NOTIFIER_LINES)]
 
 
+@pytest.mark.e2e  # a notifier process
 def test_the_printed_notifier_commands_run_against_a_running_notifier(scratch: Path) -> None:
     """``notifier status`` and ``notifier resend 1`` as printed, with delivery #1 an alert the
     refusing webhook failed (the page shows such a failure: status exits 1)."""

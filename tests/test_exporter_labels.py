@@ -16,10 +16,7 @@ import shutil
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import run_cli
 from tests.e2e.prom import PROMTOOL
@@ -88,14 +85,6 @@ def _write_root(root: Path, t0: int) -> None:
         model="tiny",
         events=[ev(t0 + 60, prompt=7, gen=3, cached=2, finished=[(3, 0.125)])],
     )
-
-
-@pytest.fixture
-def servers() -> Iterator[list[MetricsServer]]:
-    made: list[MetricsServer] = []
-    yield made
-    for s in made:
-        s.stop()
 
 
 def _scrape_text(port: int) -> str:

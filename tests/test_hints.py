@@ -1,65 +1,21 @@
-"""Hints that point the right way: a /metrics URL without its path, a --root one folder off,
-a period after the cutoff, the top-level help's render modes; and progress on stderr only
-(``progress.when_slow``, ``progress.quiet_stderr``)."""
+"""Hints that point the right way: a --root one folder off, a period after the cutoff, the
+top-level help's render modes. (A /metrics URL without its path is
+tests/unit/commands/test_verify.py's; progress on stderr, tests/unit/test_progress.py's.)"""
 
 from __future__ import annotations
 
-import os
-import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.ledgers import ev, write_ledger
-from tests.rawhttp import RawServer, canned, response
-from tests.unit.read.test_verify import METRICS, MetricsServer
+from tests.conftest import SRV_RUN, run_cli
+from tests.ledgers import write_ledger
 from vllm_ledger.commands.render import RENDER_MODES
-from vllm_ledger.progress import quiet_stderr, when_slow
 from vllm_ledger.read.matched import MAX_FOLDERS_LOOKED, nearby_roots, root_hint
 
-RUN = "20261201-080000-a1b2"
+RUN = SRV_RUN
 START = float(int(time.time()) - 3 * 3600)
-
-
-@pytest.fixture
-def srv(tmp_path: Path) -> Path:
-    """``srv/usage`` is the root: one closed run in it."""
-    root = tmp_path / "srv" / "usage"
-    root.mkdir(parents=True)
-    write_ledger(root, RUN, start_ts=START, end_ts=START + 60, events=[ev(START + 10, 100, 20)])
-    return root
-
-
-def test_verify_without_metrics_in_the_url_says_add_metrics(srv: Path) -> None:
-    with MetricsServer([METRICS]) as server:
-        bare = server.url.removesuffix("/metrics")
-        code, out, err = run_cli("verify", "--root", str(srv), "--metrics-url", bare)
-    assert (code, out) == (2, "")
-    assert err == (
-        f"vllm-ledger: error: cannot read {bare}: HTTP 404 Not Found: add /metrics: "
-        f"--metrics-url {bare}/metrics\n"
-    )
-
-
-def test_a_url_that_answers_but_not_with_metrics_says_add_metrics(srv: Path) -> None:
-    page = response("200 OK", b"<html>vLLM API server</html>", ("Content-Type: text/html",))
-    with RawServer(canned(page)) as server:
-        code, out, err = run_cli("verify", "--root", str(srv), "--metrics-url", server.url("/"))
-    assert (code, out) == (2, "")
-    assert err == (
-        f"vllm-ledger: error: {server.url('/')} answers, but not with vLLM's metrics: "
-        f"add /metrics: --metrics-url {server.url('/metrics')}\n"
-    )
-
-
-def test_nothing_listening_still_asks_whether_vllm_runs(srv: Path) -> None:
-    with MetricsServer([METRICS]) as server:
-        url = server.url
-    code, _out, err = run_cli("verify", "--root", str(srv), "--metrics-url", url)
-    assert code == 2 and err.endswith("Connection refused: is vLLM running there?\n"), err
 
 
 @pytest.mark.parametrize("off", ["above", "below"])
@@ -114,44 +70,6 @@ def test_the_top_level_help_names_every_render_mode() -> None:
     assert code == 0
     for mode in RENDER_MODES:
         assert mode in line, mode
-
-
-def test_a_slow_step_says_so_on_stderr_a_quick_one_says_nothing(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    with when_slow("compact", "compacting", after_s=60.0):
-        pass
-    assert capsys.readouterr() == ("", "")
-    seen = threading.Event()
-    with when_slow("compact", "compacting", after_s=0.0, every_s=0.01):
-        deadline = time.monotonic() + 10
-        err = ""
-        while not seen.is_set() and time.monotonic() < deadline:
-            err += capsys.readouterr().err
-            if "(still, " in err:
-                seen.set()
-    out, rest = capsys.readouterr()
-    assert out == "" and seen.is_set()
-    assert (err + rest).splitlines()[0] == "compact: compacting"
-
-
-def test_what_vllm_writes_on_stderr_is_kept_from_the_progress_lines(
-    capfd: pytest.CaptureFixture[str],
-) -> None:
-    with quiet_stderr("doctor") as quiet:
-        os.write(2, b"Triton is not installed.\n")  # as C code writes it
-        os.write(1, b"WARNING an older vLLM on stdout\n")
-        # a handler bound to the process's stderr stream (pytest swapped sys.stderr itself)
-        print("INFO a logger line", file=sys.__stderr__, flush=True)
-        quiet.say("[1/1] interface: importing vLLM")
-    out, err = capfd.readouterr()
-    assert (out, err) == ("", "doctor: [1/1] interface: importing vLLM\n")
-    assert quiet.count == 3
-    assert quiet.lines == [
-        "Triton is not installed.",
-        "WARNING an older vLLM on stdout",
-        "INFO a logger line",
-    ]
 
 
 def test_doctors_attribution_row_names_the_root(srv: Path) -> None:

@@ -21,7 +21,7 @@ import yaml
 
 from devtools.ports import free_port
 from tests.conftest import REPO, run_cli
-from tests.e2e.prom import Prometheus, metric_names, node_exporter, promtool
+from tests.e2e.prom import Prometheus, metric_names, node_exporter, observability_stack, promtool
 from vllm_ledger.observe.alert_rule import Thresholds
 from vllm_ledger.observe.alerts import alert_rules
 from vllm_ledger.observe.dashboard import dashboard, expressions, interpolate
@@ -35,13 +35,6 @@ TARGET_LABELS = {"job", "instance"}
 _SELECTOR = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\}")
 _MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)\s*"')
 _GROUPING = re.compile(r"\b(?:by|without)\s*\(([^)]*)\)")
-
-
-def _stack(tmp_path: Path, *args: str) -> Path:
-    out = tmp_path / "stack"
-    code, _stdout, err = run_cli("observability", str(out), *args)
-    assert code == 0, err
-    return out
 
 
 def _load(path: Path) -> Any:
@@ -92,7 +85,7 @@ def _host_row(model: dict[str, Any]) -> dict[str, list[str]]:
 def test_compose_runs_node_exporter_and_cadvisor_and_prometheus_scrapes_them(
     tmp_path: Path,
 ) -> None:
-    out = _stack(tmp_path)
+    out = observability_stack(tmp_path)
     services = _load(out / "compose.yaml")["services"]
     node = services["node-exporter"]
     assert node["image"] == "quay.io/prometheus/node-exporter:v1.8.2"
@@ -117,7 +110,7 @@ def test_compose_runs_node_exporter_and_cadvisor_and_prometheus_scrapes_them(
 
 
 def test_an_existing_node_exporter_and_cadvisor_are_scraped_not_run(tmp_path: Path) -> None:
-    out = _stack(
+    out = observability_stack(
         tmp_path, "--node-exporter", "10.0.0.1:9100=gpu1:9100", "--cadvisor", "10.0.0.1:8080"
     )
     services = _load(out / "compose.yaml")["services"]
@@ -145,7 +138,7 @@ def test_bad_host_flags_are_one_line(tmp_path: Path, args: list[str], message: s
 
 
 def test_the_dashboard_host_row(tmp_path: Path) -> None:
-    out = _stack(tmp_path, "--ledger-mountpoint", "/srv")
+    out = observability_stack(tmp_path, "--ledger-mountpoint", "/srv")
     model = json.loads((out / "grafana/dashboards/vllm-ledger.json").read_text())
     row = _host_row(model)
     assert list(row) == [

@@ -31,13 +31,11 @@ def _iteration(
 
 
 @pytest.fixture
-def ledger_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "ledger"
-    monkeypatch.setenv("VLLM_LEDGER_DIR", str(root))
-    monkeypatch.delenv("VLLM_LEDGER_DISABLE", raising=False)
-    monkeypatch.delenv("VLLM_LEDGER_WRITERS", raising=False)
-    monkeypatch.setenv("VLLM_LEDGER_RUN_ID", "run-a")
-    return root
+def ledger_env(ledger_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """tests/conftest.py's root, with the rank-0 maintenance pass left on: it is what the entry
+    point adds to the write side's logger."""
+    monkeypatch.delenv("VLLM_LEDGER_MAINTENANCE", raising=False)
+    return ledger_env
 
 
 def test_is_an_aggregate_stat_logger() -> None:

@@ -5,7 +5,8 @@ subprocess of vLLM's Python. Here: every golden render's argv and every ``render
 flag parsed by vLLM in .venv (and by each ``make compat`` env present in build/compat/), a host
 file with ``--swap-space`` refused in one line, ``--explain`` leaving the dropped flag out, and
 ``doctor --rendered`` failing its flags row on such a file. The suite runs render with the check
-off (tests/conftest.py); these tests switch it on.
+off (tests/conftest.py); these tests switch it on. And ``vllm serve --help=middleware``
+documents the ``--middleware`` flag the renderers pass with usage on.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from devtools.vllm_server import SHIM
 from tests.conftest import REPO, run_cli
 from vllm_ledger.deploy.tuning import GB, WORKLOADS, Gpu, hint_args, tuning_hints
 from vllm_ledger.deploy.vllmflags import (
@@ -221,3 +225,23 @@ def test_refusal_says_where_the_flag_comes_from() -> None:
         "vLLM 0.32.0 refuses --dtype (argument --dtype: invalid choice: 'f17'): "
         "fix it in extra_args"
     )
+
+
+def test_the_installed_vllm_takes_the_flag() -> None:
+    """``vllm serve --help=middleware`` of the vLLM in this environment documents the flag the
+    renderers pass (vLLM's own parser, as ``vllm serve`` reads it)."""
+    vllm = REPO / ".venv" / "bin" / "vllm"
+    if not vllm.exists():
+        pytest.skip("no vllm in .venv")
+    env = {**os.environ, "PYTHONPATH": str(SHIM), "VLLM_TARGET_DEVICE": "cpu"}
+    p = subprocess.run(
+        [str(vllm), "serve", "--help=middleware"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "--middleware MIDDLEWARE" in p.stdout
+    assert "Additional ASGI middleware to apply to the app." in " ".join(p.stdout.split())

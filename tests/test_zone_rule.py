@@ -32,7 +32,7 @@ from tests.conftest import REPO
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.cli import main
 from vllm_ledger.errors import BadArgument
-from vllm_ledger.format.zonefile import record_zone, zone_to_record
+from vllm_ledger.format.zonefile import zone_to_record
 from vllm_ledger.promtext import parse_samples, sum_metric
 from vllm_ledger.read.windows import DEFAULT_TZ
 from vllm_ledger.read.zone import ZONE_ENV, ZONE_FILE, resolve_zone
@@ -352,19 +352,6 @@ def test_a_bad_environment_value_is_refused_like_a_bad_flag(ledger: Path) -> Non
 
 
 # ---- writing the zone: the plugin, render --usage --tz, bundle --tz ----------------------
-
-
-def test_the_zone_is_recorded_once_and_never_over_another(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    assert record_zone(root, "Asia/Tokyo") == ("written", "Asia/Tokyo")
-    assert (root / ZONE_FILE).read_text() == "Asia/Tokyo\n"
-    assert record_zone(root, "Asia/Tokyo") == ("same", "Asia/Tokyo")
-    assert record_zone(root, "UTC") == ("kept", "Asia/Tokyo")
-    assert (root / ZONE_FILE).read_text() == "Asia/Tokyo\n"
-    assert sorted(p.name for p in root.iterdir()) == [ZONE_FILE]  # no temporary file left
-    with pytest.raises(ValueError, match="is not a known time zone"):
-        record_zone(tmp_path / "other", "Mars/Base")
-    assert not (tmp_path / "other" / ZONE_FILE).exists()
 
 
 def test_the_plugin_records_the_zone_from_its_environment(

@@ -58,6 +58,22 @@ def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
+def rule_test_series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+    """One input series of a ``promtool test rules`` file: ``name{labels}`` and its values."""
+    inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    return {"series": f"{name}{{{inner}}}", "values": values}
+
+
+def observability_stack(tmp_path: Path, *args: str) -> Path:
+    """``vllm-ledger observability tmp_path/stack ARGS`` run as a user runs it; the folder."""
+    from tests.conftest import run_cli
+
+    out = tmp_path / "stack"
+    code, _stdout, err = run_cli("observability", str(out), *args)
+    assert code == 0, err
+    return out
+
+
 def _spawn_until_ready(
     argv: list[str], ready_url: str, log_path: Path, name: str, timeout_s: float, poll_s: float
 ) -> subprocess.Popen[bytes]:

@@ -18,7 +18,6 @@ import os
 import shlex
 import subprocess
 import urllib.request
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -44,13 +43,6 @@ pytestmark = [
 
 AMTOOL = "/usr/bin/amtool"
 GROUP = {"alertname": "GpuXidError", "instance": "gpu-test:8000", "severity": "warning"}
-
-
-@pytest.fixture
-def platform() -> Iterator[FakePlatform]:
-    p = FakePlatform()
-    yield p
-    p.close()
 
 
 def _stack(tmp_path: Path, listen: int, am_port: int) -> Path:

@@ -18,7 +18,6 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -39,13 +38,6 @@ from tests.usage_hosts import Call, midday_zone, write_host_root, yesterday_noon
 from vllm_ledger.bot.ssh_command import status_command
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def platform() -> Iterator[FakePlatform]:
-    p = FakePlatform()
-    yield p
-    p.close()
 
 
 def _restart_and_settle(n: NotifierProc, platform: FakePlatform, message_id: str) -> None:

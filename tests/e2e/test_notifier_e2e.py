@@ -18,7 +18,6 @@ import json
 import os
 import time
 import urllib.request
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -45,13 +44,6 @@ EVENTS = [
     (NOW - 2 * 86400, 0, 7000, 300, 2000, ((150, 3.0),)),
     (NOW - 600, 0, 1200, 40, 600, ((40, 0.8),)),
 ]
-
-
-@pytest.fixture
-def platform() -> Iterator[FakePlatform]:
-    p = FakePlatform()
-    yield p
-    p.close()
 
 
 def test_status_from_the_seed_config_over_sshd_with_health_for_every_instance(

@@ -11,7 +11,6 @@ import sqlite3
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +30,7 @@ from vllm_ledger.notify.service import EXIT_AT_ENV
 from vllm_ledger.notify.state_file import state_path
 from vllm_ledger.notify.store import BOUNDARIES, Store
 
-
-@pytest.fixture
-def platform() -> Iterator[FakePlatform]:
-    p = FakePlatform()
-    yield p
-    p.close()
+pytestmark = pytest.mark.e2e
 
 
 def test_a_lock_held_15_s_loses_no_reply_and_no_loop(

@@ -8,7 +8,6 @@ status reply is ready at once ("unreachable" figures are all it needs here)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,12 +26,7 @@ from tests.e2e.notifier_fakes import (
     write_config,
 )
 
-
-@pytest.fixture
-def platform() -> Iterator[FakePlatform]:
-    p = FakePlatform()
-    yield p
-    p.close()
+pytestmark = pytest.mark.e2e
 
 
 def _start(tmp_path: Path, platform: FakePlatform, kind: str) -> NotifierProc:

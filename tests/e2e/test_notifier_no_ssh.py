@@ -45,13 +45,6 @@ EVENTS = [
 ]
 
 
-@pytest.fixture
-def platform() -> Iterator[FakePlatform]:
-    p = FakePlatform()
-    yield p
-    p.close()
-
-
 def _status_code(url: str, token: str | None) -> int:
     req = urllib.request.Request(url)
     if token is not None:

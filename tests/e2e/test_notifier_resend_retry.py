@@ -10,7 +10,6 @@ and the answer names the command that sends it once more, which then delivers ex
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,13 +25,6 @@ from tests.e2e.notifier_fakes import (
 from vllm_ledger.notify.service import EXIT_AT_ENV
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def platform() -> Iterator[FakePlatform]:
-    p = FakePlatform()
-    yield p
-    p.close()
 
 
 def _failed_help_reply(n: NotifierProc, platform: FakePlatform) -> None:

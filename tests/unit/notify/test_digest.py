@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.conftest import run_cli
+from tests.ledgers import FakeClock
 from tests.usage_hosts import Call, local_ssh, usage_entry, write_host_root, yesterday_noon_ts
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify.chat import parse_request
@@ -25,14 +26,6 @@ from vllm_ledger.notify.store import Command
 
 SECRET = "unit-command-secret"
 SLOT = datetime(2026, 11, 30, 9, 0, tzinfo=ZoneInfo("Asia/Shanghai")).timestamp()
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def _keys(now_ts: float, settings: DigestSettings) -> list[tuple[str, str]]:
@@ -102,7 +95,7 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _notifier(tmp_path: Path, root: Path, clock: Clock, **digest: Any) -> Notifier:
+def _notifier(tmp_path: Path, root: Path, clock: FakeClock, **digest: Any) -> Notifier:
     config = tmp_path / "private.json"
     config.write_text(json.dumps({
         "usage": {"19001": usage_entry(root)},
@@ -128,7 +121,7 @@ def _drain(n: Notifier) -> list[tuple[str, str]]:
 
 
 def test_the_digest_is_posted_once_at_its_time_across_restarts(host: Path, tmp_path: Path) -> None:
-    clock = Clock(SLOT - 1)
+    clock = FakeClock(SLOT - 1)
     n = _notifier(tmp_path, host, clock)
     try:
         assert n.digest is not None
@@ -177,7 +170,7 @@ def test_the_digest_is_posted_once_at_its_time_across_restarts(host: Path, tmp_p
 
 
 def test_the_weekly_digest_on_its_weekday(host: Path, tmp_path: Path) -> None:
-    n = _notifier(tmp_path, host, Clock(SLOT), weekly="monday")
+    n = _notifier(tmp_path, host, FakeClock(SLOT), weekly="monday")
     try:
         assert n.digest is not None
         n.digest.step()
@@ -189,7 +182,7 @@ def test_the_weekly_digest_on_its_weekday(host: Path, tmp_path: Path) -> None:
 
 
 def test_usage_is_answered_as_status_prints_it_for_the_host(host: Path, tmp_path: Path) -> None:
-    n = _notifier(tmp_path, host, Clock(SLOT))
+    n = _notifier(tmp_path, host, FakeClock(SLOT))
     try:
         req = parse_request({"message_id": "m1", "text": "@bot usage adapter today"})
         reply = n.reply(Command(1, req.message_id, req.command, req.arg, req.lang, SLOT))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ledgers import FakeClock
 from vllm_ledger.notify.config import notifier_config
 from vllm_ledger.notify.routes import RateLimit, Routes, guarded
 from vllm_ledger.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
@@ -18,16 +19,6 @@ from vllm_ledger.notify.store import Store
 
 SECRET = b"unit-command-secret"
 NOW = 1_764_400_000.0
-
-
-class Clock:
-    """A settable clock, for the wall and the monotonic one alike."""
-
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 class Woken:
@@ -43,7 +34,7 @@ def routes(tmp_path: Path) -> Iterator[tuple[Routes, Woken]]:
         tmp_path / "private.json",
         {"VLLM_LEDGER_COMMAND_SECRET": SECRET.decode()},
     )
-    store = Store(tmp_path / "state.sqlite", clock=Clock(NOW))
+    store = Store(tmp_path / "state.sqlite", clock=FakeClock(NOW))
     woken = Woken()
 
     def sender() -> None:
@@ -55,8 +46,8 @@ def routes(tmp_path: Path) -> Iterator[tuple[Routes, Woken]]:
     r = Routes(
         cfg,
         store,
-        clock=Clock(NOW),
-        monotonic=Clock(1000.0),
+        clock=FakeClock(NOW),
+        monotonic=FakeClock(1000.0),
         wake_sender=sender,
         wake_worker=worker,
     )
@@ -70,7 +61,7 @@ def signed(body: bytes) -> dict[str, str]:
 
 
 def test_the_rate_limit_holds_any_sixty_seconds() -> None:
-    mono = Clock(500.0)
+    mono = FakeClock(500.0)
     rate = RateLimit(3.9, mono)  # a fraction of an event is none
     assert [rate.allow() for _ in range(4)] == [True, True, True, False]
     mono.t = 559.9

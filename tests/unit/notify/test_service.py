@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from devtools.ports import free_port
+from tests.ledgers import FakeClock
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.validate import Refusal, Target
 from vllm_ledger.errors import BadArgument, ConfigError
@@ -40,16 +41,6 @@ TOKEN = "unit-alertmanager-token"
 NOW = 1_764_400_000.0
 PORT = 19001
 TARGET = {"target": "closed", "code_dir": "/srv/c", "data_dir": "/srv/u"}
-
-
-class Clock:
-    """A settable clock, for the wall and the monotonic one alike."""
-
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def write_config(path: Path, usage: dict[str, Any], **notifier: Any) -> Path:
@@ -75,8 +66,8 @@ def make(tmp_path: Path) -> Iterator[Make]:
         n = Notifier(
             config,
             env={"VLLM_LEDGER_COMMAND_SECRET": SECRET.decode(), **(env or {})},
-            clock=Clock(NOW),
-            monotonic=Clock(1000.0),
+            clock=FakeClock(NOW),
+            monotonic=FakeClock(1000.0),
             listen=("127.0.0.1", 0),
         )
         n.endpoint.server_close()
@@ -227,7 +218,7 @@ def test_commands_past_the_rate_are_refused_429_until_a_minute_passes(make: Make
         (202, {"status": "accepted", "seq": 2}),
         (429, {"error": "too_many_commands"}),
     ]
-    assert isinstance(n.monotonic, Clock)
+    assert isinstance(n.monotonic, FakeClock)
     n.monotonic.t += 60.0
     body = command("m2")  # the refused one, sent again, is taken
     assert n.http.handle_command(body, signed(body)) == (202, {"status": "accepted", "seq": 3})
@@ -536,7 +527,7 @@ def test_replies_to_help_resend_and_status(make: Make) -> None:
 def test_a_confirmed_health_change_is_stored_and_queued_once(make: Make) -> None:
     n = make(damping_s=30)
     clock = n.clock
-    assert isinstance(clock, Clock)
+    assert isinstance(clock, FakeClock)
     n.watch.on_health(PORT, Health(PORT, "healthy", 200))  # the baseline: stored, not sent
     assert n.store.health_states() == {PORT: "up"}
     assert pending(n) == []

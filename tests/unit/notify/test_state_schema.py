@@ -8,18 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.ledgers import FakeClock
 from vllm_ledger.notify import state_schema
 from vllm_ledger.notify.outbox import Resent
 from vllm_ledger.notify.state_schema import MIGRATIONS, migrate
 from vllm_ledger.notify.store import Store
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_764_400_000.0
-
-    def __call__(self) -> float:
-        return self.t
+STORE_START = 1_764_400_000.0  # the clock every store here starts on
 
 
 def test_a_state_file_of_the_earlier_schema_gains_the_new_tables_and_keeps_its_rows(
@@ -28,10 +23,10 @@ def test_a_state_file_of_the_earlier_schema_gains_the_new_tables_and_keeps_its_r
     path = tmp_path / "state.sqlite"
     with monkeypatch.context() as m:
         m.setattr(state_schema, "MIGRATIONS", state_schema.MIGRATIONS[:2])
-        old = Store(path, clock=Clock())
+        old = Store(path, clock=FakeClock(STORE_START))
         assert old.queue("reply", "kept") == 1
         old.close()
-    s = Store(path, clock=Clock())
+    s = Store(path, clock=FakeClock(STORE_START))
     try:
         with s._lock:
             names = [r[0] for r in s._db.execute("SELECT name FROM migrations ORDER BY name")]

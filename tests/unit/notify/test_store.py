@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.ledgers import FakeClock
 from tests.rawhttp import RawServer, drip
 from vllm_ledger.bot.health import Health
 from vllm_ledger.errors import ConfigError
@@ -34,31 +35,25 @@ from vllm_ledger.notify.state_read import read_summary
 from vllm_ledger.notify.store import Store, open_store
 from vllm_ledger.notify.watch import Damper
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_764_400_000.0
-
-    def __call__(self) -> float:
-        return self.t
+STORE_START = 1_764_400_000.0  # the clock every store here starts on
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "state.sqlite", clock=Clock())
+    s = Store(tmp_path / "state.sqlite", clock=FakeClock(STORE_START))
     yield s
     s.close()
 
 
 def test_the_cursor_answers_each_message_once_in_order_across_reopen(tmp_path: Path) -> None:
-    s = Store(tmp_path / "s.sqlite", clock=Clock())
+    s = Store(tmp_path / "s.sqlite", clock=FakeClock(STORE_START))
     assert s.accept("a", "status", None, "en") == 1
     assert s.accept("b", "help", None, "en") == 2
     assert s.accept("a", "status", None, "en") is None  # replayed id
     first = s.unanswered()[0]
     s.answer(first, "reply a")
     s.close()
-    s = Store(tmp_path / "s.sqlite", clock=Clock())  # a restart
+    s = Store(tmp_path / "s.sqlite", clock=FakeClock(STORE_START))  # a restart
     assert [c.message_id for c in s.unanswered()] == ["b"] and s.cursor() == 1
     assert s.accept("a", "status", None, "en") is None  # still known after the restart
     assert s.accept("c", "status", None, "en") == 3  # a replay used up no number
@@ -354,7 +349,7 @@ def test_a_dropped_alert_stays_unseen_and_health_is_never_dropped(store: Store) 
 
 def test_a_store_fault_is_store_unavailable_and_leaves_nothing(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    s = Store(path, clock=Clock())
+    s = Store(path, clock=FakeClock(STORE_START))
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN EXCLUSIVE")
     try:
@@ -388,7 +383,7 @@ def test_a_state_file_it_cannot_use_is_named_with_what_to_do(
     path = tmp_path / "private.notifier.sqlite"
     make(path)
     with pytest.raises(StateFileError) as caught:
-        open_store(path, clock=Clock())
+        open_store(path, clock=FakeClock(STORE_START))
     text = str(caught.value)
     assert text.startswith(f"the notifier's state file {path} {what}")
     assert f"move it aside (mv {path} {path}.bad)" in text and "\n" not in text
@@ -401,14 +396,14 @@ def test_a_resend_request_committed_before_a_crash_is_answered_with_its_copy(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "state.sqlite"
-    s = Store(path, clock=Clock())
+    s = Store(path, clock=FakeClock(STORE_START))
     d = s.queue("alert", "FIRING: X")
     assert d is not None
     s.close()  # the notifier is killed right after the commit, before its answer
-    s = Store(path, clock=Clock())
+    s = Store(path, clock=FakeClock(STORE_START))
     first = s.resend(d, request_id="cli-resend-1")
     s.close()
-    s = Store(path, clock=Clock())
+    s = Store(path, clock=FakeClock(STORE_START))
     try:
         assert first == Resent(d + 1, d, "pending", already=False)
         assert s.resend(d, request_id="cli-resend-1") == Resent(d + 1, d, "pending", True)

@@ -1,4 +1,5 @@
-"""Thresholds from a baseline (plan.baseline): the derivation, the queries, the CLI's errors.
+"""Thresholds from a baseline (plan.baseline): the derivation, the queries (the CLI's errors
+are tests/unit/commands/test_advise.py's).
 
 The real Prometheus with three days of backfilled samples is in
 tests/e2e/test_baseline_prometheus.py; here the Prometheus is a fake at the HTTP boundary.
@@ -12,7 +13,6 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import run_cli
 from vllm_ledger.formats.advise import flags_line, render_baseline_json, render_baseline_text
 from vllm_ledger.plan.baseline import (
     Baseline,
@@ -191,20 +191,3 @@ def test_the_history_is_the_first_and_last_sample_of_the_waiting_gauge() -> None
     answers[last_q.replace("259200s:52s", "3600s:1s")] = [{"metric": {}, "value": [1, "0.5"]}]
     b = read_baseline("http://p:9090", 3600, fetch=_fake(answers, []), clock=clock)
     assert b.last_ts is None and b.history_seconds is None
-
-
-def test_cli_errors() -> None:
-    code, out, err = run_cli("advise", "--baseline", "3d", "--metrics-url", "http://127.0.0.1:1/m")
-    assert (code, out) == (2, "")
-    assert "--baseline reads history from a Prometheus: add --prometheus URL" in err
-    code, out, err = run_cli("advise", "--metrics-url", "http://127.0.0.1:1/m", "--emit-flags")
-    assert (code, out) == (2, "")
-    assert "--emit-flags prints a baseline's thresholds: add --baseline 3d" in err
-    code, out, err = run_cli(
-        "advise", "--baseline", "3d", "--prometheus", "http://127.0.0.1:1", "--json", "--emit-flags"
-    )
-    assert (code, out) == (2, "")
-    assert "give --emit-flags or --json, not both" in err
-    code, out, err = run_cli("advise", "--baseline", "10m", "--prometheus", "http://127.0.0.1:1")
-    assert (code, out) == (2, "")
-    assert "--baseline" in err and "out of range" in err

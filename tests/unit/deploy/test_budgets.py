@@ -6,7 +6,7 @@ PrometheusRule holds their rules; rank 0 runs the enforcer with it in every mode
 
 tests/data/render/budgets/ holds the host file, the budgets file the goldens were rendered from
 (the host file names it /etc/vllm-ledger/budgets.toml) and what each mode renders (after an
-intended change: ``UPDATE_GOLDEN=1 pytest tests/test_render_budgets.py``, then review the
+intended change: ``UPDATE_GOLDEN=1 pytest tests/unit/deploy/test_budgets.py``, then review the
 diff). The rendered files go through the real checkers: bash runs the scripts with
 ``vllm``/``docker`` recording their argv and environment, ``systemd-analyze verify`` reads the
 unit, kubernetes-validate (strict) the StatefulSet and the ConfigMap, promtool the rules.

@@ -5,11 +5,11 @@ mounted read-only in a container, a Secret's volume in Kubernetes, a credential 
 
 tests/data/render/attribution/ holds the host file setting every option and what each mode
 renders from it (after an intended change: ``UPDATE_GOLDEN=1 pytest
-tests/test_render_attribution.py``, then review the diff). The rendered files go through the
+tests/unit/deploy/test_attribution.py``, then review the diff). The rendered files go through the
 real checkers: bash runs the scripts with ``vllm``/``docker`` recording their argv and
 environment, ``systemd-analyze verify`` reads the unit, kubernetes-validate (strict) the
-StatefulSet, PyYAML the compose file, and the installed vLLM's own ``vllm serve --help`` shows
-the flag it is given.
+StatefulSet, PyYAML the compose file. (That the installed vLLM's own ``vllm serve --help``
+shows the flag it is given is tests/test_vllm_flags.py's.)
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from devtools.vllm_server import SHIM
 from tests.conftest import REPO, run_cli
 from tests.unit.deploy.test_launch import fake_bin, run_script  # noqa: F401 (a fixture)
 from vllm_ledger.deploy.attribution import CONTAINER_KEY_NAMES, MIDDLEWARE
@@ -245,26 +244,6 @@ def test_the_unit_verifies_clean(tmp_path: Path) -> None:
         check=False,
     )
     assert (p.returncode, p.stdout + p.stderr) == (0, "")
-
-
-def test_the_installed_vllm_takes_the_flag() -> None:
-    """``vllm serve --help=middleware`` of the vLLM in this environment documents the flag the
-    renderers pass (vLLM's own parser, as ``vllm serve`` reads it)."""
-    vllm = REPO / ".venv" / "bin" / "vllm"
-    if not vllm.exists():
-        pytest.skip("no vllm in .venv")
-    env = {**os.environ, "PYTHONPATH": str(SHIM), "VLLM_TARGET_DEVICE": "cpu"}
-    p = subprocess.run(
-        [str(vllm), "serve", "--help=middleware"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert "--middleware MIDDLEWARE" in p.stdout
-    assert "Additional ASGI middleware to apply to the app." in " ".join(p.stdout.split())
 
 
 # ---- what the host file may say ---------------------------------------------------------------

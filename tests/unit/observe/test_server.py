@@ -11,7 +11,6 @@ import socket
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,14 +34,6 @@ def collector(tmp_path: Path) -> LedgerCollector:
     root = tmp_path / "ledger"
     write_ledger(root, "run-1", start_ts=T0, end_ts=T0 + 60, events=[ev(T0 + 5, prompt=8, gen=3)])
     return LedgerCollector([root], tz="UTC", clock=FakeClock(T0 + 61), say=lambda _line: None)
-
-
-@pytest.fixture
-def servers() -> Iterator[list[MetricsServer]]:
-    made: list[MetricsServer] = []
-    yield made
-    for s in made:
-        s.stop()
 
 
 def _scrape(port: int) -> float:

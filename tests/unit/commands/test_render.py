@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from vllm_ledger.cli import build_parser
 
-DATA = Path(__file__).resolve().parent / "data" / "render"
+DATA = REPO / "tests" / "data" / "render"
 PLUGIN = "/srv/artifacts/ledger-plugin"
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from tests.conftest import REPO, run_cli
-from tests.e2e.prom import promtool
+from tests.e2e.prom import promtool, rule_test_series
 from vllm_ledger.observe.alert_rule import Thresholds
 from vllm_ledger.observe.alerts import MINIMAL, SEVERITIES, alert_rules
 
@@ -66,11 +66,6 @@ def _expect(
     }
 
 
-def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
-    inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
-    return {"series": f"{name}{{{inner}}}", "values": values}
-
-
 def _case(
     series: list[dict[str, str]], evals: list[tuple[str, str, list[dict[str, Any]]]]
 ) -> dict[str, Any]:
@@ -106,9 +101,9 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # KV cache: a at 95% trips after 10 min; b at 85% and c's 3-minute spike stay quiet.
         _case(
             [
-                _series("vllm:kv_cache_usage_perc", kv_a, "0.95x30"),
-                _series("vllm:kv_cache_usage_perc", kv_b, "0.85x30"),
-                _series("vllm:kv_cache_usage_perc", kv_c, "0.5x10 0.99x3 0.5x16"),
+                rule_test_series("vllm:kv_cache_usage_perc", kv_a, "0.95x30"),
+                rule_test_series("vllm:kv_cache_usage_perc", kv_b, "0.85x30"),
+                rule_test_series("vllm:kv_cache_usage_perc", kv_c, "0.5x10 0.99x3 0.5x16"),
             ],
             [
                 ("5m", "KVCacheNearFull", []),  # pending, not yet firing
@@ -119,12 +114,12 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # b's, all under 1 s, do not, and do not dilute a's (no fleet-wide sum).
         _case(
             [
-                _series(ttft, {**slow, "le": "1"}, "0x30"),
-                _series(ttft, {**slow, "le": "5"}, "0+60x30"),
-                _series(ttft, {**slow, "le": "+Inf"}, "0+60x30"),
-                _series(ttft, {**fast, "le": "1"}, "0+6000x30"),
-                _series(ttft, {**fast, "le": "5"}, "0+6000x30"),
-                _series(ttft, {**fast, "le": "+Inf"}, "0+6000x30"),
+                rule_test_series(ttft, {**slow, "le": "1"}, "0x30"),
+                rule_test_series(ttft, {**slow, "le": "5"}, "0+60x30"),
+                rule_test_series(ttft, {**slow, "le": "+Inf"}, "0+60x30"),
+                rule_test_series(ttft, {**fast, "le": "1"}, "0+6000x30"),
+                rule_test_series(ttft, {**fast, "le": "5"}, "0+6000x30"),
+                rule_test_series(ttft, {**fast, "le": "+Inf"}, "0+6000x30"),
             ],
             [
                 ("3m", "TTFTP99High", []),
@@ -139,14 +134,14 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # GPU-b at 50% is quiet, GPU-c with only NVML readings at 97% trips.
         _case(
             [
-                _series("DCGM_FI_DEV_FB_USED", gpu_a, "79000x20"),
-                _series("DCGM_FI_DEV_FB_FREE", gpu_a, "1000x20"),
-                _series("DCGM_FI_DEV_FB_USED", gpu_b, "40000x20"),
-                _series("DCGM_FI_DEV_FB_FREE", gpu_b, "40000x20"),
-                _series("vllm_ledger_gpu_memory_used_bytes", gpu_c, "97x20"),
-                _series("vllm_ledger_gpu_memory_total_bytes", gpu_c, "100x20"),
-                _series("vllm_ledger_gpu_memory_used_bytes", gpu_a_nvml, "10x20"),
-                _series("vllm_ledger_gpu_memory_total_bytes", gpu_a_nvml, "100x20"),
+                rule_test_series("DCGM_FI_DEV_FB_USED", gpu_a, "79000x20"),
+                rule_test_series("DCGM_FI_DEV_FB_FREE", gpu_a, "1000x20"),
+                rule_test_series("DCGM_FI_DEV_FB_USED", gpu_b, "40000x20"),
+                rule_test_series("DCGM_FI_DEV_FB_FREE", gpu_b, "40000x20"),
+                rule_test_series("vllm_ledger_gpu_memory_used_bytes", gpu_c, "97x20"),
+                rule_test_series("vllm_ledger_gpu_memory_total_bytes", gpu_c, "100x20"),
+                rule_test_series("vllm_ledger_gpu_memory_used_bytes", gpu_a_nvml, "10x20"),
+                rule_test_series("vllm_ledger_gpu_memory_total_bytes", gpu_a_nvml, "100x20"),
             ],
             [
                 ("3m", "GPUMemNearFull", []),
@@ -161,11 +156,11 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # and back, does not; the exporter down trips its own alert, not the vLLM one.
         _case(
             [
-                _series("up", {"job": "vllm", "instance": "a:8000"}, "0x10"),
-                _series("up", {"job": "vllm", "instance": "b:8000"}, "1 0 1x8"),
-                _series("up", {"job": "vllm", "instance": "c:8000"}, "1x10"),
-                _series("up", {"job": "vllm-ledger", "instance": "e:9464"}, "0x10"),
-                _series("up", {"job": "vllm-ledger", "instance": "f:9464"}, "1x10"),
+                rule_test_series("up", {"job": "vllm", "instance": "a:8000"}, "0x10"),
+                rule_test_series("up", {"job": "vllm", "instance": "b:8000"}, "1 0 1x8"),
+                rule_test_series("up", {"job": "vllm", "instance": "c:8000"}, "1x10"),
+                rule_test_series("up", {"job": "vllm-ledger", "instance": "e:9464"}, "0x10"),
+                rule_test_series("up", {"job": "vllm-ledger", "instance": "f:9464"}, "1x10"),
             ],
             [
                 ("0m", "VLLMTargetDown", []),  # pending
@@ -189,10 +184,10 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # at 80 C and a 2-minute spike to 95 C on GPU-b do not; GPU-c (NVML only) at 88 C trips.
         _case(
             [
-                _series("DCGM_FI_DEV_GPU_TEMP", gpu_a, "90x20"),
-                _series("DCGM_FI_DEV_GPU_TEMP", gpu_b, "80x5 95x2 80x13"),
-                _series("vllm_ledger_gpu_temperature_celsius", gpu_c, "88x20"),
-                _series("vllm_ledger_gpu_temperature_celsius", gpu_a_nvml, "50x20"),
+                rule_test_series("DCGM_FI_DEV_GPU_TEMP", gpu_a, "90x20"),
+                rule_test_series("DCGM_FI_DEV_GPU_TEMP", gpu_b, "80x5 95x2 80x13"),
+                rule_test_series("vllm_ledger_gpu_temperature_celsius", gpu_c, "88x20"),
+                rule_test_series("vllm_ledger_gpu_temperature_celsius", gpu_a_nvml, "50x20"),
             ],
             [
                 ("2m", "GPUTemperatureHigh", []),
@@ -209,25 +204,25 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # Errors: a answers 10% of its requests 5xx and trips; b 1% and c none do not.
         _case(
             [
-                _series(
+                rule_test_series(
                     "http_requests_total",
                     {**http, "instance": "a:8000", "status": "2xx"},
                     "0+90x20",
                 ),
-                _series(
+                rule_test_series(
                     "http_requests_total",
                     {**http, "instance": "a:8000", "status": "5xx"},
                     "0+10x20",
                 ),
-                _series(
+                rule_test_series(
                     "http_requests_total",
                     {**http, "instance": "b:8000", "status": "2xx"},
                     "0+99x20",
                 ),
-                _series(
+                rule_test_series(
                     "http_requests_total", {**http, "instance": "b:8000", "status": "5xx"}, "0+1x20"
                 ),
-                _series(
+                rule_test_series(
                     "http_requests_total",
                     {**http, "instance": "c:8000", "status": "2xx"},
                     "0+50x20",
@@ -245,8 +240,8 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # Queue: two requests waiting on a for 10 minutes trips, for a alone ...
         _case(
             [
-                _series("vllm:num_requests_waiting", kv_a, "2x30"),
-                _series("vllm:num_requests_waiting", kv_b, "0x30"),
+                rule_test_series("vllm:num_requests_waiting", kv_a, "2x30"),
+                rule_test_series("vllm:num_requests_waiting", kv_b, "0x30"),
             ],
             [
                 ("4m", "QueueBuildUp", []),
@@ -259,7 +254,7 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         ),
         # ... a three-minute burst does not.
         _case(
-            [_series("vllm:num_requests_waiting", kv_a, "3x3 0x27")],
+            [rule_test_series("vllm:num_requests_waiting", kv_a, "3x3 0x27")],
             [("10m", "QueueBuildUp", [])],
         ),
         # Ledger: h:8000's total window losing a minute a minute trips; h:8001's old gap that
@@ -267,16 +262,18 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # the sum, not an instance) do not.
         _case(
             [
-                _series(
+                rule_test_series(
                     "vllm_ledger_window_uncovered_seconds",
                     {**w1, "window": "total"},
                     "0x10 0+60x20",
                 ),
-                _series("vllm_ledger_window_uncovered_seconds", {**w2, "window": "total"}, "5x30"),
-                _series(
+                rule_test_series(
+                    "vllm_ledger_window_uncovered_seconds", {**w2, "window": "total"}, "5x30"
+                ),
+                rule_test_series(
                     "vllm_ledger_window_uncovered_seconds", {**w2, "window": "today"}, "0+60x30"
                 ),
-                _series(
+                rule_test_series(
                     "vllm_ledger_window_uncovered_seconds",
                     {**led, "window": "total"},
                     "0x10 0+60x20",
@@ -294,12 +291,12 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # Writers: h:8000 expects 2 and has 1 alive; h:8001 has both; h:8002 closed (0 of 0).
         _case(
             [
-                _series("vllm_ledger_writers_expected", w1, "2x10"),
-                _series("vllm_ledger_writers_alive", w1, "1x10"),
-                _series("vllm_ledger_writers_expected", w2, "2x10"),
-                _series("vllm_ledger_writers_alive", w2, "2x10"),
-                _series("vllm_ledger_writers_expected", w3, "0x10"),
-                _series("vllm_ledger_writers_alive", w3, "0x10"),
+                rule_test_series("vllm_ledger_writers_expected", w1, "2x10"),
+                rule_test_series("vllm_ledger_writers_alive", w1, "1x10"),
+                rule_test_series("vllm_ledger_writers_expected", w2, "2x10"),
+                rule_test_series("vllm_ledger_writers_alive", w2, "2x10"),
+                rule_test_series("vllm_ledger_writers_expected", w3, "0x10"),
+                rule_test_series("vllm_ledger_writers_alive", w3, "0x10"),
             ],
             [
                 ("1m", "LedgerWriterMissing", []),
@@ -310,14 +307,14 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # 50%, a's /boot at 1% (another mount point) and c's 3-minute dip stay quiet.
         _case(
             [
-                _series("node_filesystem_avail_bytes", fs_a, "5x30"),
-                _series("node_filesystem_size_bytes", fs_a, "100x30"),
-                _series("node_filesystem_avail_bytes", fs_b, "50x30"),
-                _series("node_filesystem_size_bytes", fs_b, "100x30"),
-                _series("node_filesystem_avail_bytes", boot_a, "1x30"),
-                _series("node_filesystem_size_bytes", boot_a, "100x30"),
-                _series("node_filesystem_avail_bytes", fs_c, "50x10 5x3 50x16"),
-                _series("node_filesystem_size_bytes", fs_c, "100x30"),
+                rule_test_series("node_filesystem_avail_bytes", fs_a, "5x30"),
+                rule_test_series("node_filesystem_size_bytes", fs_a, "100x30"),
+                rule_test_series("node_filesystem_avail_bytes", fs_b, "50x30"),
+                rule_test_series("node_filesystem_size_bytes", fs_b, "100x30"),
+                rule_test_series("node_filesystem_avail_bytes", boot_a, "1x30"),
+                rule_test_series("node_filesystem_size_bytes", boot_a, "100x30"),
+                rule_test_series("node_filesystem_avail_bytes", fs_c, "50x10 5x3 50x16"),
+                rule_test_series("node_filesystem_size_bytes", fs_c, "100x30"),
             ],
             [
                 ("5m", "LedgerDiskNearFull", []),  # pending
@@ -328,12 +325,12 @@ def _unit_tests(t: Thresholds) -> list[dict[str, Any]]:
         # stay quiet.
         _case(
             [
-                _series("node_memory_MemAvailable_bytes", node_a, "2x20"),
-                _series("node_memory_MemTotal_bytes", node_a, "100x20"),
-                _series("node_memory_MemAvailable_bytes", node_b, "30x20"),
-                _series("node_memory_MemTotal_bytes", node_b, "100x20"),
-                _series("node_memory_MemAvailable_bytes", node_c, "30x5 1x2 30x13"),
-                _series("node_memory_MemTotal_bytes", node_c, "100x20"),
+                rule_test_series("node_memory_MemAvailable_bytes", node_a, "2x20"),
+                rule_test_series("node_memory_MemTotal_bytes", node_a, "100x20"),
+                rule_test_series("node_memory_MemAvailable_bytes", node_b, "30x20"),
+                rule_test_series("node_memory_MemTotal_bytes", node_b, "100x20"),
+                rule_test_series("node_memory_MemAvailable_bytes", node_c, "30x5 1x2 30x13"),
+                rule_test_series("node_memory_MemTotal_bytes", node_c, "100x20"),
             ],
             [
                 ("3m", "HostMemoryPressure", []),  # pending
@@ -372,11 +369,11 @@ def test_promtool_unit_tests_can_fail(tmp_path: Path) -> None:
     out = _stack(tmp_path)
     labels = {"job": "vllm", "instance": "a:8000", "model_name": "m"}
     quiet = _case(
-        [_series("vllm:num_requests_waiting", labels, "3x3 0x27")],
+        [rule_test_series("vllm:num_requests_waiting", labels, "3x3 0x27")],
         [("10m", "QueueBuildUp", [_expect("QueueBuildUp", {"model_name": "m"}, Thresholds())])],
     )
     no_instance = _case(
-        [_series("up", {"job": "vllm", "instance": "a:8000"}, "0x10")],
+        [rule_test_series("up", {"job": "vllm", "instance": "a:8000"}, "0x10")],
         [("5m", "VLLMTargetDown", [_expect("VLLMTargetDown", {"job": "vllm"}, Thresholds())])],
     )
     for wrong, name in ((quiet, "QueueBuildUp"), (no_instance, "VLLMTargetDown")):
@@ -396,8 +393,8 @@ def test_custom_thresholds_fire_where_the_defaults_stay_quiet(tmp_path: Path) ->
     labels = {"instance": "a:8000", "job": "vllm", "engine": "0", "model_name": "tiny"}
     gpu = {"instance": "h:9400", "job": "dcgm", "gpu": "0", "UUID": "GPU-a"}
     series = [
-        _series("vllm:kv_cache_usage_perc", labels, "0.85x30"),
-        _series("DCGM_FI_DEV_GPU_TEMP", gpu, "80x30"),
+        rule_test_series("vllm:kv_cache_usage_perc", labels, "0.85x30"),
+        rule_test_series("DCGM_FI_DEV_GPU_TEMP", gpu, "80x30"),
     ]
     case = _case(
         series,
@@ -506,7 +503,7 @@ def test_the_default_is_the_three_to_start_with_and_full_is_one_flag_away(tmp_pa
 def test_three_levels_info_an_early_sign(tmp_path: Path) -> None:
     """Every rule is info, warning or critical; the queue building, the leading indicator,
     is info; each level has its own route in alertmanager.yml and a critical alert holds back
-    its instance's warnings and infos (amtool: tests/test_observe_stack.py)."""
+    its instance's warnings and infos (amtool: tests/unit/observe/test_stack.py)."""
     rules = _rules(_stack(tmp_path))
     levels = {n: r["labels"]["severity"] for n, r in rules.items()}
     assert set(levels.values()) == set(SEVERITIES) == {"info", "warning", "critical"}
@@ -573,12 +570,12 @@ def test_host_flags_reach_the_rules_and_the_custom_mountpoint_fires(tmp_path: Pa
     node = {"job": "node", "instance": "a:9100"}
     case = _case(
         [
-            _series("node_filesystem_avail_bytes", srv, "15x20"),  # 15%: under 20% here
-            _series("node_filesystem_size_bytes", srv, "100x20"),
-            _series("node_filesystem_avail_bytes", root, "1x20"),  # not the ledger's disk
-            _series("node_filesystem_size_bytes", root, "100x20"),
-            _series("node_memory_MemAvailable_bytes", node, "8x20"),  # 8%: under 10% here
-            _series("node_memory_MemTotal_bytes", node, "100x20"),
+            rule_test_series("node_filesystem_avail_bytes", srv, "15x20"),  # 15%: under 20% here
+            rule_test_series("node_filesystem_size_bytes", srv, "100x20"),
+            rule_test_series("node_filesystem_avail_bytes", root, "1x20"),  # not the ledger's disk
+            rule_test_series("node_filesystem_size_bytes", root, "100x20"),
+            rule_test_series("node_memory_MemAvailable_bytes", node, "8x20"),  # 8%: under 10% here
+            rule_test_series("node_memory_MemTotal_bytes", node, "100x20"),
         ],
         [
             ("5m", "LedgerDiskNearFull", [_expect("LedgerDiskNearFull", srv, t)]),

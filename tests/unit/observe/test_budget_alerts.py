@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import run_cli
-from tests.e2e.prom import metric_names, promtool
+from tests.conftest import REPO, run_cli
+from tests.e2e.prom import metric_names, observability_stack, promtool, rule_test_series
 from vllm_ledger import names
 from vllm_ledger.observe.budget_alerts import budget_rules
 from vllm_ledger.plan.budgets import load_budgets
@@ -48,18 +48,6 @@ def _budgets(tmp_path: Path, text: str = BUDGETS) -> Path:
     path = tmp_path / "budgets.toml"
     path.write_text(text)
     return path
-
-
-def _stack(tmp_path: Path, *args: str) -> Path:
-    out = tmp_path / "stack"
-    code, _stdout, err = run_cli("observability", str(out), *args)
-    assert code == 0, err
-    return out
-
-
-def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
-    inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
-    return {"series": f"{name}{{{inner}}}", "values": values}
 
 
 def _alert(
@@ -108,8 +96,8 @@ def _soft_and_hard(path: Path) -> dict[str, Any]:
     )
     return _case(
         [
-            _series(fraction, TEAM_A, "0.5x2 0.85x2 1.02x2 0x3"),
-            _series(fraction, ALICE, "0.95x11"),
+            rule_test_series(fraction, TEAM_A, "0.5x2 0.85x2 1.02x2 0x3"),
+            rule_test_series(fraction, ALICE, "0.95x11"),
         ],
         [
             ("1m", "BudgetSoft", [_alert("BudgetSoft", ALICE, alice, path)]),
@@ -152,9 +140,9 @@ def _failing_open(path: Path) -> dict[str, Any]:
     )
     return _case(
         [
-            _series(names.LEDGER_ENFORCER_FAILS_OPEN, ROOT, "0x3 1x6"),
-            _series(names.LEDGER_ENFORCER_FAILS_OPEN, other, "0x9"),
-            _series(names.LEDGER_BUDGET_LIMIT, TEAM_A, "2000000x9"),
+            rule_test_series(names.LEDGER_ENFORCER_FAILS_OPEN, ROOT, "0x3 1x6"),
+            rule_test_series(names.LEDGER_ENFORCER_FAILS_OPEN, other, "0x9"),
+            rule_test_series(names.LEDGER_BUDGET_LIMIT, TEAM_A, "2000000x9"),
         ],
         [
             ("3m", "BudgetEnforcerFailingOpen", []),
@@ -172,7 +160,7 @@ def _failing_open(path: Path) -> dict[str, Any]:
 def _not_served(path: Path) -> dict[str, Any]:
     summary = "No exporter has served a budget for 10m: the budget alerts are blind"
     return _case(
-        [_series("vllm_ledger_report_ok", EXPORTER, "1x15")],
+        [rule_test_series("vllm_ledger_report_ok", EXPORTER, "1x15")],
         [
             ("5m", "BudgetsNotServed", []),
             (
@@ -186,7 +174,7 @@ def _not_served(path: Path) -> dict[str, Any]:
 
 def test_each_budgets_rules_fire_stay_quiet_and_reset_with_the_period(tmp_path: Path) -> None:
     path = _budgets(tmp_path)
-    out = _stack(tmp_path, "--budgets", str(path))
+    out = observability_stack(tmp_path, "--budgets", str(path))
     code, said = _promtool_test(out, [_soft_and_hard(path), _failing_open(path), _not_served(path)])
     assert code == 0, said
     assert "SUCCESS" in said
@@ -196,15 +184,15 @@ def test_promtool_unit_tests_can_fail(tmp_path: Path) -> None:
     """Not vacuous: the soft alert expected past the hard threshold fails, and so does a hard
     alert expected without the budget's labels."""
     path = _budgets(tmp_path)
-    out = _stack(tmp_path, "--budgets", str(path))
+    out = observability_stack(tmp_path, "--budgets", str(path))
     fraction = names.LEDGER_BUDGET_FRACTION
     wrong = [
         _case(
-            [_series(fraction, TEAM_A, "1.5x5")],
+            [rule_test_series(fraction, TEAM_A, "1.5x5")],
             [("3m", "BudgetSoft", [_alert("BudgetSoft", TEAM_A, "x", path)])],
         ),
         _case(
-            [_series(fraction, TEAM_A, "1.5x5")],
+            [rule_test_series(fraction, TEAM_A, "1.5x5")],
             [
                 (
                     "3m",
@@ -230,7 +218,7 @@ def test_the_rules_follow_the_file(tmp_path: Path) -> None:
     failing-open rule where nothing is enforced; the group passes promtool's own check."""
     text = 'enforce = false\n[[budget]]\ntenant = "acme"\ntokens = 9\nsoft = 1.0\n'
     path = _budgets(tmp_path, text)
-    out = _stack(tmp_path, "--budgets", str(path))
+    out = observability_stack(tmp_path, "--budgets", str(path))
     doc = yaml.safe_load((out / "budgets.yml").read_text())
     rules = doc["groups"][0]["rules"]
     assert doc["groups"][0]["name"] == "vllm-ledger-budgets"
@@ -252,7 +240,7 @@ def test_the_rules_follow_the_file(tmp_path: Path) -> None:
 def test_the_stack_loads_mounts_and_groups_the_budget_rules(tmp_path: Path) -> None:
     path = _budgets(tmp_path)
     url = "https://git.example.com/ops/vllm-ledger/blob/main/docs/budgets.md"
-    out = _stack(tmp_path, "--budgets", str(path), "--budgets-runbook-url", url)
+    out = observability_stack(tmp_path, "--budgets", str(path), "--budgets-runbook-url", url)
     cfg = yaml.safe_load((out / "prometheus.yml").read_text())
     assert cfg["rule_files"] == ["alerts.yml", "budgets.yml"]
     volumes = yaml.safe_load((out / "compose.yaml").read_text())["services"]["prometheus"][
@@ -269,7 +257,7 @@ def test_the_stack_loads_mounts_and_groups_the_budget_rules(tmp_path: Path) -> N
         f"{url}#budgetsnotserved",
     }  # fmt: skip
     alerts = {r["alert"] for r in rules}
-    docs = (Path(__file__).parent.parent / "docs" / "budgets.md").read_text()
+    docs = (REPO / "docs" / "budgets.md").read_text()
     for name in alerts:
         assert f"\n### {name}\n" in docs, name
 

@@ -1,0 +1,38 @@
+"""``vllm-ledger advise``: the flags it refuses before reading anything (a baseline without a
+Prometheus, --emit-flags without a baseline or with --json, too many samples). The decision
+table is tests/unit/plan/test_advise.py's, the baseline tests/unit/plan/test_baseline.py's."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import run_cli
+from vllm_ledger import cli
+from vllm_ledger.commands.advise import MAX_SAMPLES
+
+
+def test_cli_errors() -> None:
+    code, out, err = run_cli("advise", "--baseline", "3d", "--metrics-url", "http://127.0.0.1:1/m")
+    assert (code, out) == (2, "")
+    assert "--baseline reads history from a Prometheus: add --prometheus URL" in err
+    code, out, err = run_cli("advise", "--metrics-url", "http://127.0.0.1:1/m", "--emit-flags")
+    assert (code, out) == (2, "")
+    assert "--emit-flags prints a baseline's thresholds: add --baseline 3d" in err
+    code, out, err = run_cli(
+        "advise", "--baseline", "3d", "--prometheus", "http://127.0.0.1:1", "--json", "--emit-flags"
+    )
+    assert (code, out) == (2, "")
+    assert "give --emit-flags or --json, not both" in err
+    code, out, err = run_cli("advise", "--baseline", "10m", "--prometheus", "http://127.0.0.1:1")
+    assert (code, out) == (2, "")
+    assert "--baseline" in err and "out of range" in err
+
+
+def test_more_samples_than_held_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert MAX_SAMPLES == 3600
+    argv = ["advise", "--metrics-url", "http://127.0.0.1:1/metrics", "--sample-for", "1h"]
+    assert cli.main([*argv, "--interval", "0.5"]) == 2  # 7200 samples
+    assert capsys.readouterr().err == (
+        "vllm-ledger: error: --sample-for 1h at --interval 500ms is more than 3600 samples: use "
+        "a larger --interval, e.g. --interval 1s\n"
+    )
