@@ -166,6 +166,22 @@ def file_credits(
     return out
 
 
+def widened(prev: FileCredits, ring: FileCredits) -> FileCredits:
+    """``prev`` (a read by one label) with ``ring`` (the span before it) added, as a new read.
+    The lists of values the ring does not name are shared with ``prev``, not copied: a read's
+    lists are never changed in place (``FileCredits.add`` changes only lists it made)."""
+    by_value = {reason: dict(values) for reason, values in prev.by_value.items()}
+    for reason, values in ring.by_value.items():
+        into = by_value.setdefault(reason, {})
+        for v, counts in values.items():
+            got = into.get(v)
+            into[v] = counts if got is None else [a + b for a, b in zip(got, counts, strict=True)]
+    folded = dict(prev.folded)
+    for kind, n in ring.folded.items():
+        folded[kind] = folded.get(kind, 0) + n
+    return FileCredits(by_value=by_value, folded=folded, files=prev.files, without=prev.without)
+
+
 def read_from(snap: LedgerSnapshot, w: Window) -> int:
     """Where a read of ``w`` starts in ``snap``: 0 for a window that starts at or before the
     file's first record (credits of seconds before it count), else the window's start."""
@@ -200,10 +216,7 @@ class CreditReads:
             inner, prev = last[1], last[2]
             ring = file_credits(snap, conn, Window(w.name, start, inner), by=by,
                                 folded_end=inner - inner % 3600)  # fmt: skip
-            got = FileCredits()
-            got.add(prev)
-            got.add(ring)
-            got.files, got.without = prev.files, prev.without
+            got = widened(prev, ring)
         self._last[(id(snap), by)] = (w.cutoff_ts, start, got)
         return got
 
