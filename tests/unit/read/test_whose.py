@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from vllm_ledger.read.attribution import Credited, FileCredits
 from vllm_ledger.read.report import WindowReport
-from vllm_ledger.read.whose import whose
+from vllm_ledger.read.whose import _first, whose
 
 
 def _window(**figs: int) -> WindowReport:
@@ -70,3 +73,26 @@ def test_a_window_that_read_a_file_from_before_attribution_is_not_complete() -> 
     ww = whose(_window(input=10, requests=1), old, "key")
     assert ww.rows == () and ww.not_attributed.reasons["aborted"].input_tokens == 10
     assert not ww.complete and ww.files_without == 1
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(alphabet="abcxyz", min_size=1, max_size=4),
+        st.tuples(st.integers(0, 3), st.integers(0, 3)),
+        max_size=40,
+    ),
+    st.integers(1, 30),
+)
+def test_the_top_rows_are_the_first_of_the_full_order(
+    sums: dict[str, tuple[int, int]], top: int
+) -> None:
+    """Most input, then output, then by name: the same rows as sorting them all, ties on input
+    and output (a crowd of users of one request each) included."""
+    rows = {v: [i, o, 0, 1] for v, (i, o) in sums.items()}
+    want = sorted(rows.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
+    got, more = _first(rows, top)
+    if top < len(rows):
+        assert (got, more) == (want[:top], len(rows) - top)
+    else:
+        assert (sorted(got), more) == (sorted(want), 0)
