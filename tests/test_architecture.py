@@ -498,13 +498,7 @@ def test_write_transactions_go_through_the_one_transaction() -> None:
 
 
 # The served names as one label: ``format/identity.model_label`` (``",".join(names) or "?"``).
-MODEL_LABEL_ALLOWED = {
-    "vllm_ledger.format.identity",
-    # The read side is being split; these three are to call identity.model_label after it.
-    "vllm_ledger.read.export",
-    "vllm_ledger.read.ledgerset",
-    "vllm_ledger.read.report",
-}
+MODEL_LABEL_ALLOWED = {"vllm_ledger.format.identity"}
 
 
 def _spells_the_model_label(node: ast.AST) -> bool:
@@ -543,5 +537,5 @@ def test_the_model_label_and_the_url_host_are_spelled_once() -> None:
                 label.add(m)
             if _brackets_an_address(node):
                 brackets.add(m)
-    assert label <= MODEL_LABEL_ALLOWED  # the read side's three may go; no other may come
+    assert label == MODEL_LABEL_ALLOWED
     assert brackets == {"vllm_ledger.http.urls"}

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 from vllm_ledger import figures
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.format.identity import model_label
 from vllm_ledger.read.coverage import CoverageModel
 from vllm_ledger.read.known import FiguresKnown, counted, figures_known
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -125,7 +126,7 @@ def group_steps(
     groups: dict[tuple[str, str], list[LedgerSnapshot]] = {}
     for s in readable:
         inst = s.instance.key if "instance" in keys else "*"
-        model = (",".join(s.instance.served_model_names) or "?") if "model" in keys else "*"
+        model = model_label(s.instance.served_model_names) if "model" in keys else "*"
         groups.setdefault((inst, model), []).append(s)
     # Files that cannot be read belong to no group: every group's coverage names them.
     unread = [s for s in ls.snapshots if not s.ok]

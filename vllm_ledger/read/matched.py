@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from vllm_ledger.format.identity import model_label
 from vllm_ledger.format.paths import parse_ledger_name
 from vllm_ledger.read.discovery import discover_runs
 from vllm_ledger.read.ledgerset import LedgerSet
@@ -77,7 +78,7 @@ def nothing_matched(
     unreadable = len(every) - len(readable)
     never = [s for s in every if isinstance(s, LedgerSnapshot) and s.status == "never_committed"]
     births = [s.created_ts for s in never if s.created_ts is not None]
-    models = sorted({",".join(s.instance.served_model_names) or "?" for s in readable})
+    models = sorted({model_label(s.instance.served_model_names) for s in readable})
     instances = sorted({s.instance.key for s in readable})
 
     def made(reason: MatchReason) -> NothingMatched:

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.figures import FIGURES, Figure, with_figure_fields
+from vllm_ledger.format.identity import model_label
 from vllm_ledger.read import coverage as cov
 from vllm_ledger.read.known import FiguresKnown, counted, figures_known
 from vllm_ledger.read.ledgerset import LedgerSet, Source, gc_paused
@@ -245,7 +246,7 @@ def _key_of(by: str, s: Source) -> str:
     if by == "instance":
         return s.instance.key
     if by == "model":
-        return ",".join(s.instance.served_model_names) or "?"
+        return model_label(s.instance.served_model_names)
     if by == "run":
         return s.run_id
     raise BadArgument(f"unknown breakdown {by!r}: use one of {', '.join(BREAKDOWN_KEYS)}")
