@@ -539,3 +539,26 @@ def test_the_model_label_and_the_url_host_are_spelled_once() -> None:
                 brackets.add(m)
     assert label == MODEL_LABEL_ALLOWED
     assert brackets == {"vllm_ledger.http.urls"}
+
+
+# The length of a minute, an hour, a day or a week as a named constant: ``units.py`` only.
+_CLOCK_CONSTANT = re.compile(r"(SECONDS_PER_[A-Z]+|MINUTE|HOUR|DAY|WEEK)S?(_S)?")
+_CLOCK_SIZES = {60, 3600, 86400, 604800}
+
+
+def test_the_length_of_an_hour_and_a_day_is_named_once() -> None:
+    found = set()
+    for m, path in MODULES.items():
+        for node in ast.parse(path.read_text()).body:
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                continue
+            target = node.targets[0]
+            if not isinstance(target, ast.Name) or not _CLOCK_CONSTANT.fullmatch(target.id):
+                continue
+            if isinstance(node.value, ast.Constant) and node.value.value in _CLOCK_SIZES:
+                found.add(f"{m}.{target.id}")
+    assert found == {
+        "vllm_ledger.units.SECONDS_PER_MINUTE",
+        "vllm_ledger.units.SECONDS_PER_HOUR",
+        "vllm_ledger.units.SECONDS_PER_DAY",
+    }
