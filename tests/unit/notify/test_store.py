@@ -23,11 +23,9 @@ import pytest
 from tests.ledgers import FakeClock
 from tests.rawhttp import RawServer, drip
 from vllm_ledger.bot.health import Health
-from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify import outbox, platforms
 from vllm_ledger.notify.alerts import BadAlerts, parse_alerts
 from vllm_ledger.notify.chat import BadRequest, parse_request
-from vllm_ledger.notify.config import notifier_config
 from vllm_ledger.notify.outbox import MAX_PENDING, OutboxFull, Resent
 from vllm_ledger.notify.signing import sign, verify
 from vllm_ledger.notify.state_file import StateFileError, StoreUnavailable
@@ -195,32 +193,6 @@ def test_alertmanager_json_v4() -> None:
     ):
         with pytest.raises(BadAlerts):
             parse_alerts(bad)
-
-
-def test_config_defaults_secrets_from_env_or_files_and_refusals(tmp_path: Path) -> None:
-    env = {"VLLM_LEDGER_COMMAND_SECRET": "Zq9secret"}
-    cfg = notifier_config({"usage": {}}, tmp_path / "c.json", env)
-    assert (cfg.listen_host, cfg.listen_port, cfg.platform, cfg.health_interval_s) == (
-        "127.0.0.1",
-        9095,
-        "json",
-        10.0,
-    )
-    assert cfg.command_secret == b"Zq9secret" and "Zq9" not in repr(cfg)
-    (tmp_path / "secret").write_text("from-file\n")
-    doc = {"notifier": {"command_secret_file": "secret", "platform": "dingtalk"}}
-    cfg = notifier_config(doc, tmp_path / "c.json", {"VLLM_LEDGER_COMMAND_SECRET": "env"})
-    assert cfg.command_secret == b"from-file"
-    for notifier, want in (
-        ({}, "no command secret"),
-        ({"command_secret_file": "secret", "platform": "teams"}, "notifier.platform"),
-        ({"command_secret_file": "secret", "listen": "0.0.0.0"}, "notifier.listen"),
-        ({"command_secret_file": "secret", "damping_s": float("nan")}, "notifier.damping_s"),
-        ({"command_secret_file": "secret", "token": "x"}, "unknown field"),
-        ({"command_secret_file": "missing"}, "cannot read"),
-    ):
-        with pytest.raises(ConfigError, match=want):
-            notifier_config({"notifier": notifier}, tmp_path / "c.json", {})
 
 
 class _Hook:
