@@ -1,5 +1,5 @@
 """The notifier's pure parts and its state file, on a fake clock: the store's cursor, dedupe
-and outbox rules, the signature, flap damping, the chat words, Alertmanager's JSON, the config
+and outbox rules, the signature, flap damping, the chat words, Alertmanager's JSON
 and the platform bodies (each posted once to a real HTTP server on 127.0.0.1)."""
 
 from __future__ import annotations
