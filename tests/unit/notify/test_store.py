@@ -1,5 +1,5 @@
 """The notifier's pure parts and its state file, on a fake clock: the store's cursor, dedupe
-and outbox rules, the signature, flap damping, the chat words, Alertmanager's JSON
+and outbox rules, the signature, the chat words, Alertmanager's JSON
 and the platform bodies (each posted once to a real HTTP server on 127.0.0.1)."""
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import pytest
 
 from tests.ledgers import FakeClock
 from tests.rawhttp import RawServer, drip
-from vllm_ledger.bot.health import Health
 from vllm_ledger.notify import outbox, platforms
 from vllm_ledger.notify.alerts import BadAlerts, parse_alerts
 from vllm_ledger.notify.chat import BadRequest, parse_request
@@ -31,7 +30,6 @@ from vllm_ledger.notify.signing import sign, verify
 from vllm_ledger.notify.state_file import StateFileError, StoreUnavailable
 from vllm_ledger.notify.state_read import read_summary
 from vllm_ledger.notify.store import Store, open_store
-from vllm_ledger.notify.watch import Damper
 
 STORE_START = 1_764_400_000.0  # the clock every store here starts on
 
@@ -108,24 +106,6 @@ def test_signature_refuses_forgeries_and_old_or_future_timestamps() -> None:
     assert verify(b"k", str(now), None, body, now_ts=now) == "bad_signature"
     assert verify(b"k", "1e9", good, body, now_ts=now) == "bad_timestamp"
     assert verify(b"k", None, good, body, now_ts=now) == "bad_timestamp"
-
-
-def test_damping_one_transition_per_confirmed_change_and_no_storm() -> None:
-    d = Damper(30.0)
-    up, down, unknown = Health(1, "healthy", 200), Health(1, "down"), Health(1, "unknown")
-    assert d.observe(1, up, 0) == (None, "up")  # the baseline
-    assert d.observe(1, down, 10) is None
-    assert d.observe(1, down, 39) is None
-    assert d.observe(1, unknown, 45) is None  # a ledger-side fault: neither way
-    assert d.observe(1, down, 40) == ("up", "down")
-    assert d.observe(1, down, 50) is None  # once
-    for t in range(60, 300, 10):  # flapping every 10 s: never 30 s the same
-        assert d.observe(1, up if t % 20 else Health(1, "unhealthy", 503), t) is None
-    assert d.observe(1, up, 300) is None
-    assert d.observe(1, up, 330) == ("down", "up")
-    # only unknown, for ever: nothing is reported
-    d2 = Damper(0.0, {7: "up"})
-    assert all(d2.observe(7, Health(7, "unknown"), t) is None for t in range(100))
 
 
 @pytest.mark.parametrize(
