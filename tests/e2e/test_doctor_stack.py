@@ -1,7 +1,8 @@
 """`doctor --stack PROMETHEUS_URL` against a real Prometheus running the stack `observability`
 wrote: the real ledger exporter and a real node exporter up, the vLLM target down (nothing
 listens there), the alert rules loaded. The down target is named, the rules row passes, and
-the run exits 1; the judging of rules in error is tested on Prometheus's own answer shape."""
+the run exits 1 (the judging itself, on Prometheus's own answer shape:
+tests/unit/doctor/test_stack.py)."""
 
 from __future__ import annotations
 
