@@ -1,6 +1,10 @@
 # The two commands the README starts with: `make demo` and `make test`.
 PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
+# Python's own default: bytecode and pytest's rewritten test modules are cached in __pycache__,
+# so the hundreds of `python -m vllm_ledger` processes the tests start, and the next run,
+# do not compile the package again (an environment that sets this variable pays it each time).
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: setup demo test lint typecheck unit e2e fuzz bench dist clean compat
 

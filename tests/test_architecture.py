@@ -347,7 +347,13 @@ def test_unit_tests_are_laid_out_like_the_package() -> None:
 
 
 # Modules with no unit file of their own, each with its reason (a shim, say). None now.
-NO_UNIT_FILE: dict[str, str] = {}
+NO_UNIT_FILE: dict[str, str] = {
+    # Both subclass vLLM's AggregateStatLoggerBase: importing either imports vLLM (about 10 s of
+    # CPU a process), which the fast unit lane does not pay. Their tests: tests/test_plugin.py,
+    # tests/test_plugin_entry.py, tests/test_plugin_shapes.py.
+    "plugin": "imports vLLM",
+    "write.plugin": "imports vLLM",
+}
 
 
 def test_every_module_has_its_unit_test_file() -> None:
@@ -600,3 +606,26 @@ def test_the_length_of_an_hour_and_a_day_is_named_once() -> None:
         "vllm_ledger.units.SECONDS_PER_HOUR",
         "vllm_ledger.units.SECONDS_PER_DAY",
     }
+
+
+# What imports vLLM (about 10 s of CPU a process): not in the fast unit lane, at any depth.
+_IMPORTS_VLLM = ("vllm", "vllm_ledger.plugin", "vllm_ledger.write.plugin")
+
+
+def _names_in_import(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return []
+
+
+def test_the_unit_lane_never_imports_vllm() -> None:
+    found = [
+        f"{path.relative_to(UNIT)}: {name}"
+        for path in sorted(UNIT.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        for name in _names_in_import(node)
+        if any(name == v or name.startswith(v + ".") for v in _IMPORTS_VLLM)
+    ]
+    assert found == []

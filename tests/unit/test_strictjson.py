@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from vllm_ledger.bot.validate import load_usage
 from vllm_ledger.deploy.host import load_host
 from vllm_ledger.errors import ConfigError, RemoteError, StatusParseError

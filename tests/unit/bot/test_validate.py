@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from vllm_ledger.bot.ssh_command import remote_command, ssh_argv
 from vllm_ledger.bot.validate import Target, load_usage, validate_usage
 from vllm_ledger.commands.ssh_key_line import key_line

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from vllm_ledger import cli
 from vllm_ledger.commands.advise import MAX_SAMPLES
 

@@ -14,8 +14,9 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
 from tests.credited_ledgers import Call, write_credited_ledger
+from tests.inproc import run_cli
 from tests.unit.test_enforcer import DAY_AT, SH, _budgets, _root
 from vllm_ledger.format import overbudget
 from vllm_ledger.formats.budget_states import look_text

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import run_cli
 from tests.e2e.prom import promtool
+from tests.inproc import run_cli
 from vllm_ledger.observe.alerts import DEFAULT_RUNBOOK
 
 BASE = "https://git.example.com/ops/vllm-ledger/blob/main/docs/runbook.md"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from vllm_ledger.commands.ramp import _target, api_key
 from vllm_ledger.deploy.host import Host
 from vllm_ledger.errors import BadArgument

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.credited_ledgers import Call, write_credited_ledger
+from tests.inproc import run_cli
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.bot.message import render_host
 from vllm_ledger.bot.pricing import load_pricing

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from vllm_ledger.commands.timeline import check_steps, span
 from vllm_ledger.errors import BadArgument
 

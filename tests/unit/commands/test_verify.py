@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from tests.rawhttp import RawServer, canned, response
 from tests.unit.read.test_verify import METRICS, MetricsServer
 

@@ -27,7 +27,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
+from tests.inproc import run_cli
 from tests.unit.deploy.test_launch import fake_bin, run_script  # noqa: F401 (a fixture)
 from vllm_ledger.deploy.attribution import CONTAINER_KEY_NAMES, MIDDLEWARE
 from vllm_ledger.deploy.compose import compose_file

@@ -26,8 +26,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
 from tests.e2e.prom import promtool
+from tests.inproc import run_cli
 from tests.unit.deploy.test_launch import fake_bin, run_script  # noqa: F401 (a fixture)
 from vllm_ledger.deploy.budgets import BudgetsFile, read_budgets_file
 from vllm_ledger.deploy.compose import compose_file

@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from tests.test_kubernetes_manifests import HOSTS, K8S_VERSIONS
 from vllm_ledger.deploy.kubernetes_autoscale import (
     ADAPTER_CONFIG_KEY,

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
+from tests.inproc import run_cli
 from vllm_ledger.deploy.host import Host, load_host, parse_host
 from vllm_ledger.deploy.hostschema import SCHEMA
 from vllm_ledger.deploy.launch import render_script

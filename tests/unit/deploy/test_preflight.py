@@ -19,7 +19,7 @@ import pynvml
 import pytest
 
 from devtools.ports import free_port
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from vllm_ledger.deploy.host import parse_host
 from vllm_ledger.deploy.preflight import (
     GIB,

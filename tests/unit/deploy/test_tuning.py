@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
+from tests.inproc import run_cli
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.deploy.tuning import (
     GB,

@@ -20,7 +20,8 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
+from tests.inproc import run_cli
 from vllm_ledger.deploy.compose import compose_file
 from vllm_ledger.deploy.host import Host, load_host, parse_host
 from vllm_ledger.deploy.launch import Raw, docker_run_words

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from tests.ledgers import write_ledger
 from vllm_ledger.doctor import doctor
 from vllm_ledger.doctor.writers import check_writers, still_unknown

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.e2e.sshd import write_instance_ledger
+from tests.inproc import run_cli
 from vllm_ledger.formats import json as json_format
 from vllm_ledger.formats import status as status_format
 from vllm_ledger.formats.status import (

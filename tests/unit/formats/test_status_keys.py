@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.credited_ledgers import Call, write_credited_ledger
+from tests.inproc import run_cli
 from tests.unit.formats.test_status import GOOD, _worst_ports, _worst_report
 from vllm_ledger.formats.status import (
     MAX_BASE_BYTES,

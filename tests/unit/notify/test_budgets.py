@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from tests.usage_hosts import Call, local_ssh, midday_zone, usage_entry, write_host_root
 from vllm_ledger.formats.status import parse
 from vllm_ledger.notify.budgets import budget_key, levels, notices

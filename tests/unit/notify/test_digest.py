@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from tests.ledgers import FakeClock
 from tests.usage_hosts import Call, local_ssh, usage_entry, write_host_root, yesterday_noon_ts
 from vllm_ledger.errors import ConfigError

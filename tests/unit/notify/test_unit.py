@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.e2e.notifier_fakes import write_config
+from tests.inproc import run_cli
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.notify.unit import DEFAULT_ENV_FILE, unit_text
 

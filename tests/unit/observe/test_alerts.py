@@ -11,8 +11,9 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
 from tests.e2e.prom import promtool, rule_test_series
+from tests.inproc import run_cli
 from vllm_ledger.observe.alert_rule import Thresholds
 from vllm_ledger.observe.alerts import MINIMAL, SEVERITIES, alert_rules
 

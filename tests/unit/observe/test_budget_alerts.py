@@ -12,8 +12,9 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
 from tests.e2e.prom import metric_names, observability_stack, promtool, rule_test_series
+from tests.inproc import run_cli
 from vllm_ledger import names
 from vllm_ledger.observe.budget_alerts import budget_rules
 from vllm_ledger.plan.budgets import load_budgets

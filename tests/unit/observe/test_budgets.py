@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run_cli
 from tests.credited_ledgers import Call, write_credited_ledger
+from tests.inproc import run_cli
 from tests.ledgers import FakeClock
 from tests.unit.observe.test_whose import _scrape
 from vllm_ledger.enforcer import judge

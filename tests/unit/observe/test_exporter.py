@@ -11,7 +11,8 @@ import urllib.request
 from pathlib import Path
 
 from devtools.ports import free_port
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
+from tests.inproc import run_cli
 from tests.ledgers import FakeClock, ev, write_ledger
 from vllm_ledger.observe.exporter import LedgerCollector, make_registry
 from vllm_ledger.observe.gpu import GpuReader, GpuReading

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
 from tests.credited_ledgers import Call, write_credited_ledger
 from tests.e2e.prom import is_gpu_metric, metric_names, promtool
+from tests.inproc import run_cli
 from tests.ledgers import ev, write_ledger
 from tests.vllm_source import vllm_metric_names
 from vllm_ledger.notify.alerts import MAX_ALERTS

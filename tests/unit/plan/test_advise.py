@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
+from tests.inproc import run_cli
 from vllm_ledger.plan.advise import advise, throughput_flat
 from vllm_ledger.plan.advise_readings import Readings, readings_from_snapshots
 

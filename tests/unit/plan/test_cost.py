@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from tests.ledgers import ev, write_ledger
 from vllm_ledger.plan.cost import (
     CloudPrices,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
+from tests.inproc import run_cli
 from vllm_ledger.plan.cost import PlannedLoad
 
 EXAMPLE = (

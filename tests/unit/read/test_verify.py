@@ -16,7 +16,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO
+from tests.inproc import run_cli
 from tests.ledgers import ev, write_ledger
 from tests.rawhttp import RawServer, canned, drip, response
 from vllm_ledger.errors import BadArgument, LedgerUnavailable, RedirectRefused, RemoteError

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.inproc import run_cli
 from tests.unit.read.test_verify import (
     AT,
     RUN_START,
