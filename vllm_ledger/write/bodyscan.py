@@ -36,6 +36,8 @@ _FIRST = re.compile(rb"[^ \t\r\n]")
 # A string's inside up to (not over) its closing quote or a backslash the chunk ends on:
 # escapes and runs of plain bytes skipped in C, whatever the mix of escaped quotes.
 _IN_STRING = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)
+# The wanted keys of each caller as bytes and as text (a caller passes one constant tuple).
+_NAMES: dict[tuple[bytes, ...], tuple[tuple[bytes, str], ...]] = {}
 _DECODER = json.JSONDecoder()  # json.loads' own: no hooks
 _JSON_SPACE = " \t\n\r"
 _FIND_ESCAPES = 16  # escaped quotes one string steps over in Python before the pattern takes it
@@ -70,6 +72,11 @@ class BodyScan:
         self.done = False
         self.max_steps = max_steps
         self._depth = -1  # -1: before the first non-blank byte; 0: after the object closed
+        # The rest of the streaming state is set where the object opens (``_open_object``):
+        # a body parsed whole never needs it.
+
+    def _open_object(self) -> None:
+        self._depth = 1
         self._steps = 0
         self._in_string = False
         self._escaped = False  # the string's last byte seen was an unpaired backslash
@@ -92,8 +99,11 @@ class BodyScan:
         if not isinstance(doc, dict):
             self.done = True
             return True
-        for key in self.wanted:
-            value = doc.get(key.decode())
+        names = _NAMES.get(self.wanted)
+        if names is None:
+            names = _NAMES[self.wanted] = tuple((key, key.decode()) for key in self.wanted)
+        for key, name in names:
+            value = doc.get(name)
             if isinstance(value, str):
                 # At most 4 bytes a character: a short value needs no encoding to measure.
                 if len(value) * 4 > MAX_VALUE_BYTES and (
@@ -126,7 +136,7 @@ class BodyScan:
             if chunk[m.start()] != 0x7B:  # "{": only an object has fields
                 self.done = True
                 return
-            self._depth = 1
+            self._open_object()
             pos = m.start() + 1
         while pos < n and not self.done:
             if self._in_string:

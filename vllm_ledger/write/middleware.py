@@ -293,7 +293,12 @@ class _Request:
         nothing else), else the scope vLLM gets, the request's id chosen and its entry open.
         A fault in either is counted and the request goes on (untagged where it must)."""
         try:
-            refused = self._refused_by_first(first)
+            body = first.get("body") or b""
+            scan = self.scan
+            if first.get("more_body", False) or not scan.whole(body):
+                scan.feed(body)
+            over = self.mw.over
+            refused = self.refused_by_body() if over is not None and over.over else None
         except Exception:
             self.book.fault()
             refused = None
@@ -329,13 +334,6 @@ class _Request:
             self.status = message.get("status")
         assert self.send is not None
         return self.send(message)
-
-    def _refused_by_first(self, first: Message) -> Over | None:
-        """Scan the first chunk; the hard budget its model or user is past, if any."""
-        body = first.get("body") or b""
-        if first.get("more_body", False) or not self.scan.whole(body):
-            self.scan.feed(body)
-        return self.refused_by_body()
 
     def _begin(self, first: Message) -> Scope:
         """Choose the id (the first chunk scanned), open the entry; the scope vLLM gets."""
