@@ -180,6 +180,9 @@ def probe_figures(
         / wall,
         "compact": b["compact"],
         "recorder_cpu_ms_per_s": 1e3 * _delta(a, b, "recorder_cpu_s") / wall,
+        "recorder_wait_cpu_ms_per_s": 1e3
+        * ((b.get("wait") or {}).get("cpu_s", 0.0) - (a.get("wait") or {}).get("cpu_s", 0.0))
+        / wall,
         "main_thread_cpu_ms_per_s": 1e3 * _delta(a, b, "main_thread_cpu_s") / wall,
         "process_cpu_ms_per_s": 1e3 * _delta(a, b, "process_cpu_s") / wall,
         "maintenance": maint,

@@ -49,6 +49,7 @@ def _probe() -> dict[str, Any]:
         "take_in_cpu_ms_per_s": 0.5,
         "check_file_cpu_ms_per_s": 0.1,
         "recorder_cpu_ms_per_s": 2.5,
+        "recorder_wait_cpu_ms_per_s": 0.5,
         "main_thread_cpu_ms_per_s": 100.0,
         "process_cpu_ms_per_s": 200.0,
         "maintenance": [
@@ -109,6 +110,7 @@ def test_the_rows_in_their_order(fresh: None, monkeypatch: pytest.MonkeyPatch) -
     assert list(rows) == [
         "profile: recorder thread wakeups",
         "recorder thread CPU",
+        "of it, while asleep in its wait (stopped from outside: py-spy)",
         "record() CPU per call in the serving process, mean",
         "record() per call in the serving process, mean (probe)",
         "record() per call in the serving process, median",
@@ -122,6 +124,8 @@ def test_the_rows_in_their_order(fresh: None, monkeypatch: pytest.MonkeyPatch) -
         "longest GIL hold by ledger code (API process)",
     ]
     assert rows["record() per call in the serving process, median"]["measured"] == 2.0
+    waiting = rows["of it, while asleep in its wait (stopped from outside: py-spy)"]
+    assert (waiting["measured"], waiting["ratio"]) == (0.5, 0.2)
     assert rows["record() per call in the serving process, median"]["met"] is True
     assert rows["ledger CPU: recorder thread + record() + middleware"]["met"] is True
     assert rows["longest GIL hold by ledger code (API process)"]["met"] is True

@@ -8,6 +8,7 @@ import ast
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from bench.probe import slices, timers
@@ -94,3 +95,16 @@ def test_a_wall_timer_puts_each_call_in_one_bucket_of_its_histogram() -> None:
         assert sum(STATS["_test"]["hist"]) == 5
     finally:
         del STATS["_test"]
+
+
+def test_the_recorder_s_waits_count_the_cpu_its_thread_is_charged_in_them() -> None:
+    before = dict(STATS["wait"])
+    waker = slices.TimedWaker(threading.Event())
+    slices.on_this_thread()
+    slices.open_slice()
+    assert waker.wait(0.001) is False
+    waker.set()
+    assert waker.wait(1.0) is True
+    slices.close_slice()
+    assert STATS["wait"]["n"] == before["n"] + 2
+    assert STATS["wait"]["cpu_s"] >= before["cpu_s"]

@@ -29,6 +29,7 @@ def _snap(t: float, k: int) -> dict[str, Any]:
         "check_file": dict(paths),
         "compact": dict(paths),
         "recorder_cpu_s": 0.002 * k,
+        "wait": {"n": k, "cpu_s": 0.0005 * k},
         "main_thread_cpu_s": 0.1 * k,
         "process_cpu_s": 0.2 * k,
         "dropped_total": 0,
@@ -50,6 +51,7 @@ def test_the_window_gives_rates_per_second_and_per_call() -> None:
     pr = probe_figures(a, b, 10.0, [], slices)
     assert pr["record_calls_per_s"] == 100
     assert pr["wakeups_per_s"] == 1
+    assert round(pr["recorder_wait_cpu_ms_per_s"], 6) == 0.5  # of the recorder's 2 ms/s
     assert pr["wakeups_by_reason"] == {"cadence": 10}
     assert pr["flush_ms_mean"] == 10
     assert pr["take_in_events_per_call"] == 10

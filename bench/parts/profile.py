@@ -58,6 +58,18 @@ def _recorder_rows(pr: dict[str, Any]) -> None:
         else None,
         None,
     )
+    waiting = pr.get("recorder_wait_cpu_ms_per_s")
+    if waiting is not None:
+        row(
+            "  of it, while asleep in its wait (stopped from outside: py-spy)",
+            waiting,
+            "ms/s",
+            "-",
+            pr["recorder_cpu_ms_per_s"],
+            "recorder thread CPU",
+            waiting / pr["recorder_cpu_ms_per_s"] if pr["recorder_cpu_ms_per_s"] else None,
+            None,
+        )
 
 
 def _record_rows(pr: dict[str, Any]) -> None:

@@ -86,12 +86,28 @@ def releases_gil(fn: Any) -> Any:
     return wrapper
 
 
+def cpu_while_waiting(fn: Any) -> Any:
+    """The recorder's wait, with the CPU its thread is charged while in it (``STATS["wait"]``)."""
+
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        c = time.thread_time()
+        try:
+            return fn(*args, **kw)
+        finally:
+            w = STATS["wait"]
+            w["n"] += 1
+            w["cpu_s"] += time.thread_time() - c
+
+    return wrapper
+
+
 class TimedWaker:
-    """The recorder's wake-up ``Event`` with its ``wait`` marked as a GIL release."""
+    """The recorder's wake-up ``Event`` with its ``wait`` marked as a GIL release, and the CPU
+    its thread is charged while it waits counted."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
-        self.wait = releases_gil(inner.wait)
+        self.wait = releases_gil(cpu_while_waiting(inner.wait))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -20,6 +20,10 @@ STATS: dict[str, Any] = {
     "take_in": {"n": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_wall_s": 0.0, "events": 0},
     "check_file": {"n": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_wall_s": 0.0},
     "compact": {"n": 0, "wall_s": 0.0, "cpu_s": 0.0, "max_wall_s": 0.0},
+    # The recorder's waits on its waker: CPU charged to its thread while it sleeps there (the
+    # system call's entry and exit, and whatever stops and resumes the thread from outside,
+    # such as py-spy's blocking sampler).
+    "wait": {"n": 0, "cpu_s": 0.0},
     # GIL slices of the recorder thread, by what ran in them; the five longest.
     "slices": {},
     "longest_slices": [],

@@ -57,6 +57,10 @@ _UPSERT_FOLDED = (
     " ON CONFLICT (ts, kind) DO UPDATE SET folded = max(folded, excluded.folded)"
 )
 
+_SET_LAST_SEQ = (
+    "INSERT INTO meta VALUES ('last_seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+
 # A credited row as the recorder hands it over: (second, dims, *ATTR_COLUMNS).
 AttrRow = tuple[int, tuple[str, str, str, str, str], int, int, int, int, int]
 
@@ -139,7 +143,9 @@ def commit_batch(
             conn.execute(
                 "UPDATE spans SET end_ts = ?, last_seq = ? WHERE id = ?", (now_ts, seq, span_id)
             )
-        conn.execute("INSERT OR REPLACE INTO meta VALUES ('last_seq', ?)", (str(seq),))
+        # An upsert, not INSERT OR REPLACE: the row is changed where it is, so its index
+        # page is not written again at every commit.
+        conn.execute(_SET_LAST_SEQ, (str(seq),))
         if final:
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('clean_close_ts', ?)", (repr(now_ts),)

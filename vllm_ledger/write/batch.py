@@ -22,6 +22,10 @@ from vllm_ledger.write.buckets import (
     DROPPED,
     GENERATION,
     LOST,
+    MOST_CACHED,
+    MOST_GENERATION,
+    MOST_PROMPT,
+    MOST_REQUESTS,
     N_COUNTS,
     PROMPT,
     REJECTED,
@@ -33,6 +37,19 @@ from vllm_ledger.write.credits import CreditSums, credit_ok
 from vllm_ledger.write.faults import FaultSeconds
 from vllm_ledger.write.iteration import fields_of, well_formed
 from vllm_ledger.write.tags import TagBook
+
+OnFault = Callable[[Any, Exception], None]  # an item ``take`` could not take, and why
+
+
+def _reraise(_event: Any, exc: Exception) -> None:
+    raise exc
+
+
+# The bounds an event's own values keep (``bounds.py``), as ``iteration.well_formed`` checks
+# them: found once for the plain event's inline check.
+_EARLIEST, _LATEST = bounds.EARLIEST_AT, bounds.LATEST_AT
+_MOST_ENGINE = bounds.MAX_ENGINE
+_MOST_EVENT_TOKENS = bounds.TOKENS_PER_ENGINE_SECOND
 
 
 class Batch:
@@ -67,6 +84,65 @@ class Batch:
         self.rejected = 0  # events this thread could not take (the submitter counts its own)
 
     def accumulate(self, event: Any) -> None:
+        """Take one buffered item in (``take`` of one; what it cannot take raises)."""
+        self.take(iter((event,)).__next__, 1, _reraise)
+
+    def take(self, pop: Callable[[], Any], count: int, on_fault: OnFault) -> None:
+        """Take ``count`` items from ``pop`` (the buffer's ``popleft``) in; an item that raises
+        goes to ``on_fault`` with its exception. Most are the plugin's events with no finished
+        request: their checks and sums are written out here, in the loop (the same as
+        ``well_formed`` and ``fits`` with nothing finished, in the same order of effects);
+        anything else, or a value out of bounds, goes the general way (``_accumulate_any``),
+        which decides it alike."""
+        buckets = self.buckets
+        eps = self.events_per_second
+        for _ in range(count):
+            event = pop()
+            try:
+                if type(event) is tuple and len(event) == 7:
+                    ts, engine, prompt, generation, cached, finished, record_no = event
+                    if (
+                        type(finished) is tuple
+                        and not finished
+                        and type(record_no) is int
+                        and type(ts) is float
+                        and _EARLIEST <= ts < _LATEST
+                        and type(engine) is int
+                        and 0 <= engine <= _MOST_ENGINE
+                        and type(prompt) is int
+                        and 0 <= prompt <= _MOST_EVENT_TOKENS
+                        and type(generation) is int
+                        and 0 <= generation <= _MOST_EVENT_TOKENS
+                        and type(cached) is int
+                        and 0 <= cached <= _MOST_EVENT_TOKENS
+                    ):
+                        if record_no > self.taken_record:
+                            self.taken_record = record_no
+                        second = int(ts)
+                        b = buckets.get((second, engine))
+                        if b is None:
+                            b = buckets[(second, engine)] = [0] * N_COUNTS
+                        eps[second] = eps.get(second, 0) + 1
+                        self.pending_events += 1
+                        p, g = b[PROMPT] + prompt, b[GENERATION] + generation
+                        c = b[CACHED] + cached
+                        if (
+                            cached > prompt
+                            or p > MOST_PROMPT
+                            or g > MOST_GENERATION
+                            or c > MOST_CACHED
+                            or b[REQUESTS] > MOST_REQUESTS
+                        ):
+                            self.rejected += 1
+                            self.fault_second(second)[REJECTED - DROPPED] += 1
+                        else:
+                            b[PROMPT], b[GENERATION], b[CACHED] = p, g, c
+                        continue
+                self._accumulate_any(event)
+            except Exception as exc:
+                on_fault(event, exc)
+
+    def _accumulate_any(self, event: Any) -> None:
         if isinstance(event[0], str):
             for (second, kind), n in event[1].items():
                 self.fault_second(second)[kind - DROPPED] += n

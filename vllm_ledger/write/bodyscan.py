@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 MAX_KEY_BYTES = 32  # keys longer than this are not wanted ones: skipped, not kept
 MAX_VALUE_BYTES = 256  # a wanted value longer than this is "too long": kept as None
@@ -35,6 +36,10 @@ _FIRST = re.compile(rb"[^ \t\r\n]")
 # A string's inside up to (not over) its closing quote or a backslash the chunk ends on:
 # escapes and runs of plain bytes skipped in C, whatever the mix of escaped quotes.
 _IN_STRING = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)
+# The wanted keys of each caller as bytes and as text (a caller passes one constant tuple).
+_NAMES: dict[tuple[bytes, ...], tuple[tuple[bytes, str], ...]] = {}
+_DECODER = json.JSONDecoder()  # json.loads' own: no hooks
+_JSON_SPACE = " \t\n\r"
 _FIND_ESCAPES = 16  # escaped quotes one string steps over in Python before the pattern takes it
 
 
@@ -67,6 +72,11 @@ class BodyScan:
         self.done = False
         self.max_steps = max_steps
         self._depth = -1  # -1: before the first non-blank byte; 0: after the object closed
+        # The rest of the streaming state is set where the object opens (``_open_object``):
+        # a body parsed whole never needs it.
+
+    def _open_object(self) -> None:
+        self._depth = 1
         self._steps = 0
         self._in_string = False
         self._escaped = False  # the string's last byte seen was an unpaired backslash
@@ -83,16 +93,22 @@ class BodyScan:
         if len(body) > MAX_WHOLE_PARSE_BYTES:
             return False
         try:
-            doc = json.loads(body)
+            doc = parse_whole(body)
         except (ValueError, RecursionError):
             return False
         if not isinstance(doc, dict):
             self.done = True
             return True
-        for key in self.wanted:
-            value = doc.get(key.decode())
+        names = _NAMES.get(self.wanted)
+        if names is None:
+            names = _NAMES[self.wanted] = tuple((key, key.decode()) for key in self.wanted)
+        for key, name in names:
+            value = doc.get(name)
             if isinstance(value, str):
-                if len(value.encode("utf-8", "surrogatepass")) > MAX_VALUE_BYTES:
+                # At most 4 bytes a character: a short value needs no encoding to measure.
+                if len(value) * 4 > MAX_VALUE_BYTES and (
+                    len(value.encode("utf-8", "surrogatepass")) > MAX_VALUE_BYTES
+                ):
                     self.too_long.add(key)
                 else:
                     self.text[key] = value
@@ -120,7 +136,7 @@ class BodyScan:
             if chunk[m.start()] != 0x7B:  # "{": only an object has fields
                 self.done = True
                 return
-            self._depth = 1
+            self._open_object()
             pos = m.start() + 1
         while pos < n and not self.done:
             if self._in_string:
@@ -232,6 +248,20 @@ class BodyScan:
             if len(self.found) + len(self.too_long) == len(self.wanted):
                 self.done = True
         self._text.clear()
+
+
+def parse_whole(body: bytes) -> Any:
+    """``json.loads(body)``, the same value or the same error, cheaper for the usual body: one
+    that starts with ``{`` and a byte that is not NUL is UTF-8 to ``json.loads`` (no BOM, not
+    UTF-16 or 32), so it is decoded as that and read with ``raw_decode``, without the two
+    whitespace matches around it (nothing but JSON whitespace may follow)."""
+    if body[:1] == b"{" and body[1:2] != b"\x00":
+        text = body.decode("utf-8", "surrogatepass")
+        doc, end = _DECODER.raw_decode(text)
+        if end != len(text) and text[end:].strip(_JSON_SPACE):
+            raise json.JSONDecodeError("Extra data", text, end)
+        return doc
+    return json.loads(body)
 
 
 def _unescape(raw: bytes) -> str:

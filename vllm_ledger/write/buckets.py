@@ -28,10 +28,10 @@ DROPPED, REJECTED, LOST = (schema.COUNT_COLUMNS.index(c) for c in schema.FAULT_C
 N_FIGURES = len(schema.SUM_COLUMNS)  # the figures come first; the fault counts after them
 N_COUNTS = len(schema.COUNT_COLUMNS)
 # The most one second of one DP engine holds of each (``figures.py``), found once.
-_MOST_PROMPT = schema.PER_ENGINE_SECOND[figures.INPUT_TOKENS.column]
-_MOST_GENERATION = schema.PER_ENGINE_SECOND[figures.OUTPUT_TOKENS.column]
-_MOST_CACHED = schema.PER_ENGINE_SECOND[figures.CACHED_TOKENS.column]
-_MOST_REQUESTS = schema.PER_ENGINE_SECOND[figures.REQUESTS.column]
+MOST_PROMPT = _MOST_PROMPT = schema.PER_ENGINE_SECOND[figures.INPUT_TOKENS.column]
+MOST_GENERATION = _MOST_GENERATION = schema.PER_ENGINE_SECOND[figures.OUTPUT_TOKENS.column]
+MOST_CACHED = _MOST_CACHED = schema.PER_ENGINE_SECOND[figures.CACHED_TOKENS.column]
+MOST_REQUESTS = _MOST_REQUESTS = schema.PER_ENGINE_SECOND[figures.REQUESTS.column]
 _MOST_DECODE_TOKENS = schema.PER_ENGINE_SECOND[figures.DECODE_TOKENS.column]
 _MOST_DECODE_US = schema.PER_ENGINE_SECOND[figures.DECODE_US.column]
 

@@ -143,9 +143,12 @@ class LedgerMiddleware:
             return
         try:
             request = _Request(self, scope)
-            if self.over is not None:
-                self.over.refresh()
-            refused = request.refused_by_headers()
+            over = self.over
+            refused = None
+            if over is not None:
+                over.refresh()
+                if over.over:
+                    refused = request.refused_by_headers()
         except Exception:
             self.book.fault()
             await self.app(scope, receive, send)
@@ -153,13 +156,47 @@ class LedgerMiddleware:
         if refused is not None:
             await request.refuse(send, refused)
             return
-        await request.run(receive, send)
+        # The request's whole run is here, not in a coroutine of its own: each time the app
+        # resumes (every output it waits for), it passes through one frame of ours, not two.
+        book = self.book
+        try:
+            first = await receive()
+        except Exception:
+            book.fault()
+            raise
+        scope, refused = request.start(first)
+        if refused is not None:
+            await request.refuse(send, refused)
+            return
+        request.receive, request.send, request.first = receive, send, first
+        try:
+            await self.app(scope, request.receive_body, request.send_watched)
+        finally:
+            entry = request.entry
+            if entry is not None:
+                try:
+                    book.end(entry, request.status)
+                except Exception:
+                    book.fault()
 
 
 class _Request:
     """One tagged request: its headers read, its body scanned, its end told to the book."""
 
-    __slots__ = ("book", "entry", "key", "mw", "scan", "scope", "status", "tenant", "x")
+    __slots__ = (
+        "book",
+        "entry",
+        "first",
+        "key",
+        "mw",
+        "receive",
+        "scan",
+        "scope",
+        "send",
+        "status",
+        "tenant",
+        "x",
+    )
 
     def __init__(self, mw: LedgerMiddleware, scope: Scope) -> None:
         self.mw = mw
@@ -170,6 +207,9 @@ class _Request:
         self.tenant = ""
         self.status: int | None = None
         self.entry: Entry | None = None
+        self.first: Message | None = None  # the first chunk, scanned already, for the app
+        self.receive: Receive | None = None  # the server's
+        self.send: Send | None = None
         tenant_header = mw.settings.tenant_header
         for name, value in scope.get("headers") or ():
             if name == _REQUEST_ID:
@@ -248,63 +288,52 @@ class _Request:
             return ""
         return labels.label(token)
 
-    async def run(self, receive: Receive, send: Send) -> None:
-        book = self.book
+    def start(self, first: Message) -> tuple[Scope, Over | None]:
+        """With the first chunk in hand: the hard budget its model or user is past (then
+        nothing else), else the scope vLLM gets, the request's id chosen and its entry open.
+        A fault in either is counted and the request goes on (untagged where it must)."""
         try:
-            first = await receive()
+            body = first.get("body") or b""
+            scan = self.scan
+            if first.get("more_body", False) or not scan.whole(body):
+                scan.feed(body)
+            over = self.mw.over
+            refused = self.refused_by_body() if over is not None and over.over else None
         except Exception:
-            book.fault()
-            raise
-        try:
-            refused = self._refused_by_first(first)
-        except Exception:
-            book.fault()
+            self.book.fault()
             refused = None
         if refused is not None:
-            await self.refuse(send, refused)
-            return
+            return self.scope, refused
         try:
-            scope = self._begin(first)
+            return self._begin(first), None
         except Exception:
-            book.fault()
-            scope = self.scope
-        replay: list[Message] = [first]
+            self.book.fault()
+            return self.scope, None
 
-        async def receive_body() -> Message:
-            if replay:  # the first chunk, scanned already
-                return replay.pop()
-            message = await receive()
-            if self.entry is not None:
-                try:
-                    self._feed(message)
-                except Exception:
-                    book.fault()
-                    self.entry = None
-            return message
+    async def receive_body(self) -> Message:
+        """The app's ``receive``: the first chunk again, then the server's, each scanned."""
+        first = self.first
+        if first is not None:  # scanned already
+            self.first = None
+            return first
+        assert self.receive is not None
+        message = await self.receive()
+        if self.entry is not None:
+            try:
+                self._feed(message)
+            except Exception:
+                self.book.fault()
+                self.entry = None
+        return message
 
-        def send_watched(message: Message) -> Awaitable[None]:
-            # Not a coroutine of its own: the server's awaitable is handed back as it is, so
-            # each chunk of a stream costs one check here and no extra frame to await.
-            if self.status is None and message.get("type") == "http.response.start":
-                self.status = message.get("status")
-            return send(message)
-
-        try:
-            await self.mw.app(scope, receive_body, send_watched)
-        finally:
-            entry = self.entry
-            if entry is not None:
-                try:
-                    book.end(entry, self.status)
-                except Exception:
-                    book.fault()
-
-    def _refused_by_first(self, first: Message) -> Over | None:
-        """Scan the first chunk; the hard budget its model or user is past, if any."""
-        body = first.get("body") or b""
-        if first.get("more_body", False) or not self.scan.whole(body):
-            self.scan.feed(body)
-        return self.refused_by_body()
+    def send_watched(self, message: Message) -> Awaitable[None]:
+        """The app's ``send``: the response's status noted, the server's awaitable handed
+        back as it is (no coroutine of ours: each chunk of a stream costs one check here and
+        no extra frame to await)."""
+        if self.status is None and message.get("type") == "http.response.start":
+            self.status = message.get("status")
+        assert self.send is not None
+        return self.send(message)
 
     def _begin(self, first: Message) -> Scope:
         """Choose the id (the first chunk scanned), open the entry; the scope vLLM gets."""

@@ -209,6 +209,7 @@ class LedgerStatLogger(AggregateStatLoggerBase):
         self.book = BOOK
         self.faults_total = 0
         self.shape = StatsShape("?", missing=("not detected",))
+        self._supported = False  # the shape's, found once (``_use_shape``): read per call
         env = os.environ
         if env.get(DISABLE_ENV, "").strip() not in ("", "0"):
             logger.info("vllm-ledger: disabled by VLLM_LEDGER_DISABLE")
@@ -271,6 +272,7 @@ class LedgerStatLogger(AggregateStatLoggerBase):
 
     def _use_shape(self, shape: StatsShape) -> None:
         """Readers for a changed layout; the 0.30-0.33 layout keeps the inline fast path."""
+        self._supported = shape.supported
         self._standard = shape.standard
         self._join = shape.joins
         self._get_f_id = _getter(shape.finished_id)
@@ -321,7 +323,7 @@ class LedgerStatLogger(AggregateStatLoggerBase):
             return
         book = self.book
         try:
-            if not self.shape.supported:
+            if not self._supported:
                 raise ValueError("unsupported vLLM stats")
             # Checks are written out inline: this runs for every engine iteration.
             if self._standard:
@@ -364,7 +366,9 @@ class LedgerStatLogger(AggregateStatLoggerBase):
                 finished = tuple(finished_requests)
             else:
                 finished = tuple([self._finished(f) for f in finished_requests])
-            recorder.submit((ts, engine_idx, prompt, generation, cached, finished, book.tick()))
+            # book.tick(), written out: one more record() call, its number for the recorder.
+            book.records = tick = book.records + 1
+            recorder.submit((ts, engine_idx, prompt, generation, cached, finished, tick))
         except Exception:
             self.faults_total += 1
             try:

@@ -286,26 +286,23 @@ class Recorder:
         GIL let go between slices, so the serving loop never waits long for it. Items appended
         meanwhile are left for the next wake. Returns the number taken in."""
         buf = self.buffer
-        popleft = buf.popleft
-        batch = self._batch
-        accumulate = batch.accumulate
         todo = len(buf)
         done = 0
         while done < todo:
-            for _ in range(min(TAKE_IN_SLICE, todo - done)):
-                item = popleft()
-                try:
-                    accumulate(item)
-                except Exception as exc:  # an event no check foresaw: counted, never fatal
-                    batch.reject_taken(item)
-                    self._internal_fault(exc)
-            done += min(TAKE_IN_SLICE, todo - done)
+            n = min(TAKE_IN_SLICE, todo - done)
+            self._batch.take(buf.popleft, n, self._reject_taken)
+            done += n
             if done < todo:
                 if self.monotonic() >= deadline_mono:
                     break
                 time.sleep(0)  # let another thread (vLLM's loop) have the GIL
         self._settle_tags(final=math.isfinite(deadline_mono))
         return done
+
+    def _reject_taken(self, item: Any, exc: Exception) -> None:
+        """An item no check foresaw: counted as rejected and as a fault, never fatal."""
+        self._batch.reject_taken(item)
+        self._internal_fault(exc)
 
     def _settle_tags(self, final: bool = False) -> None:
         """Forget the tags every event that could join them has passed; count what the book

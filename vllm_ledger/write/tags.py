@@ -61,6 +61,7 @@ SETTLE_RECORDS = 2  # record() calls an ended entry stays findable for
 # Or, once every record() call so far has been taken in, this long after its end: vLLM would
 # have handed over a finished request by then (an idle engine makes no more calls).
 SETTLE_S = 2.0
+_NO_RIDS: frozenset[str] = frozenset()
 _CUTS = 4  # prefixes tried when joining (``cmpl-``, ``chatcmpl-``, ``generate-tokens-``, ...)
 
 
@@ -85,7 +86,7 @@ class Entry:
         self.live = 1  # HTTP exchanges holding this id now
         self.ambiguous = False
         self.finished = 0  # finished requests joined to it
-        self.rids: set[str] = set()
+        self.rids: set[str] | frozenset[str] = _NO_RIDS  # a set of its own from the first
         self.judge_abort = judge_abort
         self.settle_at = 0
         self.ended_mono = 0.0
@@ -114,24 +115,22 @@ class TagBook:
         if len(x) > MAX_ID_CHARS:
             return None
         with self.lock:
-            return self._begin(x, judge_abort)
-
-    def _begin(self, x: str, judge_abort: bool) -> Entry | None:
-        got = self.entries.get(x)
-        if got is not None and (got.live or got.settle_at > self.records):
-            # Another request holds the id now (or just did): neither can be told apart.
-            got.live += 1
-            got.ambiguous = True
+            entries = self.entries
+            got = entries.get(x)
+            if got is not None and (got.live or got.settle_at > self.records):
+                # Another request holds the id now (or just did): neither can be told apart.
+                got.live += 1
+                got.ambiguous = True
+                self.begun_total += 1
+                return got
+            if len(entries) >= MAX_ENTRIES:
+                self._settle(self.records, force=True)
+                if len(entries) >= MAX_ENTRIES:
+                    self.full_total += 1
+                    return None
+            entry = entries[x] = Entry(x, judge_abort)
             self.begun_total += 1
-            return got
-        if len(self.entries) >= MAX_ENTRIES:
-            self._settle(self.records, force=True)
-            if len(self.entries) >= MAX_ENTRIES:
-                self.full_total += 1
-                return None
-        entry = self.entries[x] = Entry(x, judge_abort)
-        self.begun_total += 1
-        return entry
+            return entry
 
     @staticmethod
     def named(entry: Entry, key: str, adapter: str, user: str, tenant: str) -> None:
@@ -241,13 +240,16 @@ class TagBook:
             return [(AMBIGUOUS_DIMS, prompt, generation, cached, 1, 0)]
         key, adapter, user, tenant = entry.dims
         assert isinstance(rid, str)
-        if rid in entry.rids:  # an n > 1 copy: the same prompt again
+        rids = entry.rids
+        if rid in rids:  # an n > 1 copy: the same prompt again
             return [
                 ((key, adapter, user, tenant, ""), 0, generation, 0, 1, 0),
                 ((key, adapter, user, tenant, COPIES), prompt, 0, cached, 0, 0),
             ]
-        if len(entry.rids) < MAX_RIDS_PER_ENTRY:
-            entry.rids.add(rid)
+        if not rids:
+            entry.rids = {rid}
+        elif len(rids) < MAX_RIDS_PER_ENTRY and isinstance(rids, set):
+            rids.add(rid)
         return [((key, adapter, user, tenant, ""), prompt, generation, cached, 1, 0)]
 
 

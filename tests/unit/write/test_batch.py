@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from vllm_ledger.write.batch import Batch
 from vllm_ledger.write.buckets import DECODE_TOKENS, DECODE_US, DROPPED, PROMPT, REQUESTS
 from vllm_ledger.write.tags import TagBook
@@ -59,3 +62,47 @@ def test_a_commit_empties_the_batch_and_a_batch_given_up_is_lost_per_second() ->
     b.accumulate((TS, 0, 1, 1, 1, ()))
     assert b.committed() == 1
     assert (b.buckets, b.fault_seconds, b.events_per_second) == ({}, {}, {})
+
+
+_value = st.integers(min_value=0, max_value=3) | st.sampled_from(
+    [-1, 10**8, 10**8 + 1, 60_000_000, 65_535, 65_536, True, 1.0, None]
+)
+_plain = st.tuples(
+    st.sampled_from([TS, TS + 0.5, TS + 1]) | st.sampled_from([S, float("nan"), 1.0, 5e9, "x"]),
+    _value,
+    _value,
+    _value,
+    _value,
+    st.just(()) | st.sampled_from([[], None, ((1, 0.5),)]),
+    st.integers(min_value=1, max_value=9) | st.sampled_from([-3, True, "7", None]),
+)
+
+
+def _state(b: Batch) -> tuple[object, ...]:
+    return (
+        b.buckets,
+        b.events_per_second,
+        b.fault_seconds,
+        b.rejected,
+        b.pending_events,
+        b.taken_record,
+    )
+
+
+@settings(max_examples=400)
+@given(events=st.lists(_plain, max_size=12))
+def test_the_plain_events_way_sums_and_rejects_as_the_general_way(
+    events: list[tuple[object, ...]],
+) -> None:
+    fast, general = _batch(), _batch()
+    for event in events:
+        outcomes = []
+        for batch, take in ((fast, fast.accumulate), (general, general._accumulate_any)):
+            try:
+                take(event)
+                outcomes.append("taken")
+            except Exception:
+                batch.reject_taken(event)  # as the recorder's take-in does
+                outcomes.append("raised")
+        assert outcomes[0] == outcomes[1]
+    assert repr(_state(fast)) == repr(_state(general))

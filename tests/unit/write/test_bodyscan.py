@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vllm_ledger.write.bodyscan import MAX_VALUE_BYTES, BodyScan
+from vllm_ledger.write.bodyscan import MAX_VALUE_BYTES, BodyScan, parse_whole
 
 WANTED = (b"model", b"user", b"request_id")
 
@@ -103,3 +103,53 @@ def test_a_string_of_many_escaped_quotes_and_backslashes_split_anywhere() -> Non
     want = {b"model": b"m", b"user": json.dumps('a"b\\')[1:-1].encode()}
     for cut in range(0, len(body), 7):
         assert _scan(body, [cut, cut + 3]).found == want, cut
+
+
+def _loads_or_error(body: bytes) -> tuple[str, Any]:
+    try:
+        return "value", repr(json.loads(body))  # repr: a NaN equals itself
+    except (ValueError, RecursionError) as exc:
+        return "error", type(exc).__name__
+
+
+def _parse_or_error(body: bytes) -> tuple[str, Any]:
+    try:
+        return "value", repr(parse_whole(body))
+    except (ValueError, RecursionError) as exc:
+        return "error", type(exc).__name__
+
+
+_odd_bodies = st.sampled_from(
+    [
+        b"{",
+        b"{}",
+        b"{} ",
+        b"{}\n\t\r ",
+        b"{} x",
+        "{}\u00a0".encode(),  # a space json does not take
+        b"{}{}",
+        b'{"a":1}\x00',
+        b"{\x00",
+        b"{\x00\x00\x00",
+        b"{\x00a\x00",
+        b"{\xff}",
+        b'{"a":"\xed\xa0\x80"}',  # a lone surrogate, as surrogatepass takes it
+        b"\xef\xbb\xbf{}",
+        b" {}",
+        b"[1]",
+        b"{" * 100_000,
+    ]
+)
+
+
+@given(
+    body=_odd_bodies
+    | st.binary(max_size=12).map(lambda b: b"{" + b)
+    | st.dictionaries(keys, values, max_size=6).flatmap(
+        lambda obj: st.sampled_from(["utf-8", "utf-16-le", "utf-16", "utf-32"]).map(
+            lambda enc: json.dumps(obj, ensure_ascii=False).encode(enc, "surrogatepass")
+        )
+    )
+)
+def test_a_whole_body_parses_as_json_loads_would(body: bytes) -> None:
+    assert _parse_or_error(body) == _loads_or_error(body)
