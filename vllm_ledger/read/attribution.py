@@ -162,7 +162,7 @@ def file_credits(
             if label is None:
                 raise BadValues(f"{table}: a row of label set {dim!r:.20} the file does not name")
             out.by_label.setdefault(label, Credited()).add_counts(p, g, c, r, e)
-    _add_folded(out, conn, start, folded_end or w.cutoff_ts)
+    _add_folded(out, conn, start, w.cutoff_ts if folded_end is None else folded_end)
     return out
 
 
@@ -274,7 +274,7 @@ def _grouped(
         for value in values:
             if type(value) is not str or len(value) > MAX_LABEL_CHARS:
                 _bad_label(by, value, reason)
-    _add_folded(out, conn, start, folded_end or w.cutoff_ts)
+    _add_folded(out, conn, start, w.cutoff_ts if folded_end is None else folded_end)
 
 
 def _bad_label(by: str, value: Any, reason: Any) -> None:

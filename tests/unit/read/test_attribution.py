@@ -142,3 +142,18 @@ def test_nested_windows_widened_ring_by_ring_read_as_each_alone(tmp_path: Path) 
                 )
     widest = file_credits(snap, conn, Window("all", 0, cutoff), by="user")
     assert widest.folded["user"] > 0  # the rings' hours met names folded past the bound
+
+
+def test_folded_names_end_where_asked_even_at_zero(tmp_path: Path) -> None:
+    """``folded_end`` 0 counts the names folded before 0 (none), not those before the cutoff:
+    the bound is tested against None, never for truth."""
+    day = int(T) - int(T) % 86400 - 86400
+    write_whose_ledger(tmp_path, "run-f", start_ts=day + 3000, end_ts=day + 2 * 3600,
+                       requests=many_users(day + 3600, users=1500, seconds=600),
+                       heartbeat_s=60.0)  # fmt: skip
+    snap, conn = open_snapshot(_file(tmp_path), now_ts=day + 3 * 3600)
+    assert conn is not None
+    w = Window("all", 0, day + 2 * 3600)
+    for by in ("user", None):
+        assert file_credits(snap, conn, w, by=by).folded["user"] == 500
+        assert file_credits(snap, conn, w, by=by, folded_end=0).folded == {}
