@@ -27,18 +27,9 @@ _SUM_QUERIES = {
 
 # The rows of a span, each with the one label asked and its reason (``by`` is one of ATTR_DIMS'
 # first four, never user text): the reader sums them by that label itself, which costs less
-# than SQLite's GROUP BY (a sort of every row), and judges the span's rows in one pass apart
-# (``checks``). A row whose label set the file does not name comes with a NULL reason.
-_CHECKS = f"{_NOT_INT}, {_LOWEST}, {_MOST}, {_OVER}"
-# A span's rows judged in one pass: a value that is not an integer makes its column's sum a
-# float (SQLite's sum() of anything else) or its count short (NULL); with no value negative,
-# each column's total bounds every value in it, so no per-value maximum is needed.
-_COUNTS = ", ".join(f"count({c})" for c in ATTR_COLUMNS)
-_CHECK_QUERIES = {
-    table: f"SELECT count(*), {_COUNTS}, {_LOWEST}, {_OVER}, {_SUMS} FROM {table}"
-    " WHERE ts >= ? AND ts < ?"
-    for table in ATTR_TABLES
-}
+# than SQLite's GROUP BY (a sort of every row), and judges them as they came, a column at a
+# time (``read/attribution.py``), which costs less than a pass of SQL over them apart. A row
+# whose label set the file does not name comes with a NULL reason.
 _LABELLED_QUERIES = {
     (table, by): f"SELECT d.{by}, d.reason, {', '.join(f'a.{c}' for c in ATTR_COLUMNS)}"
     f" FROM {table} a LEFT JOIN attr_dims d ON d.id = a.dim WHERE a.ts >= ? AND a.ts < ?"
@@ -61,20 +52,6 @@ def sums(conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int) -> li
     """``(dim, *ATTR_COLUMNS sums, non_integer, lowest, most, over)`` per label set over
     ``[start_ts, end_ts)`` of ``attr_seconds``, ``attr_hourly`` or ``attr_daily``."""
     return conn.execute(_SUM_QUERIES[table], (start_ts, end_ts)).fetchall()
-
-
-def checks(conn: sqlite3.Connection, table: str, start_ts: int, end_ts: int) -> tuple[Any, ...]:
-    """``(non_integer, lowest, over, *ATTR_COLUMNS sums)`` of every row of ``table`` in
-    ``[start_ts, end_ts)``: whether any value is not an integer, the lowest value, whether any
-    row has more cached than prompt tokens, and each column's total (0 for no rows). A sum
-    past 2^63 raises SQLite's integer overflow."""
-    n = len(ATTR_COLUMNS)
-    row = conn.execute(_CHECK_QUERIES[table], (start_ts, end_ts)).fetchone()
-    rows, counts, (lowest, over), sums = row[0], row[1 : 1 + n], row[1 + n : 3 + n], row[3 + n :]
-    non_int = any(c != rows for c in counts) or any(
-        s is not None and type(s) is not int for s in sums
-    )
-    return (non_int, lowest, over, *(s or 0 for s in sums))
 
 
 def labelled_rows(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import gt, itemgetter
 from typing import Any
 
 from vllm_ledger.bounds import MAX_COUNT
@@ -239,26 +240,23 @@ def _grouped(
     by: str,
     folded_end: int | None,
 ) -> None:
-    """The credits summed by ``by`` and the reason into ``out.by_value``: each part's rows
-    judged in one pass (``attr_reads.checks``, as ``_checked`` judges a row, and their column
-    totals, which bound every sum), then read with their label and summed here, one list per
-    value and reason; each value and reason judged once."""
+    """The credits summed by ``by`` and the reason into ``out.by_value``: each part's rows read
+    with their label, judged as they came (``_judged``: as ``_checked`` judges a row, and their
+    column totals, which bound every sum) and then summed here, one list per value and reason;
+    each value and reason judged once."""
     start, parts = _parts(snap, w)
     acc = out.by_value
     totals = [0] * 5
+    last: Any = _NONE_YET  # the reason of the row before and its values: most rows share one
+    into: dict[str, list[int]] = {}
     for table, a, b in parts:
-        checks = _rows(lambda t=table, x=a, y=b: [attr_reads.checks(conn, t, x, y)], table)[0]
-        non_int, lowest, over, *sums = checks
-        if non_int or over or (lowest is not None and lowest < 0):
-            _checked(table, (None, 0, 0, 0, 0, 0, non_int, lowest, None, over))
-        for i, n in enumerate(sums):
-            totals[i] += n
-        if max(totals) > MAX_COUNT:
-            raise BadValues(f"{table}: sums of more than any ledger holds")
-        for value, reason, p, g, c, r, e in attr_reads.labelled_rows(conn, table, by, a, b):
-            into = acc.get(reason)
-            if into is None:
-                into = acc[reason] = {}
+        rows = _rows(lambda t=table, x=a, y=b: attr_reads.labelled_rows(conn, t, by, x, y), table)
+        _judged(table, rows, totals)
+        for value, reason, p, g, c, r, e in rows:
+            if reason is not last:
+                got_reason = acc.get(reason)
+                into = acc[reason] = {} if got_reason is None else got_reason
+                last = reason
             got = into.get(value)
             if got is None:
                 into[value] = [p, g, c, r, e]
@@ -271,10 +269,46 @@ def _grouped(
     for reason, values in acc.items():
         if reason not in REASONS:
             _bad_label(by, next(iter(values)), reason)
+        if _short_texts(values):
+            continue
         for value in values:
             if type(value) is not str or len(value) > MAX_LABEL_CHARS:
                 _bad_label(by, value, reason)
     _add_folded(out, conn, start, w.cutoff_ts if folded_end is None else folded_end)
+
+
+_COUNTS = tuple(itemgetter(i) for i in range(2, 7))  # a labelled row's five counts
+_NONE_YET = object()
+_PROMPT, _CACHED = _COUNTS[0], _COUNTS[2]
+
+
+def _judged(table: str, rows: list[tuple[Any, ...]], totals: list[int]) -> None:
+    """``rows`` (labelled, as read) judged as ``_checked`` judges a row, a column at a time:
+    every count an integer (then so is its column's sum; any other value makes the sum a float
+    or fails it), none negative, none with more cached than prompt tokens; their column sums
+    added to ``totals``, which bound every value (none is negative)."""
+    if not rows:
+        return
+    try:
+        sums = [sum(map(column, rows)) for column in _COUNTS]
+    except TypeError:  # a text, a blob or a NULL
+        sums = []
+    non_int = len(sums) != len(_COUNTS) or any(type(n) is not int for n in sums)
+    lowest = 0 if non_int else min([min(map(column, rows)) for column in _COUNTS])
+    over = not non_int and any(map(gt, map(_CACHED, rows), map(_PROMPT, rows)))
+    if non_int or over or lowest < 0:
+        _checked(table, (None, 0, 0, 0, 0, 0, non_int, lowest, None, over))
+    for i, n in enumerate(sums):
+        totals[i] += n
+    if max(totals) > MAX_COUNT:
+        raise BadValues(f"{table}: sums of more than any ledger holds")
+
+
+def _short_texts(values: dict[Any, list[int]]) -> bool:
+    """Whether every value is a text of at most ``MAX_LABEL_CHARS`` (a pass per question)."""
+    if not set(map(type, values)) <= {str}:
+        return False
+    return max(map(len, values), default=0) <= MAX_LABEL_CHARS
 
 
 def _bad_label(by: str, value: Any, reason: Any) -> None:

@@ -6,13 +6,17 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.whose_ledgers import Req, many_users, write_whose_ledger
+from vllm_ledger.bounds import MAX_COUNT
 from vllm_ledger.errors import BadValues
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.read.attribution import Credited, CreditReads, file_credits
+from vllm_ledger.read.attribution import Credited, CreditReads, _judged, file_credits
 from vllm_ledger.read.open_ledger import open_snapshot
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write.recorder import Recorder
@@ -46,6 +50,7 @@ def _file(root: Path) -> Path:
 
 
 REQS = [("k1", "tiny", "alice", 10), ("k1", "tiny-b", "bob", 20), ("k2", "tiny", "alice", 40)]
+_ONE = "dim = (SELECT min(dim) FROM attr_hourly)"  # one row of REQS' three
 
 
 def test_by_label_set_and_grouped_by_one_label_agree(tmp_path: Path) -> None:
@@ -74,6 +79,11 @@ def test_by_label_set_and_grouped_by_one_label_agree(tmp_path: Path) -> None:
         ("UPDATE attr_dims SET reason = 'paid'", "not a reason the writer gives"),
         ("UPDATE attr_dims SET user = '" + "u" * 300 + "'", "not short texts"),
         ("UPDATE attr_hourly SET generation_tokens = 9223372036854775807", "more than any"),
+        # One row of several, its column's total still sound: judged row by row all the same.
+        (f"UPDATE attr_hourly SET generation_tokens = -1 WHERE {_ONE}", r"a negative count \(-1\)"),
+        (f"UPDATE attr_hourly SET cached_tokens = prompt_tokens + 1 WHERE {_ONE}", "more cached"),
+        (f"UPDATE attr_hourly SET prompt_tokens = 2.5 WHERE {_ONE}", "not an integer"),
+        (f"UPDATE attr_hourly SET events = X'00ff' WHERE {_ONE}", "not an integer"),
     ],
 )
 def test_a_tampered_value_refuses_the_file_in_either_read(
@@ -157,3 +167,41 @@ def test_folded_names_end_where_asked_even_at_zero(tmp_path: Path) -> None:
     for by in ("user", None):
         assert file_credits(snap, conn, w, by=by).folded["user"] == 500
         assert file_credits(snap, conn, w, by=by, folded_end=0).folded == {}
+
+
+_VALUE = st.one_of(
+    st.integers(-3, 50),
+    st.integers(MAX_COUNT // 2, MAX_COUNT + 1),
+    st.sampled_from([2.5, 0.0, -0.0, 7.0, "7", "x", b"\x00", None]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(*[_VALUE] * 5), max_size=6), st.integers(0, MAX_COUNT))
+def test_rows_are_judged_as_one_row_at_a_time_would_judge_them(
+    counts: list[tuple[object, ...]], before: int
+) -> None:
+    """``_judged`` refuses exactly the rows a plain look at each value refuses: a count that is
+    not an integer, a negative one, more cached than prompt tokens, or column totals (with
+    those already counted) past ``MAX_COUNT``; and it adds the sums it took."""
+    rows = [("u", "", *c) for c in counts]
+    totals = [before] * 5
+    if _refused(counts, before):
+        with pytest.raises(BadValues):
+            _judged("attr_hourly", rows, totals)
+        return
+    _judged("attr_hourly", rows, totals)
+    columns = list(zip(*cast(list[tuple[int, ...]], counts), strict=True)) or [()] * 5
+    assert totals == [before + sum(col) for col in columns]
+
+
+def _refused(counts: list[tuple[object, ...]], before: int) -> bool:
+    if any(type(v) is not int for c in counts for v in c):
+        return True
+    ints = cast(list[tuple[int, ...]], counts)
+    columns = list(zip(*ints, strict=True)) or [()] * 5
+    return (
+        any(v < 0 for c in ints for v in c)
+        or any(c[2] > c[0] for c in ints)
+        or (bool(ints) and max(sum(col) for col in columns) + before > MAX_COUNT)
+    )
