@@ -17,19 +17,23 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import gt, itemgetter
 from typing import Any
 
-from vllm_ledger.bounds import MAX_COUNT
 from vllm_ledger.errors import BadValues
 from vllm_ledger.format import attr_reads
+from vllm_ledger.read.attr_judge import (
+    MAX_LABEL_CHARS,
+    REASONS,
+    bad_label,
+    judged_row,
+    judged_rows,
+    short_texts,
+)
 from vllm_ledger.read.snapshot import LedgerSnapshot, window_parts
 from vllm_ledger.read.windows import Window
 
 # (key, adapter, user, tenant, reason): as the writer labels a credit (``write/tags.py``).
 Label = tuple[str, str, str, str, str]
-REASONS = frozenset({"", "untagged", "ambiguous", "copies", "aborted", "fault", "refused"})
-MAX_LABEL_CHARS = 256  # as the writer bounds them (``write/credits.py``)
 
 
 @dataclass
@@ -156,7 +160,7 @@ def file_credits(
     start, parts = _parts(snap, w)
     for table, a, b in parts:
         for row in _rows(lambda t=table, x=a, y=b: attr_reads.sums(conn, t, x, y), table):
-            dim, p, g, c, r, e = _checked(table, row)
+            dim, p, g, c, r, e = judged_row(table, row)
             label = labels.get(dim)
             if label is None:
                 label = _fill(labels, conn).get(dim)
@@ -170,11 +174,15 @@ def file_credits(
 def widened(prev: FileCredits, ring: FileCredits) -> FileCredits:
     """``prev`` (a read by one label) with ``ring`` (the span before it) added, as a new read.
     The lists of values the ring does not name are shared with ``prev``, not copied: a read's
-    lists are never changed in place (``FileCredits.add`` changes only lists it made)."""
-    by_value = {reason: dict(values) for reason, values in prev.by_value.items()}
-    for reason, values in ring.by_value.items():
-        into = by_value.setdefault(reason, {})
-        for v, counts in values.items():
+    lists are never changed in place (``FileCredits.add`` changes only lists it made). Per
+    reason the larger of the two is copied whole and the smaller walked into the copy."""
+    by_value: ByValue = {}
+    for reason in {**prev.by_value, **ring.by_value}:
+        mine, theirs = prev.by_value.get(reason, {}), ring.by_value.get(reason, {})
+        if len(mine) < len(theirs):
+            mine, theirs = theirs, mine
+        into = by_value[reason] = dict(mine)
+        for v, counts in theirs.items():
             got = into.get(v)
             into[v] = counts if got is None else [a + b for a, b in zip(got, counts, strict=True)]
     folded = dict(prev.folded)
@@ -232,6 +240,9 @@ def _parts(snap: LedgerSnapshot, w: Window) -> tuple[int, list[tuple[str, int, i
     ]
 
 
+_NONE_YET = object()  # no row read yet
+
+
 def _grouped(
     out: FileCredits,
     conn: sqlite3.Connection,
@@ -241,9 +252,9 @@ def _grouped(
     folded_end: int | None,
 ) -> None:
     """The credits summed by ``by`` and the reason into ``out.by_value``: each part's rows read
-    with their label, judged as they came (``_judged``: as ``_checked`` judges a row, and their
-    column totals, which bound every sum) and then summed here, one list per value and reason;
-    each value and reason judged once."""
+    with their label, judged as they came (``judged_rows``: each row as ``judged_row`` judges
+    one, and the column totals, which bound every sum), then summed here, one list per value
+    and reason; each value and reason judged once."""
     start, parts = _parts(snap, w)
     acc = out.by_value
     totals = [0] * 5
@@ -251,7 +262,7 @@ def _grouped(
     into: dict[str, list[int]] = {}
     for table, a, b in parts:
         rows = _rows(lambda t=table, x=a, y=b: attr_reads.labelled_rows(conn, t, by, x, y), table)
-        _judged(table, rows, totals)
+        judged_rows(table, rows, totals)
         for value, reason, p, g, c, r, e in rows:
             if reason is not last:
                 got_reason = acc.get(reason)
@@ -268,55 +279,13 @@ def _grouped(
                 got[4] += e
     for reason, values in acc.items():
         if reason not in REASONS:
-            _bad_label(by, next(iter(values)), reason)
-        if _short_texts(values):
+            bad_label(by, next(iter(values)), reason)
+        if short_texts(values):
             continue
         for value in values:
             if type(value) is not str or len(value) > MAX_LABEL_CHARS:
-                _bad_label(by, value, reason)
+                bad_label(by, value, reason)
     _add_folded(out, conn, start, w.cutoff_ts if folded_end is None else folded_end)
-
-
-_COUNTS = tuple(itemgetter(i) for i in range(2, 7))  # a labelled row's five counts
-_NONE_YET = object()
-_PROMPT, _CACHED = _COUNTS[0], _COUNTS[2]
-
-
-def _judged(table: str, rows: list[tuple[Any, ...]], totals: list[int]) -> None:
-    """``rows`` (labelled, as read) judged as ``_checked`` judges a row, a column at a time:
-    every count an integer (then so is its column's sum; any other value makes the sum a float
-    or fails it), none negative, none with more cached than prompt tokens; their column sums
-    added to ``totals``, which bound every value (none is negative)."""
-    if not rows:
-        return
-    try:
-        sums = [sum(map(column, rows)) for column in _COUNTS]
-    except TypeError:  # a text, a blob or a NULL
-        sums = []
-    non_int = len(sums) != len(_COUNTS) or any(type(n) is not int for n in sums)
-    lowest = 0 if non_int else min([min(map(column, rows)) for column in _COUNTS])
-    over = not non_int and any(map(gt, map(_CACHED, rows), map(_PROMPT, rows)))
-    if non_int or over or lowest < 0:
-        _checked(table, (None, 0, 0, 0, 0, 0, non_int, lowest, None, over))
-    for i, n in enumerate(sums):
-        totals[i] += n
-    if max(totals) > MAX_COUNT:
-        raise BadValues(f"{table}: sums of more than any ledger holds")
-
-
-def _short_texts(values: dict[Any, list[int]]) -> bool:
-    """Whether every value is a text of at most ``MAX_LABEL_CHARS`` (a pass per question)."""
-    if not set(map(type, values)) <= {str}:
-        return False
-    return max(map(len, values), default=0) <= MAX_LABEL_CHARS
-
-
-def _bad_label(by: str, value: Any, reason: Any) -> None:
-    if reason is None:
-        raise BadValues(f"attr_dims: a row of {by} names a label set the file does not")
-    if type(value) is not str or len(value) > MAX_LABEL_CHARS:
-        raise BadValues(f"attr_dims: label set {str(value)[:40]!r} is not short texts")
-    raise BadValues(f"attr_dims: {str(reason)[:40]!r} is not a reason the writer gives")
 
 
 def _add_folded(out: FileCredits, conn: sqlite3.Connection, start: int, end: int) -> None:
@@ -364,22 +333,6 @@ def _labels(conn: sqlite3.Connection) -> dict[Any, Label]:
             raise BadValues(f"attr_dims: {texts[4][:40]!r} is not a reason the writer gives")
         out[dim] = (texts[0], texts[1], texts[2], texts[3], texts[4])
     return out
-
-
-def _checked(table: str, row: tuple[Any, ...]) -> tuple[int, int, int, int, int, int]:
-    dim, p, g, c, r, e, non_int, lowest, most, over = row
-    if non_int:
-        raise BadValues(f"{table}: a count that is not an integer")
-    if lowest is not None and lowest < 0:
-        raise BadValues(f"{table}: a negative count ({lowest})")
-    if most is not None and most > MAX_COUNT:
-        raise BadValues(f"{table}: {most} in one row, more than any ledger holds")
-    if over:
-        raise BadValues(f"{table}: more cached than input tokens in a row")
-    for v in (p, g, c, r, e):
-        if type(v) is not int or v > MAX_COUNT:
-            raise BadValues(f"{table}: a sum that is not a count")
-    return dim, p, g, c, r, e
 
 
 def merged(parts: Iterable[FileCredits]) -> FileCredits:
