@@ -103,15 +103,24 @@ class FileCredits:
     folded: dict[str, int] = field(default_factory=dict)
     files: int = 0  # files read
     without: int = 0  # files written before attribution: their tokens credit nobody
+    # Every list of ``by_value`` added up column by column, where the read made them as it
+    # judged its rows (``judged_rows``); None where not known.
+    sums: list[int] | None = None
 
     def add(self, other: FileCredits) -> None:
         for label, c in other.by_label.items():
             self.by_label.setdefault(label, Credited()).add(c)
+        mine, theirs = self.value_sums(), other.value_sums()
+        self.sums = None if mine is None or theirs is None else _plus(mine, theirs)
         add_by_value(self.by_value, other.by_value)
         for kind, n in other.folded.items():
             self.folded[kind] = self.folded.get(kind, 0) + n
         self.files += other.files
         self.without += other.without
+
+    def value_sums(self) -> list[int] | None:
+        """``sums``, or zeros for no values; None where not known."""
+        return self.sums if self.sums is not None or self.by_value else [0] * 5
 
     def values(self, place: int) -> ByValue:
         """By the reason and the label at ``place`` (0 key, 1 adapter, 2 user, 3 tenant): the
@@ -188,7 +197,15 @@ def widened(prev: FileCredits, ring: FileCredits) -> FileCredits:
     folded = dict(prev.folded)
     for kind, n in ring.folded.items():
         folded[kind] = folded.get(kind, 0) + n
-    return FileCredits(by_value=by_value, folded=folded, files=prev.files, without=prev.without)
+    inner, outer = prev.value_sums(), ring.value_sums()
+    sums = None if inner is None or outer is None else _plus(inner, outer)
+    return FileCredits(
+        by_value=by_value, folded=folded, files=prev.files, without=prev.without, sums=sums
+    )
+
+
+def _plus(a: list[int], b: list[int]) -> list[int]:
+    return [x + y for x, y in zip(a, b, strict=True)]
 
 
 def read_from(snap: LedgerSnapshot, w: Window) -> int:
@@ -285,6 +302,7 @@ def _grouped(
         for value in values:
             if type(value) is not str or len(value) > MAX_LABEL_CHARS:
                 bad_label(by, value, reason)
+    out.sums = totals
     _add_folded(out, conn, start, w.cutoff_ts if folded_end is None else folded_end)
 
 

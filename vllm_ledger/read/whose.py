@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from vllm_ledger.read.attribution import Credited, FileCredits, Label
+from vllm_ledger.read.attribution import ByValue, Credited, FileCredits, Label
 from vllm_ledger.read.report import WindowReport
 
 By = Literal["key", "adapter", "user", "tenant"]
@@ -110,9 +110,7 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
     requests_aborted = sum(aborted_by_value.values())
     refused = sum(refused_by_value.values())
     faults = sum(c[4] for c in values.get("fault", {}).values())
-    columns = zip(*credited_rows.values(), strict=True)  # the rows' sums, column by column
-    sums = [sum(column) for column in columns][:4] if credited_rows else [0, 0, 0, 0]
-    credited = Credited(*sums)
+    credited = Credited(*_credited_sums(credits, values))
     for c in reasons.values():
         credited.add(c)
     rest = Credited(
@@ -157,6 +155,21 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
         files_without=credits.without,
         more=more,
     )
+
+
+def _credited_sums(credits: FileCredits, values: ByValue) -> list[int]:
+    """The credited rows' input, output, cached tokens and requests added up: the read's own
+    sums less the other reasons' lists where it made them, else row by row."""
+    known = None if credits.by_label else credits.sums
+    if known is None:
+        columns = zip(*values.get("", {}).values(), strict=True)
+        return [sum(column) for column in columns][:4] or [0, 0, 0, 0]
+    out = known[:4]
+    for reason, rows in values.items():
+        for counts in rows.values() if reason else ():
+            for i in range(4):
+                out[i] -= counts[i]
+    return out
 
 
 def _first(rows: Mapping[str, list[int]], top: int) -> tuple[list[tuple[str, list[int]]], int]:

@@ -155,6 +155,7 @@ def test_nested_windows_widened_ring_by_ring_read_as_each_alone(tmp_path: Path) 
                     alone.files,
                 )
                 kept.append((got, copy.deepcopy(got.by_value)))
+                assert got.sums == alone.sums == _column_sums(alone.by_value)
         # A widened read (the larger side copied, the smaller walked in) changed no earlier one.
         assert all(read.by_value == then for read, then in kept)
     widest = file_credits(snap, conn, Window("all", 0, cutoff), by="user")
@@ -174,3 +175,12 @@ def test_folded_names_end_where_asked_even_at_zero(tmp_path: Path) -> None:
     for by in ("user", None):
         assert file_credits(snap, conn, w, by=by).folded["user"] == 500
         assert file_credits(snap, conn, w, by=by, folded_end=0).folded == {}
+
+
+def _column_sums(by_value: ByValue) -> list[int]:
+    """Every list of a read by one label added up, column by column."""
+    out = [0] * 5
+    for values in by_value.values():
+        for counts in values.values():
+            out = [a + b for a, b in zip(out, counts, strict=True)]
+    return out
