@@ -6,7 +6,8 @@ with any value that fails is refused whole (``BadValues``), as for its counts.
 
 from __future__ import annotations
 
-from operator import gt, itemgetter
+from collections.abc import Sequence
+from operator import gt
 from typing import Any
 
 from vllm_ledger.bounds import MAX_COUNT
@@ -35,24 +36,21 @@ def judged_row(table: str, row: tuple[Any, ...]) -> tuple[int, int, int, int, in
     return dim, p, g, c, r, e
 
 
-COUNTS_AT = tuple(itemgetter(i) for i in range(2, 7))  # a labelled row's five counts
-_PROMPT, _CACHED = COUNTS_AT[0], COUNTS_AT[2]
-
-
-def judged_rows(table: str, rows: list[tuple[Any, ...]], totals: list[int]) -> None:
-    """``rows`` (labelled, as read) judged as ``judged_row`` judges a row, a column at a time:
-    every count an integer (then so is its column's sum; any other value makes the sum a float
-    or fails it), none negative, none with more cached than prompt tokens; their column sums
-    added to ``totals``, which bound every value (none is negative)."""
-    if not rows:
+def judged_columns(table: str, counts: list[Sequence[Any]], totals: list[int]) -> None:
+    """A span's five columns of counts (``ATTR_COLUMNS``, as read) judged as ``judged_row``
+    judges a row, a column at a time: every count an integer (then so is its column's sum; any
+    other value makes the sum a float or fails it), none negative, none with more cached than
+    prompt tokens; their sums added to ``totals``, which bound every value (none is
+    negative)."""
+    if not counts[0]:
         return
     try:
-        sums = [sum(map(column, rows)) for column in COUNTS_AT]
+        sums = [sum(column) for column in counts]
     except TypeError:  # a text, a blob or a NULL
         sums = []
-    non_int = len(sums) != len(COUNTS_AT) or any(type(n) is not int for n in sums)
-    lowest = 0 if non_int else min([min(map(column, rows)) for column in COUNTS_AT])
-    over = not non_int and any(map(gt, map(_CACHED, rows), map(_PROMPT, rows)))
+    non_int = len(sums) != len(counts) or any(type(n) is not int for n in sums)
+    lowest = 0 if non_int else min([min(column) for column in counts])
+    over = not non_int and any(map(gt, counts[2], counts[0]))
     if non_int or over or lowest < 0:
         judged_row(table, (None, 0, 0, 0, 0, 0, non_int, lowest, None, over))
     for i, n in enumerate(sums):

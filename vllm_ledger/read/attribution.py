@@ -15,7 +15,7 @@ against them (``read/whose.py``) so the rows add up to the window's total exactl
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +25,8 @@ from vllm_ledger.read.attr_judge import (
     MAX_LABEL_CHARS,
     REASONS,
     bad_label,
+    judged_columns,
     judged_row,
-    judged_rows,
     short_texts,
 )
 from vllm_ledger.read.snapshot import LedgerSnapshot, window_parts
@@ -104,7 +104,7 @@ class FileCredits:
     files: int = 0  # files read
     without: int = 0  # files written before attribution: their tokens credit nobody
     # Every list of ``by_value`` added up column by column, where the read made them as it
-    # judged its rows (``judged_rows``); None where not known.
+    # judged its rows (``judged_columns``); None where not known.
     sums: list[int] | None = None
 
     def add(self, other: FileCredits) -> None:
@@ -269,7 +269,7 @@ def _grouped(
     folded_end: int | None,
 ) -> None:
     """The credits summed by ``by`` and the reason into ``out.by_value``: each part's rows read
-    with their label, judged as they came (``judged_rows``: each row as ``judged_row`` judges
+    with their label, judged as they came (``judged_columns``: each row as ``judged_row`` judges
     one, and the column totals, which bound every sum), then summed here, one list per value
     and reason; each value and reason judged once."""
     start, parts = _parts(snap, w)
@@ -278,9 +278,9 @@ def _grouped(
     last: Any = _NONE_YET  # the reason of the row before and its values: most rows share one
     into: dict[str, list[int]] = {}
     for table, a, b in parts:
-        rows = _rows(lambda t=table, x=a, y=b: attr_reads.labelled_rows(conn, t, by, x, y), table)
-        judged_rows(table, rows, totals)
-        for value, reason, p, g, c, r, e in rows:
+        columns = _columns(conn, table, by, a, b)
+        judged_columns(table, columns[2:], totals)
+        for value, reason, p, g, c, r, e in zip(*columns, strict=True):
             if reason is not last:
                 got_reason = acc.get(reason)
                 into = acc[reason] = {} if got_reason is None else got_reason
@@ -304,6 +304,15 @@ def _grouped(
                 bad_label(by, value, reason)
     out.sums = totals
     _add_folded(out, conn, start, w.cutoff_ts if folded_end is None else folded_end)
+
+
+def _columns(conn: sqlite3.Connection, table: str, by: str, a: int, b: int) -> list[Sequence[Any]]:
+    """A span's labelled rows a column at a time: (value, reason, *ATTR_COLUMNS)."""
+    got = attr_reads.labelled_columns(conn, table, by, a, b)
+    if got is not None:
+        return list(got)
+    rows = _rows(lambda: attr_reads.labelled_rows(conn, table, by, a, b), table)
+    return list(zip(*rows, strict=True)) if rows else [()] * 7
 
 
 def _add_folded(out: FileCredits, conn: sqlite3.Connection, start: int, end: int) -> None:

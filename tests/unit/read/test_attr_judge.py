@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from vllm_ledger.bounds import MAX_COUNT
 from vllm_ledger.errors import BadValues
-from vllm_ledger.read.attr_judge import MAX_LABEL_CHARS, bad_label, judged_rows, short_texts
+from vllm_ledger.read.attr_judge import MAX_LABEL_CHARS, bad_label, judged_columns, short_texts
 
 _VALUE = st.one_of(
     st.integers(-3, 50),
@@ -25,18 +25,17 @@ _VALUE = st.one_of(
 def test_rows_are_judged_as_one_row_at_a_time_would_judge_them(
     counts: list[tuple[object, ...]], before: int
 ) -> None:
-    """``judged_rows`` refuses exactly the rows a plain look at each value refuses: a count that is
-    not an integer, a negative one, more cached than prompt tokens, or column totals (with
+    """``judged_columns`` refuses exactly the rows a plain look at each value refuses: a count
+    that is not an integer, a negative one, more cached than prompt tokens, or column totals (with
     those already counted) past ``MAX_COUNT``; and it adds the sums it took."""
-    rows = [("u", "", *c) for c in counts]
+    columns = [list(col) for col in zip(*counts, strict=True)] or [[] for _ in range(5)]
     totals = [before] * 5
     if _refused(counts, before):
         with pytest.raises(BadValues):
-            judged_rows("attr_hourly", rows, totals)
+            judged_columns("attr_hourly", list(columns), totals)
         return
-    judged_rows("attr_hourly", rows, totals)
-    columns = list(zip(*cast(list[tuple[int, ...]], counts), strict=True)) or [()] * 5
-    assert totals == [before + sum(col) for col in columns]
+    judged_columns("attr_hourly", list(columns), totals)
+    assert totals == [before + sum(cast(list[int], col)) for col in columns]
 
 
 def _refused(counts: list[tuple[object, ...]], before: int) -> bool:

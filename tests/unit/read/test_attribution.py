@@ -12,6 +12,7 @@ import pytest
 
 from tests.whose_ledgers import Req, many_users, write_whose_ledger
 from vllm_ledger.errors import BadValues
+from vllm_ledger.format import attr_reads
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.read.attribution import (
     ByValue,
@@ -56,7 +57,16 @@ REQS = [("k1", "tiny", "alice", 10), ("k1", "tiny-b", "bob", 20), ("k2", "tiny",
 _ONE = "dim = (SELECT min(dim) FROM attr_hourly)"  # one row of REQS' three
 
 
-def test_by_label_set_and_grouped_by_one_label_agree(tmp_path: Path) -> None:
+@pytest.fixture(params=["columns", "rows"])
+def read_as(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A read by one label as it runs (each span a column at a time), and as it runs where
+    SQLite cannot give columns (the rows read instead): the two say the same."""
+    if request.param == "rows":
+        monkeypatch.setattr(attr_reads, "labelled_columns", lambda *a: None)
+    return str(request.param)
+
+
+def test_by_label_set_and_grouped_by_one_label_agree(tmp_path: Path, read_as: str) -> None:
     _write(tmp_path, REQS)
     snap, conn = open_snapshot(_file(tmp_path), now_ts=T + 20)
     assert conn is not None
@@ -90,7 +100,7 @@ def test_by_label_set_and_grouped_by_one_label_agree(tmp_path: Path) -> None:
     ],
 )
 def test_a_tampered_value_refuses_the_file_in_either_read(
-    tmp_path: Path, sql: str, says: str
+    tmp_path: Path, sql: str, says: str, read_as: str
 ) -> None:
     _write(tmp_path, REQS)
     with sqlite3.connect(_file(tmp_path)) as w:
