@@ -106,8 +106,13 @@ class FileCredits:
     # Every list of ``by_value`` added up column by column, where the read made them as it
     # judged its rows (``judged_columns``); None where not known.
     sums: list[int] | None = None
+    # (the narrower read, the ring before it) of a widened read (``widened``); None otherwise.
+    widened_from: tuple[FileCredits, FileCredits] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def add(self, other: FileCredits) -> None:
+        self.widened_from = None
         for label, c in other.by_label.items():
             self.by_label.setdefault(label, Credited()).add(c)
         mine, theirs = self.value_sums(), other.value_sums()
@@ -200,7 +205,12 @@ def widened(prev: FileCredits, ring: FileCredits) -> FileCredits:
     inner, outer = prev.value_sums(), ring.value_sums()
     sums = None if inner is None or outer is None else _plus(inner, outer)
     return FileCredits(
-        by_value=by_value, folded=folded, files=prev.files, without=prev.without, sums=sums
+        by_value=by_value,
+        folded=folded,
+        files=prev.files,
+        without=prev.without,
+        sums=sums,
+        widened_from=(prev, ring),
     )
 
 

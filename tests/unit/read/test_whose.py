@@ -7,7 +7,7 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllm_ledger.read.attribution import Credited, FileCredits
+from vllm_ledger.read.attribution import Credited, FileCredits, widened
 from vllm_ledger.read.report import WindowReport
 from vllm_ledger.read.whose import _first, whose
 
@@ -133,3 +133,25 @@ def _sums(by_value: dict[str, dict[str, list[int]]]) -> list[int]:
         for counts in values.values():
             out = [a + b for a, b in zip(out, counts, strict=True)]
     return out
+
+
+_NAMES = st.text(alphabet="abxy", max_size=2)
+_READ = st.dictionaries(
+    st.sampled_from(["", "aborted", "refused", "untagged"]),
+    st.dictionaries(_NAMES, st.lists(st.integers(0, 3), min_size=5, max_size=5), max_size=10),
+    max_size=4,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_READ, _READ, st.integers(1, 6))
+def test_a_widened_reads_first_rows_are_sought_among_the_narrower_views_and_the_rings(
+    inner: dict[str, dict[str, list[int]]], ring: dict[str, dict[str, list[int]]], top: int
+) -> None:
+    """A view of a widened read given the narrower read's view (``narrower``) has the same rows
+    as one that looks among every value, ties on input and output included."""
+    w = _window(input=500, output=500, cached=500, requests=500)
+    narrower_read = FileCredits(by_value=inner, files=1)
+    wide = widened(narrower_read, FileCredits(by_value=ring, files=1))
+    narrower = whose(w, narrower_read, "user", top)
+    assert whose(w, wide, "user", top, narrower) == whose(w, wide, "user", top)
