@@ -18,10 +18,11 @@ typecheck: setup
 	$(PY) -m mypy vllm_ledger tests
 
 # Both cores (pytest-xdist): a file's tests stay on one worker, so a module's shared server
-# starts once. TEST_WORKERS=0 runs them in this process.
+# starts once; the longest files go first (tests/durations.json, devtools/file_order.py).
+# TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
 test: setup lint typecheck
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The unit lane: tests/unit, laid out like the package (under 3 minutes on 2 cores).
 unit: setup

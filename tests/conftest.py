@@ -17,6 +17,7 @@ from hypothesis import settings
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from devtools.file_order import load_seconds, longest_first  # noqa: E402
 from devtools.tiny_model import make_tiny_model  # noqa: E402
 from devtools.vllm_server import VllmServer, free_port  # noqa: E402
 from vllm_ledger.deploy.bundle import bundle  # noqa: E402
@@ -29,6 +30,15 @@ if TYPE_CHECKING:
 # render parses its vllm serve argv with the installed vLLM (about 10 s a render here): off for
 # the suite, on in tests/test_vllm_flags.py, which parses every golden render's argv at once.
 os.environ.setdefault("VLLM_LEDGER_FLAG_CHECK", "off")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first (``devtools/file_order.py``): with ``--dist loadfile
+    --no-loadscope-reorder`` both workers stay busy to the end."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    items[:] = longest_first(list(files.items()), load_seconds())
 
 
 @pytest.fixture(scope="session")

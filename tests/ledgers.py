@@ -110,3 +110,42 @@ def closed_file(root: Path, t0: float) -> Path:
         model="m",
     )
     return root / "run-a" / "w1.g0.ledger.sqlite"
+
+
+def three_ports(root: Path, at: float) -> None:
+    """Three instances on testhost, heartbeats every 20 s: :8000 (run-a, model a) closed at
+    ``at`` after 10 min with input 100, output 10, cached 40 at at-300; :8001 (run-b, model b)
+    left uncleanly at at-1800 after 10 min with input 7, output 1; :8002 (run-c, model c)
+    still writing at ``at`` after a minute, with input 3 at at-30."""
+    write_ledger(
+        root,
+        "run-a",
+        start_ts=at - 600,
+        end_ts=at,
+        port=8000,
+        model="a",
+        events=[ev(at - 300, prompt=100, gen=10, cached=40)],
+        heartbeat_every_s=20,
+    )
+    write_ledger(
+        root,
+        "run-b",
+        start_ts=at - 2400,
+        end_ts=at - 1800,
+        port=8001,
+        model="b",
+        clean=False,
+        events=[ev(at - 2000, prompt=7, gen=1)],
+        heartbeat_every_s=20,
+    )
+    write_ledger(
+        root,
+        "run-c",
+        start_ts=at - 60,
+        end_ts=at,
+        port=8002,
+        model="c",
+        clean=False,
+        events=[ev(at - 30, prompt=3)],
+        heartbeat_every_s=20,
+    )

@@ -319,23 +319,61 @@ def test_the_http_package_imports_only_the_standard_library_and_errors() -> None
     assert found == []
 
 
+UNIT = PKG.parent / "tests" / "unit"
+
+
+def _unit_names(path: Path) -> list[str]:
+    """The modules (package-relative, ``read.summary``) a unit file's name may name, the longest
+    first: ``tests/unit/read/test_summary_run.py`` names ``read.summary_run`` or, with an
+    aspect, ``read.summary``."""
+    rel = path.relative_to(UNIT)
+    package = ".".join(rel.parent.parts)
+    words = rel.stem.removeprefix("test_").split("_")
+    return [
+        ".".join(p for p in (package, "_".join(words[:i])) if p) for i in range(len(words), 0, -1)
+    ]
+
+
 def test_unit_tests_are_laid_out_like_the_package() -> None:
     """``tests/unit/<package>/test_<module>[_<aspect>].py`` tests ``vllm_ledger/<package>/
     <module>.py`` (or a package's ``__init__``): a unit module names the module it covers."""
-    unit = PKG.parent / "tests" / "unit"
     modules = {".".join(m.split(".")[1:]) for m in MODULES}
-    stray = []
-    for path in sorted(unit.rglob("test_*.py")):
-        rel = path.relative_to(unit)
-        package = ".".join(rel.parent.parts)
-        words = rel.stem.removeprefix("test_").split("_")
-        candidates = {
-            ".".join(p for p in (package, "_".join(words[:i])) if p)
-            for i in range(len(words), 0, -1)
-        }
-        if not candidates & modules:
-            stray.append(str(rel))
+    stray = [
+        str(path.relative_to(UNIT))
+        for path in sorted(UNIT.rglob("test_*.py"))
+        if not set(_unit_names(path)) & modules
+    ]
     assert stray == []
+
+
+# Modules with no unit file of their own, each with its reason (a shim, say). None now.
+NO_UNIT_FILE: dict[str, str] = {}
+
+
+def test_every_module_has_its_unit_test_file() -> None:
+    """Each ``vllm_ledger/<package>/<module>.py`` has ``tests/unit/<package>/test_<module>.py``
+    (or ``test_<module>_<aspect>.py``): a unit file covers the longest module its name names,
+    so ``test_summary_entry.py`` is ``read/summary_entry.py``'s and not ``read/summary.py``'s;
+    a private module keeps its underscore (``commands/_times.py``: ``test__times.py``). A
+    package's ``__init__`` and ``__main__`` are not held to it. ``NO_UNIT_FILE`` names the
+    modules let off, each with its reason, and only modules that still lack one."""
+    modules = {
+        ".".join(m.split(".")[1:]): path
+        for m, path in MODULES.items()
+        if path.stem not in ("__init__", "__main__")
+    }
+    covered = {
+        next(name for name in _unit_names(path) if name in modules)
+        for path in UNIT.rglob("test_*.py")
+        if set(_unit_names(path)) & set(modules)
+    }
+    missing = sorted(
+        str(path.relative_to(PKG.parent))
+        for name, path in modules.items()
+        if name not in covered and name not in NO_UNIT_FILE
+    )
+    assert missing == [], "give each its tests/unit file (or a reason in NO_UNIT_FILE)"
+    assert sorted(NO_UNIT_FILE) == sorted(set(NO_UNIT_FILE) & set(modules) - covered)
 
 
 # ---- one home each: the aligner, the CSV writer, the HTTP client, the write transaction ----
@@ -539,3 +577,26 @@ def test_the_model_label_and_the_url_host_are_spelled_once() -> None:
                 brackets.add(m)
     assert label == MODEL_LABEL_ALLOWED
     assert brackets == {"vllm_ledger.http.urls"}
+
+
+# The length of a minute, an hour, a day or a week as a named constant: ``units.py`` only.
+_CLOCK_CONSTANT = re.compile(r"(SECONDS_PER_[A-Z]+|MINUTE|HOUR|DAY|WEEK)S?(_S)?")
+_CLOCK_SIZES = {60, 3600, 86400, 604800}
+
+
+def test_the_length_of_an_hour_and_a_day_is_named_once() -> None:
+    found = set()
+    for m, path in MODULES.items():
+        for node in ast.parse(path.read_text()).body:
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                continue
+            target = node.targets[0]
+            if not isinstance(target, ast.Name) or not _CLOCK_CONSTANT.fullmatch(target.id):
+                continue
+            if isinstance(node.value, ast.Constant) and node.value.value in _CLOCK_SIZES:
+                found.add(f"{m}.{target.id}")
+    assert found == {
+        "vllm_ledger.units.SECONDS_PER_MINUTE",
+        "vllm_ledger.units.SECONDS_PER_HOUR",
+        "vllm_ledger.units.SECONDS_PER_DAY",
+    }

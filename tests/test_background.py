@@ -59,13 +59,8 @@ def test_the_child_pass_compacts_and_writes_the_summary(old_root: Path, tmp_path
 
 
 def test_the_child_finds_this_package_without_an_install(tmp_path: Path) -> None:
-    """As in a container with the bundle on PYTHONPATH: the child's path starts with the
-    folder this package was loaded from, whatever the serving process's PYTHONPATH held."""
-    env = background.child_env({"PYTHONPATH": "/opt/elsewhere", "HOME": "/root"})
-    assert env["PYTHONPATH"].split(os.pathsep) == [str(REPO), "/opt/elsewhere"]
-    assert background.child_env({})["PYTHONPATH"] == str(REPO)
-    argv = background.child_argv(tmp_path)
-    assert argv == [sys.executable, "-m", "vllm_ledger.maintenance", str(tmp_path)]
+    """A child without PYTHONPATH imports this package from this checkout (the path and
+    command line themselves: tests/unit/test_background.py)."""
     clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run(
         [sys.executable, "-c", "import vllm_ledger.maintenance as m; print(m.__file__)"],

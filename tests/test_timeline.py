@@ -20,7 +20,7 @@ from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
 from vllm_ledger.formats.timeline import render_json
 from vllm_ledger.read import timeline as timeline_module
 from vllm_ledger.read.report import build_report
-from vllm_ledger.read.timeline import build_timeline, step_edges
+from vllm_ledger.read.timeline import build_timeline
 from vllm_ledger.units import whole_duration
 from vllm_ledger.write.iteration import IterationEvent
 from vllm_ledger.write.recorder import Recorder
@@ -211,23 +211,6 @@ def test_the_timeline_matches_every_window_of_the_report(tmp_path: Path) -> None
         assert sum(s.output_tokens for s in tl.steps) == w.output_tokens
         assert sum(s.cached_tokens for s in tl.steps) == w.cached_tokens
         assert sum(s.uncovered_seconds for s in tl.steps) == w.uncovered_seconds
-
-
-def test_step_edges_follow_the_local_clock() -> None:
-    # 1 h steps on the hour; in India (+05:30) that is half past in UTC.
-    assert step_edges(100, 7300, 3600, 0) == [100, 3600, 7200, 7300]
-    assert step_edges(0, 7200, 3600, 0) == [0, 3600, 7200]
-    assert step_edges(0, 7200, 3600, 19800) == [0, 1800, 5400, 7200]
-    # 1 d steps at local midnight in Shanghai (16:00 UTC).
-    start = AT - 2 * 86400
-    edges = step_edges(start, AT, 86400, 8 * H)
-    assert [datetime.fromtimestamp(e, SH).strftime("%d %H:%M") for e in edges] == [
-        "27 10:00",
-        "28 00:00",
-        "29 00:00",
-        "29 10:00",
-    ]
-    assert step_edges(5, 5, 60, 0) == [5]  # an empty window has no steps
 
 
 def test_durations() -> None:

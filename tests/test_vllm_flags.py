@@ -28,8 +28,6 @@ from vllm_ledger.deploy.tuning import GB, WORKLOADS, Gpu, hint_args, tuning_hint
 from vllm_ledger.deploy.vllmflags import (
     CHECK_ENV,
     parse_serve_argvs,
-    refusal,
-    refused_flag,
     script_python,
 )
 from vllm_ledger.doctor.flags import serve_argv
@@ -198,33 +196,6 @@ def test_no_vllm_there_is_one_line_and_the_file_is_written(tmp_path: Path) -> No
     ), first
     assert "ModuleNotFoundError" in first
     assert out.exists()
-
-
-@pytest.mark.parametrize(
-    ("message", "flag"),
-    [
-        ("unrecognized arguments: --swap-space 4", "--swap-space"),
-        ("unrecognized arguments: 4 --foo=1", "--foo"),
-        ("argument --api-server-count/-asc: invalid int value: 'x'", "--api-server-count"),
-        ("argument --dtype: invalid choice: 'f17' (choose from 'auto')", "--dtype"),
-        ("`model` should be provided as the first positional argument", None),
-    ],
-)
-def test_refused_flag_is_read_from_vllms_message(message: str, flag: str | None) -> None:
-    assert refused_flag(message) == flag
-
-
-def test_refusal_says_where_the_flag_comes_from() -> None:
-    own = refusal("0.32.0", "unrecognized arguments: --otlp-traces-endpoint x", ())
-    assert str(own) == (
-        "--otlp-traces-endpoint is not a flag of vLLM 0.32.0 (unrecognized argument): "
-        "leave otlp_traces_endpoint out of the host file"
-    )
-    bad_value = refusal("0.32.0", "argument --dtype: invalid choice: 'f17'", ("--dtype", "f17"))
-    assert str(bad_value) == (
-        "vLLM 0.32.0 refuses --dtype (argument --dtype: invalid choice: 'f17'): "
-        "fix it in extra_args"
-    )
 
 
 def test_the_installed_vllm_takes_the_flag() -> None:

@@ -112,14 +112,19 @@ def short_text(value: str, example: str, *, max_len: int = MAX_TEXT) -> str:
 
 # ---- durations -------------------------------------------------------------------------------
 
+SECONDS_PER_MINUTE = 60
+SECONDS_PER_HOUR = 3600
+SECONDS_PER_DAY = 86400
+SECONDS_PER_WEEK = 7 * SECONDS_PER_DAY
+
 DURATION_FORMS = "30s, 10m, 7d, 1h30m or plain seconds"
 DurationForm = Literal["units", "prometheus"]
 _DURATION_UNITS: dict[str, float] = {
-    "y": 365 * 86400,  # Prometheus only
-    "w": 604800,
-    "d": 86400,
-    "h": 3600,
-    "m": 60,
+    "y": 365 * SECONDS_PER_DAY,  # Prometheus only
+    "w": SECONDS_PER_WEEK,
+    "d": SECONDS_PER_DAY,
+    "h": SECONDS_PER_HOUR,
+    "m": SECONDS_PER_MINUTE,
     "s": 1,
     "ms": 0.001,
 }
@@ -164,8 +169,19 @@ def whole_duration(text: str, *, argument: str = "", example: str = "1h or 7d") 
 
 
 DurationStyle = Literal["compact", "unit", "unit-words", "words", "rounded", "prometheus", "range"]
-_UNIT_SIZES = (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
-_WORD_UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+_UNIT_SIZES = (
+    ("w", SECONDS_PER_WEEK),
+    ("d", SECONDS_PER_DAY),
+    ("h", SECONDS_PER_HOUR),
+    ("m", SECONDS_PER_MINUTE),
+    ("s", 1),
+)
+_WORD_UNITS = (
+    ("d", SECONDS_PER_DAY),
+    ("h", SECONDS_PER_HOUR),
+    ("min", SECONDS_PER_MINUTE),
+    ("s", 1),
+)
 
 
 def format_duration(
@@ -219,7 +235,10 @@ def format_duration(
     # rounded
     s = max(0, round(seconds))
     for label, size, below in zip(
-        units, (1, 60, 3600, 86400), (60, 3600, 86400, math.inf), strict=True
+        units,
+        (1, SECONDS_PER_MINUTE, SECONDS_PER_HOUR, SECONDS_PER_DAY),
+        (SECONDS_PER_MINUTE, SECONDS_PER_HOUR, SECONDS_PER_DAY, math.inf),
+        strict=True,
     ):
         if s < below:
             return f"{s // size}{label}"

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vllm_ledger.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+
 HOURS_PER_YEAR = 8760
-SECONDS_PER_HOUR = 3600
 MILLION = 1_000_000
 
 
@@ -166,9 +167,6 @@ def _break_even(
         total_tokens_per_day=total_per_day,
         current_output_tokens_per_day=usage.output_tokens / days if days > 0 else None,
     )
-
-
-SECONDS_PER_DAY = 86400
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,8 @@ from vllm_ledger.format import connect, reads
 from vllm_ledger.format.identity import InstanceInfo
 from vllm_ledger.read import values
 from vllm_ledger.read.windows import Window
-
-HOUR = 3600
-DAY = 86400
+from vllm_ledger.units import SECONDS_PER_DAY as DAY
+from vllm_ledger.units import SECONDS_PER_HOUR as HOUR
 
 FileStatus = Literal[
     "ok", "unreadable", "busy", "denied", "never_committed", "starting", "bad_values"

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_ledger.format import connect, writes
+from vllm_ledger.units import SECONDS_PER_DAY as DAY
+from vllm_ledger.units import SECONDS_PER_HOUR as HOUR
 
-HOUR = 3600
-HORIZON_S = 8 * 86400 + HOUR
+HORIZON_S = 8 * DAY + HOUR
 
 
 def horizon_ts(now_ts: float) -> int:

@@ -1,5 +1,5 @@
-"""bot/usage_text.py and bot/budget_text.py: the usage reply, the digest and the budget
-messages, exactly, in both languages, from parsed documents only."""
+"""bot/usage_text.py: the usage reply and the digest, exactly, in both languages, from parsed
+documents only (the budget messages: test_budget_text.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from tests.unit.formats.test_status import GOOD
-from vllm_ledger.bot.budget_text import budget_text
 from vllm_ledger.bot.usage_text import HostAnswer, Pricing, digest_text, usage_text
 from vllm_ledger.formats.status import StatusDoc, parse
 from vllm_ledger.formats.status_asked import ASKS
@@ -171,47 +170,4 @@ def test_an_answer_to_another_ask_is_not_taken_for_this_one() -> None:
     hosts = [HostAnswer(":19001", "ok", _doc(USAGE))]
     assert usage_text(hosts, ASKS["usage:key:today"], "en").splitlines()[2] == (
         "no figures: the host's version does not answer this (upgrade its vllm_ledger)"
-    )
-
-
-BUDGET = {
-    "name": "team-a-day", "kind": "key", "value": "team-a", "figure": "total",
-    "limit": 2_000_000, "used": 1_700_000, "fraction": 0.85, "soft": 0.8, "hard": 1.0,
-    "level": "soft", "start": DAY - 8 * 3600, "end": DAY + 16 * 3600, "projected": 2_400_000,
-    "enforce": True,
-}  # fmt: skip
-
-
-def _budget(**change: Any) -> tuple[StatusDoc, Any]:
-    block = {"rows": [{**BUDGET, **change}], "truncated": 0, "truncated_over": 0,
-             "problem": None, "currency": "CNY"}  # fmt: skip
-    doc = parse(json.dumps({**GOOD, "budgets": block}).encode())
-    assert doc.budgets is not None
-    return doc, doc.budgets.rows[0]
-
-
-def test_the_soft_and_hard_messages_in_both_languages() -> None:
-    doc, soft = _budget()
-    assert budget_text(soft, ".12:19001", doc.tz_offset_seconds, "en") == (
-        "BUDGET SOFT: key team-a used 1.7M of 2.0M tokens (85.0%) · .12:19001 · day 11-30 00:00 "
-        "to 12-01 00:00 +08:00 · at this rate 2.4M by its end · budget team-a-day\n"
-    )
-    assert budget_text(soft, ".12:19001", doc.tz_offset_seconds, "zh") == (
-        "小鲁班 · 预算预警:密钥 team-a 已用总 token 1.7M / 2.0M(85.0%) · .12:19001 · "
-        "日 11-30 00:00 至 12-01 00:00 +08:00 · 按当前速度到周期结束约 2.4M · 预算 team-a-day\n"
-    )
-    doc, hard = _budget(used=2_100_000, fraction=1.05, level="hard", projected=None)
-    assert budget_text(hard, ":19001", doc.tz_offset_seconds, "en") == (
-        "BUDGET HARD: key team-a used 2.1M of 2.0M tokens (105.0%) · :19001 · day 11-30 00:00 "
-        "to 12-01 00:00 +08:00 · too early in the period for a projection · enforced: answered "
-        "429 until 12-01 00:00 · budget team-a-day\n"
-    )
-    doc, cost = _budget(
-        figure="cost", limit=10.0, used=12.5, fraction=1.25, level="hard", enforce=False,
-        value=None, kind="user", projected=40.0, end=DAY + 31 * 86400 - 8 * 3600,
-    )  # fmt: skip
-    assert budget_text(cost, ":19001", doc.tz_offset_seconds, "zh", "CNY") == (
-        "小鲁班 · 预算超限:用户 (预算 team-a-day) 已用费用 12.50 CNY / 10.00 CNY(125.0%) · "
-        ":19001 · 月 11-30 00:00 至 12-31 00:00 +08:00 · 按当前速度到周期结束约 40.00 CNY · "
-        "未强制执行\n"
     )

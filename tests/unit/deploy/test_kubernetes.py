@@ -1,4 +1,4 @@
-"""deploy/kubernetes.py and deploy/image.py: the refusals and the derived image's name."""
+"""deploy/kubernetes.py: the refusals (the derived image's name: test_image.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from tests.conftest import REPO
 from vllm_ledger.deploy.host import load_host
-from vllm_ledger.deploy.image import derived_image, dockerfile
 from vllm_ledger.deploy.kubernetes import manifests
 from vllm_ledger.errors import ConfigError
 
@@ -35,22 +34,3 @@ def test_a_zone_needs_usage_and_a_real_zone() -> None:
         manifests(GPU_NODE, tz="Europe/Berlin")
     with pytest.raises(ConfigError, match="tz:"):
         manifests(GPU_NODE, usage=True, tz="Mars/Olympus")
-
-
-@pytest.mark.parametrize(
-    ("image", "derived"),
-    [
-        ("vllm/vllm-openai:v0.32.0", "vllm-openai-ledger:v0.32.0-0.1.0"),
-        ("registry.example:5000/ml/vllm:v1", "vllm-ledger:v1-0.1.0"),
-        ("vllm/vllm-openai", "vllm-openai-ledger:latest-0.1.0"),
-        ("vllm/vllm-openai@sha256:" + "ab" * 32, "vllm-openai-ledger:abababababab-0.1.0"),
-        # a 255-character name is cut so NAME-ledger has 255, at a word's end
-        ("n" * 255, "n" * 248 + "-ledger:latest-0.1.0"),
-        ("a" * 247 + ".bbbbbbb", "a" * 247 + "-ledger:latest-0.1.0"),
-        ("vllm:" + "t" * 128, "vllm-ledger:" + "t" * 122 + "-0.1.0"),
-    ],
-)
-def test_derived_image_names(image: str, derived: str) -> None:
-    host = dataclasses.replace(GPU_NODE, image=image)
-    assert derived_image(host) == derived
-    assert f"FROM {image}\n" in dockerfile(host)

@@ -1,5 +1,5 @@
 """The notifier's pure parts and its state file, on a fake clock: the store's cursor, dedupe
-and outbox rules, the signature, flap damping, the chat words, Alertmanager's JSON, the config
+and outbox rules, the signature, the chat words, Alertmanager's JSON
 and the platform bodies (each posted once to a real HTTP server on 127.0.0.1)."""
 
 from __future__ import annotations
@@ -22,18 +22,14 @@ import pytest
 
 from tests.ledgers import FakeClock
 from tests.rawhttp import RawServer, drip
-from vllm_ledger.bot.health import Health
-from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify import outbox, platforms
 from vllm_ledger.notify.alerts import BadAlerts, parse_alerts
 from vllm_ledger.notify.chat import BadRequest, parse_request
-from vllm_ledger.notify.config import notifier_config
 from vllm_ledger.notify.outbox import MAX_PENDING, OutboxFull, Resent
 from vllm_ledger.notify.signing import sign, verify
 from vllm_ledger.notify.state_file import StateFileError, StoreUnavailable
 from vllm_ledger.notify.state_read import read_summary
 from vllm_ledger.notify.store import Store, open_store
-from vllm_ledger.notify.watch import Damper
 
 STORE_START = 1_764_400_000.0  # the clock every store here starts on
 
@@ -112,24 +108,6 @@ def test_signature_refuses_forgeries_and_old_or_future_timestamps() -> None:
     assert verify(b"k", None, good, body, now_ts=now) == "bad_timestamp"
 
 
-def test_damping_one_transition_per_confirmed_change_and_no_storm() -> None:
-    d = Damper(30.0)
-    up, down, unknown = Health(1, "healthy", 200), Health(1, "down"), Health(1, "unknown")
-    assert d.observe(1, up, 0) == (None, "up")  # the baseline
-    assert d.observe(1, down, 10) is None
-    assert d.observe(1, down, 39) is None
-    assert d.observe(1, unknown, 45) is None  # a ledger-side fault: neither way
-    assert d.observe(1, down, 40) == ("up", "down")
-    assert d.observe(1, down, 50) is None  # once
-    for t in range(60, 300, 10):  # flapping every 10 s: never 30 s the same
-        assert d.observe(1, up if t % 20 else Health(1, "unhealthy", 503), t) is None
-    assert d.observe(1, up, 300) is None
-    assert d.observe(1, up, 330) == ("down", "up")
-    # only unknown, for ever: nothing is reported
-    d2 = Damper(0.0, {7: "up"})
-    assert all(d2.observe(7, Health(7, "unknown"), t) is None for t in range(100))
-
-
 @pytest.mark.parametrize(
     ("text", "want"),
     [
@@ -195,32 +173,6 @@ def test_alertmanager_json_v4() -> None:
     ):
         with pytest.raises(BadAlerts):
             parse_alerts(bad)
-
-
-def test_config_defaults_secrets_from_env_or_files_and_refusals(tmp_path: Path) -> None:
-    env = {"VLLM_LEDGER_COMMAND_SECRET": "Zq9secret"}
-    cfg = notifier_config({"usage": {}}, tmp_path / "c.json", env)
-    assert (cfg.listen_host, cfg.listen_port, cfg.platform, cfg.health_interval_s) == (
-        "127.0.0.1",
-        9095,
-        "json",
-        10.0,
-    )
-    assert cfg.command_secret == b"Zq9secret" and "Zq9" not in repr(cfg)
-    (tmp_path / "secret").write_text("from-file\n")
-    doc = {"notifier": {"command_secret_file": "secret", "platform": "dingtalk"}}
-    cfg = notifier_config(doc, tmp_path / "c.json", {"VLLM_LEDGER_COMMAND_SECRET": "env"})
-    assert cfg.command_secret == b"from-file"
-    for notifier, want in (
-        ({}, "no command secret"),
-        ({"command_secret_file": "secret", "platform": "teams"}, "notifier.platform"),
-        ({"command_secret_file": "secret", "listen": "0.0.0.0"}, "notifier.listen"),
-        ({"command_secret_file": "secret", "damping_s": float("nan")}, "notifier.damping_s"),
-        ({"command_secret_file": "secret", "token": "x"}, "unknown field"),
-        ({"command_secret_file": "missing"}, "cannot read"),
-    ):
-        with pytest.raises(ConfigError, match=want):
-            notifier_config({"notifier": notifier}, tmp_path / "c.json", {})
 
 
 class _Hook:

@@ -17,10 +17,7 @@ from tests.ledgers import FakeClock
 from vllm_ledger.errors import BadArgument
 from vllm_ledger.observe.exporter import LedgerCollector, make_registry
 from vllm_ledger.observe.whose import AttributionConfig, SeriesBound, cut_rows, parse_labels
-from vllm_ledger.observe.whose_read import file_parts
 from vllm_ledger.promtext import parse_samples
-from vllm_ledger.read.attribution import Credited, FileCredits
-from vllm_ledger.read.report import WindowReport
 from vllm_ledger.read.whose import WhoseRow
 
 T0 = 1_800_000_000  # 2027-01-15 08:00 UTC
@@ -246,30 +243,6 @@ def test_promtool_finds_the_whose_series_clean(tmp_path: Path) -> None:
 
 
 # ---- the pure parts -----------------------------------------------------------------------
-
-
-def _window(input: int = 0, output: int = 0, cached: int = 0, requests: int = 0) -> WindowReport:
-    return WindowReport("total", 0, 86400, input, output, cached, requests, 0, 0.0, 0, True)
-
-
-def test_a_files_rest_is_held_at_zero_where_it_would_be_negative() -> None:
-    # A request begun in the writer's previous file and credited in this one: more credited
-    # than the file counted.
-    credits = FileCredits(
-        by_label={
-            ("team-a", "tiny", "", "", ""): Credited(100, 10, 0, 1),
-            ("", "", "", "", "untagged"): Credited(5, 1, 0, 1),
-            ("", "", "", "", "fault"): Credited(events=2),
-        },
-        files=1,
-    )
-    parts = dict(file_parts(_window(input=60, output=20, requests=2), credits, ("key",)))
-    assert parts == {
-        ("credited", "team-a"): (100, 10, 0, 1, 0),
-        ("fault",): (0, 0, 0, 0, 2),
-        ("not_attributed", "aborted"): (0, 9, 0, 0, 0),
-        ("not_attributed", "untagged"): (5, 1, 0, 1, 0),
-    }
 
 
 def test_series_bound_names_most_tokens_first_then_folds() -> None:

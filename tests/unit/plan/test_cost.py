@@ -18,9 +18,6 @@ from vllm_ledger.plan.cost import (
     compute,
     per_million,
 )
-from vllm_ledger.plan.usage import busy_seconds, prometheus_power
-from vllm_ledger.units import format_duration
-from vllm_ledger.write import compaction
 
 WEEK_S = 7 * 24 * 3600
 EXAMPLE = Prices(electricity_per_kwh=1.0, hardware_price=20000, lifetime_years=3, ops_per_hour=0.1)
@@ -122,56 +119,6 @@ def test_no_tokens_and_no_break_even_are_none_not_zero() -> None:
     assert c.allocation_cost == pytest.approx(0.1 + 20000 / (3 * 8760) + 0.1)
     assert per_million(1.0, 0) is None
     assert break_even_tokens_per_day(20, 0.2, 0.3) is None  # cloud cheaper than electricity
-
-
-def test_busy_seconds_counts_seconds_with_output(tmp_path: Path) -> None:
-    t0 = 1_800_000_000  # an hour boundary
-    events = [
-        ev(t0 + 5.1, prompt=10, gen=3),
-        ev(t0 + 5.7, gen=2),
-        ev(t0 + 61.2, gen=1),
-        ev(t0 + 62.5, prompt=40),
-        ev(t0 + 3700.5, gen=4, engine=1),
-    ]
-    write_ledger(tmp_path, "run-a", start_ts=t0, end_ts=t0 + 3720, events=events)
-    # seconds t0+5, t0+61, t0+3700 had output; t0+62 only prompt
-    assert busy_seconds([tmp_path], t0, t0 + 3720, at_ts=t0 + 3720) == (3, 1)
-    assert busy_seconds([tmp_path], t0 + 6, t0 + 3720, at_ts=t0 + 3720) == (2, 1)
-    # Too many busy minutes for the second pass: whole busy minutes count (resolution 60).
-    assert busy_seconds([tmp_path], t0, t0 + 3720, at_ts=t0 + 3720, max_second_windows=100) == (
-        180,
-        60,
-    )
-
-
-def test_busy_seconds_in_compacted_hours_count_whole(tmp_path: Path) -> None:
-    t0 = 1_800_000_000
-    events = [ev(t0 + 5.1, gen=3), ev(t0 + 7200 + 30.5, gen=2)]
-    write_ledger(tmp_path, "run-a", start_ts=t0, end_ts=t0 + 7300, events=events)
-    assert busy_seconds([tmp_path], t0, t0 + 7300, at_ts=t0 + 7300) == (2, 1)
-    # Compact as if 9 days later: the first two hours survive only as hourly rows.
-    for f in tmp_path.rglob("*.ledger.sqlite"):
-        assert compaction.compact_file(f, t0 + 7200 + compaction.HORIZON_S).status == "compacted"
-    assert busy_seconds([tmp_path], t0, t0 + 7300, at_ts=t0 + 7300) == (3600 + 1, 3600)
-
-
-def test_prometheus_power_query_and_fallback() -> None:
-    asked: list[str] = []
-
-    def fetch(url: str) -> bytes:
-        asked.append(url)
-        if "DCGM" in url:
-            return b'{"status":"success","data":{"resultType":"vector","result":[]}}'
-        return (
-            b'{"status":"success","data":{"resultType":"vector","result":'
-            b'[{"metric":{},"value":[1800000000,"312.5"]}]}}'
-        )
-
-    watts, expr = prometheus_power("http://prom:9090", 1_799_996_400, 1_800_000_000, fetch)
-    assert watts == 312.5
-    assert expr == "sum(avg_over_time(vllm_ledger_gpu_power_watts[3600s]))"
-    assert "time=1800000000.000" in asked[0] and "DCGM_FI_DEV_POWER_USAGE" in asked[0]
-    assert format_duration(0.2, "range") == "1s"
 
 
 def _ledger(root: Path, t0: int) -> None:
