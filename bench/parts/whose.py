@@ -105,12 +105,14 @@ def bench_whose(
         f"into other; medians of {args.repeats} fresh processes each, interleaved"
     )
     note(
-        "whose: past report's own time, report --by user judges each span's rows in one SQL "
-        "pass (counts, lowest value, sums), reads them with their label and sums them per "
-        "reason and value in Python (read/attribution.py; SQLite's GROUP BY sorted every row "
-        "and cost more); windows of one cutoff that nest (today, 24h, 3d, ...) are read ring "
-        "by ring, each row once (CreditReads); windows that read the same of every file share "
-        "their rows (read/whose_report.py); about 24,000 label sets a day here"
+        "whose: past report's own time, report --by user reads each span's rows with their "
+        "label a column at a time (SQLite gathers each column into a JSON array, Python's JSON "
+        "reader makes it a list), judges them a column at a time and sums them per reason and "
+        "value in Python (read/attribution.py, read/attr_judge.py; SQLite's GROUP BY sorted "
+        "every row and cost more); windows of one cutoff that nest (today, 24h, 3d, ...) are "
+        "read ring by ring, each row once (CreditReads), with the column sums the judging made; "
+        "windows that read the same of every file share their rows (read/whose_report.py); "
+        "about 24,000 label sets a day here"
     )
     for name, xs in t.items():
         q = sorted(xs)

@@ -15,20 +15,25 @@ against them (``read/whose.py``) so the rows add up to the window's total exactl
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_ledger.bounds import MAX_COUNT
 from vllm_ledger.errors import BadValues
 from vllm_ledger.format import attr_reads
+from vllm_ledger.read.attr_judge import (
+    MAX_LABEL_CHARS,
+    REASONS,
+    bad_label,
+    judged_columns,
+    judged_row,
+    short_texts,
+)
 from vllm_ledger.read.snapshot import LedgerSnapshot, window_parts
 from vllm_ledger.read.windows import Window
 
 # (key, adapter, user, tenant, reason): as the writer labels a credit (``write/tags.py``).
 Label = tuple[str, str, str, str, str]
-REASONS = frozenset({"", "untagged", "ambiguous", "copies", "aborted", "fault", "refused"})
-MAX_LABEL_CHARS = 256  # as the writer bounds them (``write/credits.py``)
 
 
 @dataclass
@@ -98,15 +103,29 @@ class FileCredits:
     folded: dict[str, int] = field(default_factory=dict)
     files: int = 0  # files read
     without: int = 0  # files written before attribution: their tokens credit nobody
+    # Every list of ``by_value`` added up column by column, where the read made them as it
+    # judged its rows (``judged_columns``); None where not known.
+    sums: list[int] | None = None
+    # (the narrower read, the ring before it) of a widened read (``widened``); None otherwise.
+    widened_from: tuple[FileCredits, FileCredits] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def add(self, other: FileCredits) -> None:
+        self.widened_from = None
         for label, c in other.by_label.items():
             self.by_label.setdefault(label, Credited()).add(c)
+        mine, theirs = self.value_sums(), other.value_sums()
+        self.sums = None if mine is None or theirs is None else _plus(mine, theirs)
         add_by_value(self.by_value, other.by_value)
         for kind, n in other.folded.items():
             self.folded[kind] = self.folded.get(kind, 0) + n
         self.files += other.files
         self.without += other.without
+
+    def value_sums(self) -> list[int] | None:
+        """``sums``, or zeros for no values; None where not known."""
+        return self.sums if self.sums is not None or self.by_value else [0] * 5
 
     def values(self, place: int) -> ByValue:
         """By the reason and the label at ``place`` (0 key, 1 adapter, 2 user, 3 tenant): the
@@ -155,31 +174,48 @@ def file_credits(
     start, parts = _parts(snap, w)
     for table, a, b in parts:
         for row in _rows(lambda t=table, x=a, y=b: attr_reads.sums(conn, t, x, y), table):
-            dim, p, g, c, r, e = _checked(table, row)
+            dim, p, g, c, r, e = judged_row(table, row)
             label = labels.get(dim)
             if label is None:
                 label = _fill(labels, conn).get(dim)
             if label is None:
                 raise BadValues(f"{table}: a row of label set {dim!r:.20} the file does not name")
             out.by_label.setdefault(label, Credited()).add_counts(p, g, c, r, e)
-    _add_folded(out, conn, start, folded_end or w.cutoff_ts)
+    _add_folded(out, conn, start, w.cutoff_ts if folded_end is None else folded_end)
     return out
 
 
 def widened(prev: FileCredits, ring: FileCredits) -> FileCredits:
     """``prev`` (a read by one label) with ``ring`` (the span before it) added, as a new read.
     The lists of values the ring does not name are shared with ``prev``, not copied: a read's
-    lists are never changed in place (``FileCredits.add`` changes only lists it made)."""
-    by_value = {reason: dict(values) for reason, values in prev.by_value.items()}
-    for reason, values in ring.by_value.items():
-        into = by_value.setdefault(reason, {})
-        for v, counts in values.items():
+    lists are never changed in place (``FileCredits.add`` changes only lists it made). Per
+    reason the larger of the two is copied whole and the smaller walked into the copy."""
+    by_value: ByValue = {}
+    for reason in {**prev.by_value, **ring.by_value}:
+        mine, theirs = prev.by_value.get(reason, {}), ring.by_value.get(reason, {})
+        if len(mine) < len(theirs):
+            mine, theirs = theirs, mine
+        into = by_value[reason] = dict(mine)
+        for v, counts in theirs.items():
             got = into.get(v)
             into[v] = counts if got is None else [a + b for a, b in zip(got, counts, strict=True)]
     folded = dict(prev.folded)
     for kind, n in ring.folded.items():
         folded[kind] = folded.get(kind, 0) + n
-    return FileCredits(by_value=by_value, folded=folded, files=prev.files, without=prev.without)
+    inner, outer = prev.value_sums(), ring.value_sums()
+    sums = None if inner is None or outer is None else _plus(inner, outer)
+    return FileCredits(
+        by_value=by_value,
+        folded=folded,
+        files=prev.files,
+        without=prev.without,
+        sums=sums,
+        widened_from=(prev, ring),
+    )
+
+
+def _plus(a: list[int], b: list[int]) -> list[int]:
+    return [x + y for x, y in zip(a, b, strict=True)]
 
 
 def read_from(snap: LedgerSnapshot, w: Window) -> int:
@@ -231,6 +267,9 @@ def _parts(snap: LedgerSnapshot, w: Window) -> tuple[int, list[tuple[str, int, i
     ]
 
 
+_NONE_YET = object()  # no row read yet
+
+
 def _grouped(
     out: FileCredits,
     conn: sqlite3.Connection,
@@ -239,26 +278,23 @@ def _grouped(
     by: str,
     folded_end: int | None,
 ) -> None:
-    """The credits summed by ``by`` and the reason into ``out.by_value``: each part's rows
-    judged in one pass (``attr_reads.checks``, as ``_checked`` judges a row, and their column
-    totals, which bound every sum), then read with their label and summed here, one list per
-    value and reason; each value and reason judged once."""
+    """The credits summed by ``by`` and the reason into ``out.by_value``: each part's rows read
+    with their label, judged as they came (``judged_columns``: each row as ``judged_row`` judges
+    one, and the column totals, which bound every sum), then summed here, one list per value
+    and reason; each value and reason judged once."""
     start, parts = _parts(snap, w)
     acc = out.by_value
     totals = [0] * 5
+    last: Any = _NONE_YET  # the reason of the row before and its values: most rows share one
+    into: dict[str, list[int]] = {}
     for table, a, b in parts:
-        checks = _rows(lambda t=table, x=a, y=b: [attr_reads.checks(conn, t, x, y)], table)[0]
-        non_int, lowest, over, *sums = checks
-        if non_int or over or (lowest is not None and lowest < 0):
-            _checked(table, (None, 0, 0, 0, 0, 0, non_int, lowest, None, over))
-        for i, n in enumerate(sums):
-            totals[i] += n
-        if max(totals) > MAX_COUNT:
-            raise BadValues(f"{table}: sums of more than any ledger holds")
-        for value, reason, p, g, c, r, e in attr_reads.labelled_rows(conn, table, by, a, b):
-            into = acc.get(reason)
-            if into is None:
-                into = acc[reason] = {}
+        columns = _columns(conn, table, by, a, b)
+        judged_columns(table, columns[2:], totals)
+        for value, reason, p, g, c, r, e in zip(*columns, strict=True):
+            if reason is not last:
+                got_reason = acc.get(reason)
+                into = acc[reason] = {} if got_reason is None else got_reason
+                last = reason
             got = into.get(value)
             if got is None:
                 into[value] = [p, g, c, r, e]
@@ -270,19 +306,23 @@ def _grouped(
                 got[4] += e
     for reason, values in acc.items():
         if reason not in REASONS:
-            _bad_label(by, next(iter(values)), reason)
+            bad_label(by, next(iter(values)), reason)
+        if short_texts(values):
+            continue
         for value in values:
             if type(value) is not str or len(value) > MAX_LABEL_CHARS:
-                _bad_label(by, value, reason)
-    _add_folded(out, conn, start, folded_end or w.cutoff_ts)
+                bad_label(by, value, reason)
+    out.sums = totals
+    _add_folded(out, conn, start, w.cutoff_ts if folded_end is None else folded_end)
 
 
-def _bad_label(by: str, value: Any, reason: Any) -> None:
-    if reason is None:
-        raise BadValues(f"attr_dims: a row of {by} names a label set the file does not")
-    if type(value) is not str or len(value) > MAX_LABEL_CHARS:
-        raise BadValues(f"attr_dims: label set {str(value)[:40]!r} is not short texts")
-    raise BadValues(f"attr_dims: {str(reason)[:40]!r} is not a reason the writer gives")
+def _columns(conn: sqlite3.Connection, table: str, by: str, a: int, b: int) -> list[Sequence[Any]]:
+    """A span's labelled rows a column at a time: (value, reason, *ATTR_COLUMNS)."""
+    got = attr_reads.labelled_columns(conn, table, by, a, b)
+    if got is not None:
+        return list(got)
+    rows = _rows(lambda: attr_reads.labelled_rows(conn, table, by, a, b), table)
+    return list(zip(*rows, strict=True)) if rows else [()] * 7
 
 
 def _add_folded(out: FileCredits, conn: sqlite3.Connection, start: int, end: int) -> None:
@@ -330,22 +370,6 @@ def _labels(conn: sqlite3.Connection) -> dict[Any, Label]:
             raise BadValues(f"attr_dims: {texts[4][:40]!r} is not a reason the writer gives")
         out[dim] = (texts[0], texts[1], texts[2], texts[3], texts[4])
     return out
-
-
-def _checked(table: str, row: tuple[Any, ...]) -> tuple[int, int, int, int, int, int]:
-    dim, p, g, c, r, e, non_int, lowest, most, over = row
-    if non_int:
-        raise BadValues(f"{table}: a count that is not an integer")
-    if lowest is not None and lowest < 0:
-        raise BadValues(f"{table}: a negative count ({lowest})")
-    if most is not None and most > MAX_COUNT:
-        raise BadValues(f"{table}: {most} in one row, more than any ledger holds")
-    if over:
-        raise BadValues(f"{table}: more cached than input tokens in a row")
-    for v in (p, g, c, r, e):
-        if type(v) is not int or v > MAX_COUNT:
-            raise BadValues(f"{table}: a sum that is not a count")
-    return dim, p, g, c, r, e
 
 
 def merged(parts: Iterable[FileCredits]) -> FileCredits:

@@ -31,11 +31,11 @@ A file written before attribution credits nobody: its tokens are in ``aborted``'
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from vllm_ledger.read.attribution import Credited, FileCredits, Label
+from vllm_ledger.read.attribution import ByValue, Credited, FileCredits, Label
 from vllm_ledger.read.report import WindowReport
 
 By = Literal["key", "adapter", "user", "tenant"]
@@ -95,10 +95,19 @@ class WhoseWindow:
         return self.total.complete and self.files_without == 0
 
 
-def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> WhoseWindow:
+def whose(
+    window: WindowReport,
+    credits: FileCredits,
+    by: By,
+    top: int = 0,
+    narrower: WhoseWindow | None = None,
+) -> WhoseWindow:
     """The window's rows by ``by`` and its not-attributed row; the two add up to the window's
     input, output, cached tokens and finished requests exactly. ``top`` (0: all): only the
-    first rows are made, the others counted in ``more`` (a table of twenty out of 24,000)."""
+    first rows are made, the others counted in ``more`` (a table of twenty out of 24,000).
+    ``narrower``: the view by ``by`` and ``top`` of the read ``credits`` was widened from
+    (``FileCredits.widened_from``), where the caller made it: the first rows are then sought
+    among its rows and the values the ring or an aborted or refused request names."""
     values = credits.values(_PLACE[by])  # reason -> value -> sums; read here, never changed
     credited_rows = values.get("", {})
     reasons: dict[str, Credited] = {r: Credited() for r in STORED_REASONS}
@@ -110,9 +119,7 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
     requests_aborted = sum(aborted_by_value.values())
     refused = sum(refused_by_value.values())
     faults = sum(c[4] for c in values.get("fault", {}).values())
-    columns = zip(*credited_rows.values(), strict=True)  # the rows' sums, column by column
-    sums = [sum(column) for column in columns][:4] if credited_rows else [0, 0, 0, 0]
-    credited = Credited(*sums)
+    credited = Credited(*_credited_sums(credits, values))
     for c in reasons.values():
         credited.add(c)
     rest = Credited(
@@ -130,7 +137,7 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
     extra = {v: [0, 0, 0, 0] for v in (*aborted_by_value, *refused_by_value)}
     rows = {**extra, **credited_rows} if extra else credited_rows
     aborted_get, refused_get = aborted_by_value.get, refused_by_value.get
-    items, more = _first(rows, top)
+    items, more = _first(rows, top, _among(credits, narrower, _PLACE[by], extra, len(rows)))
     out_rows = [
         WhoseRow(v, acc[0], acc[1], acc[2], acc[3], aborted_get(v, 0), refused_get(v, 0))
         for v, acc in items
@@ -159,12 +166,54 @@ def whose(window: WindowReport, credits: FileCredits, by: By, top: int = 0) -> W
     )
 
 
-def _first(rows: Mapping[str, list[int]], top: int) -> tuple[list[tuple[str, list[int]]], int]:
+def _credited_sums(credits: FileCredits, values: ByValue) -> list[int]:
+    """The credited rows' input, output, cached tokens and requests added up: the read's own
+    sums less the other reasons' lists where it made them, else row by row."""
+    known = None if credits.by_label else credits.sums
+    if known is None:
+        columns = zip(*values.get("", {}).values(), strict=True)
+        return [sum(column) for column in columns][:4] or [0, 0, 0, 0]
+    out = known[:4]
+    for reason, rows in values.items():
+        for counts in rows.values() if reason else ():
+            for i in range(4):
+                out[i] -= counts[i]
+    return out
+
+
+def _among(
+    credits: FileCredits,
+    narrower: WhoseWindow | None,
+    place: int,
+    extra: Mapping[str, object],
+    rows: int,
+) -> set[str] | None:
+    """Where a widened read's first rows are: the narrower view's first rows, the values the
+    ring credits and those with only aborted or refused requests. Every other value has the
+    narrower read's sums, and each of the narrower view's first rows has at least its own (no
+    count is negative: ``attr_judge``), so it stays ahead of them. None: look among all
+    (``rows`` of them)."""
+    if narrower is None or credits.widened_from is None or credits.by_label:
+        return None
+    ring = credits.widened_from[1].values(place).get("", {})
+    if 2 * (len(narrower.rows) + len(ring) + len(extra)) >= rows:
+        return None  # not worth a set (``_first``)
+    return {*(r.value for r in narrower.rows), *ring, *extra}
+
+
+def _first(
+    rows: Mapping[str, list[int]], top: int, among: set[str] | None = None
+) -> tuple[list[tuple[str, list[int]]], int]:
     """The ``top`` rows with the most input (then output, then by name; 0: all), and how many
-    are left out."""
+    are left out; ``among``: values that hold the first ``top`` rows, if known (looked among
+    where they are under half of the rows: a walk in the set's order costs more a value)."""
     if not 0 < top < len(rows):
         return list(rows.items()), 0
-    first = heapq.nsmallest(top, [(-acc[0], -acc[1], v) for v, acc in rows.items()])
+    if among is None or 2 * len(among) >= len(rows):
+        got: Iterable[tuple[str, list[int]]] = rows.items()
+    else:
+        got = [(v, rows[v]) for v in among if v in rows]
+    first = heapq.nsmallest(top, [(-acc[0], -acc[1], v) for v, acc in got])
     return [(v, rows[v]) for _i, _o, v in first], len(rows) - top
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TypeVar
 
 from vllm_ledger.errors import BadArgument
+from vllm_ledger.read.attribution import FileCredits
 from vllm_ledger.read.ledgerset import LedgerSet, Source, gc_paused
 from vllm_ledger.read.periods import CALENDAR_GRAINS
 from vllm_ledger.read.report import (
@@ -144,6 +145,7 @@ def whose_windows(ls: LedgerSet, report: Report, by: By, top: int = 0) -> tuple[
     the first are taken again, under the other's name and span."""
     sources = ls.sources(report.instance_filter, report.model_filter)
     made: dict[tuple[object, ...], WhoseWindow] = {}
+    views: dict[int, tuple[FileCredits, WhoseWindow]] = {}  # by the read each was made of
     out = []
     for w in report.windows:
         window = Window(w.name, w.start_ts, w.cutoff_ts)
@@ -152,12 +154,24 @@ def whose_windows(ls: LedgerSet, report: Report, by: By, top: int = 0) -> tuple[
         key = (reads, w.input_tokens, w.output_tokens, w.cached_tokens, w.requests)
         got = made.get(key) if reads is not None else None
         if got is None:
-            got = whose(w, ls.credits(held, window, by), by, top)
+            credits = ls.credits(held, window, by)
+            got = whose(w, credits, by, top, _narrower(credits, views))
+            views[id(credits)] = (credits, got)
             made[key] = got
         else:
             got = replace(got, name=w.name, start_ts=w.start_ts, cutoff_ts=w.cutoff_ts, total=w)
         out.append(got)
     return tuple(out)
+
+
+def _narrower(
+    credits: FileCredits, views: dict[int, tuple[FileCredits, WhoseWindow]]
+) -> WhoseWindow | None:
+    """The view made of the read ``credits`` was widened from, if one was."""
+    if credits.widened_from is None:
+        return None
+    got = views.get(id(credits.widened_from[0]))
+    return got[1] if got is not None and got[0] is credits.widened_from[0] else None
 
 
 def holding(sources: Sequence[S], w: Window) -> list[S]:

@@ -3,6 +3,7 @@ numbers; every value judged before it counts; a live writer's new label sets fou
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 import time
 from pathlib import Path
@@ -11,8 +12,15 @@ import pytest
 
 from tests.whose_ledgers import Req, many_users, write_whose_ledger
 from vllm_ledger.errors import BadValues
+from vllm_ledger.format import attr_reads
 from vllm_ledger.format.identity import InstanceInfo, WriterIdentity
-from vllm_ledger.read.attribution import Credited, CreditReads, file_credits
+from vllm_ledger.read.attribution import (
+    ByValue,
+    Credited,
+    CreditReads,
+    FileCredits,
+    file_credits,
+)
 from vllm_ledger.read.open_ledger import open_snapshot
 from vllm_ledger.read.windows import Window
 from vllm_ledger.write.recorder import Recorder
@@ -46,9 +54,19 @@ def _file(root: Path) -> Path:
 
 
 REQS = [("k1", "tiny", "alice", 10), ("k1", "tiny-b", "bob", 20), ("k2", "tiny", "alice", 40)]
+_ONE = "dim = (SELECT min(dim) FROM attr_hourly)"  # one row of REQS' three
 
 
-def test_by_label_set_and_grouped_by_one_label_agree(tmp_path: Path) -> None:
+@pytest.fixture(params=["columns", "rows"])
+def read_as(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A read by one label as it runs (each span a column at a time), and as it runs where
+    SQLite cannot give columns (the rows read instead): the two say the same."""
+    if request.param == "rows":
+        monkeypatch.setattr(attr_reads, "labelled_columns", lambda *a: None)
+    return str(request.param)
+
+
+def test_by_label_set_and_grouped_by_one_label_agree(tmp_path: Path, read_as: str) -> None:
     _write(tmp_path, REQS)
     snap, conn = open_snapshot(_file(tmp_path), now_ts=T + 20)
     assert conn is not None
@@ -74,10 +92,15 @@ def test_by_label_set_and_grouped_by_one_label_agree(tmp_path: Path) -> None:
         ("UPDATE attr_dims SET reason = 'paid'", "not a reason the writer gives"),
         ("UPDATE attr_dims SET user = '" + "u" * 300 + "'", "not short texts"),
         ("UPDATE attr_hourly SET generation_tokens = 9223372036854775807", "more than any"),
+        # One row of several, its column's total still sound: judged row by row all the same.
+        (f"UPDATE attr_hourly SET generation_tokens = -1 WHERE {_ONE}", r"a negative count \(-1\)"),
+        (f"UPDATE attr_hourly SET cached_tokens = prompt_tokens + 1 WHERE {_ONE}", "more cached"),
+        (f"UPDATE attr_hourly SET prompt_tokens = 2.5 WHERE {_ONE}", "not an integer"),
+        (f"UPDATE attr_hourly SET events = X'00ff' WHERE {_ONE}", "not an integer"),
     ],
 )
 def test_a_tampered_value_refuses_the_file_in_either_read(
-    tmp_path: Path, sql: str, says: str
+    tmp_path: Path, sql: str, says: str, read_as: str
 ) -> None:
     _write(tmp_path, REQS)
     with sqlite3.connect(_file(tmp_path)) as w:
@@ -130,6 +153,7 @@ def test_nested_windows_widened_ring_by_ring_read_as_each_alone(tmp_path: Path) 
     starts = [cutoff - 1000, day + 2 * 3600 + 77, day + 3600 + 5, day + 3601, 0]
     for by in ("user", "key"):
         wide = CreditReads()
+        kept: list[tuple[FileCredits, ByValue]] = []
         for cut in (cutoff, cutoff - 4000):
             for start in starts:
                 w = Window("w", min(start, cut), cut)
@@ -140,5 +164,33 @@ def test_nested_windows_widened_ring_by_ring_read_as_each_alone(tmp_path: Path) 
                     alone.folded,
                     alone.files,
                 )
+                kept.append((got, copy.deepcopy(got.by_value)))
+                assert got.sums == alone.sums == _column_sums(alone.by_value)
+        # A widened read (the larger side copied, the smaller walked in) changed no earlier one.
+        assert all(read.by_value == then for read, then in kept)
     widest = file_credits(snap, conn, Window("all", 0, cutoff), by="user")
     assert widest.folded["user"] > 0  # the rings' hours met names folded past the bound
+
+
+def test_folded_names_end_where_asked_even_at_zero(tmp_path: Path) -> None:
+    """``folded_end`` 0 counts the names folded before 0 (none), not those before the cutoff:
+    the bound is tested against None, never for truth."""
+    day = int(T) - int(T) % 86400 - 86400
+    write_whose_ledger(tmp_path, "run-f", start_ts=day + 3000, end_ts=day + 2 * 3600,
+                       requests=many_users(day + 3600, users=1500, seconds=600),
+                       heartbeat_s=60.0)  # fmt: skip
+    snap, conn = open_snapshot(_file(tmp_path), now_ts=day + 3 * 3600)
+    assert conn is not None
+    w = Window("all", 0, day + 2 * 3600)
+    for by in ("user", None):
+        assert file_credits(snap, conn, w, by=by).folded["user"] == 500
+        assert file_credits(snap, conn, w, by=by, folded_end=0).folded == {}
+
+
+def _column_sums(by_value: ByValue) -> list[int]:
+    """Every list of a read by one label added up, column by column."""
+    out = [0] * 5
+    for values in by_value.values():
+        for counts in values.values():
+            out = [a + b for a, b in zip(out, counts, strict=True)]
+    return out

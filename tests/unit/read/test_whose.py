@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllm_ledger.read.attribution import Credited, FileCredits
+from vllm_ledger.read.attribution import Credited, FileCredits, widened
 from vllm_ledger.read.report import WindowReport
 from vllm_ledger.read.whose import _first, whose
 
@@ -96,3 +98,60 @@ def test_the_top_rows_are_the_first_of_the_full_order(
         assert (got, more) == (want[:top], len(rows) - top)
     else:
         assert (sorted(got), more) == (sorted(want), 0)
+
+
+_COUNTS = st.lists(st.integers(0, 50), min_size=5, max_size=5)
+_BY_VALUE = st.dictionaries(
+    st.sampled_from(["", "untagged", "copies", "aborted", "refused", "fault"]),
+    st.dictionaries(st.text(alphabet="abxy", max_size=3), _COUNTS, max_size=8),
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_BY_VALUE, _BY_VALUE)
+def test_a_reads_own_sums_give_the_window_a_row_by_row_sum_gives(
+    by_value: dict[str, dict[str, list[int]]], more: dict[str, dict[str, list[int]]]
+) -> None:
+    """A read by one label that made its column sums (``FileCredits.sums``) is viewed as one
+    that did not: the credited rows' sums are those sums less the other reasons' lists; the
+    sums stay true as reads are added up."""
+    w = _window(input=5000, output=5000, cached=5000, requests=5000)
+    plain = FileCredits(by_value=by_value, files=1)
+    made = FileCredits(by_value=copy.deepcopy(by_value), files=1, sums=_sums(by_value))
+    assert whose(w, made, "user") == whose(w, plain, "user")
+    made.add(FileCredits(by_value=more, files=1, sums=_sums(more)))
+    assert made.sums == _sums(made.by_value)
+    plain.add(FileCredits(by_value=more, files=1))
+    assert plain.sums is None or not plain.by_value  # not known: a part did not make them
+    assert whose(w, made, "user") == whose(w, plain, "user")
+
+
+def _sums(by_value: dict[str, dict[str, list[int]]]) -> list[int]:
+    out = [0] * 5
+    for values in by_value.values():
+        for counts in values.values():
+            out = [a + b for a, b in zip(out, counts, strict=True)]
+    return out
+
+
+_NAMES = st.text(alphabet="abxy", max_size=2)
+_READ = st.dictionaries(
+    st.sampled_from(["", "aborted", "refused", "untagged"]),
+    st.dictionaries(_NAMES, st.lists(st.integers(0, 3), min_size=5, max_size=5), max_size=10),
+    max_size=4,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_READ, _READ, st.integers(1, 6))
+def test_a_widened_reads_first_rows_are_sought_among_the_narrower_views_and_the_rings(
+    inner: dict[str, dict[str, list[int]]], ring: dict[str, dict[str, list[int]]], top: int
+) -> None:
+    """A view of a widened read given the narrower read's view (``narrower``) has the same rows
+    as one that looks among every value, ties on input and output included."""
+    w = _window(input=500, output=500, cached=500, requests=500)
+    narrower_read = FileCredits(by_value=inner, files=1)
+    wide = widened(narrower_read, FileCredits(by_value=ring, files=1))
+    narrower = whose(w, narrower_read, "user", top)
+    assert whose(w, wide, "user", top, narrower) == whose(w, wide, "user", top)
