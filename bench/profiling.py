@@ -31,6 +31,7 @@ from bench.servers import PLUGIN_NAME, check_log, vllm_server
 
 REPO = Path(__file__).resolve().parent.parent
 # The control middleware beside the ledger's (added after it: the outer one).
+SPY_WINDOW_S = 30.0  # py-spy's window, after the measured one
 CONTROL_ARGS = ("--middleware", "vllm_ledger_bench_probe.middleware.NullMiddleware")
 
 
@@ -183,20 +184,23 @@ def profile(seconds: float, rate_hz: int = 100, spy_mode: str = "blocking") -> d
             window = max(seconds, pass_at + 20 - time.time())
             spy = pyspy.executable() if spy_mode != "off" else None
             nonblocking = spy_mode == "nonblocking"
-            raw = tmp / "py-spy.raw"
-            spy_proc = None
+            # The figures come from a window no sampler stops: py-spy's blocking mode stops
+            # every thread about 100 times a second, and each stop is CPU charged to the thread
+            # stopped (the recorder's, asleep in its wait, most of all). py-spy samples a second
+            # window of the same load, for where the time goes.
+            load, a, b = _loaded_window(server, probe_out, pid, window)
+            spy_text = ""
             if spy is not None:
+                raw = tmp / "py-spy.raw"
                 spy_proc = subprocess.Popen(
-                    [*_spy_argv(spy, pid, window, rate_hz, nonblocking), "-o", str(raw)],
+                    [*_spy_argv(spy, pid, SPY_WINDOW_S, rate_hz, nonblocking), "-o", str(raw)],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     text=True,
                 )
-            time.sleep(1.5)  # let py-spy attach before the window opens
-            load, a, b = _loaded_window(server, probe_out, pid, window)
-            spy_text = ""
-            if spy_proc is not None:
-                spy_text = spy_proc.communicate(timeout=window + 60)[0]
+                time.sleep(1.5)  # let py-spy attach before the window opens
+                _loaded_window(server, probe_out, pid, SPY_WINDOW_S)
+                spy_text = spy_proc.communicate(timeout=SPY_WINDOW_S + 60)[0]
         finally:
             server.stop()
         problem = check_log((tmp / "vllm-profile.log").read_text(errors="replace"), "on", 1)
@@ -209,7 +213,9 @@ def profile(seconds: float, rate_hz: int = 100, spy_mode: str = "blocking") -> d
         maint = _maintenance(a, b, result)
         result["probe"] = probe_figures(a, b, wall, maint, window_slices(a, b))
         if spy_text:
-            result["py_spy"] = _spy_result(spy_text, window, rate_hz, nonblocking, raw)
+            result["py_spy"] = _spy_result(
+                spy_text, SPY_WINDOW_S, rate_hz, nonblocking, tmp / "py-spy.raw"
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return result

@@ -110,7 +110,7 @@ def test_the_rows_in_their_order(fresh: None, monkeypatch: pytest.MonkeyPatch) -
     assert list(rows) == [
         "profile: recorder thread wakeups",
         "recorder thread CPU",
-        "of it, while asleep in its wait (stopped from outside: py-spy)",
+        "of it, while asleep in its wait (stopped from outside)",
         "record() CPU per call in the serving process, mean",
         "record() per call in the serving process, mean (probe)",
         "record() per call in the serving process, median",
@@ -124,7 +124,7 @@ def test_the_rows_in_their_order(fresh: None, monkeypatch: pytest.MonkeyPatch) -
         "longest GIL hold by ledger code (API process)",
     ]
     assert rows["record() per call in the serving process, median"]["measured"] == 2.0
-    waiting = rows["of it, while asleep in its wait (stopped from outside: py-spy)"]
+    waiting = rows["of it, while asleep in its wait (stopped from outside)"]
     assert (waiting["measured"], waiting["ratio"]) == (0.5, 0.2)
     assert rows["record() per call in the serving process, median"]["met"] is True
     assert rows["ledger CPU: recorder thread + record() + middleware"]["met"] is True

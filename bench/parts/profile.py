@@ -61,7 +61,7 @@ def _recorder_rows(pr: dict[str, Any]) -> None:
     waiting = pr.get("recorder_wait_cpu_ms_per_s")
     if waiting is not None:
         row(
-            "  of it, while asleep in its wait (stopped from outside: py-spy)",
+            "  of it, while asleep in its wait (stopped from outside)",
             waiting,
             "ms/s",
             "-",

@@ -81,7 +81,8 @@ def _cpu_note(pr: dict[str, Any]) -> None:
         f"is {ledger_ms(pr) / pr['process_cpu_ms_per_s']:.1%} of the API process's "
         f"{pr['process_cpu_ms_per_s']:.0f} ms/s: measured directly, the API process's CPU with "
         f"the ledger is about {pr['process_cpu_ms_per_s'] / rest:.3f}x what it would be without "
-        "it (the A/B target: <= 1.03), py-spy's sampling included in the process's CPU"
+        "it (the A/B target: <= 1.03); no sampler ran in this window (py-spy samples a second "
+        "window of the same load after it)"
         if rest > 0
         else "profile: the API process's CPU was not read"
     )
