@@ -3,7 +3,8 @@
 - ``make test`` and ``make unit``: every duration ("about N minutes", "under N minutes"), test
   count ("N tests") and core count ("on N cores") the two pages give is the one in
   ``docs/test-timings.json``, the record of the last measured run; the Makefile's default
-  ``TEST_WORKERS`` is its worker count.
+  ``TEST_WORKERS`` is ``make test``'s core count (a worker a core) and ``UNIT_WORKERS`` the
+  workers ``make unit`` was measured with.
 - Every ``make X`` the two pages name is a target of the Makefile, and the commands a row of
   contributing.md's table shows for a target (``pytest ...``, ``mypy ...``, ``ruff ...``) are that
   target's recipe; every ``mypy ...`` either page shows is ``make typecheck``'s.
@@ -31,18 +32,18 @@ MAKEFILE = (REPO / "Makefile").read_text()
 
 # What each figure looks like in prose, and the key it has in docs/test-timings.json.
 FIGURES = {
-    "minutes": re.compile(r"\b(?:about|under) (\d+) minutes"),
+    "minutes": re.compile(r"\b(?:about|under) (\d+) minutes?\b"),
     "tests": re.compile(r"\b(\d[\d,]*)\s+tests\b"),
-    "workers": re.compile(r"\bon (\d+) cores\b"),
+    "cores": re.compile(r"\bon (\d+) cores\b"),
 }
 # What each page must state, so that deleting a figure fails here too.
 REQUIRED = {
-    README: {("test", "minutes"), ("test", "tests"), ("test", "workers")},
+    README: {("test", "minutes"), ("test", "tests"), ("test", "cores")},
     CONTRIBUTING: {
         ("test", "minutes"),
         ("test", "tests"),
         ("unit", "minutes"),
-        ("unit", "workers"),
+        ("unit", "cores"),
     },
 }
 
@@ -91,9 +92,11 @@ def test_durations_and_counts_are_the_last_measured_runs(page: Path) -> None:
 
 
 def test_the_makefile_runs_the_recorded_number_of_workers() -> None:
-    default = re.search(r"^TEST_WORKERS \?= (\d+)$", MAKEFILE, flags=re.M)
-    assert default, "the Makefile sets no default TEST_WORKERS"
-    assert {t["workers"] for t in TIMINGS.values()} == {int(default.group(1))}
+    for target, variable in (("make test", "TEST_WORKERS"), ("make unit", "UNIT_WORKERS")):
+        default = re.search(rf"^{variable} \?= (\d+)$", MAKEFILE, flags=re.M)
+        assert default, f"the Makefile sets no default {variable}"
+        assert TIMINGS[target]["workers"] == int(default.group(1)), target
+    assert TIMINGS["make test"]["workers"] == TIMINGS["make test"]["cores"]
 
 
 def recipes() -> dict[str, list[str]]:
