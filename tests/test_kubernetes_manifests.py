@@ -24,7 +24,6 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from cloudcoil.models.prometheus_operator import v1 as prometheus_operator
 
 from tests.conftest import run_cli
 from tests.e2e.prom import PROMTOOL, promtool
@@ -131,6 +130,9 @@ def test_kubernetes_validate_strict_refuses_an_unknown_field(rendered: dict[bool
 
 
 def _crd_round_trip(doc: dict[str, Any]) -> dict[str, Any]:
+    # Imported here: the models take seconds to build, paid only by the worker running these.
+    from cloudcoil.models.prometheus_operator import v1 as prometheus_operator
+
     model = getattr(prometheus_operator, doc["kind"])
     back: dict[str, Any] = model.model_validate(doc).model_dump(
         by_alias=True, exclude_none=True, mode="json"
