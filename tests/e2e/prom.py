@@ -205,9 +205,11 @@ VICTORIA_METRICS = shutil.which("victoria-metrics") or "/usr/bin/victoria-metric
 @dataclass
 class VictoriaMetrics:
     """A real VictoriaMetrics single-node (Debian's /usr/bin/victoria-metrics) on 127.0.0.1: a
-    remote-write target (``write_url``) with Prometheus' query API at ``url``. Fresh samples are
-    queryable at once (``-search.latencyOffset=0s``; the default hides the last 30 s). Stopped
-    by pid."""
+    remote-write target (``write_url``) with Prometheus' query API at ``url``. A query does not
+    hide the newest samples (``-search.latencyOffset=0s``; the default hides the last 30 s), but a
+    series written for the first time is served only some time after the write (about a second
+    after ``force_flush``, up to 10 s without, in 1.79): a test waits until a query answers what
+    it wrote (``vector``). Stopped by pid."""
 
     data_dir: Path
     log_path: Path
@@ -248,7 +250,8 @@ class VictoriaMetrics:
     def import_prometheus(self, text: str, **extra_labels: str) -> None:
         """Write exposition text (samples with or without a timestamp in milliseconds; without,
         VictoriaMetrics stamps them on arrival) through ``/api/v1/import/prometheus``, each
-        series with ``extra_labels`` added, then flush so that a query sees them at once."""
+        series with ``extra_labels`` added, then flush. A query may still answer without them
+        for about a second, each import on its own: wait on a query for what the test needs."""
         params = [("extra_label", f"{k}={v}") for k, v in sorted(extra_labels.items())]
         url = f"{self.url}/api/v1/import/prometheus"
         if params:
@@ -259,9 +262,19 @@ class VictoriaMetrics:
         self.force_flush()
 
     def force_flush(self) -> None:
-        """Make every sample written so far searchable (``/internal/force_flush``)."""
+        """Flush every sample written so far (``/internal/force_flush``): new series are served
+        about a second later, not at once."""
         with urllib.request.urlopen(self.url + "/internal/force_flush", timeout=60) as r:
             assert r.status == 200, r.status
+
+    def vector(self, expr: str) -> list[dict[str, Any]]:
+        """The result of the instant query ``expr`` now (``/api/v1/query``)."""
+        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        with urllib.request.urlopen(url, timeout=30) as r:
+            doc: dict[str, Any] = json.loads(r.read())
+        assert doc["status"] == "success", (expr, doc)
+        result: list[dict[str, Any]] = doc["data"]["result"]
+        return result
 
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"

@@ -52,12 +52,19 @@ FIGURES = ("input", "output", "cached", "requests", "decode_tokens", "decode_sec
 WINDOWS = ("today", "24h", "3d", "7d", "total")
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 45.0) -> Any:
+def wait_for(
+    what: str,
+    check: Callable[[], Any],
+    timeout_s: float = 45.0,
+    until: Callable[[Any], bool] = bool,
+) -> Any:
+    """``check()``'s first answer that ``until`` accepts (its first truthy one); fails naming
+    ``what`` and the last answer."""
     deadline = time.monotonic() + timeout_s
     last: Any = None
     while time.monotonic() < deadline:
         last = check()
-        if last:
+        if until(last):
             return last
         time.sleep(0.5)
     raise AssertionError(f"{what}: not seen within {timeout_s} s (last: {last!r})")
@@ -255,6 +262,11 @@ def test_fleet_from_prometheus_and_victoria_metrics_equals_the_hosts_reports(
     print(f"\nfleet e2e took {time.monotonic() - started:.1f} s")
 
 
+def _sample_lines(text: str) -> int:
+    """The samples in exposition text: its lines that are neither empty nor comments."""
+    return sum(1 for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
+
+
 def _scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         text: str = r.read().decode()
@@ -413,6 +425,7 @@ def test_replicas_in_victoria_metrics_taken_once_or_named_as_a_conflict(
         name_and_labels, value = line.rsplit(" ", 1)
         changed = text.replace(line, f"{name_and_labels} {float(value) + 5:g}")
         up = "up 1\n"
+        want: dict[tuple[str, str], int] = {}
         for host, replica, body in (
             ("x:9464", "r1", text),
             ("x:9464", "r2", text),
@@ -421,36 +434,55 @@ def test_replicas_in_victoria_metrics_taken_once_or_named_as_a_conflict(
         ):
             labels = {"instance": host, "job": "vllm-ledger", "replica": replica}
             vm.import_prometheus(body + up, **labels)
+            want[(host, replica)] = _sample_lines(body + up)
 
-        def both_in() -> tuple[int, dict[str, Any]] | None:
-            code, doc = _fleet(vm.url)
-            states = {h: v["state"] for h, v in doc["hosts"].items()}
-            return (code, doc) if states == {"x:9464": "ok", "y:9464": "ok"} else None
+        # Each import is served on its own, about a second after it: asked before y's second
+        # copy is served, the fleet sees one copy of y, takes it once and names no conflict.
+        # So wait until every copy is served, each with all its series.
+        def served() -> dict[tuple[str, str], int]:
+            counts = vm.vector('count by (instance, replica) ({job="vllm-ledger"})')
+            return {
+                (c["metric"]["instance"], c["metric"]["replica"]): int(c["value"][1])
+                for c in counts
+            }
 
-        code, doc = wait_for("both hosts in VictoriaMetrics", both_in)
-        assert code == 1  # the conflict
+        wait_for("every copy served by VictoriaMetrics", served, until=lambda got: got == want)
+        # Each copy was written once, stamped on arrival: a limit on the newest sample's age
+        # well past this test's length keeps both hosts ok however slow the machine is.
+        stale_after = "5m"
+        code, out, err = run_cli(
+            "fleet", "--prometheus", vm.url, "--json", "--stale-after", stale_after
+        )
+        seen = f"fleet exited {code}; stderr: {err!r}; document: {out}"
+        assert code in (0, 1) and out.startswith("{"), seen
+        doc = json.loads(out)
+        states = {h: v["state"] for h, v in doc["hosts"].items()}
+        assert states == {"x:9464": "ok", "y:9464": "ok"}, seen
+        # Incomplete (exit 1): the conflict, and host A's closed ledgers leave part of every
+        # window uncovered.
+        assert code == 1 and doc["complete"] == dict.fromkeys(WINDOWS, False), seen
         for w in WINDOWS:
             assert _figures(doc["hosts"]["x:9464"]["windows"][w]) == _figures(
                 report["windows"][w]
-            ), w
-        assert doc["duplicates"]["differ_in"] == ["replica"]
-        assert doc["duplicates"]["series"] > 100  # every series of both hosts but one
+            ), f"{w}: {seen}"
+        assert doc["duplicates"]["differ_in"] == ["replica"], seen
+        # Every series of both hosts but the conflicting one.
+        assert doc["duplicates"]["series"] > 100, seen
         assert [(c["host"], c["window"], c["values"]) for c in doc["conflicts"]] == [
             ("y:9464", "total", [float(value), float(value) + 5])
-        ]
-        assert doc["conflicts"][0]["series"].startswith("vllm_ledger_window_input_tokens{")
+        ], seen
+        assert doc["conflicts"][0]["series"].startswith("vllm_ledger_window_input_tokens{"), seen
         # Y's total leaves out the conflicting series: neither copy, nor their sum.
         assert doc["hosts"]["y:9464"]["windows"]["total"]["input"] == report["windows"]["total"][
             "input"
-        ] - float(value)
-        assert doc["complete"]["total"] is False
+        ] - float(value), seen
         named = [ln for ln in doc["incomplete"] if ln.startswith("y:9464: conflict: ")]
-        assert len(named) == 1 and "(the copies differ in replica): not counted" in named[0]
-        code, out, _err = run_cli("fleet", "--prometheus", vm.url, "--stale-after", "15")
-        assert (
-            code == 1 and "duplicate series taken once (the copies differ only in replica)" in out
-        )
-        assert "  y:9464: conflict: vllm_ledger_window_input_tokens{" in out
+        assert len(named) == 1 and "(the copies differ in replica): not counted" in named[0], seen
+        code, out, err = run_cli("fleet", "--prometheus", vm.url, "--stale-after", stale_after)
+        seen = f"fleet exited {code}; stderr: {err!r}; output:\n{out}"
+        assert code == 1, seen
+        assert "duplicate series taken once (the copies differ only in replica)" in out, seen
+        assert "  y:9464: conflict: vllm_ledger_window_input_tokens{" in out, seen
     finally:
         vm.stop()
 
