@@ -4,7 +4,13 @@ baseline, usage and fleet: one query function, ``vector_query``, and one fetch, 
 reads the scrape targets (``targets``: ``/api/v1/targets``, which Prometheus, Thanos Query and
 VictoriaMetrics single-node serve) and a label's values (``label_values``).
 
-Every failure is a ``RemoteError`` naming the URL and what to check.
+Every failure is a ``RemoteError`` naming the URL and what to check. An answer the store calls
+incomplete is not a failure: VictoriaMetrics cluster says ``"isPartial": true`` when some of
+its storage nodes did not answer, Prometheus and Thanos put ``"warnings"`` beside ``data`` (a
+store or a remote read that did not answer), newer Prometheus ``"infos"`` too. ``said_of``
+reads them into a ``Said``, which ``vector_answer``, ``targets_answer`` and
+``label_values_answer`` return with their answer; ``vector_query``, ``targets`` and
+``label_values`` return the answer alone.
 """
 
 from __future__ import annotations
@@ -17,11 +23,53 @@ from typing import Any
 
 from vllm_ledger.errors import AnswerTooLarge, ConfigError, RemoteError
 from vllm_ledger.http import client
+from vllm_ledger.http.logsafe import safe
 from vllm_ledger.strictjson import loads
 
 Fetch = Callable[[str], bytes]
+Series = list[tuple[dict[str, str], float]]
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 DEADLINE_S = 30.0
+MAX_SAID = 5  # warnings (and infos) kept of one answer; the rest are counted
+MAX_SAID_CHARS = 200  # kept of each, then shown as printable ASCII
+
+
+@dataclass(frozen=True)
+class Said:
+    """What a store said of one answer beside its ``data``: ``isPartial`` (``partial``), its
+    ``warnings`` and ``infos``: the first ``MAX_SAID_CHARS`` characters of each text as
+    printable ASCII (``http/logsafe.safe``: no text moves a terminal or forges a line), at most
+    ``MAX_SAID`` of each (``warnings_left_out``: how many more warnings there were)."""
+
+    partial: bool = False
+    warnings: tuple[str, ...] = ()
+    infos: tuple[str, ...] = ()
+    warnings_left_out: int = 0
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether the store said the answer may lack series: partial, or with a warning (an
+        info is not one)."""
+        return self.partial or bool(self.warnings)
+
+
+def _texts(value: object) -> tuple[tuple[str, ...], int]:
+    """A ``warnings`` or ``infos`` value: a list of texts (a lone text or other value is one),
+    made safe and cut; and how many past ``MAX_SAID`` were left out."""
+    if value is None or value == [] or value == "":
+        return (), 0
+    items = value if isinstance(value, list) else [value]
+    return tuple(safe(t, MAX_SAID_CHARS) for t in items[:MAX_SAID]), max(0, len(items) - MAX_SAID)
+
+
+def said_of(doc: dict[str, Any]) -> Said:
+    """What ``doc`` (a store's answer) says of itself. Any ``isPartial`` other than absent,
+    ``null`` or ``false`` is partial: an answer is not taken for whole on a value it does not
+    understand."""
+    warnings, left_out = _texts(doc.get("warnings"))
+    infos, _more = _texts(doc.get("infos"))
+    partial = doc.get("isPartial") not in (None, False)
+    return Said(partial, warnings, infos, left_out)
 
 
 def http_get(
@@ -57,9 +105,9 @@ def instant_query(
     return [v for _labels, v in vector_query(base_url, expr, at_ts, fetch)]
 
 
-def _data(base_url: str, url: str, asked: str, fetch: Fetch) -> Any:
-    """The ``data`` of a ``{"status": "success", "data": ...}`` answer at ``url``, or a
-    ``RemoteError`` naming ``asked``."""
+def _data(base_url: str, url: str, asked: str, fetch: Fetch) -> tuple[Any, Said]:
+    """The ``data`` of a ``{"status": "success", "data": ...}`` answer at ``url`` and what the
+    store said of it, or a ``RemoteError`` naming ``asked``."""
     raw = fetch(url)
     try:
         doc = loads(raw, max_bytes=MAX_ANSWER_BYTES, what=f"{base_url}'s answer")
@@ -71,7 +119,7 @@ def _data(base_url: str, url: str, asked: str, fetch: Fetch) -> Any:
         raise RemoteError(f"{base_url} did not answer a Prometheus query with an object", url)
     if doc.get("status") != "success":
         raise RemoteError(f"Prometheus at {base_url} refused {asked}: {doc.get('error')}", url)
-    return doc.get("data")
+    return doc.get("data"), said_of(doc)
 
 
 def vector_query(
@@ -81,23 +129,35 @@ def vector_query(
     fetch: Fetch = http_get,
     *,
     keep_nan: bool = False,
-) -> list[tuple[dict[str, str], float]]:
+) -> Series:
+    """``vector_answer``'s series, without what the store said of them."""
+    return vector_answer(base_url, expr, at_ts, fetch, keep_nan=keep_nan)[0]
+
+
+def vector_answer(
+    base_url: str,
+    expr: str,
+    at_ts: float | None = None,
+    fetch: Fetch = http_get,
+    *,
+    keep_nan: bool = False,
+) -> tuple[Series, Said]:
     """Each series of an instant vector (or scalar) query: its labels (``__name__`` included)
     and its value. An answer that is not ``{"status": "success", "data": {"result": [...]}}`` is
     a ``RemoteError``; a series without a ``metric`` object or a number ``value`` is skipped,
     and so is a NaN unless ``keep_nan`` (a caller that judges every value names it). A scalar is
-    one series with no labels."""
+    one series with no labels. With them, what the store said of its answer (``said_of``)."""
     params = {"query": expr}
     if at_ts is not None:
         params["time"] = f"{at_ts:.3f}"
     url = base_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode(params)
-    data = _data(base_url, url, repr(expr), fetch)
+    data, said = _data(base_url, url, repr(expr), fetch)
     result = data.get("result") if isinstance(data, dict) else None
     if isinstance(data, dict) and data.get("resultType") == "scalar":
         result = [{"metric": {}, "value": result}]
     if not isinstance(result, list):
         raise RemoteError(f"{base_url} answered {expr!r} without a result list", url)
-    out: list[tuple[dict[str, str], float]] = []
+    out: Series = []
     for item in result:
         try:
             metric = item["metric"]
@@ -107,7 +167,7 @@ def vector_query(
         if not isinstance(metric, dict) or (math.isnan(value) and not keep_nan):
             continue
         out.append(({str(k): str(v) for k, v in metric.items()}, value))
-    return out
+    return out, said
 
 
 @dataclass(frozen=True)
@@ -122,11 +182,17 @@ class Target:
 
 
 def targets(base_url: str, fetch: Fetch = http_get) -> list[Target]:
+    """``targets_answer``'s targets, without what the store said of them."""
+    return targets_answer(base_url, fetch)[0]
+
+
+def targets_answer(base_url: str, fetch: Fetch = http_get) -> tuple[list[Target], Said]:
     """The store's active scrape targets. A store that scrapes nothing answers an empty list
     (VictoriaMetrics single-node without ``-promscrape.config``); one without the API (Mimir)
-    answers an HTTP error, a ``RemoteError`` here. Entries that are not objects are skipped."""
+    answers an HTTP error, a ``RemoteError`` here. Entries that are not objects are skipped.
+    With them, what the store said of its answer."""
     url = base_url.rstrip("/") + "/api/v1/targets?state=active"
-    data = _data(base_url, url, "/api/v1/targets", fetch)
+    data, said = _data(base_url, url, "/api/v1/targets", fetch)
     active = data.get("activeTargets") if isinstance(data, dict) else None
     if not isinstance(active, list):
         raise RemoteError(f"{base_url} answered /api/v1/targets without activeTargets", url)
@@ -142,7 +208,7 @@ def targets(base_url: str, fetch: Fetch = http_get) -> list[Target]:
                 str(item.get("lastError") or ""),
             )
         )
-    return out
+    return out, said
 
 
 def label_values(
@@ -153,15 +219,28 @@ def label_values(
     end_ts: float,
     fetch: Fetch = http_get,
 ) -> list[str]:
+    """``label_values_answer``'s values, without what the store said of them."""
+    return label_values_answer(base_url, label, match, start_ts, end_ts, fetch)[0]
+
+
+def label_values_answer(
+    base_url: str,
+    label: str,
+    match: str,
+    start_ts: float,
+    end_ts: float,
+    fetch: Fetch = http_get,
+) -> tuple[list[str], Said]:
     """The values ``label`` takes on the series ``match`` selects between two instants
-    (``/api/v1/label/<label>/values``: the index only, no samples read)."""
+    (``/api/v1/label/<label>/values``: the index only, no samples read), and what the store
+    said of its answer."""
     params = {"match[]": match, "start": f"{start_ts:.3f}", "end": f"{end_ts:.3f}"}
     path = f"/api/v1/label/{urllib.parse.quote(label)}/values"
     url = base_url.rstrip("/") + path + "?" + urllib.parse.urlencode(params)
-    data = _data(base_url, url, path, fetch)
+    data, said = _data(base_url, url, path, fetch)
     if not isinstance(data, list):
         raise RemoteError(f"{base_url} answered {path} without a list", url)
-    return [str(v) for v in data]
+    return [str(v) for v in data], said
 
 
 def first_value(
@@ -176,11 +255,17 @@ def first_value(
 
 
 __all__ = [
+    "Said",
+    "Series",
     "Target",
     "first_value",
     "http_get",
     "instant_query",
     "label_values",
+    "label_values_answer",
+    "said_of",
     "targets",
+    "targets_answer",
+    "vector_answer",
     "vector_query",
 ]
