@@ -21,8 +21,9 @@ EPILOG = """example:
   vllm-ledger fleet --prometheus http://prometheus.lan:9090 --by key
 
 exit status: 0 when every window of the fleet is complete, 1 when a host is missing, stale,
-failing or incomplete (the hosts are named; with --by also when a host's rows do not add up to
-its figures), 2 a bad flag or Prometheus could not be read
+failing or incomplete, or the store called an answer partial or gave a warning with it (each is
+named; with --by also when a host's rows do not add up to its figures), 2 a bad flag or
+Prometheus could not be read
 """
 
 

@@ -9,7 +9,8 @@ escapes every control character itself.
 
 Both forms show every host (a missing one as ``[missing]`` with no figures, and its hint:
 ``[missing, clock ahead?]``), the duplicate series taken once, each conflict and refused value,
-one exporter seen under several ``instance`` spellings, and the notes (docs/fleet.md).
+one exporter seen under several ``instance`` spellings, the notes, and each answer the store
+called partial or gave a warning with (docs/fleet.md).
 
 With ``fleet --by key`` (``plan.fleet_whose.FleetWhose``) the table is the fleet's rows by that
 label instead of its hosts, then what is not attributed by reason, then the fleet's total; the
@@ -53,6 +54,18 @@ def _number(value: float) -> int | float | str:
     return int(value) if value == math.floor(value) and abs(value) < 2**53 else value
 
 
+def partial_answers(fleet: Fleet) -> dict[str, Any]:
+    """Each answer the store called partial or gave a warning with, by its query's name."""
+    return {
+        name: {
+            "is_partial": said.partial,
+            "warnings": list(said.warnings),
+            "warnings_left_out": said.warnings_left_out,
+        }
+        for name, said in fleet.said.items()
+    }
+
+
 def fleet_dict(fleet: Fleet) -> dict[str, Any]:
     return {
         "source": fleet.source,
@@ -62,6 +75,7 @@ def fleet_dict(fleet: Fleet) -> dict[str, Any]:
         "complete": dict(fleet.complete),
         "incomplete": list(fleet.incomplete),
         "missing": list(fleet.missing),
+        "partial_answers": partial_answers(fleet),
         "duplicates": {"series": fleet.duplicates, "differ_in": list(fleet.duplicate_labels)},
         "conflicts": [
             {
@@ -272,4 +286,12 @@ def render_text(fleet: Fleet, whose: FleetWhose | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["figures_dict", "fleet_dict", "render_json", "render_text", "tokens_dict", "whose_dict"]
+__all__ = [
+    "figures_dict",
+    "fleet_dict",
+    "partial_answers",
+    "render_json",
+    "render_text",
+    "tokens_dict",
+    "whose_dict",
+]

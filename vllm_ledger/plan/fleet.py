@@ -38,7 +38,8 @@ as ahead. What passes is summed per host, per model and per instance (``plan/fle
 A window of the fleet is complete only when every host is ``ok`` and complete in that window
 (its whole-root coverage series, without ``ledger_instance``) with no conflict, refused value or
 clock ahead; otherwise ``incomplete`` names each host and why. A model's window is complete
-when every host instance serving it is.
+when every host instance serving it is. None is from an answer the store called partial or
+gave a warning with (``plan/fleet_partial.py``: series or copies of them may be missing).
 
 ``plan.fleet_read.read_fleet`` asks six instant queries (``plan.prom.vector_query``: labels and
 values, through ``plan.prom.http_get``), the jobs that serve ledger series
@@ -66,7 +67,7 @@ from vllm_ledger.plan.fleet_copies import (
 )
 from vllm_ledger.plan.fleet_sums import Coverage, Figures, Served, empty_windows
 from vllm_ledger.plan.fleet_targets import Found, Known, LedgerTargets
-from vllm_ledger.plan.prom import Target
+from vllm_ledger.plan.prom import Said, Target
 from vllm_ledger.read.windows import WINDOW_NAMES  # the windows each exporter serves
 from vllm_ledger.units import format_duration
 
@@ -128,6 +129,7 @@ class Fleet:
     refused: tuple[Refused, ...] = ()
     notes: tuple[str, ...] = ()  # what was not read, targets that are not hosts, spellings
     spellings: tuple[Spelling, ...] = ()  # exporters seen under several instance values
+    said: dict[str, Said] = field(default_factory=dict)  # answers the store called partial
 
     @property
     def missing(self) -> tuple[str, ...]:

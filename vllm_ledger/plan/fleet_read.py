@@ -1,6 +1,8 @@
 """A fleet read from Prometheus (or a compatible store: the same queries): the instant queries
 ``build_fleet`` takes (``queries``), and ``read_fleet``, which asks them at one instant with the
-jobs that serve ledger series and the scrape targets, through ``plan/prom.py``.
+jobs that serve ledger series and the scrape targets, through ``plan/prom.py``, and marks the
+fleet with what the store said of each answer (``plan/fleet_partial.py``: a partial answer
+leaves nothing complete).
 """
 
 from __future__ import annotations
@@ -12,8 +14,17 @@ from typing import Any
 from vllm_ledger import names
 from vllm_ledger.errors import RemoteError
 from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, Fleet, build_fleet
+from vllm_ledger.plan.fleet_partial import with_said
 from vllm_ledger.plan.fleet_sums import COVERAGE_NAMES, FIGURE_NAMES, PREFIX
-from vllm_ledger.plan.prom import Fetch, Target, http_get, label_values, targets, vector_query
+from vllm_ledger.plan.prom import (
+    Fetch,
+    Said,
+    Target,
+    http_get,
+    label_values_answer,
+    targets_answer,
+    vector_answer,
+)
 from vllm_ledger.units import format_duration
 
 # The "ahead" query is asked this long after the others' instant (at most Prometheus's default
@@ -64,10 +75,11 @@ def read_fleet(
 ) -> Fleet:
     """Ask ``base_url`` (Prometheus or a compatible API) the queries at one instant, the jobs
     that serve ledger series (unless ``job``) and the scrape targets. A store without the
-    targets or label API is read without it, and the fleet says so in a note."""
+    targets or label API is read without it, and the fleet says so in a note. An answer the
+    store called partial, or gave a warning with, leaves no window complete (``with_said``)."""
     at = clock()
-    answers = {
-        name: vector_query(
+    asked = {
+        name: vector_answer(
             base_url,
             expr,
             at + AHEAD_S if name == "ahead" else at,
@@ -76,23 +88,25 @@ def read_fleet(
         )
         for name, expr in queries(job, lookback_s).items()
     }
+    answers = {name: series for name, (series, _said) in asked.items()}
+    said: dict[str, Said] = {name: s for name, (_series, s) in asked.items()}
     notes: list[str] = []
     jobs: list[str] | None = None
     if job is None:
         try:
-            jobs = label_values(
+            jobs, said["jobs"] = label_values_answer(
                 base_url, "job", names.LEDGER_REPORT_OK, at - JOBS_HISTORY_S, at, fetch
             )
         except RemoteError as exc:
             notes.append(f"the jobs serving ledger series were not read ({exc.what})")
     found: list[Target] | None = None
     try:
-        found = targets(base_url, fetch)
+        found, said["targets"] = targets_answer(base_url, fetch)
     except RemoteError as exc:
         notes.append(
             f"/api/v1/targets was not read ({exc.what}): hosts come from the series and up only"
         )
-    return build_fleet(
+    fleet = build_fleet(
         answers["windows"],
         answers["newest"],
         answers["up"],
@@ -108,6 +122,7 @@ def read_fleet(
         stale_after_s=stale_after_s,
         lookback_s=lookback_s,
     )
+    return with_said(fleet, said)
 
 
 __all__ = ["AHEAD_S", "JOBS_HISTORY_S", "queries", "read_fleet"]

@@ -43,9 +43,10 @@ from vllm_ledger.errors import BadValues
 from vllm_ledger.plan.fleet import LOOKBACK_S, STALE_AFTER_S, Fleet, shown_value
 from vllm_ledger.plan.fleet_checks import Refused
 from vllm_ledger.plan.fleet_copies import Conflict, Sample, host_of, series_text, take_once
+from vllm_ledger.plan.fleet_partial import with_said
 from vllm_ledger.plan.fleet_read import read_fleet
 from vllm_ledger.plan.fleet_sums import Figures
-from vllm_ledger.plan.prom import Fetch, http_get, vector_query
+from vllm_ledger.plan.prom import Fetch, Said, http_get, vector_answer
 from vllm_ledger.read import values
 from vllm_ledger.read.windows import WINDOW_NAMES
 
@@ -291,7 +292,9 @@ def read_fleet_whose(
     clock: Any = None,
     fetch: Fetch = http_get,
 ) -> tuple[Fleet, FleetWhose]:
-    """The fleet (``read_fleet``) and its rows by ``by``, all asked at one instant."""
+    """The fleet (``read_fleet``) and its rows by ``by``, all asked at one instant. An answer
+    the store called partial, or gave a warning with, leaves no window complete (``with_said``,
+    as the fleet's own answers)."""
     at = (clock or time.time)()
     fleet = read_fleet(
         base_url,
@@ -302,8 +305,11 @@ def read_fleet_whose(
         fetch=fetch,
     )
     samples: list[Sample] = []
-    for expr in whose_queries(by, job).values():
-        samples += vector_query(base_url, expr, at, fetch, keep_nan=True)
+    said: dict[str, Said] = {}
+    for name, expr in whose_queries(by, job).items():
+        series, said[name] = vector_answer(base_url, expr, at, fetch, keep_nan=True)
+        samples += series
+    fleet = with_said(fleet, said)
     return fleet, build_fleet_whose(fleet, samples, by)
 
 
