@@ -30,6 +30,7 @@ from vllm_ledger.formats.table import aligned
 from vllm_ledger.plan.fleet import Fleet
 from vllm_ledger.plan.fleet_sums import Figures
 from vllm_ledger.plan.fleet_whose import REASONS, FleetWhose, Tokens
+from vllm_ledger.plan.partial import said_json
 from vllm_ledger.read.windows import WINDOW_NAMES
 
 
@@ -56,14 +57,7 @@ def _number(value: float) -> int | float | str:
 
 def partial_answers(fleet: Fleet) -> dict[str, Any]:
     """Each answer the store called partial or gave a warning with, by its query's name."""
-    return {
-        name: {
-            "is_partial": said.partial,
-            "warnings": list(said.warnings),
-            "warnings_left_out": said.warnings_left_out,
-        }
-        for name, said in fleet.said.items()
-    }
+    return {name: said_json(said) for name, said in fleet.said.items()}
 
 
 def fleet_dict(fleet: Fleet) -> dict[str, Any]:

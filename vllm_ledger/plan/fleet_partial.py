@@ -6,7 +6,8 @@ not answer, Prometheus and Thanos ``"warnings"`` (Thanos for a partial response:
 did not answer). From such an answer a host's series may be missing, or one copy of a series
 (an HA replica's) taken for all of them: two copies that would disagree look like one that
 agrees with itself. So no window, host or model of the fleet is complete, and ``incomplete``
-names each such answer and what the store said; ``Fleet.said`` keeps it for ``--json``. An
+names each such answer and what the store said (``plan/partial.py``'s words, shared with the
+other commands that read the store); ``Fleet.said`` keeps it for ``--json``. An
 ``infos`` text (newer Prometheus) does not say that anything is missing: it is a note.
 """
 
@@ -16,26 +17,19 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TypeVar
 
+from vllm_ledger.plan import partial
 from vllm_ledger.plan.fleet import Fleet, Host, ModelRow
 from vllm_ledger.plan.prom import Said
 
 PARTIAL_DOC = "docs/fleet.md#a-partial-answer"
+MISSING = "a host's series or a copy of one"  # what a partial answer may lack
 Row = TypeVar("Row", Host, ModelRow)
 
 
 def said_lines(name: str, said: Said) -> tuple[str, ...]:
     """The ``incomplete`` lines of the answer to ``name`` (a query's name: ``windows``,
     ``targets``, ...): none when the store said nothing of it was missing."""
-    lines: list[str] = []
-    if said.partial:
-        lines.append(
-            f"the store's answer to {name} is partial (isPartial): some of its storage nodes "
-            f"did not answer, so a host's series or a copy of one may be missing ({PARTIAL_DOC})"
-        )
-    lines.extend(f"the store's answer to {name} came with a warning: {w}" for w in said.warnings)
-    if said.warnings_left_out:
-        lines.append(f"the store's answer to {name}: {said.warnings_left_out} more warnings")
-    return tuple(lines)
+    return partial.said_lines(name, said, MISSING, PARTIAL_DOC)
 
 
 def with_said(fleet: Fleet, said: Mapping[str, Said]) -> Fleet:
@@ -43,7 +37,7 @@ def with_said(fleet: Fleet, said: Mapping[str, Said]) -> Fleet:
     to ``Said``): where any was partial or warned, nothing is complete, and the store's lines
     come first under ``incomplete``. Taken more than once (``fleet --by``'s own queries), the
     lines and ``Fleet.said`` add up."""
-    told = {name: s for name, s in said.items() if s.incomplete}
+    told = partial.told(said)
     infos = tuple(
         f"the store's answer to {name} came with an info: {i}"
         for name, s in said.items()
@@ -51,7 +45,7 @@ def with_said(fleet: Fleet, said: Mapping[str, Said]) -> Fleet:
     )
     if not told:
         return dataclasses.replace(fleet, notes=(*fleet.notes, *infos)) if infos else fleet
-    lines = tuple(line for name, s in told.items() for line in said_lines(name, s))
+    lines = partial.told_lines(told, MISSING, PARTIAL_DOC)
     before = sum(len(said_lines(name, s)) for name, s in fleet.said.items())  # told earlier
     return dataclasses.replace(
         fleet,
