@@ -12,7 +12,8 @@ from typing import Any
 from vllm_ledger.formats.json import round_or_none
 from vllm_ledger.formats.table import pad
 from vllm_ledger.plan.cost import BreakEven, Cost, PlannedLoad
-from vllm_ledger.plan.usage import Measured
+from vllm_ledger.plan.partial import told_json, told_lines
+from vllm_ledger.plan.usage import PARTIAL_DOC, POWER_MISSING, Measured
 from vllm_ledger.read.report import resolve_tz
 from vllm_ledger.units import format_duration, format_instant
 
@@ -110,6 +111,19 @@ def render_plan_text(plan: PlannedLoad, c: Cost) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _power_told_lines(m: Measured) -> list[str]:
+    """Where the store called a power answer partial or gave a warning with it: the power is
+    not complete, nor what rests on it, and each answer is named in the store's words."""
+    if not m.power_told:
+        return []
+    return [
+        "power: INCOMPLETE: read from an answer the store called partial or gave a warning "
+        "with; the electricity, both bases and the break-even rest on it, so they are not "
+        "complete figures either",
+        *(f"  {line}" for line in told_lines(m.power_told, POWER_MISSING, PARTIAL_DOC)),
+    ]
+
+
 def render_text(m: Measured, c: Cost, tz: str) -> str:
     u, w, cur = m.usage, m.window, c.prices.currency
     power = "given" if m.power_source == "given" else f"Prometheus: {m.power_source}"
@@ -134,6 +148,7 @@ def render_text(m: Measured, c: Cost, tz: str) -> str:
         busy += f", counted by {m.busy_resolution_s} s: an upper bound)"
     lines += [
         f"power: {u.power_watts:,.1f} W ({power}); {busy}",
+        *_power_told_lines(m),
         *_money_lines(c, "period cost", "the window"),
     ]
     be = c.break_even
@@ -198,6 +213,8 @@ def cost_dict(m: Measured, c: Cost) -> dict[str, Any]:
         "lower_bound": u.lower_bound,
         "power_watts": round_or_none(u.power_watts),
         "power_source": m.power_source,
+        "power_complete": not m.power_told,
+        "partial_answers": told_json(m.said),
         "busy_seconds": u.busy_seconds,
         "busy_resolution_seconds": m.busy_resolution_s,
         **_money_dict(c),

@@ -243,6 +243,21 @@ def label_values_answer(
     return [str(v) for v in data], said
 
 
+def first_answer(
+    base_url: str, exprs: list[str], at_ts: float | None = None, fetch: Fetch = http_get
+) -> tuple[tuple[float, str] | None, dict[str, Said]]:
+    """The first of ``exprs`` that returns a value, with the expression that did (None: none
+    did), and what the store said of each answer asked, by its expression: an expression
+    asked before the one that answered may have come back empty only because its answer was
+    partial."""
+    said: dict[str, Said] = {}
+    for expr in exprs:
+        series, said[expr] = vector_answer(base_url, expr, at_ts, fetch)
+        if series:
+            return (series[0][1], expr), said
+    return None, said
+
+
 def first_value(
     base_url: str, exprs: list[str], at_ts: float | None = None, fetch: Fetch = http_get
 ) -> tuple[float, str] | None:
@@ -258,6 +273,7 @@ __all__ = [
     "Said",
     "Series",
     "Target",
+    "first_answer",
     "first_value",
     "http_get",
     "instant_query",

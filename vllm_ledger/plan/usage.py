@@ -13,19 +13,21 @@ said in ``busy_resolution_s``.
 
 Average power is a given wattage or ``avg_over_time`` of DCGM's ``DCGM_FI_DEV_POWER_USAGE``
 (falling back to the ledger exporter's ``vllm_ledger_gpu_power_watts``) over the window,
-summed over GPUs.
+summed over GPUs. An answer the store called partial or gave a warning with
+(``plan/partial.py``) may lack a GPU's series: the power read from it is not complete
+(``Measured.power_told`` names those answers), nor is any cost that rests on it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_ledger.errors import BadArgument, RemoteError
 from vllm_ledger.names import GPU_POWER_METRICS
-from vllm_ledger.plan import prom
+from vllm_ledger.plan import partial, prom
 from vllm_ledger.plan.cost import Usage
 from vllm_ledger.read.ledgerset import LedgerSet
 from vllm_ledger.read.report import (
@@ -40,6 +42,8 @@ from vllm_ledger.read.windows import DEFAULT_TZ, Window
 from vllm_ledger.units import format_duration
 
 MAX_SECOND_WINDOWS = 20_000
+PARTIAL_DOC = "docs/cost-and-capacity.md#a-partial-answer"
+POWER_MISSING = "a GPU's power series"  # what a partial answer of the power may lack
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,14 @@ class Measured:
     window: WindowReport
     power_source: str  # "given" or the PromQL expression that answered
     busy_resolution_s: int  # 1 when busy seconds are exact to the second
+    # what the store said of each power query asked, by its expression ({} when given)
+    said: Mapping[str, prom.Said] = field(default_factory=dict)
+
+    @property
+    def power_told(self) -> dict[str, prom.Said]:
+        """The power's answers the store called partial or gave a warning with: when any, the
+        power is not a complete figure."""
+        return partial.told(self.said)
 
 
 def _pieces(spans: Sequence[tuple[int, int]], size: int) -> list[Window]:
@@ -101,18 +113,21 @@ def busy_seconds(
 
 def prometheus_power(
     url: str, start_ts: int, cutoff_ts: int, fetch: prom.Fetch = prom.http_get
-) -> tuple[float, str]:
-    """Average power in watts over [start, cutoff), summed over GPUs, and the query used."""
+) -> tuple[float, str, dict[str, prom.Said]]:
+    """Average power in watts over [start, cutoff), summed over GPUs, the query used, and what
+    the store said of each query asked (by its expression)."""
     rng = format_duration(cutoff_ts - start_ts, "range")
     exprs = [f"sum(avg_over_time({m}[{rng}]))" for m in GPU_POWER_METRICS]
-    got = prom.first_value(url, exprs, at_ts=cutoff_ts, fetch=fetch)
+    got, said = prom.first_answer(url, exprs, at_ts=cutoff_ts, fetch=fetch)
     if got is None:
+        told = partial.told_lines(partial.told(said), POWER_MISSING, PARTIAL_DOC)
         raise RemoteError(
             f"Prometheus at {url} has no {' or '.join(GPU_POWER_METRICS)} samples in the window: "
-            "scrape the DCGM exporter or `vllm-ledger exporter`, or give power_watts",
+            "scrape the DCGM exporter or `vllm-ledger exporter`, or give power_watts"
+            + "".join(f"; {line}" for line in told),
             url,
         )
-    return got
+    return got[0], got[1], said
 
 
 def _window(report: Report, name: str) -> WindowReport:
@@ -141,10 +156,11 @@ def measure(
         report = build_report(ledgers, at_ts=at, tz=tz, periods=(window,))
         w = _window(report, window)
         busy, resolution = busy_seconds(ledgers, w.start_ts, w.cutoff_ts, at_ts=at)
+    said: dict[str, prom.Said] = {}
     if power_watts is not None:
         watts, source = power_watts, "given"
     elif prometheus_url is not None:
-        watts, source = prometheus_power(prometheus_url, w.start_ts, w.cutoff_ts, fetch)
+        watts, source, said = prometheus_power(prometheus_url, w.start_ts, w.cutoff_ts, fetch)
     else:
         raise BadArgument(
             "give the machine's power: power_watts or prometheus_url", argument="power_watts"
@@ -158,7 +174,14 @@ def measure(
         power_watts=watts,
         uncovered_seconds=w.uncovered_seconds,
     )
-    return Measured(usage, w, source, resolution)
+    return Measured(usage, w, source, resolution, said)
 
 
-__all__ = ["Measured", "busy_seconds", "measure", "prometheus_power"]
+__all__ = [
+    "PARTIAL_DOC",
+    "POWER_MISSING",
+    "Measured",
+    "busy_seconds",
+    "measure",
+    "prometheus_power",
+]

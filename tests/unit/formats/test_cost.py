@@ -1,11 +1,15 @@
-"""formats/cost.py: the text and JSON of a cost, from models built by hand (no ledger)."""
+"""formats/cost.py: the text and JSON of a cost, from models built by hand (no ledger); a power
+read from an answer the store called partial or gave a warning with is INCOMPLETE, each such
+answer named (``partial_answers`` in JSON), the figures otherwise the same."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from vllm_ledger.formats.cost import render_json, render_text
 from vllm_ledger.plan.cost import CloudPrices, Prices, Usage, compute
+from vllm_ledger.plan.prom import Said
 from vllm_ledger.plan.usage import Measured
 from vllm_ledger.read.report import WindowReport
 
@@ -81,3 +85,37 @@ def test_json_rounds_and_names_every_figure() -> None:
     assert doc["break_even"]["output_tokens_per_day"] is None
     assert doc["break_even"]["current_output_tokens_per_day"] == 1_000_000.0
     assert json.loads(render_json(MEASURED, compute(USAGE, PRICES)))["break_even"] is None
+
+
+def test_a_power_from_a_partial_answer_is_not_a_complete_figure() -> None:
+    said = {EXPR: Said(partial=True), "other": Said(warnings=("store 10.0.0.7 did not answer",))}
+    told = dataclasses.replace(MEASURED, said={**said, "whole": Said()})
+    cost = compute(USAGE, PRICES)
+    text = render_text(told, cost, "UTC")
+    power = f"power: 400.0 W (Prometheus: {EXPR}); busy 1 h "
+    assert text.replace(
+        "power: INCOMPLETE: read from an answer the store called partial or gave a warning with; "
+        "the electricity, both bases and the break-even rest on it, so they are not complete "
+        "figures either\n"
+        f"  the store's answer to {EXPR} is partial (isPartial): some of its storage nodes did "
+        "not answer, so a GPU's power series may be missing "
+        "(docs/cost-and-capacity.md#a-partial-answer)\n"
+        "  the store's answer to other came with a warning: store 10.0.0.7 did not answer\n",
+        "",
+    ) == render_text(MEASURED, cost, "UTC")
+    assert power in text
+    doc = json.loads(render_json(told, cost))
+    assert doc["power_complete"] is False
+    assert doc["partial_answers"] == {
+        EXPR: {"is_partial": True, "warnings": [], "warnings_left_out": 0},
+        "other": {
+            "is_partial": False,
+            "warnings": ["store 10.0.0.7 did not answer"],
+            "warnings_left_out": 0,
+        },
+    }
+    whole = json.loads(render_json(MEASURED, cost))
+    assert (whole["power_complete"], whole["partial_answers"]) == (True, {})
+    assert {k: v for k, v in doc.items() if k not in ("power_complete", "partial_answers")} == {
+        k: v for k, v in whole.items() if k not in ("power_complete", "partial_answers")
+    }
