@@ -15,6 +15,7 @@ from typing import Any
 
 from vllm_ledger.formats.table import aligned, pad
 from vllm_ledger.plan.advise import Advice
+from vllm_ledger.plan.advise_readings import Readings, told_lines
 from vllm_ledger.plan.baseline import (
     MIN_HISTORY_S,
     Baseline,
@@ -24,6 +25,7 @@ from vllm_ledger.plan.baseline import (
     observability_flags,
     window_words,
 )
+from vllm_ledger.plan.partial import told_json
 from vllm_ledger.units import format_instant
 
 DIGITS = 4  # readings in JSON: enough for a percentage to a hundredth of a point
@@ -68,7 +70,7 @@ def render_text(a: Advice) -> str:
         ),
     ]
     lines = [f"readings over {r.seconds:.1f} s from {r.source}"]
-    lines += [f"  {pad(k, 18)}{v}" for k, v in rows]
+    lines += [f"  {pad(k, 18)}{v}{_told_mark(r, k)}" for k, v in rows]
     lines.append("")
     for v in a.verdicts:
         lines.append(f"[{LABELS.get(v.state, v.state)}] {v.rule.name}: {v.rule.when} ({v.why})")
@@ -83,7 +85,30 @@ def render_text(a: Advice) -> str:
         lines.append(
             "not judgeable: " + ", ".join(f"{v.rule.name} ({v.why})" for v in a.not_judgeable)
         )
+    if r.told:
+        lines += [
+            "",
+            "INCOMPLETE: the readings marked come from answers the store called partial or "
+            "gave a warning with; no rule is judged on them",
+            *(f"  {line}" for line in told_lines(r)),
+        ]
     return "\n".join(lines) + "\n"
+
+
+# The readings each row of the text shows (a row is marked when any came from a partial answer).
+_ROW_READINGS = {
+    "KV-cache usage": ("kv_cache_usage",),
+    "waiting requests": ("num_waiting",),
+    "running requests": ("num_running",),
+    "GPU utilisation": ("gpu_util_percent",),
+    "TTFT P99": ("ttft_p99_seconds", "num_ttft"),
+    "power": ("power_watts", "power_limit_watts"),
+    "throughput": ("gen_tokens_per_s", "gen_tokens_per_s_halves"),
+}
+
+
+def _told_mark(r: Readings, row: str) -> str:
+    return " (INCOMPLETE)" if any(name in r.told for name in _ROW_READINGS[row]) else ""
 
 
 def advice_dict(a: Advice) -> dict[str, Any]:
@@ -116,6 +141,7 @@ def advice_dict(a: Advice) -> dict[str, Any]:
             for v in a.verdicts
         ],
         "met": [v.rule.name for v in a.met],
+        "partial_answers": told_json(r.said),
     }
 
 

@@ -17,7 +17,9 @@ power-efficiency      power at full load, throughput flat         speculative de
 less than 10 % above the first half (not rising). Gauges (KV usage, waiting, GPU
 utilisation, power) are means over the sample; TTFT P99 comes from the histogram's increase
 over the sample. A rule whose readings are missing (no GPU metrics, no request started in the
-sample) is "not judgeable", never "missed".
+sample) is "not judgeable", never "missed"; so is a rule that needs a reading from a
+Prometheus answer the store called partial or gave a warning with (``Readings.told``): a mean
+over the engines that answered is not the engines' mean.
 
 ``advise`` (pure) walks the table over ``Readings``; ``plan/advise_readings.py`` takes them.
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vllm_ledger.names import KV_CACHE_FULL_FRACTION, TTFT_P99_SLOW_SECONDS
-from vllm_ledger.plan.advise_readings import Readings
+from vllm_ledger.plan.advise_readings import READING_NAMES, Readings
 
 
 @dataclass(frozen=True)
@@ -122,10 +124,17 @@ def _fmt(x: float | None, unit: str = "", digits: int = 2) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}{unit}"
 
 
-def _judge(rule: Rule, needs: dict[str, object], met: bool, why: str) -> Verdict:
+def _judge(
+    rule: Rule, needs: dict[str, object], met: bool, why: str, doubtful: frozenset[str]
+) -> Verdict:
+    """The rule's verdict; not judgeable when a reading it needs is missing, or came from an
+    answer the store called partial (``doubtful``: those readings' names)."""
     missing = [k for k, v in needs.items() if v is None]
-    if missing:
-        return Verdict(rule, "not judgeable", "no reading of " + ", ".join(missing))
+    partial = [k for k, v in needs.items() if v is not None and k in doubtful]
+    reasons = ["no reading of " + ", ".join(missing)] if missing else []
+    reasons += ["a partial answer for " + ", ".join(partial)] if partial else []
+    if reasons:
+        return Verdict(rule, "not judgeable", "; ".join(reasons))
     return Verdict(rule, "met" if met else "missed", why)
 
 
@@ -137,18 +146,21 @@ def advise(r: Readings, t: Thresholds | None = None) -> Advice:
     halves = r.gen_tokens_per_s_halves
     flat_text = "n/a" if halves is None else f"{halves[0]:.1f} -> {halves[1]:.1f} tokens/s"
     kv, wait, gpu, ttft = r.kv_cache_usage, r.num_waiting, r.gpu_util_percent, r.ttft_p99_seconds
+    doubtful = frozenset(READING_NAMES[name] for name in r.told)
     verdicts = [
         _judge(
             rules[0],
             {"KV-cache usage": kv, "waiting requests": wait},
             kv is not None and wait is not None and kv > t.kv_usage and wait > 0,
             f"KV {_fmt(None if kv is None else kv * 100, ' %', 1)}, waiting {_fmt(wait)}",
+            doubtful,
         ),
         _judge(
             rules[1],
             {"GPU utilisation": gpu, "throughput trend": flat},
             gpu is not None and bool(flat) and gpu > t.gpu_high_percent,
             f"GPU {_fmt(gpu, ' %', 1)}, throughput {flat_text}",
+            doubtful,
         ),
         _judge(
             rules[2],
@@ -158,6 +170,7 @@ def advise(r: Readings, t: Thresholds | None = None) -> Advice:
             and ttft > t.ttft_p99_seconds
             and gpu < t.gpu_low_percent,
             f"TTFT P99 {_fmt(ttft, ' s', 3)}, GPU {_fmt(gpu, ' %', 1)}",
+            doubtful,
         ),
     ]
     full = None
@@ -174,6 +187,7 @@ def advise(r: Readings, t: Thresholds | None = None) -> Advice:
             bool(full) and bool(flat),
             f"power {_fmt(r.power_watts, ' W', 0)} of {_fmt(r.power_limit_watts, ' W', 0)}, "
             f"throughput {flat_text}",
+            doubtful,
         )
     )
     return Advice(r, tuple(verdicts))

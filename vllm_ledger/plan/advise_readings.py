@@ -4,7 +4,10 @@ one of three sources.
 Gauges (KV usage, waiting, GPU utilisation, power) are means over the sample; TTFT P99 comes
 from the histogram's increase over the sample; generation tokens/s is taken over the whole
 sample and over each half (the table's "throughput flat"). A reading that cannot be taken (no
-such metric, no request started in the sample) is None.
+such metric, no request started in the sample) is None. A reading from a Prometheus answer the
+store called partial or gave a warning with (``plan/partial.py``) may lack an engine's or a
+GPU's series: ``Readings.said`` keeps what the store said of each reading's answers, and
+``plan/advise.py`` judges no rule on such a reading.
 
 ``readings_from_snapshots`` (pure) turns timed ``/metrics`` texts into ``Readings``;
 ``sample_metrics`` takes those snapshots from live URLs; ``prometheus_readings`` asks a
@@ -18,8 +21,8 @@ import dataclasses
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_ledger.errors import BadArgument
@@ -33,7 +36,7 @@ from vllm_ledger.names import (
     VLLM_NUM_REQUESTS_WAITING,
     VLLM_TIME_TO_FIRST_TOKEN_SECONDS,
 )
-from vllm_ledger.plan import prom
+from vllm_ledger.plan import partial, prom
 from vllm_ledger.promtext import Sample, has_metric, parse_samples, sum_metric
 from vllm_ledger.units import format_duration
 
@@ -54,6 +57,37 @@ class Readings:
     gen_tokens_per_s: float | None  # over the whole sample
     gen_tokens_per_s_halves: tuple[float, float] | None  # first half, second half
     source: str = ""
+    # what the store said of each reading's answers, by the reading's field (a Prometheus only)
+    said: Mapping[str, prom.Said] = field(default_factory=dict)
+
+    @property
+    def told(self) -> dict[str, prom.Said]:
+        """The readings (by field) whose answers the store called partial or gave a warning
+        with: not complete figures."""
+        return partial.told(self.said)
+
+
+# Each reading in words: the text's rows and the rules' "no reading of ..." name them so.
+READING_NAMES = {
+    "kv_cache_usage": "KV-cache usage",
+    "num_waiting": "waiting requests",
+    "num_running": "running requests",
+    "gpu_util_percent": "GPU utilisation",
+    "ttft_p99_seconds": "TTFT P99",
+    "num_ttft": "TTFT requests",
+    "power_watts": "power",
+    "power_limit_watts": "power limit",
+    "gen_tokens_per_s": "throughput",
+    "gen_tokens_per_s_halves": "throughput trend",
+}
+PARTIAL_DOC = "docs/cost-and-capacity.md#a-partial-answer"
+MISSING = "an engine's or a GPU's series"  # what a partial answer of a reading may lack
+
+
+def told_lines(r: Readings) -> tuple[str, ...]:
+    """Each reading's answer the store called partial or gave a warning with, in its words."""
+    named = {f"the {READING_NAMES[name]} query": s for name, s in r.told.items()}
+    return partial.told_lines(named, MISSING, PARTIAL_DOC)
 
 
 # ---- readings from /metrics snapshots (pure) ------------------------------------------------
@@ -176,36 +210,50 @@ def sample_metrics(
 def prometheus_readings(
     url: str, range_s: float, at_ts: float | None = None, fetch: prom.Fetch = prom.http_get
 ) -> Readings:
-    """The same readings from a Prometheus over [at - range, at]."""
+    """The same readings from a Prometheus over [at - range, at], with what the store said of
+    each reading's answers (a reading's fallbacks and the two halves' merged into one)."""
     rng = format_duration(range_s, "range")
     half = format_duration(range_s / 2, "range")
+    said: dict[str, list[prom.Said]] = {}
 
-    def one(*exprs: str) -> float | None:
-        got = prom.first_value(url, list(exprs), at_ts, fetch)
+    def one(name: str, *exprs: str) -> float | None:
+        got, asked = prom.first_answer(url, list(exprs), at_ts, fetch)
+        said.setdefault(name, []).extend(asked.values())
         return None if got is None else got[0]
 
-    kv = one(*(f"avg(avg_over_time({m}[{rng}]))" for m in KV_CACHE_USAGE_METRICS))
-    first = one(f"sum(rate({VLLM_GENERATION_TOKENS_TOTAL}[{half}] offset {half}))")
-    second = one(f"sum(rate({VLLM_GENERATION_TOKENS_TOTAL}[{half}]))")
-    ttft_count = one(f"sum(increase({VLLM_TIME_TO_FIRST_TOKEN_SECONDS}_count[{rng}]))")
+    kv = one("kv_cache_usage", *(f"avg(avg_over_time({m}[{rng}]))" for m in KV_CACHE_USAGE_METRICS))
+    halves = "gen_tokens_per_s_halves"
+    first = one(halves, f"sum(rate({VLLM_GENERATION_TOKENS_TOTAL}[{half}] offset {half}))")
+    second = one(halves, f"sum(rate({VLLM_GENERATION_TOKENS_TOTAL}[{half}]))")
+    ttft_count = one("num_ttft", f"sum(increase({VLLM_TIME_TO_FIRST_TOKEN_SECONDS}_count[{rng}]))")
     return Readings(
         seconds=float(max(1, round(range_s))),
         kv_cache_usage=kv,
-        num_waiting=one(f"sum(avg_over_time({VLLM_NUM_REQUESTS_WAITING}[{rng}]))"),
-        num_running=one(f"sum(avg_over_time({VLLM_NUM_REQUESTS_RUNNING}[{rng}]))"),
-        gpu_util_percent=one(*(f"avg(avg_over_time({m}[{rng}]))" for m in GPU_UTILIZATION_METRICS)),
+        num_waiting=one("num_waiting", f"sum(avg_over_time({VLLM_NUM_REQUESTS_WAITING}[{rng}]))"),
+        num_running=one("num_running", f"sum(avg_over_time({VLLM_NUM_REQUESTS_RUNNING}[{rng}]))"),
+        gpu_util_percent=one(
+            "gpu_util_percent",
+            *(f"avg(avg_over_time({m}[{rng}]))" for m in GPU_UTILIZATION_METRICS),
+        ),
         ttft_p99_seconds=one(
+            "ttft_p99_seconds",
             "histogram_quantile(0.99, sum by (le) "
-            f"(increase({VLLM_TIME_TO_FIRST_TOKEN_SECONDS}_bucket[{rng}])))"
+            f"(increase({VLLM_TIME_TO_FIRST_TOKEN_SECONDS}_bucket[{rng}])))",
         ),
         num_ttft=round(ttft_count or 0),
-        power_watts=one(*(f"sum(avg_over_time({m}[{rng}]))" for m in GPU_POWER_METRICS)),
-        power_limit_watts=one(
-            *(f"sum(avg_over_time({m}[{rng}]))" for m in GPU_POWER_LIMIT_METRICS)
+        power_watts=one(
+            "power_watts", *(f"sum(avg_over_time({m}[{rng}]))" for m in GPU_POWER_METRICS)
         ),
-        gen_tokens_per_s=one(f"sum(rate({VLLM_GENERATION_TOKENS_TOTAL}[{rng}]))"),
+        power_limit_watts=one(
+            "power_limit_watts",
+            *(f"sum(avg_over_time({m}[{rng}]))" for m in GPU_POWER_LIMIT_METRICS),
+        ),
+        gen_tokens_per_s=one(
+            "gen_tokens_per_s", f"sum(rate({VLLM_GENERATION_TOKENS_TOTAL}[{rng}]))"
+        ),
         gen_tokens_per_s_halves=None if first is None or second is None else (first, second),
         source=f"Prometheus {url}, last {rng}",
+        said={name: partial.merged(said[name]) for name in READING_NAMES if name in said},
     )
 
 
@@ -263,16 +311,21 @@ def take_readings(
             "no source of readings",
             hint="give snapshots (two or more), metrics_url or prometheus_url",
         )
-    if power_limit_watts is not None:
-        readings = dataclasses.replace(readings, power_limit_watts=power_limit_watts)
+    if power_limit_watts is not None:  # given: what the store said of its own no longer counts
+        said = {k: v for k, v in readings.said.items() if k != "power_limit_watts"}
+        readings = dataclasses.replace(readings, power_limit_watts=power_limit_watts, said=said)
     return readings
 
 
 __all__ = [
+    "MISSING",
+    "PARTIAL_DOC",
+    "READING_NAMES",
     "Readings",
     "histogram_quantile",
     "prometheus_readings",
     "readings_from_snapshots",
     "sample_metrics",
     "take_readings",
+    "told_lines",
 ]

@@ -258,23 +258,11 @@ def first_answer(
     return None, said
 
 
-def first_value(
-    base_url: str, exprs: list[str], at_ts: float | None = None, fetch: Fetch = http_get
-) -> tuple[float, str] | None:
-    """The first of ``exprs`` that returns a value, with the expression that did."""
-    for expr in exprs:
-        values = instant_query(base_url, expr, at_ts, fetch)
-        if values:
-            return values[0], expr
-    return None
-
-
 __all__ = [
     "Said",
     "Series",
     "Target",
     "first_answer",
-    "first_value",
     "http_get",
     "instant_query",
     "label_values",

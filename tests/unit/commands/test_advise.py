@@ -1,14 +1,22 @@
 """``vllm-ledger advise``: the flags it refuses before reading anything (a baseline without a
-Prometheus, --emit-flags without a baseline or with --json, too many samples). The decision
-table is tests/unit/plan/test_advise.py's, the baseline tests/unit/plan/test_baseline.py's."""
+Prometheus, --emit-flags without a baseline or with --json, too many samples); readings from an
+answer the store called partial, named in the text and the JSON, no rule judged on them, the
+exit status still 0 (advise has none for it). The decision table is
+tests/unit/plan/test_advise.py's, the baseline tests/unit/plan/test_baseline.py's."""
 
 from __future__ import annotations
+
+import functools
+import json
 
 import pytest
 
 from tests.inproc import run_cli
+from tests.unit.plan.test_advise_readings import partial_store
 from vllm_ledger import cli
+from vllm_ledger.commands import advise as advise_command
 from vllm_ledger.commands.advise import MAX_SAMPLES
+from vllm_ledger.plan.advise_readings import take_readings
 
 
 def test_cli_errors() -> None:
@@ -36,3 +44,24 @@ def test_more_samples_than_held_are_refused(capsys: pytest.CaptureFixture[str]) 
         "vllm-ledger: error: --sample-for 1h at --interval 500ms is more than 3600 samples: use "
         "a larger --interval, e.g. --interval 1s\n"
     )
+
+
+def test_readings_from_a_partial_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    fetch = partial_store({"vllm:num_requests_waiting": {"warnings": ["store a did not answer"]}})
+    monkeypatch.setattr(
+        advise_command, "take_readings", functools.partial(take_readings, fetch=fetch)
+    )
+    code, out, _err = run_cli("advise", "--prometheus", "http://v:8481")
+    assert code == 0
+    assert "  waiting requests  1.00 (INCOMPLETE)\n" in out
+    assert "[not judgeable] kv-capacity: " in out
+    assert out.endswith(
+        "INCOMPLETE: the readings marked come from answers the store called partial or gave a "
+        "warning with; no rule is judged on them\n"
+        "  the store's answer to the waiting requests query came with a warning: store a did "
+        "not answer\n"
+    )
+    code, out, _err = run_cli("advise", "--prometheus", "http://v:8481", "--json")
+    doc = json.loads(out)
+    assert code == 0 and list(doc["partial_answers"]) == ["num_waiting"]
+    assert doc["rules"][0]["why"] == "a partial answer for waiting requests"

@@ -1,4 +1,5 @@
-"""formats/advise.py: the text and JSON of an Advice built by hand (nothing sampled)."""
+"""formats/advise.py: the text and JSON of an Advice built by hand (nothing sampled); a reading
+from an answer the store called partial is marked INCOMPLETE and the answer named."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import dataclasses
 import json
 
 from vllm_ledger.formats.advise import render_json, render_text
-from vllm_ledger.plan.advise import RULES, Advice, Verdict
+from vllm_ledger.plan.advise import RULES, Advice, Verdict, advise
 from vllm_ledger.plan.advise_readings import Readings
+from vllm_ledger.plan.prom import Said
 
 KV, COMPUTE, PREFILL, POWER = RULES
 FULL = Readings(
@@ -85,3 +87,41 @@ def test_json_rounds_the_readings_and_lists_every_rule() -> None:
     assert empty["readings"]["kv_cache_usage"] is None
     assert empty["readings"]["gen_tokens_per_s_halves"] is None
     assert (empty["rules"], empty["met"]) == ([], [])
+    assert doc["partial_answers"] == {} == empty["partial_answers"]
+
+
+def test_readings_from_partial_answers_are_marked_and_named() -> None:
+    said = {
+        "kv_cache_usage": Said(partial=True),
+        "power_limit_watts": Said(warnings=("store a did not answer",)),
+    }
+    r = dataclasses.replace(FULL, said={**said, "num_waiting": Said(infos=("i",))})
+    advice = advise(r)
+    text = render_text(advice)
+    assert "  KV-cache usage    95.1 % (INCOMPLETE)\n" in text
+    assert "  waiting requests  3.00\n" in text  # an info says nothing is missing
+    assert "  power             430 W of 450 W limit (INCOMPLETE)\n" in text
+    assert f"[not judgeable] kv-capacity: {KV.when} (a partial answer for KV-cache usage)\n" in text
+    assert text.endswith(
+        "not judgeable: kv-capacity (a partial answer for KV-cache usage), power-efficiency "
+        "(a partial answer for power limit)\n"
+        "\n"
+        "INCOMPLETE: the readings marked come from answers the store called partial or gave a "
+        "warning with; no rule is judged on them\n"
+        "  the store's answer to the KV-cache usage query is partial (isPartial): some of its "
+        "storage nodes did not answer, so an engine's or a GPU's series may be missing "
+        "(docs/cost-and-capacity.md#a-partial-answer)\n"
+        "  the store's answer to the power limit query came with a warning: store a did not "
+        "answer\n"
+    )
+    doc = json.loads(render_json(advice))
+    assert doc["partial_answers"] == {
+        "kv_cache_usage": {"is_partial": True, "warnings": [], "warnings_left_out": 0},
+        "power_limit_watts": {
+            "is_partial": False,
+            "warnings": ["store a did not answer"],
+            "warnings_left_out": 0,
+        },
+    }
+    assert doc["readings"] == json.loads(render_json(advise(FULL)))["readings"]
+    assert {v["rule"]: v["state"] for v in doc["rules"]}["kv-capacity"] == "not judgeable"

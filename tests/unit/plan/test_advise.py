@@ -2,10 +2,12 @@
 
 tests/data/vllm-0.32.0-metrics.txt was captured from the tiny model on CPU after the
 traffic mix; each scenario edits its values to meet one rule of the capacity decision table.
+A reading from an answer the store called partial judges no rule (not judgeable, and why).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -16,6 +18,7 @@ from tests.conftest import REPO
 from tests.inproc import run_cli
 from vllm_ledger.plan.advise import advise, throughput_flat
 from vllm_ledger.plan.advise_readings import Readings, readings_from_snapshots
+from vllm_ledger.plan.prom import Said
 
 BASE = (REPO / "tests" / "data" / "vllm-0.32.0-metrics.txt").read_text()
 INTERVAL_S = 10.0
@@ -114,6 +117,25 @@ def test_without_gpu_readings_three_rules_are_not_judgeable() -> None:
         "scheduling-prefill": ("not judgeable", "no reading of GPU utilisation"),
         "power-efficiency": ("not judgeable", "no reading of power, power limit"),
     }
+
+
+def test_a_reading_from_a_partial_answer_judges_no_rule() -> None:
+    r = _readings(series(kv=0.95, waiting=2, gpu=None, power=None))
+    told = {"kv_cache_usage": Said(partial=True), "num_running": Said(warnings=("w",))}
+    a = advise(dataclasses.replace(r, said={**told, "num_waiting": Said(infos=("i",))}))
+    states = {v.rule.name: (v.state, v.why) for v in a.verdicts}
+    assert states == {
+        "kv-capacity": ("not judgeable", "a partial answer for KV-cache usage"),
+        "compute-bound": ("not judgeable", "no reading of GPU utilisation"),
+        "scheduling-prefill": ("not judgeable", "no reading of GPU utilisation"),
+        "power-efficiency": ("not judgeable", "no reading of power, power limit"),
+    }
+    assert a.met == ()  # KV 95 % with 2 waiting: met on whole answers, not on this one
+    r = _readings(series(**SCENARIOS["compute-bound"]))  # type: ignore[arg-type]
+    halves = {"gen_tokens_per_s_halves": Said(warnings=("w",)), "power_limit_watts": Said(True)}
+    why = {v.rule.name: v.why for v in advise(dataclasses.replace(r, said=halves)).verdicts}
+    assert why["compute-bound"] == "a partial answer for throughput trend"
+    assert why["power-efficiency"] == "a partial answer for power limit, throughput trend"
 
 
 def test_no_first_token_in_the_sample_leaves_ttft_unjudged() -> None:

@@ -1,9 +1,14 @@
 """plan/advise_readings: readings from /metrics snapshots, exact; take_readings picks one of three
-sources, its inputs checked, a power limit applied."""
+sources, its inputs checked, a power limit applied; from a Prometheus, what the store said of
+each reading's answers (partial, warnings) is kept by reading, a fallback's and a half's
+merged."""
 
 from __future__ import annotations
 
+import json
 import math
+import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +22,9 @@ from vllm_ledger.plan.advise_readings import (
     readings_from_snapshots,
     sample_metrics,
     take_readings,
+    told_lines,
 )
+from vllm_ledger.plan.prom import Said
 
 
 def _files(tmp_path: Path, texts: list[str]) -> list[Path]:
@@ -71,6 +78,53 @@ def test_a_prometheus_is_asked_over_the_range() -> None:
     assert r.source == "Prometheus http://prom:9090, last 1800s"
     assert r.kv_cache_usage is None and r.num_ttft == 0
     assert all(u.startswith("http://prom:9090/api/v1/query?") for u in asked)
+
+
+def partial_store(beside: dict[str, dict[str, Any]]) -> Callable[[str], bytes]:
+    """A Prometheus whose every query answers 1.0, except DCGM's utilisation (the exporter's is
+    the fallback); ``beside[name]`` is put beside ``data`` in the answer to each query that
+    names the metric ``name``."""
+
+    def fetch(url: str) -> bytes:
+        expr = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["query"][0]
+        told = next((b for name, b in beside.items() if name in expr), {})
+        result = [] if "DCGM_FI_DEV_GPU_UTIL" in expr else [{"metric": {}, "value": [1, "1"]}]
+        return json.dumps({"status": "success", "data": {"result": result}, **told}).encode()
+
+    return fetch
+
+
+def test_what_the_store_said_is_kept_by_reading() -> None:
+    fetch = partial_store(
+        {
+            "vllm:kv_cache_usage_perc": {"isPartial": True},
+            "DCGM_FI_DEV_GPU_UTIL": {"warnings": ["store a did not answer"]},
+            "offset": {"warnings": ["store b did not answer"]},  # the first half's query
+            "DCGM_FI_DEV_POWER_MGMT_LIMIT": {"isPartial": True},
+            "vllm:num_requests_running": {"infos": ["PromQL info: x"]},
+        }
+    )
+    r = take_readings(prometheus_url="http://v:8481", fetch=fetch)
+    assert (r.kv_cache_usage, r.gpu_util_percent, r.gen_tokens_per_s_halves) == (1, 1, (1, 1))
+    assert r.told == {
+        "kv_cache_usage": Said(partial=True),
+        # DCGM's came back empty with a warning: the exporter's 1.0 may not be every GPU's
+        "gpu_util_percent": Said(warnings=("store a did not answer",)),
+        "power_limit_watts": Said(partial=True),
+        "gen_tokens_per_s_halves": Said(warnings=("store b did not answer",)),
+    }
+    assert r.said["num_running"] == Said(infos=("PromQL info: x",))  # not told: nothing missing
+    assert told_lines(r)[:2] == (
+        "the store's answer to the KV-cache usage query is partial (isPartial): some of its "
+        "storage nodes did not answer, so an engine's or a GPU's series may be missing "
+        "(docs/cost-and-capacity.md#a-partial-answer)",
+        "the store's answer to the GPU utilisation query came with a warning: store a did not "
+        "answer",
+    )
+    given = take_readings(prometheus_url="http://v:8481", power_limit_watts=500.0, fetch=fetch)
+    assert "power_limit_watts" not in given.told  # the limit given is not the store's
+    whole = take_readings(prometheus_url="http://v:8481", fetch=partial_store({}))
+    assert whole.told == {} and told_lines(whole) == ()
 
 
 @pytest.mark.parametrize(
