@@ -21,7 +21,13 @@ from vllm_ledger.formats.advise import (
 )
 from vllm_ledger.plan.advise import Thresholds, advise
 from vllm_ledger.plan.advise_readings import take_readings
-from vllm_ledger.plan.baseline import derive, history_warning, no_thresholds_reason, read_baseline
+from vllm_ledger.plan.baseline import (
+    derive,
+    history_warning,
+    no_thresholds_reason,
+    read_baseline,
+    told_lines,
+)
 from vllm_ledger.units import format_duration
 
 NAME = "advise"
@@ -39,7 +45,9 @@ docs/cost-and-capacity.md. A baseline's window is shown with its offset, in --tz
 $VLLM_LEDGER_TZ, else this machine's zone ($TZ, /etc/localtime, UTC). When Prometheus holds
 less history than --baseline asks, a warning line says how much it had ("baseline: asked 3
 days, had 2 min of history"); under 1 hour of history no threshold is proposed (the text
-says why; --emit-flags prints no flag, so observability keeps its defaults).
+says why; --emit-flags prints no flag, so observability keeps its defaults). An answer the
+store calls partial (isPartial, warnings) is named in its words: a reading from it judges no
+rule, and --baseline proposes no threshold from it (docs/cost-and-capacity.md).
 exit status: 0 printed, 2 a bad flag or Prometheus/metrics could not be read
 """
 
@@ -166,14 +174,15 @@ def _baseline(args: argparse.Namespace) -> int:
         raise RemoteError(
             f"Prometheus at {args.prometheus} has no vLLM TTFT, KV-cache or queue series over "
             f"the last {format_duration(args.baseline)}: check that it scrapes vLLM and has kept "
-            "that much history (--storage.tsdb.retention.time)",
+            "that much history (--storage.tsdb.retention.time)"
+            + "".join(f"; {line}" for line in told_lines(base)),
             args.prometheus,
         )
     thresholds = () if no_thresholds_reason(base) else derive(base)
     if args.emit_flags:
         # Only flags on stdout (it is pasted into observability's command line): what the
         # history lacked goes to stderr.
-        for note in (history_warning(base), no_thresholds_reason(base)):
+        for note in (history_warning(base), no_thresholds_reason(base), *told_lines(base)):
             if note is not None:
                 sys.stderr.write(f"vllm-ledger advise: {note}\n")
         out = flags_line(thresholds) + "\n"

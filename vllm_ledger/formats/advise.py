@@ -25,6 +25,7 @@ from vllm_ledger.plan.baseline import (
     observability_flags,
     window_words,
 )
+from vllm_ledger.plan.baseline import told_lines as baseline_told_lines
 from vllm_ledger.plan.partial import told_json
 from vllm_ledger.units import format_instant
 
@@ -199,7 +200,8 @@ def render_baseline_text(
     lines += aligned(rows, right={2, 3, 4, 5}, safe=True)
     if not thresholds:
         reason = no_thresholds_reason(b) or "no thresholds"
-        return "\n".join([*lines, "", reason]) + "\n"
+        told = [f"  {line}" for line in baseline_told_lines(b)]
+        return "\n".join([*lines, "", reason, *told]) + "\n"
     lines += ["", "thresholds (from the highest baseline of the servers above):"]
     for t in thresholds:
         name, base_fmt, value_fmt = _SHOWN[t.name]
@@ -256,6 +258,7 @@ def baseline_dict(b: Baseline, thresholds: Sequence[Threshold]) -> dict[str, Any
             for t in thresholds
         },
         "observability_flags": observability_flags(thresholds),
+        "partial_answers": told_json(b.said),
     }
 
 

@@ -35,22 +35,24 @@ steps, so exact to a step: 1 s for an hour, 52 s for three days). A history shor
 ``COVERED_FRACTION`` of the window asked is a warning (``history_warning``); one shorter than
 ``MIN_HISTORY_S`` (1 hour) proposes no thresholds (``no_thresholds_reason``): the P99 of a few
 minutes is one moment's load, not an everyday range, and a threshold just above it would fire
-on the first busy hour.
+on the first busy hour. Nor does an answer the store called partial or gave a warning with
+(``plan/partial.py``): a server's series may be missing from it, the highest among them, and a
+threshold under that server's everyday range fires all day.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from vllm_ledger.names import (
     KV_CACHE_USAGE_METRICS,
     VLLM_NUM_REQUESTS_WAITING,
     VLLM_TIME_TO_FIRST_TOKEN_SECONDS,
 )
-from vllm_ledger.plan import prom
+from vllm_ledger.plan import partial, prom
 from vllm_ledger.units import format_duration
 
 GROUP = ("instance", "model_name")
@@ -61,6 +63,16 @@ HISTORY_METRIC = VLLM_NUM_REQUESTS_WAITING  # a gauge every vLLM serves, each sc
 QUANTILE = 0.99
 TTFT_FACTOR = 1.5
 WAITING_FACTOR = 1.5
+# The answers read, by the key the JSON gives each (a group's, or ``history``), in words.
+ANSWER_NAMES = {
+    "ttft_p99_seconds": "TTFT P99",
+    "kv_cache_p99": "KV-cache P99",
+    "kv_samples": "KV samples",
+    "waiting_p99": "waiting P99",
+    "history": "history",
+}
+PARTIAL_DOC = "docs/cost-and-capacity.md#a-partial-answer"
+MISSING = "a server's series"  # what a partial answer may lack
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,14 @@ class Baseline:
     queries: tuple[str, ...]
     first_ts: float | None = None  # the window's first and last sample of HISTORY_METRIC
     last_ts: float | None = None
+    # what the store said of the answers read, by ANSWER_NAMES' keys (a reading's fallbacks
+    # and the history's two queries merged)
+    said: Mapping[str, prom.Said] = field(default_factory=dict)
+
+    @property
+    def told(self) -> dict[str, prom.Said]:
+        """The answers the store called partial or gave a warning with."""
+        return partial.told(self.said)
 
     @property
     def history_seconds(self) -> float | None:
@@ -172,17 +192,45 @@ def history_warning(b: Baseline) -> str | None:
     return f"baseline: asked {window_words(b)}, had {_span(had)} of history"
 
 
-def no_thresholds_reason(b: Baseline) -> str | None:
-    """Why no threshold is proposed (under ``MIN_HISTORY_S`` of history, or none known), or
-    None when the history is long enough to derive them."""
-    had = b.history_seconds
-    if had is not None and had >= MIN_HISTORY_S:
-        return None
-    much = "no known history" if had is None else f"{_span(had)} of history"
+def told_lines(b: Baseline) -> tuple[str, ...]:
+    """Each answer the store called partial or gave a warning with, in its words."""
+    named = {f"the {ANSWER_NAMES[name]} query": s for name, s in b.told.items()}
+    return partial.told_lines(named, MISSING, PARTIAL_DOC)
+
+
+def _told_reason(b: Baseline) -> str:
+    names = [ANSWER_NAMES[name] for name in b.told]
+    if len(names) == 1:
+        return (
+            f"the store called its answer to the {names[0]} query partial or gave a warning "
+            f"with it ({MISSING} may be missing)"
+        )
     return (
-        f"no thresholds: {much} is under the {_span(MIN_HISTORY_S)} minimum (a short span is "
-        "one moment's load, not an everyday range): keep observability's defaults and ask "
-        f"again when Prometheus has scraped vLLM for {window_words(b)}"
+        f"the store called its answers to the {', '.join(names)} queries partial or gave a "
+        f"warning with them ({MISSING} may be missing)"
+    )
+
+
+def no_thresholds_reason(b: Baseline) -> str | None:
+    """Why no threshold is proposed (an answer the store called partial or gave a warning
+    with; under ``MIN_HISTORY_S`` of history, or none known), or None when every answer was
+    whole and the history is long enough to derive them."""
+    had = b.history_seconds
+    short = had is None or had < MIN_HISTORY_S
+    if not short and not b.told:
+        return None
+    reasons = [_told_reason(b)] if b.told else []
+    asks = ["once every node of the store answers"] if b.told else []
+    if short:
+        much = "no known history" if had is None else f"{_span(had)} of history"
+        reasons.append(
+            f"{much} is under the {_span(MIN_HISTORY_S)} minimum (a short span is one moment's "
+            "load, not an everyday range)"
+        )
+        asks.append(f"when Prometheus has scraped vLLM for {window_words(b)}")
+    return (
+        f"no thresholds: {'; '.join(reasons)}: keep observability's defaults and ask again "
+        + " and ".join(asks)
     )
 
 
@@ -226,15 +274,19 @@ def history_queries(window_s: float) -> tuple[str, str]:
 
 def _history(
     url: str, window_s: float, end: float, fetch: prom.Fetch
-) -> tuple[float | None, float | None, tuple[str, str]]:
-    """The first and last sample instants of the window (None: no sample), and the queries."""
+) -> tuple[float | None, float | None, tuple[str, str], prom.Said]:
+    """The first and last sample instants of the window (None: no sample), the queries, and
+    what the store said of their answers."""
     asked = history_queries(window_s)
     got: list[float | None] = []
+    said: list[prom.Said] = []
     for expr in asked:
-        values = [v for _labels, v in prom.vector_query(url, expr, end, fetch)]
+        series, told = prom.vector_answer(url, expr, end, fetch)
+        said.append(told)
+        values = [v for _labels, v in series]
         ok = [v for v in values if math.isfinite(v) and end - window_s - 1 <= v <= end + 1]
         got.append(ok[0] if ok else None)
-    return got[0], got[1], asked
+    return got[0], got[1], asked, partial.merged(said)
 
 
 def _key(labels: dict[str, str]) -> tuple[str, str]:
@@ -249,28 +301,32 @@ def read_baseline(
     fetch: prom.Fetch = prom.http_get,
     clock: Callable[[], float] = time.time,
 ) -> Baseline:
-    """The three readings per ``(instance, model_name)`` over ``[at - window, at]``."""
+    """The three readings per ``(instance, model_name)`` over ``[at - window, at]``, and what
+    the store said of each answer."""
     end = clock() if at_ts is None else at_ts
     q = queries(format_duration(window_s, "range"))
+    said: dict[str, list[prom.Said]] = {}
 
-    def by_group(expr: str) -> dict[tuple[str, str], float]:
-        return {_key(labels): v for labels, v in prom.vector_query(url, expr, end, fetch)}
+    def by_group(name: str, expr: str) -> dict[tuple[str, str], float]:
+        series, told = prom.vector_answer(url, expr, end, fetch)
+        said.setdefault(name, []).append(told)
+        return {_key(labels): v for labels, v in series}
 
     asked = [q["ttft"]]
-    ttft = by_group(q["ttft"])
+    ttft = by_group("ttft_p99_seconds", q["ttft"])
     kv: dict[tuple[str, str], float] = {}
     kv_count: dict[tuple[str, str], float] = {}
     kv_metric = None
     for m in KV_CACHE_USAGE_METRICS:
         asked.append(q[f"kv:{m}"])
-        kv = by_group(q[f"kv:{m}"])
+        kv = by_group("kv_cache_p99", q[f"kv:{m}"])
         if kv:
             kv_metric = m
             asked.append(q[f"kv_count:{m}"])
-            kv_count = by_group(q[f"kv_count:{m}"])
+            kv_count = by_group("kv_samples", q[f"kv_count:{m}"])
             break
     asked.append(q["waiting"])
-    waiting = by_group(q["waiting"])
+    waiting = by_group("waiting_p99", q["waiting"])
     keys = sorted(set(ttft) | set(kv) | set(waiting))
     groups = tuple(
         GroupBaseline(
@@ -283,13 +339,23 @@ def read_baseline(
         )
         for k in keys
     )
-    first, last, history_asked = _history(url, window_s, end, fetch)
+    first, last, history_asked, history_said = _history(url, window_s, end, fetch)
+    said["history"] = [history_said]
     return Baseline(
-        url, float(window_s), end, groups, kv_metric, (*asked, *history_asked), first, last
+        url,
+        float(window_s),
+        end,
+        groups,
+        kv_metric,
+        (*asked, *history_asked),
+        first,
+        last,
+        {name: partial.merged(s) for name, s in said.items()},
     )
 
 
 __all__ = [
+    "ANSWER_NAMES",
     "COVERED_FRACTION",
     "MIN_HISTORY_S",
     "Baseline",
@@ -302,5 +368,6 @@ __all__ = [
     "observability_flags",
     "queries",
     "read_baseline",
+    "told_lines",
     "window_words",
 ]

@@ -1,5 +1,6 @@
 """Thresholds from a baseline (plan.baseline): the derivation, the queries (the CLI's errors
-are tests/unit/commands/test_advise.py's).
+are tests/unit/commands/test_advise.py's); none from an answer the store called partial or gave
+a warning with (each named, in the text and the JSON).
 
 The real Prometheus with three days of backfilled samples is in
 tests/e2e/test_baseline_prometheus.py; here the Prometheus is a fake at the HTTP boundary.
@@ -7,9 +8,11 @@ tests/e2e/test_baseline_prometheus.py; here the Prometheus is a fake at the HTTP
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.parse
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -24,7 +27,9 @@ from vllm_ledger.plan.baseline import (
     observability_flags,
     queries,
     read_baseline,
+    told_lines,
 )
+from vllm_ledger.plan.prom import Said
 
 END = 1_796_100_000
 
@@ -191,3 +196,83 @@ def test_the_history_is_the_first_and_last_sample_of_the_waiting_gauge() -> None
     answers[last_q.replace("259200s:52s", "3600s:1s")] = [{"metric": {}, "value": [1, "0.5"]}]
     b = read_baseline("http://p:9090", 3600, fetch=_fake(answers, []), clock=clock)
     assert b.last_ts is None and b.history_seconds is None
+
+
+def whole_store(beside: dict[str, dict[str, Any]]) -> Callable[[str], bytes]:
+    """Three days of one server's history, each reading there; ``beside[name]`` is put beside
+    ``data`` in the answer to each query that holds ``name``."""
+    first_q, last_q = history_queries(259200)
+    q = queries("259200s")
+    answers = {
+        q["ttft"]: [_series("a", "1.5")],
+        q["kv:vllm:kv_cache_usage_perc"]: [_series("a", "0.4")],
+        q["kv_count:vllm:kv_cache_usage_perc"]: [_series("a", "4320")],
+        q["waiting"]: [_series("a", "2")],
+        first_q: [{"metric": {}, "value": [1, str(END - 259200 + 30)]}],
+        last_q: [{"metric": {}, "value": [1, str(END - 15)]}],
+    }
+
+    def fetch(url: str) -> bytes:
+        expr = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))["query"]
+        told = next((b for name, b in beside.items() if name in expr), {})
+        data = {"resultType": "vector", "result": answers.get(expr, [])}
+        return json.dumps({"status": "success", "data": data, **told}).encode()
+
+    return fetch
+
+
+def test_no_threshold_comes_from_a_partial_answer() -> None:
+    read = functools.partial(read_baseline, "http://v:8481", 259200, clock=lambda: float(END))
+    whole = read(fetch=whole_store({}))
+    assert whole.told == {} and no_thresholds_reason(whole) is None
+    assert json.loads(render_baseline_json(whole, derive(whole)))["partial_answers"] == {}
+    beside: dict[str, dict[str, Any]] = {
+        "num_requests_waiting[": {"isPartial": True},  # the waiting P99's query
+        "timestamp(": {"warnings": ["store 10.0.0.7:10901 did not answer"]},  # the history's
+    }
+    b = read(fetch=whole_store(beside))
+    assert b.groups == whole.groups and b.history_seconds == whole.history_seconds
+    assert b.told == {
+        "waiting_p99": Said(partial=True),
+        "history": Said(warnings=("store 10.0.0.7:10901 did not answer",) * 2),
+    }
+    reason = no_thresholds_reason(b)
+    assert reason == (
+        "no thresholds: the store called its answers to the waiting P99, history queries "
+        "partial or gave a warning with them (a server's series may be missing): keep "
+        "observability's defaults and ask again once every node of the store answers"
+    )
+    lines = told_lines(b)
+    assert lines[0] == (
+        "the store's answer to the waiting P99 query is partial (isPartial): some of its "
+        "storage nodes did not answer, so a server's series may be missing "
+        "(docs/cost-and-capacity.md#a-partial-answer)"
+    )
+    assert lines[1] == (
+        "the store's answer to the history query came with a warning: store 10.0.0.7:10901 "
+        "did not answer"
+    )
+    text = render_baseline_text(b, ())
+    assert text.endswith(f"\n\n{reason}\n" + "".join(f"  {line}\n" for line in lines))
+    doc = json.loads(render_baseline_json(b, ()))
+    assert (doc["no_thresholds"], doc["thresholds"], doc["observability_flags"]) == (reason, {}, [])
+    assert doc["partial_answers"]["waiting_p99"] == {
+        "is_partial": True,
+        "warnings": [],
+        "warnings_left_out": 0,
+    }
+    short = Baseline("http://p", 259200, END, b.groups, None, (), END - 135, END - 15, b.said)
+    assert no_thresholds_reason(short) == (
+        "no thresholds: the store called its answers to the waiting P99, history queries "
+        "partial or gave a warning with them (a server's series may be missing); 2 min of "
+        "history is under the 1 h minimum (a short span is one moment's load, not an everyday "
+        "range): keep observability's defaults and ask again once every node of the store "
+        "answers and when Prometheus has scraped vLLM for 3 days"
+    )
+    one = Baseline(
+        "http://p", 259200, END, b.groups, None, (), END - 9000, END, {"kv_samples": Said(True)}
+    )
+    assert (no_thresholds_reason(one) or "").startswith(
+        "no thresholds: the store called its answer to the KV samples query partial or gave a "
+        "warning with it (a server's"
+    )
