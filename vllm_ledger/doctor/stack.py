@@ -11,7 +11,10 @@ Two rows, read from Prometheus's own API (``plan/prom.py``, the one HTTP client)
   Prometheus's error). Prometheus refuses to start on a rule file it cannot parse, and keeps
   the old rules when a reload fails: a group missing here is a file it never loaded.
 
-Any error reaching Prometheus is the row's failure, never a traceback.
+Any error reaching Prometheus is the row's failure, never a traceback. An answer the store
+called partial or gave a warning with (Thanos Query's partial response, ``plan/partial.py``) may
+not list every target or rule group: it passes no row (a pass becomes a warning, a failure stays
+one), and the store's words follow what was checked.
 """
 
 from __future__ import annotations
@@ -24,7 +27,15 @@ from vllm_ledger.doctor.base import Row
 from vllm_ledger.errors import ConfigError, RemoteError
 from vllm_ledger.observe.alerts import GROUP_NAME
 from vllm_ledger.observe.signals import EXPORTER_JOB, VLLM_JOB
-from vllm_ledger.plan.prom import MAX_ANSWER_BYTES, Target, http_get, targets
+from vllm_ledger.plan.partial import said_lines
+from vllm_ledger.plan.prom import (
+    MAX_ANSWER_BYTES,
+    Said,
+    Target,
+    http_get,
+    said_of,
+    targets_answer,
+)
 from vllm_ledger.strictjson import loads
 
 Fetch = Callable[[str], bytes]
@@ -41,6 +52,12 @@ FIX_RULES = (
     "promtool check rules alerts.yml, give Prometheus the file (rule_files in prometheus.yml) "
     "and reload it (docs/observability.md)"
 )
+FIX_PARTIAL = (
+    "check the store (Thanos Query's stores page, vmselect's logs) and run it again once every "
+    "node answers"
+)
+PARTIAL_DOC = "docs/doctor.md#a-partial-answer"
+WHOLE = Said()  # an answer of which the store said nothing
 
 
 def _named(items: list[str]) -> str:
@@ -48,17 +65,35 @@ def _named(items: list[str]) -> str:
     return shown + (f"; and {len(items) - MAX_NAMED} more" if len(items) > MAX_NAMED else "")
 
 
+def with_said(row: Row, asked: str, missing: str, said: Said) -> Row:
+    """``row`` where the store called its answer to ``asked`` partial or gave a warning with
+    it (``missing``: what it may lack): a pass becomes a warning, since what was listed may not
+    be all there is; a failure stays one. The store's words follow what was checked. Pure."""
+    if not said.incomplete:
+        return row
+    checked = "; ".join([row.checked, *said_lines(asked, said, missing, PARTIAL_DOC)])
+    if not row.passed:
+        return Row(row.check, False, checked, row.fix)
+    fix = f"{row.fix}; {FIX_PARTIAL}" if row.fix else FIX_PARTIAL
+    return Row(row.check, True, checked, fix, warn=True)
+
+
 def targets_row(base_url: str, fetch: Fetch = http_get) -> Row:
     """Every required job has a target and every active target is up."""
     try:
-        found = targets(base_url, fetch)
+        found, said = targets_answer(base_url, fetch)
     except RemoteError as exc:
         return Row("stack", False, f"stack targets: {exc.what}", FIX_REACH)
-    return judge_targets(found)
+    return judge_targets(found, said)
 
 
-def judge_targets(found: list[Target]) -> Row:
-    """The targets row from ``/api/v1/targets``'s active targets. Pure."""
+def judge_targets(found: list[Target], said: Said = WHOLE) -> Row:
+    """The targets row from ``/api/v1/targets``'s active targets and what the store said of
+    them. Pure."""
+    return with_said(_judge_targets(found), "/api/v1/targets", "a target", said)
+
+
+def _judge_targets(found: list[Target]) -> Row:
     jobs = {t.labels.get("job", "") for t in found}
     missing = [job for job in REQUIRED_JOBS if job not in jobs]
     down = [
@@ -88,7 +123,7 @@ def judge_targets(found: list[Target]) -> Row:
     return Row("stack", True, checked)
 
 
-def _rule_groups(base_url: str, fetch: Fetch) -> list[Any]:
+def _rule_groups(base_url: str, fetch: Fetch) -> tuple[list[Any], Said]:
     url = base_url.rstrip("/") + "/api/v1/rules?" + urllib.parse.urlencode({"type": "alert"})
     try:
         doc = loads(fetch(url), max_bytes=MAX_ANSWER_BYTES, what=f"{base_url}'s answer")
@@ -100,20 +135,24 @@ def _rule_groups(base_url: str, fetch: Fetch) -> list[Any]:
     groups = data.get("groups") if isinstance(data, dict) else None
     if not isinstance(doc, dict) or doc.get("status") != "success" or not isinstance(groups, list):
         raise RemoteError(f"{base_url} answered /api/v1/rules without its groups", url)
-    return groups
+    return groups, said_of(doc)
 
 
 def rules_row(base_url: str, fetch: Fetch = http_get) -> Row:
     """The alert rules' group is loaded and no rule is in error."""
     try:
-        groups = _rule_groups(base_url, fetch)
+        groups, said = _rule_groups(base_url, fetch)
     except RemoteError as exc:
         return Row("stack", False, f"stack rules: {exc.what}", FIX_REACH)
-    return judge_rules(groups)
+    return judge_rules(groups, said)
 
 
-def judge_rules(groups: list[Any]) -> Row:
-    """The rules row from ``/api/v1/rules``'s groups. Pure."""
+def judge_rules(groups: list[Any], said: Said = WHOLE) -> Row:
+    """The rules row from ``/api/v1/rules``'s groups and what the store said of them. Pure."""
+    return with_said(_judge_rules(groups), "/api/v1/rules", "a rule group", said)
+
+
+def _judge_rules(groups: list[Any]) -> Row:
     names = {str(g.get("name")) for g in groups if isinstance(g, dict)}
     rules = [
         r
@@ -143,4 +182,4 @@ def stack_rows(base_url: str, fetch: Fetch = http_get) -> tuple[Row, Row]:
     return targets_row(base_url, fetch), rules_row(base_url, fetch)
 
 
-__all__ = ["REQUIRED_JOBS", "judge_rules", "judge_targets", "stack_rows"]
+__all__ = ["REQUIRED_JOBS", "judge_rules", "judge_targets", "stack_rows", "with_said"]

@@ -1,5 +1,6 @@
 """``doctor --stack``'s two rows: the targets and the rules as Prometheus's API lists them,
-judged (pure) and fetched (the answers given here as the API's bytes)."""
+judged (pure) and fetched (the answers given here as the API's bytes); an answer the store
+called partial or gave a warning with passes no row, the store's words named."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from typing import Any
 
 from vllm_ledger.doctor.stack import (
+    FIX_PARTIAL,
     FIX_REACH,
     FIX_TARGETS,
     judge_rules,
@@ -15,18 +17,27 @@ from vllm_ledger.doctor.stack import (
     stack_rows,
     targets_row,
 )
-from vllm_ledger.plan.prom import Target
+from vllm_ledger.plan.prom import Said, Target
 
 URL = "http://prom:9090"
 
 
-def _api(targets: list[dict[str, Any]], groups: list[dict[str, Any]]) -> Any:
+def _api(
+    targets: list[dict[str, Any]],
+    groups: list[dict[str, Any]],
+    beside: dict[str, dict[str, Any]] | None = None,
+) -> Any:
+    """The API's answers; ``beside["targets"]`` and ``beside["rules"]`` are put beside each
+    answer's ``data``."""
+    told = beside or {}
+
     def fetch(url: str) -> bytes:
         if "/api/v1/targets" in url:
             doc: Any = {"status": "success", "data": {"activeTargets": targets}}
+            doc |= told.get("targets", {})
         else:
             assert url == f"{URL}/api/v1/rules?type=alert"
-            doc = {"status": "success", "data": {"groups": groups}}
+            doc = {"status": "success", "data": {"groups": groups}, **told.get("rules", {})}
         return json.dumps(doc).encode()
 
     return fetch
@@ -111,3 +122,47 @@ def test_a_prometheus_that_cannot_be_read_is_the_rows_failure() -> None:
     assert rules_row(URL, no_groups).checked == (
         f"stack rules: {URL} answered /api/v1/rules without its groups"
     )
+
+
+TARGETS = [
+    {"labels": {"job": "vllm", "instance": "a"}, "health": "up", "lastError": ""},
+    {"labels": {"job": "vllm-ledger", "instance": "b"}, "health": "up", "lastError": ""},
+]
+GROUPS = [{"name": "vllm-alerts", "rules": [{"name": "X", "health": "ok", "state": "firing"}]}]
+
+
+def test_a_partial_answer_passes_no_row() -> None:
+    beside: dict[str, dict[str, Any]] = {
+        "targets": {"isPartial": True},
+        "rules": {"warnings": ["store 10.0.0.7:10901 did not answer\x1b[2J"]},
+    }
+    targets, rules = stack_rows(URL, _api(TARGETS, GROUPS, beside))
+    assert (targets.result, targets.fix, rules.result, rules.fix) == (
+        "warn",
+        FIX_PARTIAL,
+        "warn",
+        FIX_PARTIAL,
+    )
+    assert targets.checked == (
+        "stack targets: 2 of 2 up (vllm, vllm-ledger); the store's answer to /api/v1/targets is "
+        "partial (isPartial): some of its storage nodes did not answer, so a target may be "
+        "missing (docs/doctor.md#a-partial-answer)"
+    )
+    assert rules.checked == (
+        "stack rules: 1 rules in 1 group(s) loaded, none in error (1 firing); the store's answer "
+        "to /api/v1/rules came with a warning: store 10.0.0.7:10901 did not answer\\x1b[2J"
+    )
+    # A target down is down, whatever else is missing: the failure stays, the words follow.
+    down = Target({"job": "vllm", "instance": "a"}, "down", "refused")
+    row = judge_targets([down], Said(partial=True))
+    assert (row.result, row.fix) == ("FAIL", FIX_TARGETS)
+    assert row.checked.startswith("stack targets: no vllm-ledger target; vllm/a down (refused); ")
+    assert row.checked.endswith("so a target may be missing (docs/doctor.md#a-partial-answer)")
+    fresh = Target({"job": "vllm-ledger", "instance": "b"}, "unknown", "")
+    up = Target({"job": "vllm", "instance": "a"}, "up", "")
+    row = judge_targets([up, fresh], Said(warnings=("w",)))
+    assert row.result == "warn"
+    assert row.fix == f"run it again after a scrape interval; {FIX_PARTIAL}"
+    # An info says nothing is missing: the rows are as for a whole answer.
+    infos = {"targets": {"infos": ["i"]}, "rules": {"infos": ["i"]}}
+    assert stack_rows(URL, _api(TARGETS, GROUPS, infos)) == stack_rows(URL, _api(TARGETS, GROUPS))
