@@ -17,7 +17,7 @@ from vllm_ledger.bot.validate import load_usage
 from vllm_ledger.deploy.host import load_host
 from vllm_ledger.errors import ConfigError, RemoteError, StatusParseError
 from vllm_ledger.formats.status import parse as parse_status
-from vllm_ledger.plan.prom import instant_query
+from vllm_ledger.plan.prom import vector_answer
 from vllm_ledger.strictjson import (
     MAX_DEPTH,
     depth,
@@ -212,7 +212,7 @@ def test_status_from_a_remote_is_strict() -> None:
 def test_prometheus_answer_is_strict() -> None:
     def answer(body: bytes) -> RemoteError:
         with pytest.raises(RemoteError) as exc:
-            instant_query("http://prom:9090", "up", fetch=lambda _url: body)
+            vector_answer("http://prom:9090", "up", fetch=lambda _url: body)
         assert "\n" not in str(exc.value)
         return exc.value
 
@@ -225,7 +225,7 @@ def test_prometheus_answer_is_strict() -> None:
     no_list = b'{"status": "success", "data": {"resultType": "vector", "result": 7}}'
     assert str(answer(no_list)) == "http://prom:9090 answered 'up' without a result list"
     ok = b'{"status": "success", "data": {"resultType": "vector", "result": []}}'
-    assert instant_query("http://prom:9090", "up", fetch=lambda _url: ok) == []
+    assert vector_answer("http://prom:9090", "up", fetch=lambda _url: ok)[0] == []
 
 
 def test_a_number_is_an_int_or_a_float_finite_never_a_bool() -> None:

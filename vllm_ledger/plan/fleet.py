@@ -41,9 +41,10 @@ clock ahead; otherwise ``incomplete`` names each host and why. A model's window 
 when every host instance serving it is. None is from an answer the store called partial or
 gave a warning with (``plan/fleet_partial.py``: series or copies of them may be missing).
 
-``plan.fleet_read.read_fleet`` asks six instant queries (``plan.prom.vector_query``: labels and
-values, through ``plan.prom.http_get``), the jobs that serve ledger series
-(``plan.prom.label_values``) and the targets (``plan.prom.targets``); ``build_fleet`` is pure;
+``plan.fleet_read.read_fleet`` asks six instant queries (``plan.prom.vector_answer``: labels
+and values, through ``plan.prom.http_get``), the jobs that serve ledger series
+(``plan.prom.label_values_answer``) and the targets (``plan.prom.targets_answer``), each with
+what the store said of it (``plan/fleet_partial.py``); ``build_fleet`` is pure;
 ``formats/fleet.py`` renders its text and JSON forms. docs/fleet.md says how hosts are found
 and what each line means.
 """

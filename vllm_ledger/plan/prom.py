@@ -1,16 +1,16 @@
 """Prometheus' HTTP API (instant queries: values or labelled series), for cost, advise,
-baseline, usage and fleet: one query function, ``vector_query``, and one fetch, ``http_get``
-(the one HTTP client, ``vllm_ledger.http.client``, with a 30 s total deadline). ``fleet`` also
-reads the scrape targets (``targets``: ``/api/v1/targets``, which Prometheus, Thanos Query and
-VictoriaMetrics single-node serve) and a label's values (``label_values``).
+baseline, doctor --stack and fleet: one query function, ``vector_answer``, and one fetch,
+``http_get`` (the one HTTP client, ``vllm_ledger.http.client``, with a 30 s total deadline);
+``first_answer`` asks a query and its fallbacks. ``fleet`` and ``doctor --stack`` also read the
+scrape targets (``targets_answer``: ``/api/v1/targets``, which Prometheus, Thanos Query and
+VictoriaMetrics single-node serve), ``fleet`` a label's values (``label_values_answer``).
 
 Every failure is a ``RemoteError`` naming the URL and what to check. An answer the store calls
 incomplete is not a failure: VictoriaMetrics cluster says ``"isPartial": true`` when some of
 its storage nodes did not answer, Prometheus and Thanos put ``"warnings"`` beside ``data`` (a
 store or a remote read that did not answer), newer Prometheus ``"infos"`` too. ``said_of``
-reads them into a ``Said``, which ``vector_answer``, ``targets_answer`` and
-``label_values_answer`` return with their answer; ``vector_query``, ``targets`` and
-``label_values`` return the answer alone.
+reads them into a ``Said``, which every function here returns with its answer: no caller
+takes the data without what the store said of it (``plan/partial.py`` says it in words).
 """
 
 from __future__ import annotations
@@ -98,13 +98,6 @@ def http_get(
     return answer.body
 
 
-def instant_query(
-    base_url: str, expr: str, at_ts: float | None = None, fetch: Fetch = http_get
-) -> list[float]:
-    """The values of an instant vector (or scalar) query; NaN values are dropped."""
-    return [v for _labels, v in vector_query(base_url, expr, at_ts, fetch)]
-
-
 def _data(base_url: str, url: str, asked: str, fetch: Fetch) -> tuple[Any, Said]:
     """The ``data`` of a ``{"status": "success", "data": ...}`` answer at ``url`` and what the
     store said of it, or a ``RemoteError`` naming ``asked``."""
@@ -120,18 +113,6 @@ def _data(base_url: str, url: str, asked: str, fetch: Fetch) -> tuple[Any, Said]
     if doc.get("status") != "success":
         raise RemoteError(f"Prometheus at {base_url} refused {asked}: {doc.get('error')}", url)
     return doc.get("data"), said_of(doc)
-
-
-def vector_query(
-    base_url: str,
-    expr: str,
-    at_ts: float | None = None,
-    fetch: Fetch = http_get,
-    *,
-    keep_nan: bool = False,
-) -> Series:
-    """``vector_answer``'s series, without what the store said of them."""
-    return vector_answer(base_url, expr, at_ts, fetch, keep_nan=keep_nan)[0]
 
 
 def vector_answer(
@@ -181,11 +162,6 @@ class Target:
     last_error: str
 
 
-def targets(base_url: str, fetch: Fetch = http_get) -> list[Target]:
-    """``targets_answer``'s targets, without what the store said of them."""
-    return targets_answer(base_url, fetch)[0]
-
-
 def targets_answer(base_url: str, fetch: Fetch = http_get) -> tuple[list[Target], Said]:
     """The store's active scrape targets. A store that scrapes nothing answers an empty list
     (VictoriaMetrics single-node without ``-promscrape.config``); one without the API (Mimir)
@@ -209,18 +185,6 @@ def targets_answer(base_url: str, fetch: Fetch = http_get) -> tuple[list[Target]
             )
         )
     return out, said
-
-
-def label_values(
-    base_url: str,
-    label: str,
-    match: str,
-    start_ts: float,
-    end_ts: float,
-    fetch: Fetch = http_get,
-) -> list[str]:
-    """``label_values_answer``'s values, without what the store said of them."""
-    return label_values_answer(base_url, label, match, start_ts, end_ts, fetch)[0]
 
 
 def label_values_answer(
@@ -264,12 +228,8 @@ __all__ = [
     "Target",
     "first_answer",
     "http_get",
-    "instant_query",
-    "label_values",
     "label_values_answer",
     "said_of",
-    "targets",
     "targets_answer",
     "vector_answer",
-    "vector_query",
 ]

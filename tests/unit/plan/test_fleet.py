@@ -17,7 +17,7 @@ from vllm_ledger.errors import RemoteError
 from vllm_ledger.formats.fleet import fleet_dict, render_text
 from vllm_ledger.plan.fleet import build_fleet
 from vllm_ledger.plan.fleet_copies import take_once
-from vllm_ledger.plan.prom import Target, label_values, targets, vector_query
+from vllm_ledger.plan.prom import Said, Target, label_values_answer, targets_answer, vector_answer
 
 AT = 1_800_000_000.0
 WINDOWS = ("today", "24h", "3d", "7d", "total")
@@ -194,17 +194,17 @@ def test_the_one_query_reads_labels_and_values_and_refuses_nonsense() -> None:
             ]
         )
 
-    got = vector_query("http://p:9090/", "up", AT, fetch)
-    assert got == [({"__name__": "up", "instance": "a:1"}, 1.0)]
+    got = vector_answer("http://p:9090/", "up", AT, fetch)
+    assert got == ([({"__name__": "up", "instance": "a:1"}, 1.0)], Said())
     assert urls == ["http://p:9090/api/v1/query?query=up&time=1800000000.000"]
     with pytest.raises(RemoteError, match="refused 'up': bad_data"):
-        vector_query("http://p", "up", None, lambda _u: b'{"status":"error","error":"bad_data"}')
+        vector_answer("http://p", "up", None, lambda _u: b'{"status":"error","error":"bad_data"}')
     with pytest.raises(RemoteError, match="JSON it can trust"):
-        vector_query("http://p", "up", None, lambda _u: b"<html>")
+        vector_answer("http://p", "up", None, lambda _u: b"<html>")
     with pytest.raises(RemoteError, match="without a result list"):
-        vector_query("http://p", "up", None, lambda _u: b'{"status":"success","data":{}}')
+        vector_answer("http://p", "up", None, lambda _u: b'{"status":"success","data":{}}')
     scalar = b'{"status":"success","data":{"resultType":"scalar","result":[1,"4.5"]}}'
-    assert vector_query("http://p", "scalar(up)", None, lambda _u: scalar) == [({}, 4.5)]
+    assert vector_answer("http://p", "scalar(up)", None, lambda _u: scalar)[0] == [({}, 4.5)]
 
 
 def test_the_targets_and_a_label_s_values_are_read_and_checked() -> None:
@@ -224,17 +224,17 @@ def test_the_targets_and_a_label_s_values_are_read_and_checked() -> None:
             "droppedTargets": [],
         },
     }
-    got = targets("http://p", lambda _u: json.dumps(doc).encode())
+    got, _said = targets_answer("http://p", lambda _u: json.dumps(doc).encode())
     assert got == [
         Target({"instance": "a:1", "job": "j"}, "down", "connection refused"),
         Target({"instance": "b:1", "job": "j"}, "up", ""),
     ]
     with pytest.raises(RemoteError, match="without activeTargets"):
-        targets("http://p", lambda _u: b'{"status":"success","data":{}}')
+        targets_answer("http://p", lambda _u: b'{"status":"success","data":{}}')
     ok = b'{"status":"success","data":["a","b"]}'
-    assert label_values("http://p", "job", "up", 0, 1, lambda _u: ok) == ["a", "b"]
+    assert label_values_answer("http://p", "job", "up", 0, 1, lambda _u: ok)[0] == ["a", "b"]
     with pytest.raises(RemoteError, match="without a list"):
-        label_values("http://p", "job", "up", 0, 1, lambda _u: _answer([]))
+        label_values_answer("http://p", "job", "up", 0, 1, lambda _u: _answer([]))
 
 
 def _fresh(target: str, **extra: str) -> Sample:

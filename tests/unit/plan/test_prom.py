@@ -1,7 +1,8 @@
 """A Prometheus query (plan/prom.py's ``http_get``) is bounded: a server that drips its headers
 or its body a byte at a time is cut at the total deadline, in one line naming the address (a
 real socket on 127.0.0.1). What a store says of its answer beside ``data`` (``isPartial``,
-``warnings``, ``infos``) comes back with it, bounded and printable (``said_of``)."""
+``warnings``, ``infos``) comes back with it, bounded and printable (``said_of``), and with each
+answer of a query and its fallbacks (``first_answer``)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ from tests.rawhttp import BODY_DRIP, HEADERS_DRIP, DripServer
 from vllm_ledger.errors import RemoteError
 from vllm_ledger.plan.prom import (
     Said,
+    first_answer,
     http_get,
     label_values_answer,
     said_of,
     targets_answer,
     vector_answer,
-    vector_query,
 )
 
 
@@ -70,9 +71,21 @@ def test_each_answer_comes_with_what_the_store_said() -> None:
 
     partial = Said(partial=True)
     assert vector_answer("http://v:8481", "up", 1.0, fetch) == ([({}, 2.0)], partial)
-    assert vector_query("http://v:8481", "up", 1.0, fetch) == [({}, 2.0)]  # the series alone
     assert targets_answer("http://v:8481", fetch) == ([], partial)
     assert label_values_answer("http://v:8481", "job", "up", 0, 1, fetch) == (
         ["vllm-ledger"],
         partial,
     )
+
+
+def test_a_query_and_its_fallbacks_come_with_what_the_store_said_of_each() -> None:
+    def fetch(url: str) -> bytes:
+        empty = "query=a" in url  # the first came back empty, and partial
+        result = [] if empty else [{"metric": {}, "value": [1, "NaN" if "query=b" in url else "3"]}]
+        beside = {"isPartial": True} if empty else {}
+        return json.dumps({"status": "success", "data": {"result": result}, **beside}).encode()
+
+    got, said = first_answer("http://v:8481", ["a", "b", "c", "d"], 1.0, fetch)
+    assert got == (3.0, "c")  # b's NaN is no value
+    assert said == {"a": Said(partial=True), "b": Said(), "c": Said()}  # d was not asked
+    assert first_answer("http://v:8481", ["a"], None, fetch) == (None, {"a": Said(partial=True)})
