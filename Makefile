@@ -23,10 +23,11 @@ typecheck: setup
 
 # Both cores (pytest-xdist): a file's tests stay on one worker, so a module's shared server
 # starts once; the longest files go first (tests/durations.json, devtools/file_order.py).
-# TEST_WORKERS=0 runs them in this process.
+# TEST_WORKERS=0 runs them in this process. Each run's JUnit report (build/test-report.xml) is
+# what `python -m devtools.file_order build/test-report.xml` refreshes that order from.
 TEST_WORKERS ?= 2
 test: setup lint typecheck
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --junitxml=build/test-report.xml
 
 # The unit lane: tests/unit, laid out like the package. Four workers on two cores: most of its
 # wall time is tests waiting on their deadlines (a dripping client cut at 10 s), not CPU.
