@@ -247,16 +247,21 @@ def test_advise_live_on_cpu_says_what_it_cannot_judge(served: tuple[VllmServer, 
 
 def _gpu_and_vllm_exporter(start: float) -> ThreadingHTTPServer:
     """A /metrics on 127.0.0.1: the captured vLLM text with generation growing 100 tokens/s,
-    KV-cache usage 0.95 and 3 waiting, plus DCGM lines for one GPU at 98 % and 300 of 450 W."""
+    KV-cache usage 0.95 and 3 waiting, plus DCGM lines for one GPU at 98 % and 300 of 450 W.
+    The generation sample carries the instant it was counted at (the exposition format's
+    timestamp), so Prometheus' rate is 100 however late a loaded machine serves a scrape."""
     base = (Path(__file__).parent.parent / "data" / "vllm-0.32.0-metrics.txt").read_text()
     base = re.sub(r"(?m)^(vllm:kv_cache_usage_perc\{[^}]*\}) \S+$", r"\1 0.95", base)
     base = re.sub(r"(?m)^(vllm:num_requests_waiting\{[^}]*\}) \S+$", r"\1 3.0", base)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            generated = 121 + 100 * (time.time() - start)
+            at_ms = int(time.time() * 1000)
+            generated = 121 + 100 * (at_ms / 1000 - start)
             text = re.sub(
-                r"(?m)^(vllm:generation_tokens_total\{[^}]*\}) \S+$", rf"\g<1> {generated}", base
+                r"(?m)^(vllm:generation_tokens_total\{[^}]*\}) \S+$",
+                rf"\g<1> {generated} {at_ms}",
+                base,
             )
             text += 'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-0"} 98\n'
             text += 'DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-0"} 300\n'

@@ -543,6 +543,12 @@ def _fleet_by(url: str, by: str = "key") -> tuple[int, dict[str, Any]]:
     return code, doc
 
 
+# Each target's series in a store, less the ones Prometheus adds to every scrape (up, scrape_*).
+SERIES_BY_TARGET = (
+    'count by (job, instance) ({job=~"vllm-ledger|federate", __name__!~"up|scrape_.+"})'
+)
+
+
 def test_fleet_by_key_sums_each_hosts_rows_in_prometheus_and_victoria_metrics(
     tmp_path: Path, exporters: Callable[[Path], tuple[int, subprocess.Popen[bytes]]]
 ) -> None:
@@ -574,7 +580,25 @@ def test_fleet_by_key_sums_each_hosts_rows_in_prometheus_and_victoria_metrics(
     try:
         prom.start()
         wait_for("both exporters serve /metrics", lambda: _up(port_a) and _up(port_b))
-        for store in (prom.url, vm.url):
+        # What each scrape job takes from each host: every series of its exporter.
+        want_series = {
+            ("vllm-ledger", host_a): _sample_lines(_scrape(port_a)),
+            ("federate", host_a): _sample_lines(_scrape(port_a)),
+            ("vllm-ledger", host_b): _sample_lines(_scrape(port_b)),
+        }
+        for store, ask in ((prom.url, prom.vector), (vm.url, vm.vector)):
+            # A store serves a scrape's series as they arrive (VictoriaMetrics takes them from
+            # Prometheus in remote-write batches, a new series searchable about a second
+            # later): asked before every series is there, the fleet rightly finds a host's
+            # rows short of its figures. So wait until each host's every series is served.
+            def served(ask: Callable[[str], list[dict[str, Any]]] = ask) -> dict[Any, int]:
+                counts = ask(SERIES_BY_TARGET)
+                return {
+                    (c["metric"]["job"], c["metric"]["instance"]): int(c["value"][1])
+                    for c in counts
+                }
+
+            wait_for(f"every series in {store}", served, until=lambda got: got == want_series)
 
             def both_in(store: str = store) -> tuple[int, dict[str, Any]] | None:
                 code, doc = _fleet_by(store)

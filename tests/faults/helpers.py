@@ -185,9 +185,14 @@ class WriterProc:
         return self._reader is not None and self._reader.is_alive()
 
     def finish(self, timeout_s: float = 30.0) -> tuple[int, str]:
+        """The exit status and standard error, once every line of standard output is read
+        (the lines are what the test judges the file by: none may be left in the pipe)."""
         rc = self.proc.wait(timeout_s)
         if self._reader is not None:
-            self._reader.join(5)
+            self._reader.join(timeout_s)
+            assert not self._reader.is_alive(), (
+                "the writer's standard output was not read to its end"
+            )
         err = self.proc.stderr.read() if self.proc.stderr else ""
         return rc, err
 

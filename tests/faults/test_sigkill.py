@@ -45,7 +45,7 @@ def test_sigkill_at_random_points(tmp_path: Path) -> None:
         # The file holds exactly the acknowledged commits, or one more that was announced.
         assert snap.last_seq in (acked_seq, acked_seq + 1)
         events = acks.get(snap.last_seq, pres.get(snap.last_seq))
-        assert events is not None
+        assert events is not None, (snap.last_seq, w.lines)
         sums = total_sums(snap)
         assert sums.input_tokens == PROMPT_PER_EVENT * events
         assert sums.output_tokens == GEN_PER_EVENT * events
