@@ -373,6 +373,10 @@ class Server(socketserver.TCPServer):
         """Stop accepting, close the listening socket, and wait for the serving thread.
         Connections being served end within their deadlines."""
         if self._thread is not None:
+            try:  # wakes the accept loop now, not at its next poll (0.5 s): accept then fails
+                self.socket.shutdown(socket.SHUT_RDWR)
+            except OSError:  # not shut down here: the loop sees the stop at its next poll
+                pass
             self.shutdown()  # waits for serve_forever, so only once it runs
         self.server_close()
         if self._thread is not None:

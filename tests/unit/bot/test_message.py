@@ -258,7 +258,9 @@ def test_health_probe_reads_only_the_status_code() -> None:
             pass
 
     server = HTTPServer(("127.0.0.1", 0), H)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         port = server.server_address[1]

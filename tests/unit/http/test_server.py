@@ -3,9 +3,9 @@
 Every bound a client controls is tried with raw bytes: a total deadline that cuts a drip at
 any pace, a connection slot taken before a thread starts (503 at once past the bound),
 malformed request lines, headers and ``Content-Length`` (4xx and one log line, never a
-traceback), clients that hang up (one DEBUG line), IPv6 and no name lookup on bind. Short
-deadlines are passed to the constructor; bounds on elapsed time are generous: they catch a
-hang, not speed.
+traceback), clients that hang up (one DEBUG line), IPv6, no name lookup on bind, and a stop
+that does not wait for the accept loop's next poll. Short deadlines are passed to the
+constructor; bounds on elapsed time are generous: they catch a hang, not speed.
 """
 
 from __future__ import annotations
@@ -450,3 +450,20 @@ def test_no_name_is_looked_up_on_bind(monkeypatch: pytest.MonkeyPatch) -> None:
         assert server.port > 0
     finally:
         server.stop()
+
+
+def test_stop_wakes_the_accept_loop_at_once() -> None:
+    """``stop`` does not wait for the accept loop's next poll: a loop that polls once a minute
+    still stops within the slack, and its port is closed."""
+    server = Server(ROUTES, "127.0.0.1", 0, name=f"test-http-{next(_names)}")
+    server._thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 60.0}, daemon=True
+    )
+    server._thread.start()
+    assert exchange(server.port, b"GET /hello HTTP/1.1\r\n\r\n").endswith(b"hello\n")
+    started = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started < SLACK_S
+    assert not server.serving
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=SLACK_S)

@@ -193,7 +193,8 @@ class _Hook:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve = self.server.serve_forever  # a short poll: shutdown() returns at once
+        threading.Thread(target=serve, kwargs={"poll_interval": 0.02}, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook?access_token=t"
 
     def close(self) -> None:
