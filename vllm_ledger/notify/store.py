@@ -116,7 +116,12 @@ class Store:
     """The one writer. Every method is one transaction; the lock makes threads take turns."""
 
     def __init__(
-        self, path: Path, *, clock: Callable[[], float], exit_at: str | None = None
+        self,
+        path: Path,
+        *,
+        clock: Callable[[], float],
+        exit_at: str | None = None,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> None:
         self.path = path
         self.clock = clock
@@ -126,7 +131,7 @@ class Store:
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             with self._tx() as db:
                 migrate(db, self.clock)
         except BaseException:
