@@ -4,6 +4,7 @@ are one object, the docs state them, and no other module spells a vLLM or DCGM n
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 from pathlib import Path
@@ -226,9 +227,10 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return out
 
 
-def _literals() -> list[tuple[str, int, str]]:
+@functools.cache
+def _literals() -> tuple[tuple[str, int, str], ...]:
     """Every string constant of the package outside names.py, docstrings left out (prose may
-    name a metric; code must not spell one)."""
+    name a metric; code must not spell one). Parsed once for the tests below."""
     out = []
     for path in sorted(PKG.rglob("*.py")):
         if path == PKG / "names.py":
@@ -240,7 +242,7 @@ def _literals() -> list[tuple[str, int, str]]:
                 continue
             if isinstance(node.value, str):
                 out.append((str(path.relative_to(ROOT)), node.lineno, node.value))
-    return out
+    return tuple(out)
 
 
 # vLLM's prefix and DCGM's: a metric name never has a digit after "vllm:", a host and port

@@ -325,7 +325,10 @@ def _rows_with(rows: object, **top: object) -> bytes:
 
 
 def _many(n: int) -> list[dict[str, object]]:
-    return [_row(1000 + i) for i in range(n)]
+    """``n`` rows of ports 1000 and up, sharing one row's figures (each worker builds these at
+    collection: 5000 rows each with their own copy took a third of a second)."""
+    row = _row(1000)
+    return [{**row, "port": 1000 + i} for i in range(n)]
 
 
 @pytest.mark.parametrize(
