@@ -234,6 +234,20 @@ def test_gpu_table_from_nvml_against_the_model(tmp_path: Path) -> None:
     assert got["gpu"].found.startswith("no NVIDIA GPU readings (nvidia-ml-py is not installed")
 
 
+def _vllm_without_torch(folder: Path) -> Path:
+    """A ``vllm`` program whose Python is this one but answers the preflight's probe without
+    importing torch for cuDNN (2 s of CPU; the real one runs in test_preflight_system.py)."""
+    python = folder / "python"
+    python.write_text(
+        f'#!/bin/sh\n# -I -c PROBE [torch]: the probe alone\nexec {sys.executable} -I -c "$3"\n'
+    )
+    vllm = folder / "vllm"
+    vllm.write_text(f"#!{python}\n")
+    for p in (python, vllm):
+        p.chmod(0o755)
+    return vllm
+
+
 def test_a_port_in_use_is_a_blocker_and_exits_1(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -248,7 +262,7 @@ def test_a_port_in_use_is_a_blocker_and_exits_1(tmp_path: Path) -> None:
                     "host": "127.0.0.1",
                     "port": port,
                     "gpus": [],
-                    "vllm_executable": sys.executable.rsplit("/", 1)[0] + "/vllm",
+                    "vllm_executable": str(_vllm_without_torch(tmp_path)),
                 }
             )
         )
