@@ -269,7 +269,7 @@ def _drip(sock: socket.socket, data: bytes, pace_s: float, stop: threading.Event
             return
 
 
-@pytest.mark.parametrize("pace_s", [0.1, 0.7])
+@pytest.mark.parametrize("pace_s", [0.1, 0.45])
 @pytest.mark.parametrize("part", ["request line", "headers", "body"])
 def test_a_total_deadline_cuts_a_drip_at_any_pace(
     make_server: MakeServer,
@@ -278,7 +278,7 @@ def test_a_total_deadline_cuts_a_drip_at_any_pace(
     pace_s: float,
     part: str,
 ) -> None:
-    deadline_s = 1.5
+    deadline_s = 1.0
     server = make_server(request_deadline_s=deadline_s)
     request = b"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n"
     first, rest = {
@@ -303,7 +303,7 @@ def test_a_total_deadline_cuts_a_drip_at_any_pace(
     assert deadline_s - 0.2 <= took <= deadline_s + SLACK_S
     wait_idle(server)
     said = [r.getMessage() for r in log.records if r.levelno >= logging.INFO]
-    assert len(said) == 1 and "not in within 1.5 s; answered 408" in said[0], said
+    assert len(said) == 1 and "not in within 1 s; answered 408" in said[0], said
     no_traceback(log, capfd)
 
 
