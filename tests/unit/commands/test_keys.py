@@ -1,5 +1,6 @@
-"""`vllm-ledger keys hash` and `keys label`: a real CLI process, the key on stdin (piped, or
-typed at a real pseudo-terminal with echo off), never in argv and never in what is printed."""
+"""`vllm-ledger keys hash` and `keys label`: the key on stdin (piped in to the CLI run here, or
+typed at a real pseudo-terminal with echo off to a real CLI process), never in argv and never in
+what is printed."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.inproc import run_cli
 from vllm_ledger.write import keys
 
 KEY = b"sk-alice-0123456789"
@@ -27,17 +29,9 @@ ALICE = "sha256:" + hashlib.sha256(KEY).hexdigest()
 def cli(
     *args: str, stdin: bytes = KEY + b"\n", env: dict[str, str] | None = None
 ) -> tuple[int, str, str]:
-    full = {**os.environ, "PYTHONPATH": str(REPO)}
-    full.pop("VLLM_LEDGER_KEY_NAMES", None)
-    full.update(env or {})
-    p = subprocess.run(
-        [sys.executable, "-m", "vllm_ledger", "keys", *args],
-        input=stdin,
-        capture_output=True,
-        env=full,
-        timeout=60,
-    )
-    return p.returncode, p.stdout.decode(), p.stderr.decode()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("VLLM_LEDGER_KEY_NAMES", raising=False)
+        return run_cli("keys", *args, env=env, stdin=stdin)
 
 
 # ---- the command (the pure part is tests/unit/deploy/test_keynames.py's) ---------------------
