@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.humanize import (
+    UNKNOWN,
     human_count,
     human_rate,
     human_speed,
@@ -125,18 +126,17 @@ def _whole_note(doc: StatusDoc, port: int, why: str, w: dict) -> str:
 def _figures(doc: StatusDoc, part: Figures, w: dict) -> list[str]:
     rows: list[list[str]] = [list(w["cols"])]
     for win in part.windows:
-        rows.append(
-            [
-                w["windows"][win.name],
-                human_count(win.input_tokens),
-                human_count(win.output_tokens),
-                human_count(win.cached_tokens),
-                human_rate(win.hit_rate),
-                human_speed(win.avg_speed),
-                human_speed(win.gen_speed),
-                _mark(win, w),
-            ]
-        )
+        cells = [
+            human_count(win.input_tokens),
+            human_count(win.output_tokens),
+            human_count(win.cached_tokens),
+            human_rate(win.hit_rate),
+            human_speed(win.avg_speed),
+            human_speed(win.gen_speed),
+        ]
+        if win.known == "unknown":  # nothing recorded there: not 0 but unknown
+            cells = [UNKNOWN] * len(cells)
+        rows.append([w["windows"][win.name], *cells, _mark(win, w)])
     lines = _table(rows)
     writers = dict(part.writers)
     parts = [f"{w['w.' + s]} {n}" for s, n in writers.items() if n]

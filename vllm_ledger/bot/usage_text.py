@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_ledger.bot.budget_text import host_instant, utc_offset
-from vllm_ledger.bot.humanize import human_count, human_rate
+from vllm_ledger.bot.humanize import UNKNOWN, human_count, human_rate
 from vllm_ledger.formats.status import StatusAsked, StatusDoc, StatusWindow
 from vllm_ledger.formats.status_asked import Ask
 from vllm_ledger.formats.status_keys import StatusKeys
@@ -79,6 +79,7 @@ _ZH: dict[str, Any] = {
     "without": "未记录归属的文件 {n} 个",
     "bad": "坏文件 {n} 个",
     "all": "── 全部部署机 ──",
+    "unknown": "另有 {n} 台部署机无记录,用量未知",
     "failed": {
         "unreachable": "无数据:SSH 不可达",
         "timeout": "无数据:查询超时",
@@ -119,6 +120,7 @@ _EN: dict[str, Any] = {
     "without": "{n} file(s) without attribution",
     "bad": "{n} bad file(s)",
     "all": "── all hosts ──",
+    "unknown": "{n} host(s) recorded nothing: their figures unknown",
     "failed": {
         "unreachable": "no figures: SSH unreachable",
         "timeout": "no figures: the query timed out",
@@ -221,10 +223,11 @@ def usage_text(hosts: Sequence[HostAnswer], ask: Ask, lang: str = "zh") -> str:
         rows = got.rows(by)
         if rows is not None:
             lines.extend(_rows_table(rows, w))
+        unknown = win.known == "unknown"  # nothing recorded there: not 0 but unknown
         lines.append(
             str(w["window"]).format(
-                i=human_count(win.input_tokens),
-                o=human_count(win.output_tokens),
+                i=UNKNOWN if unknown else human_count(win.input_tokens),
+                o=UNKNOWN if unknown else human_count(win.output_tokens),
                 h=human_rate(win.hit_rate),
                 c=str(w["semi"]).join(_gaps(win, doc, got.files_without, w)) or "✓",
             )
@@ -268,16 +271,8 @@ def _digest_block(
     got: StatusAsked, doc: StatusDoc, pricing: Pricing | None, w: dict[str, Any]
 ) -> list[str]:
     win = got.window
-    lines = [
-        _period(got, doc, w),
-        str(w["tokens"]).format(
-            i=f"{win.input_tokens:,}",
-            o=f"{win.output_tokens:,}",
-            c=f"{win.cached_tokens:,}",
-            r=f"{win.requests:,}",
-        ),
-    ]
-    if pricing is not None:
+    lines = [_period(got, doc, w), _tokens_line([win], w)]
+    if pricing is not None and win.known != "unknown":
         lines.append(str(w["cost"]).format(x=_cost([win], pricing)))
     keys = got.rows("key")
     lines += [_top(keys, "key", w), _top(got.rows("adapter"), "adapter", w)]
@@ -310,14 +305,28 @@ def digest_text(
         lines += _digest_block(got, h.doc, pricing, w)
         answered.append(got.window)
     if len(answered) > 1:
-        total = {k: f"{sum(getattr(a, f) for a in answered):,}" for k, f in _SUMMED}
-        lines += [str(w["all"]), str(w["tokens"]).format(**total)]
-        if pricing is not None:
-            lines.append(str(w["cost"]).format(x=_cost(answered, pricing)))
+        lines += [str(w["all"]), _tokens_line(answered, w)]
+        known = [a for a in answered if a.known != "unknown"]
+        if pricing is not None and known:
+            lines.append(str(w["cost"]).format(x=_cost(known, pricing)))
     return _clean("\n".join(lines) + "\n")
 
 
 _SUMMED = (("i", "input_tokens"), ("o", "output_tokens"), ("c", "cached_tokens"), ("r", "requests"))
+
+
+def _tokens_line(windows: Sequence[StatusWindow], w: dict[str, Any]) -> str:
+    """The windows' summed counts; ``?`` where every one is unknown (nothing recorded), and
+    the hosts whose figures are unknown named as a count where only some are."""
+    known = [a for a in windows if a.known != "unknown"]
+    if not known:
+        return str(w["tokens"]).format(**{k: UNKNOWN for k, _f in _SUMMED})
+    line = str(w["tokens"]).format(
+        **{k: f"{sum(getattr(a, f) for a in known):,}" for k, f in _SUMMED}
+    )
+    if len(known) < len(windows):
+        line += str(w["semi"]) + str(w["unknown"]).format(n=len(windows) - len(known))
+    return line
 
 
 __all__ = ["HostAnswer", "Pricing", "digest_text", "usage_text"]

@@ -39,6 +39,7 @@ from vllm_ledger.formats.status_keys import (
     parsed_keys_dict,
 )
 from vllm_ledger.read.coverage import PROBLEM_CODES
+from vllm_ledger.read.known import FIGURES_KNOWN, FiguresKnown, figures_known, weakest
 from vllm_ledger.read.ports import MAX_PORT_ROWS
 from vllm_ledger.read.zone import MAX_ZONE_CHARS, ZONE_NAME_RE, ZONE_SOURCES, ZoneSource
 
@@ -85,6 +86,9 @@ class StatusWindow:
     uncovered_seconds: int
     complete: bool
     problems: tuple[tuple[str, int], ...]
+    # exact, lower_bound or unknown (read/known.py): where unknown, the counts above are 0 on
+    # the wire and nobody knows them; every form the bot prints shows them unknown, never 0.
+    known: FiguresKnown
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,13 @@ def _window(name: str, d: Mapping[str, Any]) -> StatusWindow:
     for part, whole in figures.parts(STATUS_FIGURES):
         if counts[part.report_name] > counts[whole.report_name]:
             raise StatusParseError(f"window: {part.key} above {whole.key}")
+    complete = field_bool(d, "complete")
+    uncovered = field_int(d, "uncovered_seconds", 0, MAX_SECONDS)
+    # The same rule as the host's report, from the numbers; a host that says less is believed
+    # (an older host sends no word: the numbers decide alone).
+    known = figures_known(complete, uncovered, cutoff - start, any(counts.values()))
+    if "figures" in d:
+        known = weakest(known, _known_word(d["figures"]))
     return StatusWindow(
         name=name,
         start_ts=start,
@@ -171,10 +182,18 @@ def _window(name: str, d: Mapping[str, Any]) -> StatusWindow:
         hit_rate=field_float(d, "hit_rate", 0.0, 1.0, nullable=True),
         avg_speed=field_float(d, "avg_speed", 0.0, MAX_SPEED, nullable=True),
         gen_speed=field_float(d, "gen_speed", 0.0, MAX_SPEED, nullable=True),
-        uncovered_seconds=field_int(d, "uncovered_seconds", 0, MAX_SECONDS),
-        complete=field_bool(d, "complete"),
+        uncovered_seconds=uncovered,
+        complete=complete,
         problems=field_codes(d, "problems", PROBLEM_CODES, require_all=False),
+        known=known,
     )
+
+
+def _known_word(value: object) -> FiguresKnown:
+    """The host's ``figures`` word, as this module's own constant."""
+    if not isinstance(value, str) or value not in FIGURES_KNOWN:
+        raise StatusParseError("figures: not exact, lower_bound or unknown")
+    return FIGURES_KNOWN[FIGURES_KNOWN.index(value)]
 
 
 def parse(data: bytes, max_bytes: int = 64 * 1024) -> StatusDoc:
@@ -296,21 +315,26 @@ def _row_health(item: Mapping[str, Any]) -> tuple[str, int | None] | None:
     return REMOTE_HEALTH_STATES[REMOTE_HEALTH_STATES.index(state)], code
 
 
-def _parsed_windows(windows: tuple[StatusWindow, ...]) -> dict[str, Any]:
+def _parsed_window(w: StatusWindow) -> dict[str, Any]:
+    """One window as the bot prints it: unknown figures ``null``, never 0 (the wire keeps 0
+    there for bots older than the ``figures`` word; docs/bot-status.md)."""
+    unknown = w.known == "unknown"
     return {
-        w.name: {
-            "start": w.start_ts,
-            "cutoff": w.cutoff_ts,
-            **{f.key: getattr(w, f.report_name) for f in STATUS_FIGURES},
-            "hit_rate": w.hit_rate,
-            "avg_speed": w.avg_speed,
-            "gen_speed": w.gen_speed,
-            "uncovered_seconds": w.uncovered_seconds,
-            "complete": w.complete,
-            "problems": dict(w.problems),
-        }
-        for w in windows
+        "start": w.start_ts,
+        "cutoff": w.cutoff_ts,
+        **{f.key: None if unknown else getattr(w, f.report_name) for f in STATUS_FIGURES},
+        "hit_rate": w.hit_rate,
+        "avg_speed": None if unknown else w.avg_speed,
+        "gen_speed": w.gen_speed,
+        "uncovered_seconds": w.uncovered_seconds,
+        "complete": w.complete,
+        "problems": dict(w.problems),
+        **({"figures": "unknown"} if unknown else {}),
     }
+
+
+def _parsed_windows(windows: tuple[StatusWindow, ...]) -> dict[str, Any]:
+    return {w.name: _parsed_window(w) for w in windows}
 
 
 def doc_dict(doc: StatusDoc) -> dict[str, Any]:
@@ -351,7 +375,7 @@ def doc_dict(doc: StatusDoc) -> dict[str, Any]:
         a = doc.asked
         out["asked"] = {
             "ask": a.ask.word,
-            "window": _parsed_windows((a.window,))[a.window.name],
+            "window": _parsed_window(a.window),
             "by": {b: parsed_keys_dict(k) for b, k in a.by},
             "files_without": a.files_without,
         }

@@ -65,6 +65,10 @@ def _window_dict(w: WindowReport) -> dict[str, Any]:
         "uncovered_seconds": int(w.uncovered_seconds),
         "complete": bool(w.complete),
         "problems": {c: int(w.problems[c]) for c in PROBLEM_CODES if w.problems.get(c)},
+        # Nothing recorded in the window (read/known.py): its counts are not 0 but unknown.
+        # They stay 0 on the wire, as bots older than this word expect numbers; the word is
+        # written only there, so the largest document is no larger (docs/bot-status.md).
+        **({"figures": "unknown"} if w.known == "unknown" else {}),
     }
 
 

@@ -15,6 +15,8 @@ from typing import Literal
 from vllm_ledger.figures import report_names
 
 FiguresKnown = Literal["exact", "lower_bound", "unknown"]
+# The words, from the most known to the least.
+FIGURES_KNOWN: tuple[FiguresKnown, ...] = ("exact", "lower_bound", "unknown")
 
 
 def figures_known(
@@ -37,9 +39,14 @@ def figures_known(
     return "lower_bound"
 
 
+def weakest(*said: FiguresKnown) -> FiguresKnown:
+    """The least known of ``said`` (``unknown`` below ``lower_bound`` below ``exact``)."""
+    return max(said, key=FIGURES_KNOWN.index)
+
+
 def counted(row: object) -> bool:
     """Whether any figure of ``row`` (a field per ``figures.FIGURES``) is above zero."""
     return any(getattr(row, name) for name in report_names())
 
 
-__all__ = ["FiguresKnown", "counted", "figures_known"]
+__all__ = ["FIGURES_KNOWN", "FiguresKnown", "counted", "figures_known", "weakest"]

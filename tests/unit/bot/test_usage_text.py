@@ -171,3 +171,37 @@ def test_an_answer_to_another_ask_is_not_taken_for_this_one() -> None:
     assert usage_text(hosts, ASKS["usage:key:today"], "en").splitlines()[2] == (
         "no figures: the host's version does not answer this (upgrade its vllm_ledger)"
     )
+
+
+def test_a_window_where_nothing_was_recorded_is_unknown_never_zero() -> None:
+    """A host whose digest day holds nothing recorded: its tokens are ``?`` and cost nothing is
+    said; the sum of the hosts counts the others' and says how many are unknown."""
+    nothing = {
+        **DIGEST,
+        "window": _window(
+            input=0,
+            output=0,
+            cached=0,
+            requests=0,
+            hit_rate=None,
+            avg_speed=None,
+            gen_speed=None,
+            uncovered_seconds=86400,
+            complete=False,
+            figures="unknown",
+        ),
+        "by": {"key": _rows(), "adapter": _rows()},
+    }
+    hosts = [HostAnswer(":19001", "ok", _doc(DIGEST)), HostAnswer(":19002", "ok", _doc(nothing))]
+    lines = digest_text(hosts, ASKS["digest"], "en", PRICING).splitlines()
+    block = lines[lines.index("── :19002 ──") + 1 :]
+    assert block[1] == "tokens: input ? · output ? · cached ? · requests ?"
+    assert not any(ln.startswith("cost:") for ln in block[: block.index("── all hosts ──")])
+    assert lines[-2:] == [
+        "tokens: input 1,234,567 · output 23,456 · cached 100,000 · requests 1,234; "
+        "1 host(s) recorded nothing: their figures unknown",
+        "cost: 2.51 CNY (at the price file's rates)",
+    ]
+    usage = {**nothing, "ask": "usage:key:today", "by": {"key": _rows()}}
+    text = usage_text([HostAnswer(":19002", "ok", _doc(usage))], ASKS["usage:key:today"], "en")
+    assert "window: input ? · output ? · hit - · cover" in text

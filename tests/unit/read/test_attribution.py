@@ -26,7 +26,9 @@ from vllm_ledger.read.windows import Window
 from vllm_ledger.write.recorder import Recorder
 from vllm_ledger.write.tags import TagBook
 
-T = float(int(time.time()) - 7200)
+# Two hours or so back, 10 minutes into its hour: an edge window of a minute from T lies in
+# one hour, so its seconds are read (not the hour's row less the seconds outside it).
+T = float(int(time.time()) // 3600 * 3600 - 7200 + 600)
 ALL = Window("all", 0, int(T) + 7200)
 
 
