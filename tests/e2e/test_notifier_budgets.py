@@ -57,14 +57,14 @@ def test_budgets_digest_and_usage_through_a_forced_command(
     now = time.time()
     zone = midday_zone(now)  # budgets and the digest: "today" has hours before and after now
     root = tmp_path / "usage"
-    noon = yesterday_noon_ts("UTC")  # the host's zone (ROOT/zone): UTC
+    noon = yesterday_noon_ts(zone)  # the host's zone (ROOT/zone) too: now-600 is today there
     write_host_root(root, "run-1", [
         Call(noon, "team-a", "tiny", prompt=1_234_567, gen=8_910, cached=1_000),
         Call(noon + 60, "key:1a2b3c4d", "org/tiny-lora", prompt=4_000, gen=900),
         Call(noon + 120, prompt=50, gen=10, untagged=True),
         Call(now - 600, "team-a", "tiny", prompt=800_000, gen=50_000),
         Call(now - 590, "team-b", "tiny", prompt=1_000, gen=100),
-    ])  # fmt: skip
+    ], zone=zone)  # fmt: skip
     budgets = tmp_path / "budgets.toml"
     budgets.write_text(
         f'zone = "{zone}"\n\n[[budget]]\nkey = "team-a"\ntokens = 1_000_000\n'
@@ -118,7 +118,9 @@ def test_budgets_digest_and_usage_through_a_forced_command(
             assert (code, err) == (0, "")
             _restart_and_settle(n, platform, "s1")
             assert (platform.count("BUDGET SOFT"), platform.count("Daily digest")) == (1, 1)
-            write_host_root(root, "run-2", [Call(now - 300, "team-a", "tiny", prompt=200_000)])
+            write_host_root(
+                root, "run-2", [Call(now - 300, "team-a", "tiny", prompt=200_000)], zone=zone
+            )
             wait_for("the hard message", lambda: platform.count("BUDGET HARD"), 60)
             _restart_and_settle(n, platform, "s2")
         finally:

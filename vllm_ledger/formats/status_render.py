@@ -24,6 +24,7 @@ The document's shape, its limits and its strict parser are ``formats/status.py``
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -126,7 +127,8 @@ def status_dict(
             writers[w.state] += 1
     out: dict[str, Any] = {
         "schema": STATUS_SCHEMA,
-        "clock": round(report.generated_ts, 3),
+        # Down to the millisecond, never up: `report --at CLOCK` cuts at the same second.
+        "clock": round(math.floor(report.generated_ts * 1000) / 1000, 3),
         "cutoff": int(report.cutoff_ts),
         "tz_offset": _tz_offset_seconds(report),
         "tz": report.tz,  # the zone "today" was cut in (the rule: docs/ledger.md)

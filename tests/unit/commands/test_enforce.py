@@ -119,11 +119,12 @@ def _root_now(tmp_path: Path) -> tuple[Path, float]:
     """team-a credited 900 tokens a minute ago; the next midnight in Shanghai."""
     root = tmp_path / "now"
     now = time.time()
-    calls = [Call(now - 60, key="team-a", adapter="tiny", prompt=800, gen=100)]
-    write_credited_ledger(root, "run-n", start_ts=now - 70, end_ts=now - 50, calls=calls)
     local = datetime.fromtimestamp(now, SH)
-    midnight = datetime(local.year, local.month, local.day, tzinfo=SH) + timedelta(days=1)
-    return root, midnight.timestamp()
+    today = datetime(local.year, local.month, local.day, tzinfo=SH)
+    at = max(now - 60, today.timestamp())  # today in Shanghai, even a minute after midnight
+    calls = [Call(at, key="team-a", adapter="tiny", prompt=800, gen=100)]
+    write_credited_ledger(root, "run-n", start_ts=at - 10, end_ts=min(at + 10, now), calls=calls)
+    return root, (today + timedelta(days=1)).timestamp()
 
 
 def test_the_sidecar_publishes_stands_by_and_takes_over(tmp_path: Path) -> None:

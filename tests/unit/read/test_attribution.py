@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
@@ -26,9 +25,9 @@ from vllm_ledger.read.windows import Window
 from vllm_ledger.write.recorder import Recorder
 from vllm_ledger.write.tags import TagBook
 
-# Two hours or so back, 10 minutes into its hour: an edge window of a minute from T lies in
-# one hour, so its seconds are read (not the hour's row less the seconds outside it).
-T = float(int(time.time()) // 3600 * 3600 - 7200 + 600)
+# A fixed instant, 10 minutes into an hour of the day (2026-11-30 08:10 UTC): an edge window of
+# a minute from T lies in one hour (its seconds are read), and ALL reads T's day by its hours.
+T = 1_796_026_200.0
 ALL = Window("all", 0, int(T) + 7200)
 
 
