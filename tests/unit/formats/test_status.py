@@ -421,3 +421,12 @@ def test_the_status_command_probes_each_port_on_127_0_0_1(tmp_path: Path) -> Non
     assert all("health" not in r for r in json.loads(out2)["instances"])
     doc = parse(out.encode())
     assert doc.instance(vllm.port) is not None and doc.instance(closed) is not None
+
+
+def test_the_clock_is_cut_down_to_the_millisecond_never_past_its_cutoff(ledger: Path) -> None:
+    """At .9996 of a second, rounding would print the next second: `report --at CLOCK` would
+    then cut a second later than the document did."""
+    at = float(int(NOW)) + 0.9996
+    status = json.loads(render(build_report([ledger], at_ts=at, clock=lambda: at)))
+    assert status["clock"] == int(NOW) + 0.999
+    assert status["cutoff"] == int(NOW) == math.floor(status["clock"])
