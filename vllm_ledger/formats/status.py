@@ -30,6 +30,7 @@ from vllm_ledger.formats.status_fields import (
     field_float,
     field_int,
     field_obj,
+    field_word,
     loads,
 )
 from vllm_ledger.formats.status_keys import (
@@ -173,7 +174,7 @@ def _window(name: str, d: Mapping[str, Any]) -> StatusWindow:
     # (an older host sends no word: the numbers decide alone).
     known = figures_known(complete, uncovered, cutoff - start, any(counts.values()))
     if "figures" in d:
-        known = weakest(known, _known_word(d["figures"]))
+        known = weakest(known, field_word(d, "figures", FIGURES_KNOWN))
     return StatusWindow(
         name=name,
         start_ts=start,
@@ -187,13 +188,6 @@ def _window(name: str, d: Mapping[str, Any]) -> StatusWindow:
         problems=field_codes(d, "problems", PROBLEM_CODES, require_all=False),
         known=known,
     )
-
-
-def _known_word(value: object) -> FiguresKnown:
-    """The host's ``figures`` word, as this module's own constant."""
-    if not isinstance(value, str) or value not in FIGURES_KNOWN:
-        raise StatusParseError("figures: not exact, lower_bound or unknown")
-    return FIGURES_KNOWN[FIGURES_KNOWN.index(value)]
 
 
 def parse(data: bytes, max_bytes: int = 64 * 1024) -> StatusDoc:
@@ -261,11 +255,7 @@ def _tz_source(doc: Mapping[str, Any]) -> ZoneSource | None:
     """The optional ``tz_source``: one of our own constants, never the remote's string."""
     if "tz_source" not in doc:
         return None
-    v = doc["tz_source"]
-    for source in ZONE_SOURCES:
-        if v == source:
-            return source
-    raise StatusParseError("tz_source: not a known source")
+    return field_word(doc, "tz_source", ZONE_SOURCES)
 
 
 def _instances(value: object, whole: tuple[StatusWindow, ...]) -> tuple[StatusInstance, ...]:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from vllm_ledger import strictjson
 from vllm_ledger.errors import ConfigError, StatusParseError
+
+_W = TypeVar("_W", bound=str)
 
 MAX_COUNT = 10**15  # tokens, requests, files: ~30 years at 1M tokens/s
 MAX_NUMBER_CHARS = 32  # no numeral in a valid document is longer
@@ -64,6 +66,15 @@ def field_bool(parent: Mapping[str, Any], key: str) -> bool:
     if type(v) is not bool:
         raise StatusParseError(f"{key}: not a boolean")
     return v
+
+
+def field_word(parent: Mapping[str, Any], key: str, words: tuple[_W, ...]) -> _W:
+    """One of ``words``: the module's own constant, never the remote's string."""
+    v = parent.get(key)
+    for word in words:
+        if v == word and type(v) is str:
+            return word
+    raise StatusParseError(f"{key}: not one of {', '.join(map(str, words))}")
 
 
 def field_codes(
