@@ -127,8 +127,9 @@ def status_dict(
             writers[w.state] += 1
     out: dict[str, Any] = {
         "schema": STATUS_SCHEMA,
-        # Down to the millisecond, never up: `report --at CLOCK` cuts at the same second.
-        "clock": round(math.floor(report.generated_ts * 1000) / 1000, 3),
+        # To the millisecond, never up into the next second: `report --at CLOCK` cuts at the
+        # same second as the document.
+        "clock": min(round(report.generated_ts, 3), math.floor(report.generated_ts) + 0.999),
         "cutoff": int(report.cutoff_ts),
         "tz_offset": _tz_offset_seconds(report),
         "tz": report.tz,  # the zone "today" was cut in (the rule: docs/ledger.md)

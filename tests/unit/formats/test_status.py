@@ -423,7 +423,7 @@ def test_the_status_command_probes_each_port_on_127_0_0_1(tmp_path: Path) -> Non
     assert doc.instance(vllm.port) is not None and doc.instance(closed) is not None
 
 
-def test_the_clock_is_cut_down_to_the_millisecond_never_past_its_cutoff(ledger: Path) -> None:
+def test_the_clock_is_never_rounded_up_past_its_cutoff_second(ledger: Path) -> None:
     """At .9996 of a second, rounding would print the next second: `report --at CLOCK` would
     then cut a second later than the document did."""
     at = float(int(NOW)) + 0.9996
