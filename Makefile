@@ -38,10 +38,14 @@ unit: setup
 e2e: setup
 	$(PY) -m pytest -m e2e
 
-# The ledger property (tests/test_property_ledgers.py) with many more examples and a random
-# seed; a failure prints the example and a @reproduce_failure blob.
+# The ledger property (tests/test_property_ledgers.py) and the equivalence properties of the
+# hot paths (a fast way against the plain way) with many more examples and a random seed; a
+# failure prints the example and a @reproduce_failure blob.
+FUZZ_TESTS = tests/test_property_ledgers.py tests/unit/write/test_batch.py \
+	tests/unit/read/test_attr_judge.py tests/unit/read/test_whose.py \
+	tests/unit/format/test_attr_reads.py
 fuzz: setup
-	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/test_property_ledgers.py
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -n $(UNIT_WORKERS) $(FUZZ_TESTS)
 
 bench: setup
 	$(PY) bench/run.py

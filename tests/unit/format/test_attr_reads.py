@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.credited_ledgers import Call, write_credited_ledger
@@ -120,7 +120,6 @@ def _hostile(rows: list[tuple[Any, ...]], dims: list[tuple[Any, Any]]) -> sqlite
     return conn
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.lists(_ROW, max_size=8), st.lists(_DIM, max_size=4))
 def test_columns_are_the_rows_as_stored_or_none(
     rows: list[tuple[Any, ...]], dims: list[tuple[Any, Any]]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import cast
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from vllm_ledger.bounds import MAX_COUNT
@@ -20,7 +20,6 @@ _VALUE = st.one_of(
 )
 
 
-@settings(max_examples=500, deadline=None)
 @given(st.lists(st.tuples(*[_VALUE] * 5), max_size=6), st.integers(0, MAX_COUNT))
 def test_rows_are_judged_as_one_row_at_a_time_would_judge_them(
     counts: list[tuple[object, ...]], before: int

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from vllm_ledger.read.attribution import Credited, FileCredits, widened
@@ -77,7 +77,6 @@ def test_a_window_that_read_a_file_from_before_attribution_is_not_complete() -> 
     assert not ww.complete and ww.files_without == 1
 
 
-@settings(max_examples=400, deadline=None)
 @given(
     st.dictionaries(
         st.text(alphabet="abcxyz", min_size=1, max_size=4),
@@ -108,7 +107,6 @@ _BY_VALUE = st.dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(_BY_VALUE, _BY_VALUE)
 def test_a_reads_own_sums_give_the_window_a_row_by_row_sum_gives(
     by_value: dict[str, dict[str, list[int]]], more: dict[str, dict[str, list[int]]]
@@ -143,7 +141,6 @@ _READ = st.dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
 @given(_READ, _READ, st.integers(1, 6))
 def test_a_widened_reads_first_rows_are_sought_among_the_narrower_views_and_the_rings(
     inner: dict[str, dict[str, list[int]]], ring: dict[str, dict[str, list[int]]], top: int

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from vllm_ledger.write.batch import Batch
@@ -89,7 +89,6 @@ def _state(b: Batch) -> tuple[object, ...]:
     )
 
 
-@settings(max_examples=400)
 @given(events=st.lists(_plain, max_size=12))
 def test_the_plain_events_way_sums_and_rejects_as_the_general_way(
     events: list[tuple[object, ...]],
