@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import ipaddress
 
-UNKNOWN = "?"  # a figure nobody knows (read/known.py): never printed as 0
-
 
 def human_count(n: int) -> str:
     """1234 -> 1.2K, 123456 -> 123K, 1234567 -> 1.2M."""
@@ -61,12 +59,4 @@ def signed_count(n: int) -> str:
     return ("-" if n < 0 else "") + human_count(abs(n))
 
 
-__all__ = [
-    "UNKNOWN",
-    "human_count",
-    "human_rate",
-    "human_speed",
-    "ip_last_part",
-    "signed_count",
-    "utc_offset",
-]
+__all__ = ["human_count", "human_rate", "human_speed", "ip_last_part", "signed_count", "utc_offset"]

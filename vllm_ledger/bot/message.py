@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 from vllm_ledger.bot.health import Health
 from vllm_ledger.bot.humanize import (
-    UNKNOWN,
     human_count,
     human_rate,
     human_speed,
@@ -44,6 +43,7 @@ from vllm_ledger.formats.status import StatusDoc, StatusInstance, StatusWindow
 from vllm_ledger.formats.status_keys import StatusKeys
 from vllm_ledger.formats.table import aligned
 from vllm_ledger.names import POLL_STALE_AFTER_S
+from vllm_ledger.read.known import UNKNOWN_MARK
 from vllm_ledger.units import format_duration
 
 
@@ -135,7 +135,7 @@ def _figures(doc: StatusDoc, part: Figures, w: dict) -> list[str]:
             human_speed(win.gen_speed),
         ]
         if win.known == "unknown":  # nothing recorded there: not 0 but unknown
-            cells = [UNKNOWN] * len(cells)
+            cells = [UNKNOWN_MARK] * len(cells)
         rows.append([w["windows"][win.name], *cells, _mark(win, w)])
     lines = _table(rows)
     writers = dict(part.writers)

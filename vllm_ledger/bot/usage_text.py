@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_ledger.bot.budget_text import host_instant, utc_offset
-from vllm_ledger.bot.humanize import UNKNOWN, human_count, human_rate
+from vllm_ledger.bot.humanize import human_count, human_rate
 from vllm_ledger.formats.status import StatusAsked, StatusDoc, StatusWindow
 from vllm_ledger.formats.status_asked import Ask
 from vllm_ledger.formats.status_keys import StatusKeys
 from vllm_ledger.formats.table import aligned
 from vllm_ledger.plan.cost import CloudPrices
+from vllm_ledger.read.known import UNKNOWN_MARK
 from vllm_ledger.units import format_duration
 
 
@@ -226,8 +227,8 @@ def usage_text(hosts: Sequence[HostAnswer], ask: Ask, lang: str = "zh") -> str:
         unknown = win.known == "unknown"  # nothing recorded there: not 0 but unknown
         lines.append(
             str(w["window"]).format(
-                i=UNKNOWN if unknown else human_count(win.input_tokens),
-                o=UNKNOWN if unknown else human_count(win.output_tokens),
+                i=UNKNOWN_MARK if unknown else human_count(win.input_tokens),
+                o=UNKNOWN_MARK if unknown else human_count(win.output_tokens),
                 h=human_rate(win.hit_rate),
                 c=str(w["semi"]).join(_gaps(win, doc, got.files_without, w)) or "✓",
             )
@@ -320,7 +321,7 @@ def _tokens_line(windows: Sequence[StatusWindow], w: dict[str, Any]) -> str:
     the hosts whose figures are unknown named as a count where only some are."""
     known = [a for a in windows if a.known != "unknown"]
     if not known:
-        return str(w["tokens"]).format(**{k: UNKNOWN for k, _f in _SUMMED})
+        return str(w["tokens"]).format(**{k: UNKNOWN_MARK for k, _f in _SUMMED})
     line = str(w["tokens"]).format(
         **{k: f"{sum(getattr(a, f) for a in known):,}" for k, f in _SUMMED}
     )

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import aligned
+from vllm_ledger.read.known import UNKNOWN_MARK
 from vllm_ledger.read.matched import NothingMatched, root_hint
 from vllm_ledger.read.periods import is_edge
 from vllm_ledger.read.report import Report, WindowReport
@@ -35,7 +36,7 @@ def rate(x: float | None) -> str:
     return "<0.01" if 0 < x < 0.005 else f"{x:,.2f}"
 
 
-UNKNOWN = "?"  # a figure nobody knows (read/known.py): never printed as 0
+UNKNOWN = UNKNOWN_MARK  # a figure nobody knows (read/known.py): never printed as 0
 
 
 def figure_cells(w: WindowReport, zeros: bool = False) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Literal
 from vllm_ledger.figures import report_names
 
 FiguresKnown = Literal["exact", "lower_bound", "unknown"]
+UNKNOWN_MARK = "?"  # an unknown figure in text (the report's tables, the chat): never 0
 # The words, from the most known to the least.
 FIGURES_KNOWN: tuple[FiguresKnown, ...] = ("exact", "lower_bound", "unknown")
 
@@ -49,4 +50,4 @@ def counted(row: object) -> bool:
     return any(getattr(row, name) for name in report_names())
 
 
-__all__ = ["FIGURES_KNOWN", "FiguresKnown", "counted", "figures_known", "weakest"]
+__all__ = ["FIGURES_KNOWN", "UNKNOWN_MARK", "FiguresKnown", "counted", "figures_known", "weakest"]
