@@ -198,6 +198,25 @@ class Prometheus:
             for t in doc["data"]["activeTargets"]
         }
 
+    def wait_targets(self, want: dict[str, str], timeout_s: float = 30.0) -> None:
+        """Until every target's health is WANT's (job/instance -> "up" or "down").
+
+        One scrape's health is not steady: a scrape of a slow target on a loaded machine can
+        time out once and mark it down until the next. Fails with each target's last error.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            doc = self.api("targets")
+            seen = {
+                t["labels"]["job"] + "/" + t["labels"]["instance"]: (t["health"], t["lastError"])
+                for t in doc["data"]["activeTargets"]
+            }
+            if {k: health for k, (health, _err) in seen.items()} == want:
+                return
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"targets not as {want} within {timeout_s} s: {seen}")
+            time.sleep(0.5)
+
 
 VICTORIA_METRICS = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 

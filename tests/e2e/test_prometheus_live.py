@@ -361,15 +361,17 @@ def _run_checks(
         assert container_only and container_only <= empty  # no cAdvisor here
         assert {e for e in empty if needs_data(e)} == set()  # the node queries answer too
         node_port, cadvisor_port = other_ports
-        assert prom.targets_up() == {
-            f"vllm/{name}": "up",
-            f"dcgm/{host}:{dcgm_port}": "down",
-            f"vllm-ledger/{host}:{eport}": "up",
-            f"node/{host}:{node_port}": "up",
-            f"cadvisor/{host}:{cadvisor_port}": "down",
-            # itself, where the compose file runs it (this test's Prometheus is elsewhere)
-            "prometheus/localhost:9090": "down",
-        }
+        prom.wait_targets(
+            {
+                f"vllm/{name}": "up",
+                f"dcgm/{host}:{dcgm_port}": "down",
+                f"vllm-ledger/{host}:{eport}": "up",
+                f"node/{host}:{node_port}": "up",
+                f"cadvisor/{host}:{cadvisor_port}": "down",
+                # itself, where the compose file runs it (this test's Prometheus is elsewhere)
+                "prometheus/localhost:9090": "down",
+            }
+        )
 
         # The rules Prometheus loaded from alerts.yml evaluate without error on live data.
         def rules_evaluated() -> list[Any] | None:
