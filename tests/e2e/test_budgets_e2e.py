@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
+from tests.usage_hosts import midday_zone
 from vllm_ledger import enforcer
 from vllm_ledger.format import overbudget
 from vllm_ledger.write import keys
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.e2e
 KEYS = {"k1": "sk-budget-ONE-4d2c", "k2": "sk-budget-TWO-8e1a", "k3": "sk-budget-THREE-0b7f"}
 LAG_S = 10.0  # the stated bound (docs/budgets.md)
 INTERVAL_S = 0.5  # the enforcer's cadence here (5 s by default): stale after 3 s
-ZONE = "UTC"
+ZONE = midday_zone()  # the budgets' day: about noon there, so no midnight falls in the test
 
 
 class Clock:

@@ -33,8 +33,11 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from datetime import datetime
+from datetime import time as dt_time
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -43,6 +46,7 @@ from tests.conftest import REPO, run_cli
 from tests.credited_ledgers import Call, write_credited_ledger
 from tests.e2e.prom import Prometheus, VictoriaMetrics
 from tests.ledgers import ev, write_ledger
+from tests.usage_hosts import midday_zone
 from vllm_ledger.formats.fleet import fleet_dict
 from vllm_ledger.plan.fleet_read import read_fleet
 
@@ -50,6 +54,8 @@ pytestmark = pytest.mark.e2e
 
 FIGURES = ("input", "output", "cached", "requests", "decode_tokens", "decode_seconds")
 WINDOWS = ("today", "24h", "3d", "7d", "total")
+# The exporters' and reports' zone: about noon there, so no midnight moves "today" mid-test.
+ZONE = midday_zone()
 
 
 def wait_for(
@@ -119,7 +125,7 @@ def exporters(tmp_path: Path) -> Iterator[Callable[[Path], tuple[int, subprocess
         p = subprocess.Popen(
             [
                 *(sys.executable, "-m", "vllm_ledger", "exporter", "--root", str(root)),
-                *("--listen", f"127.0.0.1:{port}", "--tz", "UTC", "--no-gpu"),
+                *("--listen", f"127.0.0.1:{port}", "--tz", ZONE, "--no-gpu"),
             ],
             env=dict(os.environ, PYTHONPATH=str(REPO)),
             stdout=log,
@@ -152,7 +158,7 @@ def _report(root: Path, by: str | None = None) -> dict[str, Any]:
     """``report --json --zeros``: a window the host's ledger proves nothing of (host B's 24h)
     is null in a report (read/known.py) and 0 in its exporter's window gauges, which carry
     its coverage beside (complete 0, uncovered = wall); the fleet sums the gauges."""
-    args = ["report", "--root", str(root), "--json", "--tz", "UTC", "--zeros"]
+    args = ["report", "--root", str(root), "--json", "--tz", ZONE, "--zeros"]
     code, out, err = run_cli(*args, *(["--by", by] if by else []))
     assert code == 0, err
     doc: dict[str, Any] = json.loads(out)
@@ -517,10 +523,11 @@ def _whose_hosts(root_a: Path, root_b: Path, t0: int) -> dict[str, list[Call]]:
 
 
 def _want_rows(calls: list[Call], t0: int) -> dict[str, dict[str, dict[str, int]]]:
-    """Per key, per window: the finished calls' figures (the windows' starts in UTC)."""
+    """Per key, per window: the finished calls' figures (today starts at ZONE's midnight)."""
     now = time.time()
+    midnight = datetime.combine(datetime.now(ZoneInfo(ZONE)).date(), dt_time(), ZoneInfo(ZONE))
     starts = {
-        "today": now - now % 86400,
+        "today": midnight.timestamp(),
         "24h": now - 86400,
         "3d": now - 3 * 86400,
         "7d": now - 7 * 86400,

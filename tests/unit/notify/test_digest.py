@@ -17,7 +17,14 @@ import pytest
 
 from tests.inproc import run_cli
 from tests.ledgers import FakeClock
-from tests.usage_hosts import Call, local_ssh, usage_entry, write_host_root, yesterday_noon_ts
+from tests.usage_hosts import (
+    Call,
+    local_ssh,
+    midday_zone,
+    usage_entry,
+    write_host_root,
+    yesterday_noon_ts,
+)
 from vllm_ledger.errors import ConfigError
 from vllm_ledger.notify.chat import parse_request
 from vllm_ledger.notify.digest import DigestSettings, digest_settings, due
@@ -81,17 +88,18 @@ def test_the_digest_prices_come_from_a_price_file(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A host whose ledger credited two keys and two adapters yesterday and today (UTC)."""
+    """A host whose ledger credited two keys and two adapters yesterday and today, in a zone
+    where it is about noon: no midnight falls between this fixture and the module's last test."""
     root = tmp_path_factory.mktemp("digest-host") / "usage"
-    noon = yesterday_noon_ts("UTC")
-    now = time.time()
-    today = max(now - 120, now - now % 86400 + 1)  # today in UTC, even just past midnight
+    zone = midday_zone()
+    noon = yesterday_noon_ts(zone)
+    today = time.time() - 120  # about 11:00 or later there
     write_host_root(root, "run-1", [
         Call(noon, "team-a", "tiny", prompt=1_234_567, gen=8_910, cached=1_000),
         Call(noon + 60, "key:1a2b3c4d", "org/tiny-lora", prompt=4_000, gen=900),
         Call(noon + 120, prompt=50, gen=10, untagged=True),
         Call(today, "team-a", "tiny", prompt=777, gen=77),
-    ])  # fmt: skip
+    ], zone=zone)  # fmt: skip
     return root
 
 
