@@ -516,6 +516,32 @@ def test_http_goes_through_the_one_client_and_server() -> None:
     assert outside == HTTP_ALLOWED
 
 
+# A file written whole (a temporary file, then a rename over the name) has two homes: what a
+# user names on the command line (``outfile.py``: its target checked, before and after) and
+# the small files beside the ledgers (``format/smallfiles.write_whole``: the summary, the
+# markers, the over-budget list). The bundle swaps a whole folder in (``deploy/bundle.py``).
+RENAME_ALLOWED = {
+    "vllm_ledger.outfile": {"os.replace", "tempfile.mkstemp"},
+    "vllm_ledger.format.smallfiles": {"os.replace"},
+    "vllm_ledger.deploy.bundle": {"os.replace"},
+}
+_RENAMES = {"os.replace", "os.rename", "tempfile.mkstemp", "tempfile.NamedTemporaryFile"}
+
+
+def test_a_file_is_written_whole_in_one_place() -> None:
+    """No module writes its own temporary file and renames it: it calls one of the two homes."""
+    found: dict[str, set[str]] = {}
+    for m, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and f"{node.value.id}.{node.attr}" in _RENAMES
+            ):
+                found.setdefault(m, set()).add(f"{node.value.id}.{node.attr}")
+    assert found == RENAME_ALLOWED
+
+
 # SQL that opens a transaction: ``BEGIN``, ``BEGIN IMMEDIATE``, ``BEGIN EXCLUSIVE``, ...
 _BEGIN = re.compile(r"^\s*BEGIN\b", re.IGNORECASE)
 # Where one is opened: ``format/schema.transaction`` is the one write transaction (BEGIN

@@ -43,7 +43,7 @@ def write_whole(path: Path, data: bytes, *, tmp: Path, mode: int = 0o666) -> Non
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except OSError:
+    except BaseException:  # an interrupt between the two steps leaves no temporary file either
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise

@@ -38,12 +38,14 @@ import errno
 import json
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from vllm_ledger import infile, strictjson
 from vllm_ledger.format.identity import InstanceInfo
+from vllm_ledger.format.smallfiles import write_whole
 from vllm_ledger.read import values, writer_state
 from vllm_ledger.read.discovery import Found, discover_runs
 from vllm_ledger.read.open_ledger import read_ledger
@@ -303,19 +305,7 @@ def _write(
     head = json.dumps(
         {"version": SUMMARY_VERSION, "instances": instances, "runs": index}, separators=(",", ":")
     )
-    import tempfile  # only the maintenance pass writes the summary
-
-    fd, tmp = tempfile.mkstemp(prefix=".summary-", dir=root)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(head.encode())
-            f.write(b"\n")
-            for line in lines:
-                f.write(line)
-                f.write(b"\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, root / SUMMARY_NAME)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    data = b"\n".join([head.encode(), *lines]) + b"\n"
+    # A name of this process and thread: two maintenance passes never write the same file.
+    tmp = root / f".summary-{os.getpid()}-{threading.get_native_id()}.tmp"
+    write_whole(root / SUMMARY_NAME, data, tmp=tmp, mode=0o644)
