@@ -30,6 +30,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from vllm_ledger import strictjson
+
 # The bounds come from the one table (bounds.py), re-exported for this module's callers.
 from vllm_ledger.bounds import MAX_COUNT as MAX_COUNT
 from vllm_ledger.bounds import MAX_ENGINE as MAX_ENGINE
@@ -228,10 +230,10 @@ def check_totals(value: Any) -> dict[int, list[int]]:
 def check_number(name: str, value: Any, *, most: float, whole: bool = False) -> float:
     """A finite number from 0 to ``most`` (a whole one where ``whole``), or ``BadValues``
     saying which it is not."""
-    if type(value) not in (int, float) or math.isnan(value):
+    if not strictjson.is_number(value):  # the one test of a decoded number, then the reason
+        if type(value) is float and math.isinf(value):
+            raise BadValues(f"{name} {value!r} is not finite")
         raise BadValues(f"{name} {value!r:.40} is not a number")
-    if not math.isfinite(value):
-        raise BadValues(f"{name} {value!r} is not finite")
     if value < 0:
         raise BadValues(f"{name} {value:g} is negative")
     if whole and value != math.floor(value):

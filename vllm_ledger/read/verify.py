@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from vllm_ledger.errors import BadArgument, LedgerUnavailable, RemoteError
 from vllm_ledger.http import client
+from vllm_ledger.http.urls import url_problem
 from vllm_ledger.names import (
     VLLM_GENERATION_TOKENS_TOTAL,
     VLLM_PROMPT_TOKENS_CACHED_TOTAL,
@@ -114,9 +115,10 @@ def fetch_metrics(url: str, timeout_s: float = FETCH_TIMEOUT_S) -> str:
     """The text at ``url``, all of it within ``timeout_s`` (connection, headers and body: a
     server that drips it is cut there), at most ``MAX_METRICS_BYTES``. Redirects are followed
     only on the same host (vLLM's ``/metrics`` may answer with one to ``/metrics/``)."""
-    if not url.startswith(("http://", "https://")):
+    problem = url_problem(url)  # what the client would refuse, said first as the argument's
+    if problem is not None:
         raise BadArgument(
-            f"metrics_url {url!r} is not an http(s) URL",
+            f"metrics_url {url!r} {problem}",
             hint="e.g. http://127.0.0.1:8000/metrics",
             argument="metrics_url",
             value=url,

@@ -210,11 +210,14 @@ def test_verify_waits_for_the_ledger_then_reports_the_difference(tmp_path: Path)
 
 
 def test_fetch_names_a_bad_url_and_a_server_that_is_not_there() -> None:
-    with pytest.raises(BadArgument) as e:
-        fetch_metrics("127.0.0.1:8000")
-    assert str(e.value) == (
-        "metrics_url '127.0.0.1:8000' is not an http(s) URL: e.g. http://127.0.0.1:8000/metrics"
-    )
+    for bad, problem in (
+        ("127.0.0.1:8000", "is not an http:// or https:// URL"),
+        ("http:///metrics", "names no host"),
+        ("http://127.0.0.1:99999/metrics", "is not a URL"),
+    ):
+        with pytest.raises(BadArgument) as e:
+            fetch_metrics(bad)
+        assert str(e.value) == f"metrics_url {bad!r} {problem}: e.g. http://127.0.0.1:8000/metrics"
     with MetricsServer([METRICS]) as server:
         assert fetch_metrics(server.url) == METRICS
         wrong_path = server.url.replace("/metrics", "/other")
