@@ -183,6 +183,25 @@ class Prometheus:
         result: list[dict[str, Any]] = doc["data"]["result"]
         return result
 
+    def vector_when_any(self, expr: str, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        """``vector(expr)``'s first non-empty answer within ``timeout_s`` (else the empty one).
+
+        A gauge's series is stale for a moment after one failed scrape (a 1 s scrape that timed
+        out on a loaded machine): a single read can find it empty though the target is fine.
+        """
+        deadline = time.monotonic() + timeout_s
+        while not (result := self.vector(expr)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return result
+
+    def scalar_when_any(self, expr: str, timeout_s: float = 30.0) -> float | None:
+        """``scalar(expr)`` once it has a value (``vector_when_any``), or None after the wait."""
+        result = self.vector_when_any(expr, timeout_s)
+        if not result:
+            return None
+        assert len(result) == 1, (expr, result)
+        return float(result[0]["value"][1])
+
     def scalar(self, expr: str) -> float | None:
         """The value of a one-element vector, or None when the result is empty."""
         result = self.vector(expr)

@@ -27,7 +27,9 @@ from tests.e2e.sshd import ClientHost, Sshd, free_port, keygen, kill_pid, write_
 from vllm_ledger.bot.capped import CappedRun, run_capped
 from vllm_ledger.read.windows import WINDOW_NAMES
 
-DEADLINE_S = 8.0
+# Each poll's deadline: eight ssh sessions and their `status` at once fit in it on a loaded
+# 2-core machine; two sleepers polled one after the other would not fit in it plus SLACK_S.
+DEADLINE_S = 15.0
 # How late past its deadline a poll may end (process start, kill, reap) on a loaded machine.
 SLACK_S = 10.0
 NOW = time.time()

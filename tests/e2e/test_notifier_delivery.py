@@ -60,7 +60,7 @@ def _setup(
             "webhook_url_file": "webhook_url",
             "poll_interval_s": 30,
             "startup_wait_s": 5,
-            "deliver_timeout_s": 1,
+            "deliver_timeout_s": 10,  # a test of the deadline itself gives its own
             **settings,
         },
     )
@@ -106,7 +106,7 @@ def test_sigkill_mid_delivery_sends_nothing_twice_and_the_cursor_resumes(
 def test_a_failed_delivery_is_recorded_shown_and_sent_again_only_on_resend(
     tmp_path: Path, platform: FakePlatform
 ) -> None:
-    n = _setup(tmp_path, platform).start()
+    n = _setup(tmp_path, platform, deliver_timeout_s=5).start()
     try:
         platform.fail_when = lambda text: 500 if "#2001" in text else None
         platform.hang_when = lambda text: "#2002" in text
@@ -158,7 +158,7 @@ def test_a_dripping_json_webhook_is_cut_at_deliver_timeout(
             held_s.append(time.monotonic() - began)
 
     with RawServer(dripping) as hook:
-        n = _setup(tmp_path, platform)
+        n = _setup(tmp_path, platform, deliver_timeout_s=1)
         config = json.loads(n.config.read_text())
         config["notifier"]["platform"] = "json"
         n.config.write_text(json.dumps(config))
@@ -184,7 +184,7 @@ def test_down_once_up_once_and_no_storm_while_flapping(
 ) -> None:
     vllm = HealthStandIn().start()
     n = _setup(
-        tmp_path, platform, host_port=vllm.port, health_interval_s=0.1, damping_s=1.0
+        tmp_path, platform, host_port=vllm.port, health_interval_s=0.1, damping_s=3.0
     ).start()
     try:
         wait_for("the baseline", lambda: n.status()["health"].get(str(vllm.port)))
@@ -193,13 +193,14 @@ def test_down_once_up_once_and_no_storm_while_flapping(
         wait_for("one DOWN", lambda: platform.count("DOWN"))
         vllm.start()
         wait_for("one UP", lambda: platform.count("UP"))
-        # flapping every 0.3 s, for 3 s: shorter than the 1 s damping each time
+        # flapping every 0.3 s, for 3 s: each down far shorter than the 3 s damping (room for
+        # a health probe or two that a loaded machine delays past an up)
         for _ in range(5):
             vllm.stop()
             time.sleep(0.3)
             vllm.start()
             time.sleep(0.3)
-        time.sleep(1.5)
+        time.sleep(3.5)
         assert platform.posts == [
             f"DOWN: vLLM .1:{vllm.port} is not responding\n",
             f"UP: vLLM .1:{vllm.port} is healthy again\n",

@@ -36,7 +36,8 @@ pytestmark = pytest.mark.e2e
 def test_a_lock_held_15_s_loses_no_reply_and_no_loop(
     tmp_path: Path, platform: FakePlatform
 ) -> None:
-    n = setup_notifier(tmp_path, platform).start()
+    # The held reply's deadline (60 s) outlasts the steps between its hold and its release.
+    n = setup_notifier(tmp_path, platform, deliver_timeout_s=60).start()
     try:
         platform.hold_when = lambda text: "#7000" in text
         assert send_command(n.port, "c0", "@bot resend 7000")[0] == 202

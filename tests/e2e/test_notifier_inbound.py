@@ -50,7 +50,7 @@ def _start(tmp_path: Path, platform: FakePlatform, kind: str) -> NotifierProc:
             "slack_signing_secret_file": "slack_signing_secret",  # from a file ...
             "poll_interval_s": 30,
             "startup_wait_s": 5,
-            "deliver_timeout_s": 1,
+            "deliver_timeout_s": 10,  # room for the fake platform's answer on a loaded machine
         },
     )
     env = {

@@ -18,6 +18,7 @@ import pytest
 from devtools.ports import free_port
 from tests.conftest import REPO
 from tests.e2e.test_render_bare import API_KEY, MAX_TOKENS, VENV_BIN, Launched, host_data, render
+from tests.usage_hosts import midday_zone
 from vllm_ledger.format import overbudget
 
 pytestmark = pytest.mark.e2e
@@ -52,8 +53,8 @@ def test_the_rendered_budgets_file_is_enforced(tiny_model: Path, tmp_path: Path)
     names = tmp_path / "key-names.json"
     names.write_text("{" + line.strip() + "}\n")
     budgets = tmp_path / "budgets.toml"
-    budgets.write_text(  # the first request crosses it
-        'zone = "UTC"\nenforce = true\n[[budget]]\nkey = "alice"\ntokens = 1\n'
+    budgets.write_text(  # the first request crosses it; about noon in its zone: no midnight
+        f'zone = "{midday_zone()}"\nenforce = true\n[[budget]]\nkey = "alice"\ntokens = 1\n'
     )
     port = free_port()
     url = f"http://127.0.0.1:{port}"
