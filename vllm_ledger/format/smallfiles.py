@@ -34,10 +34,13 @@ def marker_record(seq: int, ts: float) -> bytes:
 def write_whole(path: Path, data: bytes, *, tmp: Path, mode: int = 0o666) -> None:
     """``data`` at ``path`` whole: written to ``tmp`` (created with ``mode``, less the umask),
     then renamed over ``path``, so a reader sees the old file or the new one; ``tmp`` is
-    removed when either step fails. No fsync: what is written this way is a hint or is
-    written again."""
+    removed when either step fails. ``tmp`` is made anew (a leftover there, a link
+    included, is removed first and never followed). No fsync: what is written this way is a
+    hint or is written again."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a crashed writer's leftover, or a name put there
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
         try:
             os.write(fd, data)
         finally:

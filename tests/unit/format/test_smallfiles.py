@@ -116,3 +116,13 @@ def test_a_small_file_is_written_whole_and_its_temporary_never_stays(tmp_path: P
     with pytest.raises(OSError):
         write_whole(tmp_path / "d", b"x", tmp=tmp_path / "d.tmp")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "f"]
+
+
+def test_a_link_in_place_of_the_temporary_is_never_written_through(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"keep\n")
+    (tmp_path / "f.tmp").symlink_to(elsewhere)  # left there, or put there
+    write_whole(tmp_path / "f", b"new\n", tmp=tmp_path / "f.tmp")
+    assert (tmp_path / "f").read_bytes() == b"new\n" and not (tmp_path / "f").is_symlink()
+    assert elsewhere.read_bytes() == b"keep\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "f"]
