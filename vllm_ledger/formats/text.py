@@ -36,14 +36,11 @@ def rate(x: float | None) -> str:
     return "<0.01" if 0 < x < 0.005 else f"{x:,.2f}"
 
 
-UNKNOWN = UNKNOWN_MARK  # a figure nobody knows (read/known.py): never printed as 0
-
-
 def figure_cells(w: WindowReport, zeros: bool = False) -> list[str]:
     """input, output, cached, hit rate, avg tok/s, gen tok/s and requests as the tables print
     them; ``?`` for each where the figures are unknown (``zeros``: 0 and ``-``)."""
     if w.known == "unknown" and not zeros:
-        return [UNKNOWN] * 7
+        return [UNKNOWN_MARK] * 7
     return [
         _int(w.input_tokens),
         _int(w.output_tokens),
@@ -289,7 +286,7 @@ def tail_lines(report: Report) -> list[str]:
     lines += [
         "",
         *partial_lines(report),
-        f"Unknown is never shown as zero: {UNKNOWN} marks figures no second of the window "
+        f"Unknown is never shown as zero: {UNKNOWN_MARK} marks figures no second of the window "
         "vouches for;",
         "an incomplete window's other figures are a lower bound.",
     ]

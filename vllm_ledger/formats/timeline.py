@@ -15,7 +15,8 @@ from vllm_ledger.formats import csvout
 from vllm_ledger.formats.json import window_dict
 from vllm_ledger.formats.safe import printable
 from vllm_ledger.formats.table import pad
-from vllm_ledger.formats.text import UNKNOWN, figure_cells, partial_note
+from vllm_ledger.formats.text import figure_cells, partial_note
+from vllm_ledger.read.known import UNKNOWN_MARK
 from vllm_ledger.read.report import SCHEMA_VERSION, WindowReport
 from vllm_ledger.read.timeline import Timeline, UncoveredSpan
 from vllm_ledger.read.zone import ZoneChoice
@@ -213,7 +214,7 @@ def render_text(tl: Timeline, zone: ZoneChoice | None = None, zeros: bool = Fals
                 f"  ... and {len(tl.uncovered) - MAX_SPANS_SHOWN} earlier (--json lists all)"
             )
     if any(s.known == "unknown" for s in tl.steps) and not zeros:
-        lines += ["", f"{UNKNOWN}: unknown (no second of the step vouched for), never 0"]
+        lines += ["", f"{UNKNOWN_MARK}: unknown (no second of the step vouched for), never 0"]
     if tl.breakdown_by is not None:
         lines += _rows_text(tl, tz, zeros)
     lines += zone_note
