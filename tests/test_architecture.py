@@ -7,6 +7,7 @@ a lower one, never a higher one, and the import graph has no circle.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import subprocess
@@ -84,6 +85,12 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.cache
+def tree_of(module: str) -> ast.Module:
+    """``module``'s syntax tree, parsed once for every test here that reads it."""
+    return ast.parse(MODULES[module].read_text())
+
+
 def layer_of(module: str) -> int:
     best = (-1, -1)  # (prefix length, layer)
     for i, prefixes in enumerate(LAYERS):
@@ -96,7 +103,7 @@ def layer_of(module: str) -> int:
 
 def imports_of(module: str) -> set[str]:
     """Project modules ``module`` imports, at the top or inside a function."""
-    tree = ast.parse(MODULES[module].read_text())
+    tree = tree_of(module)
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -201,10 +208,10 @@ def test_the_write_side_imports_nothing_from_the_read_side() -> None:
 
 def test_the_write_side_uses_only_the_standard_library() -> None:
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
-    for m, path in MODULES.items():
+    for m in MODULES:
         if layer_of(m) not in WRITE_SIDE:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree_of(m)):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -303,10 +310,10 @@ def test_the_http_package_imports_only_the_standard_library_and_errors() -> None
     """``vllm_ledger.http`` (the one client, the one server) sits on the ground floor."""
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
     found = []
-    for m, path in MODULES.items():
+    for m in MODULES:
         if m != "vllm_ledger.http" and not m.startswith("vllm_ledger.http."):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree_of(m)):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -412,7 +419,7 @@ WIDTHS_ALLOWED = {
 
 def _fixed_widths(module: str) -> list[str]:
     found = []
-    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+    for node in ast.walk(tree_of(module)):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -468,7 +475,7 @@ def test_columns_are_lined_up_by_the_one_aligner() -> None:
 def _imported_names(module: str) -> set[str]:
     """Every module name ``module`` imports (any package), at the top or inside a function."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+    for node in ast.walk(tree_of(module)):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -531,8 +538,8 @@ _RENAMES = {"os.replace", "os.rename", "tempfile.mkstemp", "tempfile.NamedTempor
 def test_a_file_is_written_whole_in_one_place() -> None:
     """No module writes its own temporary file and renames it: it calls one of the two homes."""
     found: dict[str, set[str]] = {}
-    for m, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+    for m in MODULES:
+        for node in ast.walk(tree_of(m)):
             if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
@@ -553,8 +560,8 @@ _BEGIN = re.compile(r"^\s*BEGIN\b", re.IGNORECASE)
 def test_write_transactions_go_through_the_one_transaction() -> None:
     """A write transaction is ``format/schema.transaction``; SQL that opens one is nowhere else."""
     found: dict[str, set[str]] = {}
-    for m, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+    for m in MODULES:
+        for node in ast.walk(tree_of(m)):
             if (
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)
@@ -601,8 +608,8 @@ def _brackets_an_address(node: ast.AST) -> bool:
 
 def test_the_model_label_and_the_url_host_are_spelled_once() -> None:
     label, brackets = set(), set()
-    for m, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+    for m in MODULES:
+        for node in ast.walk(tree_of(m)):
             if _spells_the_model_label(node):
                 label.add(m)
             if _brackets_an_address(node):
@@ -618,8 +625,8 @@ _CLOCK_SIZES = {60, 3600, 86400, 604800}
 
 def test_the_length_of_an_hour_and_a_day_is_named_once() -> None:
     found = set()
-    for m, path in MODULES.items():
-        for node in ast.parse(path.read_text()).body:
+    for m in MODULES:
+        for node in tree_of(m).body:
             if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
                 continue
             target = node.targets[0]

@@ -196,26 +196,22 @@ class Prometheus:
 
     def scalar_when_any(self, expr: str, timeout_s: float = 30.0) -> float | None:
         """``scalar(expr)`` once it has a value (``vector_when_any``), or None after the wait."""
-        result = self.vector_when_any(expr, timeout_s)
-        if not result:
-            return None
-        assert len(result) == 1, (expr, result)
-        return float(result[0]["value"][1])
+        return _one_value(expr, self.vector_when_any(expr, timeout_s))
 
     def scalar(self, expr: str) -> float | None:
         """The value of a one-element vector, or None when the result is empty."""
-        result = self.vector(expr)
-        if not result:
-            return None
-        assert len(result) == 1, (expr, result)
-        return float(result[0]["value"][1])
+        return _one_value(expr, self.vector(expr))
 
-    def targets_up(self) -> dict[str, str]:
+    def targets(self) -> dict[str, tuple[str, str]]:
+        """job/instance -> (health, the last scrape's error) of every active target."""
         doc = self.api("targets")
         return {
-            t["labels"]["job"] + "/" + t["labels"]["instance"]: t["health"]
+            t["labels"]["job"] + "/" + t["labels"]["instance"]: (t["health"], t["lastError"])
             for t in doc["data"]["activeTargets"]
         }
+
+    def targets_up(self) -> dict[str, str]:
+        return {k: health for k, (health, _err) in self.targets().items()}
 
     def wait_targets(self, want: dict[str, str], timeout_s: float = 30.0) -> None:
         """Until every target's health is WANT's (job/instance -> "up" or "down").
@@ -225,16 +221,20 @@ class Prometheus:
         """
         deadline = time.monotonic() + timeout_s
         while True:
-            doc = self.api("targets")
-            seen = {
-                t["labels"]["job"] + "/" + t["labels"]["instance"]: (t["health"], t["lastError"])
-                for t in doc["data"]["activeTargets"]
-            }
+            seen = self.targets()
             if {k: health for k, (health, _err) in seen.items()} == want:
                 return
             if time.monotonic() >= deadline:
                 raise AssertionError(f"targets not as {want} within {timeout_s} s: {seen}")
             time.sleep(0.5)
+
+
+def _one_value(expr: str, result: list[dict[str, Any]]) -> float | None:
+    """The value of a one-element vector, or None when ``result`` is empty."""
+    if not result:
+        return None
+    assert len(result) == 1, (expr, result)
+    return float(result[0]["value"][1])
 
 
 VICTORIA_METRICS = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
