@@ -10,10 +10,16 @@ from devtools.vllm_server import VllmServer
 from vllm_ledger.promtext import parse_samples, sum_metric
 from vllm_ledger.read.report import build_report
 from vllm_ledger.read.verify import vllm_counters
+from vllm_ledger.write.tags import SETTLE_S
 
 
-def settle(server: VllmServer, timeout_s: float = 60.0) -> dict[str, int]:
-    """Counters once nothing is running or waiting and two readings 1 s apart agree."""
+def settle(
+    server: VllmServer, timeout_s: float = 60.0, *, aborts_judged: bool = False
+) -> dict[str, int]:
+    """Counters once nothing is running or waiting and two readings 1 s apart agree, and the
+    ledger has proven that instant. ``aborts_judged``: proven ``SETTLE_S`` and 1 s past it,
+    so a request cut just before (whose entry the recorder judges aborted that long after its
+    end, in the second it does) is counted too."""
     deadline = time.monotonic() + timeout_s
     last: dict[str, int] | None = None
     while time.monotonic() < deadline:
@@ -26,7 +32,8 @@ def settle(server: VllmServer, timeout_s: float = 60.0) -> dict[str, int]:
         if busy == 0 and now == last:
             ledger = server.env.get("VLLM_LEDGER_DIR")
             if ledger:
-                caught_up(Path(ledger), time.time(), deadline)
+                extra_s = SETTLE_S + 1.0 if aborts_judged else 0.0
+                caught_up(Path(ledger), time.time() + extra_s, deadline)
             return now
         last = now
         time.sleep(1.0)

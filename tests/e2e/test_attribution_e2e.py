@@ -262,7 +262,7 @@ def test_whose_tokens_exact_to_the_token_across_a_restart_and_odd_requests(
     usage = Usage()
     s1 = start("--data-parallel-size", "2", "--api-server-count", "2")
     _traffic(s1.url, usage)
-    counters = settle(s1)
+    counters = settle(s1, aborts_judged=True)
     labels = {k: _label(root, raw) for k, raw in KEYS.items()}
     assert all(v.startswith("key:") and len(v) == 12 for v in labels.values())
     total, done = _check(root, usage, labels)
@@ -282,12 +282,12 @@ def test_whose_tokens_exact_to_the_token_across_a_restart_and_odd_requests(
     # Again after a restart (one API process): the same keys, the same names, added up.
     s2 = start()
     _traffic(s2.url, usage)
-    settle(s2)
+    settle(s2, aborts_judged=True)
     total, done = _check(root, usage, labels)
     assert usage.cut == 8 and total.not_attributed.requests_aborted == usage.cut - done
     before = {r.value: r for r in total.rows}
     _odd_requests(root, s2.url)
-    settle(s2)
+    settle(s2, aborts_judged=True)
     total = _whose(root, "key")["total"]
     assert total.not_attributed.reasons["ambiguous"].requests == 2  # credited to neither
     after = {r.value: r for r in total.rows}
