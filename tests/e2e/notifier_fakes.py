@@ -288,6 +288,18 @@ class NotifierProc:
         doc: dict[str, Any] = json.loads(p.stdout)
         return doc
 
+    def settled_status(self, timeout_s: float = 20.0) -> dict[str, Any]:
+        """The status once no delivery is pending or being sent: the platform has a post
+        before the notifier has its answer and records it sent."""
+
+        def settled() -> dict[str, Any] | None:
+            doc = self.status()
+            d = doc["deliveries"]
+            return doc if d["pending"] == 0 and d["sending"] == 0 else None
+
+        doc: dict[str, Any] = wait_for("deliveries settled", settled, timeout_s)
+        return doc
+
 
 def write_config(path: Path, usage: dict[str, Any], notifier: dict[str, Any] | None) -> Path:
     doc: dict[str, Any] = {"usage": usage}

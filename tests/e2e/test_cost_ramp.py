@@ -327,7 +327,9 @@ def test_cost_and_advise_read_a_real_prometheus(tmp_path: Path) -> None:
             assert code == 0, err
             doc = json.loads(out)
             got = {x["rule"]: x["state"] for x in doc["rules"]}
-            if got == want or time.monotonic() > deadline:
+            rate = doc["readings"]["gen_tokens_per_s"]
+            steady = got == want and rate == pytest.approx(100, rel=0.05)
+            if steady or time.monotonic() > deadline:
                 break
             time.sleep(1)
         r = doc["readings"]

@@ -25,6 +25,7 @@ the first test, 15-30 s for each of the others.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -336,10 +337,15 @@ def test_a_series_twice_counted_once_and_every_down_host_named(
         # lookback, its ledger series are long gone from the store: it is named from its up.
         _stop(proc_b)
         wait_for("host B down", lambda: prom.scalar(f'up{{instance="{host_b}"}}') == 0)
-        later = time.time() + 90
 
-        fleet = read_fleet(prom.url, lookback_s=60, stale_after_s=600, clock=lambda: later)
-        doc = fleet_dict(fleet)
+        def as_of_later() -> dict[str, Any] | None:
+            # Asked again while host A's last scrape (of two jobs, each cut at 1 s) failed.
+            later = time.time() + 90
+            fleet = read_fleet(prom.url, lookback_s=60, stale_after_s=600, clock=lambda: later)
+            got = fleet_dict(fleet)
+            return got if got["hosts"][host_a]["state"] == "ok" else None
+
+        doc = wait_for("host A ok as of 90 s later", as_of_later)
         assert doc["missing"] == sorted([host_b, closed])
         assert doc["hosts"][host_b]["state"] == "missing"
         assert doc["hosts"][host_b]["found_in"] == ["up", "targets"]  # no ledger series left
@@ -347,7 +353,11 @@ def test_a_series_twice_counted_once_and_every_down_host_named(
         assert doc["hosts"][host_a]["state"] == "ok"
         assert doc["complete"] == dict.fromkeys(WINDOWS, False)
         assert doc["total"]["total"]["input"] == 120 + 40 + 33  # B not counted, A once
-        code, out, _err = run_cli("fleet", "--prometheus", prom.url, "--lookback", "1m")
+        code, out, _err = wait_for(
+            "host A counted by the command",
+            lambda: run_cli("fleet", "--prometheus", prom.url, "--lookback", "1m"),
+            until=lambda got: f"  {host_a} [missing]" not in got[1],
+        )
         assert code == 1
         assert f"  {host_b} [missing]" in out and f"  {closed} [missing]" in out
         assert "3 hosts from" in out and ", 1 counted, 2 missing;" in out
@@ -404,7 +414,11 @@ def test_one_exporter_under_two_instance_spellings_is_counted_once(
             "ledger_instance labels under 2 instance spellings): counted once"
         )
         assert doc["notes"] == [note]
-        _code, out, _err = run_cli("fleet", "--prometheus", prom.url, "--stale-after", "15")
+        _code, out, _err = wait_for(  # one failed scrape of a spelling leaves gpu1 missing
+            "gpu1 counted by the command",
+            lambda: run_cli("fleet", "--prometheus", prom.url, "--stale-after", "15"),
+            until=lambda got: "  gpu1 [missing]" not in got[1],
+        )
         print(f"\n$ vllm-ledger fleet --prometheus {prom.url} --stale-after 15\n{out}")
         assert f"\nnote: {note}\n" in out
         assert "duplicate series taken once (the copies differ only in instance)\n" in out
@@ -647,7 +661,11 @@ def test_fleet_by_key_sums_each_hosts_rows_in_prometheus_and_victoria_metrics(
                     whole = doc["total"][w][k]
                     assert rows + by["not_attributed"][w][k] == whole, (store, w, k)
             assert doc["total"]["total"]["input"] == 120 + 40 + 5 + 20 + 1000 + 33
-            code, out, _err = run_cli("fleet", "--prometheus", store, "--by", "adapter")
+            code, out, _err = wait_for(  # a failed scrape leaves a host's keys out a moment
+                f"both hosts counted by --by adapter in {store}",
+                functools.partial(run_cli, "fleet", "--prometheus", store, "--by", "adapter"),
+                until=lambda got: " missing;" not in got[1],  # "2 hosts ..., 2 counted;"
+            )
             print(f"\n$ vllm-ledger fleet --prometheus {store} --by adapter\n{out}")
             assert "by adapter (input/output tokens)" in out and "  tiny-b " in out
 

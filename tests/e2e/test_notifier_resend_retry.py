@@ -46,11 +46,6 @@ def _resend(n: NotifierProc, delivery: int) -> tuple[int, str, str]:
     return run_cli("notifier", "resend", str(delivery), "--config", str(n.config), env=n.env)
 
 
-def _settled(n: NotifierProc) -> bool:
-    d = n.status()["deliveries"]
-    return d["pending"] == 0 and d["sending"] == 0
-
-
 # boundary -> the copy's state once settled, and how many copies the chat got
 CASES = {None: ("sent", 1), "resend": ("sent", 1), "sending": ("unknown", 0), "settle": ("sent", 1)}
 
@@ -82,7 +77,7 @@ def test_a_resend_retried_after_a_crash_at_each_commit_is_queued_once(
         else:
             assert (rc, out, err) == (0, "delivery #1 queued again as #2\n", "")
         assert rc == 2 or boundary in (None, "sending", "settle"), (rc, out, err)
-        wait_for("the copy settled", lambda: _settled(n))
+        n.settled_status()
         state, copies = CASES[boundary]
         retry = _resend(n, 1)  # the operator runs the same command again
         settled = n.status()

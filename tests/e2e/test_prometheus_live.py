@@ -418,7 +418,10 @@ def _run_checks(
         "Prometheus has the risen exporter counter",
         lambda: prom.scalar("sum(vllm_ledger_generation_tokens_total)") == second["output"],
     )
-    assert prom.scalar_when_any("sum(vllm:generation_tokens_total)") == counters2["output"]
+    wait_for(
+        "Prometheus has vLLM's counter after the restart",
+        lambda: prom.scalar("sum(vllm:generation_tokens_total)") == counters2["output"],
+    )
     # Prometheus saw vLLM's counter reset; the ledger's never did.
     assert (prom.scalar("sum(resets(vllm:generation_tokens_total[10m]))") or 0) >= 1
     assert prom.scalar("sum(resets(vllm_ledger_generation_tokens_total[10m]))") == 0

@@ -190,9 +190,11 @@ def test_flipped_byte_in_the_wal_after_sigkill(tmp_path: Path) -> None:
     # SQLite cannot see it: the frames after the flip just vanish.
     assert quick_check(g0) == "ok"
     snap = snapshot(g0)
-    marker_seq = max(w.pres())
     assert snap.status == "ok" and 0 < snap.last_seq < max(acks)
-    assert snap.missing_commits == marker_seq - snap.last_seq
+    # The marker names the last commit that returned, or the one announced when the kill came
+    # (a test thread slowed past the 40th acknowledgement: killed between commit and marker).
+    marker_seq = snap.last_seq + snap.missing_commits
+    assert max(acks) <= marker_seq <= max(w.pres())
     assert total_sums(snap).input_tokens == 3 * acks[snap.last_seq]
 
     # The instance restarts under the same run id: a new generation, the old file untouched.
@@ -230,7 +232,7 @@ def test_damage_is_noticed_under_steady_traffic(tmp_path: Path) -> None:
         wait_for(lambda: rec._span.seq >= 5, what="commits")
         assert rec.path is not None
         _zero_header(rec.path)
-        wait_for(lambda: rec.files_rotated_total >= 1, timeout_s=5, what="rotation")
+        wait_for(lambda: rec.files_rotated_total >= 1, what="rotation")
     finally:
         feeder.join()
         rec.close()
