@@ -120,18 +120,21 @@ def _wait_for(what: str, done: object, deadline_s: float = 30.0) -> None:
 CLEAR_OF_MIDNIGHT_S = 60.0
 
 
+def _shanghai_midnight(now: float) -> datetime:
+    """The midnight that began ``now``'s day in Shanghai."""
+    local = datetime.fromtimestamp(now, SH)
+    return datetime(local.year, local.month, local.day, tzinfo=SH)
+
+
 def _root_now(tmp_path: Path) -> tuple[Path, float]:
     """team-a credited 900 tokens a minute ago; the next midnight in Shanghai."""
     root = tmp_path / "now"
     now = time.time()
-    local = datetime.fromtimestamp(now, SH)
-    today = datetime(local.year, local.month, local.day, tzinfo=SH)
-    left_s = (today + timedelta(days=1)).timestamp() - now
+    left_s = (_shanghai_midnight(now) + timedelta(days=1)).timestamp() - now
     if left_s < CLEAR_OF_MIDNIGHT_S:
         time.sleep(left_s + 0.5)
         now = time.time()
-        local = datetime.fromtimestamp(now, SH)
-        today = datetime(local.year, local.month, local.day, tzinfo=SH)
+    today = _shanghai_midnight(now)
     at = max(now - 60, today.timestamp())  # today in Shanghai, even a minute after midnight
     calls = [Call(at, key="team-a", adapter="tiny", prompt=800, gen=100)]
     write_credited_ledger(root, "run-n", start_ts=at - 10, end_ts=min(at + 10, now), calls=calls)
